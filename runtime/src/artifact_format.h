@@ -1,0 +1,88 @@
+// The kiln artifact file format: one encoder/decoder shared by the compiler (writer) and the runtime (reader).
+// No LLVM/MLIR here: the runtime links this file. The format is documented in docs/artifact.md.
+#ifndef KILN_ARTIFACT_FORMAT_H
+#define KILN_ARTIFACT_FORMAT_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::artifact {
+
+// Bumped on any incompatible change; the runtime refuses other versions with a message naming both.
+constexpr uint32_t kFormatVersion = 1;
+
+// Element types use ONNX TensorProto.DataType codes (1 = float, 7 = int64, 9 = bool, 10 = float16, ...).
+uint32_t dtypeSize(uint32_t dtype);     // bytes per element, 0 if unknown
+const char *dtypeName(uint32_t dtype);  // "float32", "int64", ... or "unknown"
+
+struct Dim {
+  int64_t size = -1;   // >= 0 when static, -1 when symbolic
+  std::string symbol;  // the ONNX dim_param name when symbolic ("" if the model gave none)
+};
+
+struct TensorSignature {
+  std::string name;
+  uint32_t dtype = 0;
+  std::vector<Dim> dims;
+};
+
+struct WeightInfo {
+  std::string name;
+  uint32_t dtype = 0;
+  std::vector<int64_t> dims;
+  uint64_t offset = 0;  // from the start of the weights section; multiple of kWeightAlignment
+  uint64_t size = 0;    // bytes
+};
+constexpr uint64_t kWeightAlignment = 64;
+
+struct KernelInfo {
+  std::string name;                     // symbol-like name of the kernel
+  std::vector<std::string> sourceNodes; // ONNX node names it came from
+};
+
+struct Metadata {
+  uint32_t formatVersion = kFormatVersion;
+  uint32_t abiVersion = 0;       // KILN_ABI_VERSION of the generated code
+  std::string compilerVersion;
+  std::string sourceModelSha256; // hex
+  std::string producer;          // ONNX producer_name + version
+  int64_t opsetVersion = 0;
+  std::string targetTriple;
+  std::string targetCpu;
+  std::vector<std::string> cpuFeatures; // features the code needs, e.g. "avx2", "fma"
+  std::vector<std::string> passes;      // pipeline phases run, in order
+  std::string entrySymbol;              // "kiln_entry"
+  std::vector<TensorSignature> inputs;
+  std::vector<TensorSignature> outputs;
+  std::vector<WeightInfo> weights;      // in the order the entry receives them, after the inputs
+  std::vector<KernelInfo> kernels;      // indexed by kernel_id of kiln_abi_context::parallel_for
+};
+
+struct WeightSource {
+  const void *data = nullptr; // bytes to stream into the weights section (e.g. from a mapped model)
+  uint64_t size = 0;
+};
+
+// Writes the artifact to `path` (via a temporary file renamed into place). Offsets and sizes of
+// `meta.weights` are computed here and overwrite what the caller set. Byte-deterministic.
+bool writeArtifact(const std::string &path, Metadata meta, const std::string &code,
+                   const std::vector<WeightSource> &weights, std::string *error);
+
+// A parsed view of an artifact held in memory (e.g. a read-only mapping of the file).
+struct ArtifactView {
+  Metadata meta;
+  const uint8_t *code = nullptr;
+  uint64_t codeSize = 0;
+  const uint8_t *weights = nullptr; // weights section start, aligned to 4096 in the file
+  uint64_t weightsSize = 0;
+};
+
+// Validates every offset and size against `size`; never reads out of bounds. On failure returns false
+// and says why in `error` (e.g. "not a kiln artifact (bad magic)", "artifact format version 2, runtime reads 1").
+bool parseArtifact(const uint8_t *data, uint64_t size, ArtifactView *out, std::string *error);
+
+} // namespace kiln::artifact
+
+#endif
