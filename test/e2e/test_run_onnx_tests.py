@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Self-test of run_onnx_tests.py with fake kiln-compile / kiln-run binaries.
+
+Needs no kiln build and no network; stdlib only:
+
+    python3 test/e2e/test_run_onnx_tests.py      (or python3 -m pytest test/e2e)
+"""
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUNNER = os.path.join(HERE, "run_onnx_tests.py")
+
+# The fakes decide what to do from the test directory's name.
+FAKE_COMPILE = r'''#!PYTHON
+import os, signal, sys, time
+model = sys.argv[1]
+out = sys.argv[sys.argv.index("-o") + 1]
+name = os.path.basename(os.path.dirname(model))
+if "unsupported" in name:
+    print("kiln-compile: error: node 'weird_node': unsupported op 'Unique'", file=sys.stderr)
+    sys.exit(1)
+if "cerror" in name:
+    print("kiln-compile: error: cannot parse model", file=sys.stderr)
+    sys.exit(1)
+if "ccrash" in name:
+    os.kill(os.getpid(), signal.SIGSEGV)
+if "ctimeout" in name:
+    # a grandchild that would keep the pipe open if only the child were killed
+    os.system("sleep 30")
+    sys.exit(0)
+if "noartifact" in name:
+    sys.exit(0)
+with open(out, "w") as f:
+    f.write(name)
+'''
+
+FAKE_RUN = r'''#!PYTHON
+import os, sys, time
+args = sys.argv[1:]
+with open(args[0]) as f:
+    name = f.read()
+ds = os.path.basename(args[args.index("--test-data-dir") + 1])
+log = os.environ.get("FAKE_RUN_LOG")
+if log:
+    with open(log, "a") as f:
+        f.write(" ".join([name] + args[1:]) + "\n")
+if "mismatch" in name and ds == "test_data_set_1":
+    print("output 0 'y': mismatch at [3]: got 1.5 expected 1.0")
+    sys.exit(1)
+if "rerror" in name:
+    print("kiln-run: error: input 0: expected float[1,64], got int64[1,64]", file=sys.stderr)
+    sys.exit(1)
+if "rcrash" in name:
+    os.abort()
+if "rtimeout" in name:
+    time.sleep(30)
+sys.exit(0)
+'''
+
+
+def write_exe(path, text):
+    with open(path, "w") as f:
+        f.write(text.replace("PYTHON", sys.executable, 1))
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+class RunnerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="kiln-e2e-selftest-")
+        cls.bin = os.path.join(cls.tmp, "bin")
+        os.makedirs(cls.bin)
+        write_exe(os.path.join(cls.bin, "kiln-compile"), FAKE_COMPILE)
+        write_exe(os.path.join(cls.bin, "kiln-run"), FAKE_RUN)
+        cls.root = os.path.join(cls.tmp, "suite")
+        cls.names = ["t_pass", "t_mismatch", "t_unsupported", "t_cerror", "t_ccrash",
+                     "t_ctimeout", "t_noartifact", "t_rerror", "t_rcrash", "t_rtimeout"]
+        for n in cls.names:
+            for ds in ("test_data_set_0", "test_data_set_1"):
+                os.makedirs(os.path.join(cls.root, "group", n, ds))
+            with open(os.path.join(cls.root, "group", n, "model.onnx"), "w") as f:
+                f.write("fake")
+        os.makedirs(os.path.join(cls.root, "group", "t_missing"))  # no model.onnx
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def run_runner(self, *args):
+        cmd = [sys.executable, RUNNER, "--bin", self.bin, "--root", self.root,
+               "--compile-timeout", "2", "--run-timeout", "2"] + list(args)
+        start = time.time()
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        out, _ = p.communicate(timeout=120)
+        return p.returncode, out.decode(), time.time() - start
+
+    def test_categories_and_report(self):
+        report = os.path.join(self.tmp, "report.json")
+        log = os.path.join(self.tmp, "run.log")
+        os.environ["FAKE_RUN_LOG"] = log
+        try:
+            rc, out, secs = self.run_runner("-j", "4", "--rtol", "1e-3", "--atol", "1e-4",
+                                            "--report", report, "group", "group/t_missing")
+        finally:
+            del os.environ["FAKE_RUN_LOG"]
+        self.assertEqual(rc, 0, out)
+        with open(report) as f:
+            data = json.load(f)
+        status = dict((t["name"], t["status"]) for t in data["tests"])
+        self.assertEqual(status, {
+            "group/t_pass": "pass",
+            "group/t_mismatch": "mismatch",
+            "group/t_unsupported": "unsupported",
+            "group/t_cerror": "compile-error",
+            "group/t_ccrash": "crash",
+            "group/t_ctimeout": "timeout",
+            "group/t_noartifact": "compile-error",
+            "group/t_rerror": "runtime-error",
+            "group/t_rcrash": "crash",
+            "group/t_rtimeout": "timeout",
+            "group/t_missing": "missing",
+        })
+        self.assertEqual(data["summary"]["pass"], 1)
+        self.assertEqual(data["summary"]["timeout"], 2)
+        # One FAIL line per failing test, and a summary.
+        self.assertEqual(out.count("FAIL ["), 10, out)
+        self.assertIn("FAIL [unsupported] group/t_unsupported: kiln-compile: error: node "
+                      "'weird_node': unsupported op 'Unique'", out)
+        self.assertIn("kiln-e2e: 1 passed, 10 failed", out)
+        # Timeouts kill the whole process group (the fake's `sleep 30` grandchild too).
+        self.assertLess(secs, 25, out)
+        # rtol/atol are passed through, one kiln-run per data set.
+        with open(log) as f:
+            lines = f.read().splitlines()
+        pass_lines = [l for l in lines if l.startswith("t_pass ")]
+        self.assertEqual(len(pass_lines), 2)
+        for l in pass_lines:
+            self.assertIn("--rtol 1e-3", l)
+            self.assertIn("--atol 1e-4", l)
+            self.assertIn("--quiet", l)
+
+    def test_expect_pass(self):
+        good = os.path.join(self.tmp, "good.txt")
+        with open(good, "w") as f:
+            f.write("# comment\n\ngroup/t_pass\n")
+        rc, out, _ = self.run_runner("--expect-pass", good, "group/t_pass", "group/t_rerror")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("expected: 1 passed, 0 failed", out)
+
+        bad = os.path.join(self.tmp, "bad.txt")
+        with open(bad, "w") as f:
+            f.write("group/t_pass\ngroup/t_rerror\ngroup/not_there\n")
+        rc, out, _ = self.run_runner("--expect-pass", bad, "group/t_pass", "group/t_rerror")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("EXPECTED PASS, got runtime-error: group/t_rerror", out)
+        self.assertIn("EXPECTED PASS, got not-run: group/not_there", out)
+        self.assertIn("expected: 1 passed, 2 failed", out)
+
+    def test_list_file_and_write_pass(self):
+        lst = os.path.join(self.tmp, "list.txt")
+        with open(lst, "w") as f:
+            f.write("group/t_pass\ngroup/t_mismatch  # fails\n")
+        passed = os.path.join(self.tmp, "passed.txt")
+        rc, out, _ = self.run_runner("--list", lst, "--write-pass", passed, "--strict")
+        self.assertEqual(rc, 1, out)  # --strict: the mismatch fails the run
+        self.assertIn("FAIL [mismatch] group/t_mismatch: test_data_set_1: output 0 'y': "
+                      "mismatch", out)
+        with open(passed) as f:
+            self.assertEqual(f.read(), "group/t_pass\n")
+
+    def test_usage_errors(self):
+        p = subprocess.Popen([sys.executable, RUNNER, "--bin", os.path.join(self.tmp, "nope"),
+                              "x"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        out, _ = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"not an executable file", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
