@@ -187,7 +187,7 @@ def build_cnn():
     """image[batch,3,32,32] -> logits[batch,10]."""
     rng = np.random.default_rng(2002)
     c1, c2 = 32, 64
-    conv1_w = he(rng, (c1, 3, 3, 3), 27)
+    conv1_w = he(rng, (c1, 3, 5, 5), 75)
     conv1_b = (rng.standard_normal(c1) * 0.05).astype(np.float32)
     bn_scale = rng.uniform(0.5, 1.5, c1).astype(np.float32)
     bn_bias = (rng.standard_normal(c1) * 0.1).astype(np.float32)
@@ -197,28 +197,29 @@ def build_cnn():
     group = 2
     conv2_w = he(rng, (c2, c1 // group, 3, 3), (c1 // group) * 9)
     conv2_b = (rng.standard_normal(c2) * 0.05).astype(np.float32)
-    fc_in = c2 * 4 * 4
+    fc_in = c2 * 8 * 8
     fc_w = he(rng, (10, fc_in), fc_in)    # Gemm transB=1
     fc_b = (rng.standard_normal(10) * 0.1).astype(np.float32)
 
     # Shapes (N = batch):
-    #   conv1  k3 s2 p1      : [N,3,32,32]  -> [N,32,16,16]
+    #   conv1  k5 s2 p2      : [N,3,32,32]  -> [N,32,16,16]
     #   bn, relu
-    #   maxpool k3 s2 p1     : -> [N,32,8,8]
-    #   conv2  k3 d2 p2 g2   : -> [N,64,8,8]
+    #   maxpool k3 s1 p1     : -> [N,32,16,16]
+    #   conv2  k3 d2 p2 g2   : -> [N,64,16,16]
     #   relu
-    #   avgpool k2 s2        : -> [N,64,4,4]
-    #   flatten              : -> [N,1024]
+    #   avgpool k2 s2        : -> [N,64,8,8]
+    #   flatten              : -> [N,4096]
     #   gemm                 : -> [N,10]
+    # About 3 MMACs per image.
     nodes = [
         helper.make_node("Conv", ["image", "conv1.weight", "conv1.bias"], ["conv1.out"],
-                         name="conv1", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+                         name="conv1", kernel_shape=[5, 5], strides=[2, 2], pads=[2, 2, 2, 2]),
         helper.make_node("BatchNormalization",
                          ["conv1.out", "bn1.scale", "bn1.bias", "bn1.mean", "bn1.var"],
                          ["bn1.out"], name="bn1", epsilon=bn_eps),
         helper.make_node("Relu", ["bn1.out"], ["relu1"], name="relu1"),
         helper.make_node("MaxPool", ["relu1"], ["pool1"], name="maxpool1",
-                         kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+                         kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1]),
         helper.make_node("Conv", ["pool1", "conv2.weight", "conv2.bias"], ["conv2.out"],
                          name="conv2", kernel_shape=[3, 3], group=group, dilations=[2, 2],
                          pads=[2, 2, 2, 2], strides=[1, 1]),
@@ -242,12 +243,12 @@ def build_cnn():
 
     def reference(x):
         f = lambda a: a.astype(np.float64)
-        h = conv2d(f(x), f(conv1_w), f(conv1_b), (2, 2), (1, 1, 1, 1), (1, 1), 1)
+        h = conv2d(f(x), f(conv1_w), f(conv1_b), (2, 2), (2, 2, 2, 2), (1, 1), 1)
         h = ((h - f(bn_mean).reshape(1, -1, 1, 1))
              / np.sqrt(f(bn_var).reshape(1, -1, 1, 1) + f(np.float32(bn_eps)))
              * f(bn_scale).reshape(1, -1, 1, 1) + f(bn_bias).reshape(1, -1, 1, 1))
         h = np.maximum(h, 0.0)
-        h = pool2d(h, (3, 3), (2, 2), (1, 1, 1, 1), "max")
+        h = pool2d(h, (3, 3), (1, 1), (1, 1, 1, 1), "max")
         h = conv2d(h, f(conv2_w), f(conv2_b), (1, 1), (2, 2, 2, 2), (2, 2), group)
         h = np.maximum(h, 0.0)
         h = pool2d(h, (2, 2), (2, 2), (0, 0, 0, 0), "avg")
