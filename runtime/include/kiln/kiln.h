@@ -1,0 +1,192 @@
+/* The kiln runtime's stable C API: load an artifact, query its signature, run it. */
+#ifndef KILN_KILN_H
+#define KILN_KILN_H
+
+/* Conventions (see docs/runtime.md):
+ * - Functions that can fail return kiln_error*; NULL means success. A non-NULL error is owned by
+ *   the caller and must be released with kiln_error_free(). On failure, out-parameters are left
+ *   NULL/untouched-zero and nothing is leaked.
+ * - Out-parameters come last. Every create or load function has a matching destroy; destroy(NULL) is a no-op.
+ * - "Borrowed" pointers returned by queries stay valid as long as the object they came from.
+ * - Thread safety: a kiln_model may be shared by any number of threads. A kiln_session serves one
+ *   request at a time (create one session per concurrent caller). Tensors are not synchronized. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(KILN_BUILDING_RUNTIME)
+#define KILN_API __attribute__((visibility("default")))
+#else
+#define KILN_API
+#endif
+
+/* Bumped on any incompatible change of this header. */
+#define KILN_API_VERSION 1
+
+/* The runtime's version string, e.g. "0.1.0". Static storage. */
+KILN_API const char *kiln_runtime_version(void);
+
+/* ---------------------------------------------------------------- errors */
+
+typedef enum kiln_error_code {
+  KILN_ERROR_INVALID_ARGUMENT = 1, /* a request or argument does not match what was expected */
+  KILN_ERROR_IO = 2,               /* a file could not be opened, read or mapped */
+  KILN_ERROR_INVALID_ARTIFACT = 3, /* the file is not a valid kiln artifact */
+  KILN_ERROR_INCOMPATIBLE = 4,     /* a valid artifact this runtime or host cannot run */
+  KILN_ERROR_OUT_OF_MEMORY = 5,
+  KILN_ERROR_INTERNAL = 6,         /* the generated code failed or broke the ABI contract */
+  KILN_ERROR_BUSY = 7              /* the session is already running on another thread */
+} kiln_error_code;
+
+typedef struct kiln_error kiln_error;
+
+/* The message, one line without a trailing newline. Borrowed from `error`. */
+KILN_API const char *kiln_error_message(const kiln_error *error);
+KILN_API kiln_error_code kiln_error_get_code(const kiln_error *error);
+KILN_API void kiln_error_free(kiln_error *error);
+
+/* ---------------------------------------------------------------- dtypes */
+
+/* Values are ONNX TensorProto.DataType codes. */
+typedef enum kiln_dtype {
+  KILN_DTYPE_FLOAT32 = 1,
+  KILN_DTYPE_UINT8 = 2,
+  KILN_DTYPE_INT8 = 3,
+  KILN_DTYPE_UINT16 = 4,
+  KILN_DTYPE_INT16 = 5,
+  KILN_DTYPE_INT32 = 6,
+  KILN_DTYPE_INT64 = 7,
+  KILN_DTYPE_BOOL = 9,
+  KILN_DTYPE_FLOAT16 = 10,
+  KILN_DTYPE_FLOAT64 = 11,
+  KILN_DTYPE_UINT32 = 12,
+  KILN_DTYPE_UINT64 = 13,
+  KILN_DTYPE_BFLOAT16 = 16
+} kiln_dtype;
+
+/* "float32", "int64", ... or "unknown". Static storage. */
+KILN_API const char *kiln_dtype_name(kiln_dtype dtype);
+/* Bytes per element; 0 for a dtype the runtime cannot hold in a tensor. */
+KILN_API size_t kiln_dtype_size(kiln_dtype dtype);
+
+/* ---------------------------------------------------------------- tensors */
+
+/* A dense, row-major tensor living in host memory. */
+typedef struct kiln_tensor kiln_tensor;
+
+/* A tensor owning a fresh 64-byte-aligned copy of `data` (`data_bytes` must equal the element
+ * count times the dtype size). `data` may be NULL: the tensor is then zero-filled. `shape` is
+ * copied; every dim must be >= 0. */
+KILN_API kiln_error *kiln_tensor_create_copy(kiln_dtype dtype, const int64_t *shape, size_t rank,
+                                             const void *data, size_t data_bytes,
+                                             kiln_tensor **out_tensor);
+
+/* A tensor viewing caller memory without copying it. The caller keeps `data` alive and unchanged
+ * while the tensor is in use, and frees it after kiln_tensor_destroy(). */
+KILN_API kiln_error *kiln_tensor_wrap(kiln_dtype dtype, const int64_t *shape, size_t rank, void *data,
+                                      size_t data_bytes, kiln_tensor **out_tensor);
+
+/* Releases the tensor and, if it owns them, its bytes. */
+KILN_API void kiln_tensor_destroy(kiln_tensor *tensor);
+
+KILN_API kiln_dtype kiln_tensor_dtype(const kiln_tensor *tensor);
+KILN_API size_t kiln_tensor_rank(const kiln_tensor *tensor);
+/* `rank` dims, borrowed from the tensor. */
+KILN_API const int64_t *kiln_tensor_shape(const kiln_tensor *tensor);
+KILN_API int64_t kiln_tensor_element_count(const kiln_tensor *tensor);
+KILN_API size_t kiln_tensor_byte_size(const kiln_tensor *tensor);
+/* The first element, borrowed from the tensor; may be NULL when the tensor has no elements. */
+KILN_API void *kiln_tensor_data(kiln_tensor *tensor);
+KILN_API const void *kiln_tensor_data_const(const kiln_tensor *tensor);
+
+/* ---------------------------------------------------------------- models */
+
+/* A loaded artifact: the file mapped read-only (weights used in place), its code loaded, and a
+ * CPU device (thread pool) that every session of the model shares. */
+typedef struct kiln_model kiln_model;
+
+typedef struct kiln_model_options {
+  /* Set by kiln_model_options_init() to sizeof(kiln_model_options); lets later versions of the
+   * runtime append fields without breaking callers built against this header. */
+  size_t struct_size;
+  /* Threads that run kernels, the calling thread included. 0 = every core this process may use. */
+  int32_t num_threads;
+} kiln_model_options;
+
+KILN_API void kiln_model_options_init(kiln_model_options *options);
+
+/* Loads the artifact at `path`. `options` may be NULL (defaults). Fails with a message saying why
+ * if the file is not an artifact, has another format or ABI version, targets another architecture,
+ * or needs CPU features this host lacks. */
+KILN_API kiln_error *kiln_model_load(const char *path, const kiln_model_options *options,
+                                     kiln_model **out_model);
+
+/* Releases the caller's reference. Sessions created from the model keep it alive until they are
+ * destroyed; tensors returned by runs never depend on the model. */
+KILN_API void kiln_model_destroy(kiln_model *model);
+
+/* One input or output of the signature. All pointers are borrowed from the model. */
+typedef struct kiln_tensor_info {
+  const char *name;
+  kiln_dtype dtype;
+  size_t rank;
+  const int64_t *dims;            /* `rank` values: >= 0 static, -1 symbolic */
+  const char *const *dim_symbols; /* `rank` strings: the symbol of a symbolic dim ("" if unnamed,
+                                     and "" for static dims) */
+} kiln_tensor_info;
+
+KILN_API size_t kiln_model_input_count(const kiln_model *model);
+KILN_API size_t kiln_model_output_count(const kiln_model *model);
+KILN_API kiln_error *kiln_model_input_info(const kiln_model *model, size_t index,
+                                           kiln_tensor_info *out_info);
+KILN_API kiln_error *kiln_model_output_info(const kiln_model *model, size_t index,
+                                            kiln_tensor_info *out_info);
+
+/* Lineage and resources of the artifact. All pointers are borrowed from the model. */
+typedef struct kiln_model_metadata {
+  uint32_t format_version;
+  uint32_t abi_version;
+  const char *compiler_version;
+  const char *source_sha256;
+  const char *producer;
+  int64_t opset_version;
+  const char *target_triple;
+  const char *target_cpu;
+  size_t cpu_feature_count;
+  const char *const *cpu_features;
+  size_t weight_count;
+  uint64_t weights_bytes;
+  uint64_t code_bytes;
+  size_t kernel_count;
+  int32_t num_threads; /* threads of the model's device */
+} kiln_model_metadata;
+
+KILN_API void kiln_model_get_metadata(const kiln_model *model, kiln_model_metadata *out_metadata);
+/* Name of kernel `index` (NULL if out of range), borrowed from the model. */
+KILN_API const char *kiln_model_kernel_name(const kiln_model *model, size_t index);
+
+/* ---------------------------------------------------------------- sessions */
+
+/* Per-caller run state. One request at a time per session; many sessions of one model may run
+ * concurrently and share the model's thread pool. Holds a reference to the model. */
+typedef struct kiln_session kiln_session;
+
+KILN_API kiln_error *kiln_session_create(kiln_model *model, kiln_session **out_session);
+KILN_API void kiln_session_destroy(kiln_session *session);
+
+/* Runs the model. `inputs` holds `input_count` tensors in signature order; each is checked
+ * (count, dtype, rank, static dims, symbolic dims consistent across inputs) before any code
+ * runs. `outputs` is a caller array of `output_count` (= kiln_model_output_count) slots; on
+ * success each receives a new tensor owned by the caller (kiln_tensor_destroy each). On failure
+ * every slot is set to NULL. Inputs are only read. */
+KILN_API kiln_error *kiln_session_run(kiln_session *session, const kiln_tensor *const *inputs,
+                                      size_t input_count, kiln_tensor **outputs, size_t output_count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KILN_KILN_H */

@@ -1,0 +1,520 @@
+// Encoder and bounds-checked decoder of the kiln artifact file (layout: docs/artifact.md).
+#include "artifact_format.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <string_view>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace kiln::artifact {
+namespace {
+
+// PNG-style magic: the high byte and CR/LF/^Z catch text-mode mangling and truncated transfers.
+constexpr uint8_t kMagic[8] = {0x89, 'K', 'I', 'L', 'N', '\r', '\n', 0x1a};
+constexpr uint64_t kHeaderFixedSize = 24;  // magic, version, section count, file size
+constexpr uint64_t kSectionEntrySize = 24; // kind, reserved, offset, size
+constexpr uint32_t kMaxSections = 16;
+constexpr uint64_t kWeightsSectionAlignment = 4096;
+constexpr uint64_t kCodeSectionAlignment = 64;
+
+enum SectionKind : uint32_t { kMetadataSection = 1, kCodeSection = 2, kWeightsSection = 3 };
+
+uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// ---- Encoding: explicit little-endian so the bytes do not depend on the host. ----
+class Encoder {
+public:
+  std::string bytes;
+  void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i)
+      bytes.push_back(char((v >> (8 * i)) & 0xff));
+  }
+  void u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i)
+      bytes.push_back(char((v >> (8 * i)) & 0xff));
+  }
+  void i64(int64_t v) { u64(uint64_t(v)); }
+  void str(const std::string &s) {
+    u32(uint32_t(s.size()));
+    bytes += s;
+  }
+  void strList(const std::vector<std::string> &l) {
+    u32(uint32_t(l.size()));
+    for (const auto &s : l)
+      str(s);
+  }
+};
+
+void encodeSignature(Encoder &e, const TensorSignature &t) {
+  e.str(t.name);
+  e.u32(t.dtype);
+  e.u32(uint32_t(t.dims.size()));
+  for (const Dim &d : t.dims) {
+    e.i64(d.size);
+    e.str(d.symbol);
+  }
+}
+
+std::string encodeMetadata(const Metadata &m) {
+  Encoder e;
+  e.u32(m.abiVersion);
+  e.str(m.compilerVersion);
+  e.str(m.sourceModelSha256);
+  e.str(m.producer);
+  e.i64(m.opsetVersion);
+  e.str(m.targetTriple);
+  e.str(m.targetCpu);
+  e.strList(m.cpuFeatures);
+  e.strList(m.passes);
+  e.str(m.entrySymbol);
+  e.u32(uint32_t(m.inputs.size()));
+  for (const auto &t : m.inputs)
+    encodeSignature(e, t);
+  e.u32(uint32_t(m.outputs.size()));
+  for (const auto &t : m.outputs)
+    encodeSignature(e, t);
+  e.u32(uint32_t(m.weights.size()));
+  for (const WeightInfo &w : m.weights) {
+    e.str(w.name);
+    e.u32(w.dtype);
+    e.u32(uint32_t(w.dims.size()));
+    for (int64_t d : w.dims)
+      e.i64(d);
+    e.u64(w.offset);
+    e.u64(w.size);
+  }
+  e.u32(uint32_t(m.kernels.size()));
+  for (const KernelInfo &k : m.kernels) {
+    e.str(k.name);
+    e.strList(k.sourceNodes);
+  }
+  return std::move(e.bytes);
+}
+
+// ---- Decoding: every read checks the remaining length first; failures are sticky. ----
+class Decoder {
+public:
+  Decoder(const uint8_t *p, uint64_t n) : p(p), n(n) {}
+  bool ok() const { return error.empty(); }
+  uint64_t remaining() const { return n - pos; }
+  std::string error;
+
+  uint32_t u32(const char *what) {
+    if (!need(4, what))
+      return 0;
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i)
+      v |= uint32_t(p[pos + i]) << (8 * i);
+    pos += 4;
+    return v;
+  }
+  uint64_t u64(const char *what) {
+    if (!need(8, what))
+      return 0;
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i)
+      v |= uint64_t(p[pos + i]) << (8 * i);
+    pos += 8;
+    return v;
+  }
+  int64_t i64(const char *what) { return int64_t(u64(what)); }
+  std::string str(const char *what) {
+    uint32_t len = u32(what);
+    if (!need(len, what))
+      return {};
+    std::string s(reinterpret_cast<const char *>(p + pos), len);
+    pos += len;
+    return s;
+  }
+  // A list count is trusted only if that many minimal items could still fit, so a corrupted
+  // count can never trigger a huge allocation.
+  uint32_t count(uint64_t minItemSize, const char *what) {
+    uint32_t c = u32(what);
+    if (ok() && uint64_t(c) * minItemSize > remaining()) {
+      fail(std::string("metadata: ") + what + " count " + std::to_string(c) + " exceeds the section size");
+      return 0;
+    }
+    return c;
+  }
+  std::vector<std::string> strList(const char *what) {
+    std::vector<std::string> l(count(4, what));
+    for (auto &s : l)
+      s = str(what);
+    return l;
+  }
+  void fail(std::string msg) {
+    if (error.empty())
+      error = std::move(msg);
+    pos = n;
+  }
+
+private:
+  bool need(uint64_t bytes, const char *what) {
+    if (!ok())
+      return false;
+    if (bytes > remaining()) {
+      fail(std::string("metadata truncated while reading ") + what);
+      return false;
+    }
+    return true;
+  }
+  const uint8_t *p;
+  uint64_t n;
+  uint64_t pos = 0;
+};
+
+TensorSignature decodeSignature(Decoder &d) {
+  TensorSignature t;
+  t.name = d.str("tensor name");
+  t.dtype = d.u32("tensor dtype");
+  t.dims.resize(d.count(12, "dims"));
+  for (Dim &dim : t.dims) {
+    dim.size = d.i64("dim size");
+    dim.symbol = d.str("dim symbol");
+  }
+  return t;
+}
+
+void decodeMetadata(Decoder &d, Metadata &m) {
+  m.abiVersion = d.u32("abi version");
+  m.compilerVersion = d.str("compiler version");
+  m.sourceModelSha256 = d.str("source sha256");
+  m.producer = d.str("producer");
+  m.opsetVersion = d.i64("opset version");
+  m.targetTriple = d.str("target triple");
+  m.targetCpu = d.str("target cpu");
+  m.cpuFeatures = d.strList("cpu features");
+  m.passes = d.strList("passes");
+  m.entrySymbol = d.str("entry symbol");
+  m.inputs.resize(d.count(12, "inputs"));
+  for (auto &t : m.inputs)
+    t = decodeSignature(d);
+  m.outputs.resize(d.count(12, "outputs"));
+  for (auto &t : m.outputs)
+    t = decodeSignature(d);
+  m.weights.resize(d.count(28, "weights")); // smallest encoding: 3 empty fields + 2 u64
+  for (WeightInfo &w : m.weights) {
+    w.name = d.str("weight name");
+    w.dtype = d.u32("weight dtype");
+    w.dims.resize(d.count(8, "weight dims"));
+    for (int64_t &x : w.dims)
+      x = d.i64("weight dim");
+    w.offset = d.u64("weight offset");
+    w.size = d.u64("weight size");
+  }
+  m.kernels.resize(d.count(8, "kernels"));
+  for (KernelInfo &k : m.kernels) {
+    k.name = d.str("kernel name");
+    k.sourceNodes = d.strList("kernel source nodes");
+  }
+  if (d.ok() && d.remaining() != 0)
+    d.fail("metadata has " + std::to_string(d.remaining()) + " unexpected trailing bytes");
+}
+
+// Element count times element size, or false on overflow / negative dims.
+bool byteSize(uint32_t dtype, const std::vector<int64_t> &dims, uint64_t *out) {
+  uint64_t n = dtypeSize(dtype);
+  for (int64_t d : dims) {
+    if (d < 0 || (d != 0 && n > UINT64_MAX / uint64_t(d)))
+      return false;
+    n *= uint64_t(d);
+  }
+  *out = n;
+  return true;
+}
+
+// Checks shared by the writer and the reader, so the writer never produces a file the reader refuses.
+bool checkMetadata(const Metadata &m, uint64_t weightsSize, std::string *error) {
+  auto checkSig = [&](const TensorSignature &t, const char *kind) {
+    for (size_t i = 0; i < t.dims.size(); ++i) {
+      const Dim &d = t.dims[i];
+      if (d.size < -1) {
+        *error = std::string(kind) + " '" + t.name + "' dim " + std::to_string(i) + " has invalid size " +
+                 std::to_string(d.size);
+        return false;
+      }
+      if (d.size >= 0 && !d.symbol.empty()) {
+        *error = std::string(kind) + " '" + t.name + "' dim " + std::to_string(i) +
+                 " is static but names symbol '" + d.symbol + "'";
+        return false;
+      }
+    }
+    return true;
+  };
+  for (const auto &t : m.inputs)
+    if (!checkSig(t, "input"))
+      return false;
+  for (const auto &t : m.outputs)
+    if (!checkSig(t, "output"))
+      return false;
+  for (const WeightInfo &w : m.weights) {
+    const std::string where = "weight '" + w.name + "'";
+    if (w.offset % kWeightAlignment != 0) {
+      *error = where + " offset " + std::to_string(w.offset) + " is not aligned to " +
+               std::to_string(kWeightAlignment);
+      return false;
+    }
+    if (w.offset > weightsSize || w.size > weightsSize - w.offset) {
+      *error = where + " (offset " + std::to_string(w.offset) + ", " + std::to_string(w.size) +
+               " bytes) lies outside the weights section (" + std::to_string(weightsSize) + " bytes)";
+      return false;
+    }
+    uint64_t expected = 0;
+    if (!byteSize(w.dtype, w.dims, &expected)) {
+      *error = where + " has an invalid or overflowing shape";
+      return false;
+    }
+    // Sub-byte and future dtypes have dtypeSize 0: their size cannot be derived here.
+    if (dtypeSize(w.dtype) != 0 && expected != w.size) {
+      *error = where + " has " + std::to_string(w.size) + " bytes; its dtype and shape need " +
+               std::to_string(expected);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool writeAll(int fd, const void *data, uint64_t size, std::string *error) {
+  const char *p = static_cast<const char *>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size > (1u << 30) ? (1u << 30) : size_t(size));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      *error = std::string("write failed: ") + std::strerror(errno);
+      return false;
+    }
+    p += n;
+    size -= uint64_t(n);
+  }
+  return true;
+}
+
+bool writeZeros(int fd, uint64_t size, std::string *error) {
+  static const char zeros[4096] = {};
+  while (size > 0) {
+    uint64_t n = size < sizeof(zeros) ? size : sizeof(zeros);
+    if (!writeAll(fd, zeros, n, error))
+      return false;
+    size -= n;
+  }
+  return true;
+}
+
+} // namespace
+
+uint32_t dtypeSize(uint32_t dtype) {
+  switch (dtype) {
+  case 1: return 4;  // float
+  case 2: return 1;  // uint8
+  case 3: return 1;  // int8
+  case 4: return 2;  // uint16
+  case 5: return 2;  // int16
+  case 6: return 4;  // int32
+  case 7: return 8;  // int64
+  case 9: return 1;  // bool
+  case 10: return 2; // float16
+  case 11: return 8; // double
+  case 12: return 4; // uint32
+  case 13: return 8; // uint64
+  case 16: return 2; // bfloat16
+  default: return 0;
+  }
+}
+
+const char *dtypeName(uint32_t dtype) {
+  switch (dtype) {
+  case 1: return "float32";
+  case 2: return "uint8";
+  case 3: return "int8";
+  case 4: return "uint16";
+  case 5: return "int16";
+  case 6: return "int32";
+  case 7: return "int64";
+  case 8: return "string";
+  case 9: return "bool";
+  case 10: return "float16";
+  case 11: return "float64";
+  case 12: return "uint32";
+  case 13: return "uint64";
+  case 16: return "bfloat16";
+  default: return "unknown";
+  }
+}
+
+bool writeArtifact(const std::string &path, Metadata meta, const std::string &code,
+                   const std::vector<WeightSource> &weights, std::string *error) {
+  std::string scratch;
+  if (!error)
+    error = &scratch;
+  if (meta.weights.size() != weights.size()) {
+    *error = "metadata lists " + std::to_string(meta.weights.size()) + " weights but " +
+             std::to_string(weights.size()) + " weight sources were given";
+    return false;
+  }
+  meta.formatVersion = kFormatVersion;
+  uint64_t weightsSize = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i].size > 0 && !weights[i].data) {
+      *error = "weight '" + meta.weights[i].name + "' has no data";
+      return false;
+    }
+    meta.weights[i].offset = alignUp(weightsSize, kWeightAlignment);
+    meta.weights[i].size = weights[i].size;
+    weightsSize = meta.weights[i].offset + weights[i].size;
+  }
+  if (!checkMetadata(meta, weightsSize, error))
+    return false;
+
+  const std::string metadata = encodeMetadata(meta);
+  const uint64_t headerSize = kHeaderFixedSize + 3 * kSectionEntrySize;
+  const uint64_t metaOffset = headerSize;
+  const uint64_t codeOffset = alignUp(metaOffset + metadata.size(), kCodeSectionAlignment);
+  const uint64_t weightsOffset = alignUp(codeOffset + code.size(), kWeightsSectionAlignment);
+  const uint64_t fileSize = weightsOffset + weightsSize;
+
+  Encoder header;
+  header.bytes.assign(reinterpret_cast<const char *>(kMagic), sizeof(kMagic));
+  header.u32(kFormatVersion);
+  header.u32(3);
+  header.u64(fileSize);
+  const uint64_t sections[3][3] = {{kMetadataSection, metaOffset, metadata.size()},
+                                   {kCodeSection, codeOffset, code.size()},
+                                   {kWeightsSection, weightsOffset, weightsSize}};
+  for (const auto &s : sections) {
+    header.u32(uint32_t(s[0]));
+    header.u32(0);
+    header.u64(s[1]);
+    header.u64(s[2]);
+  }
+
+  // A unique temporary name in the target directory, so the rename is atomic and readers never
+  // see a half-written artifact. open() with 0666 lets the umask decide the final permissions.
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(attempt);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST)
+      break;
+  }
+  if (fd < 0) {
+    *error = "cannot create '" + tmp + "': " + std::strerror(errno);
+    return false;
+  }
+  bool ok = writeAll(fd, header.bytes.data(), header.bytes.size(), error) &&
+            writeAll(fd, metadata.data(), metadata.size(), error) &&
+            writeZeros(fd, codeOffset - (metaOffset + metadata.size()), error) &&
+            writeAll(fd, code.data(), code.size(), error) &&
+            writeZeros(fd, weightsOffset - (codeOffset + code.size()), error);
+  uint64_t written = weightsOffset;
+  for (size_t i = 0; ok && i < weights.size(); ++i) {
+    ok = writeZeros(fd, meta.weights[i].offset - (written - weightsOffset), error) &&
+         writeAll(fd, weights[i].data, weights[i].size, error);
+    written = weightsOffset + meta.weights[i].offset + weights[i].size;
+  }
+  if (ok && ::fsync(fd) != 0) {
+    *error = std::string("fsync failed: ") + std::strerror(errno);
+    ok = false;
+  }
+  if (::close(fd) != 0 && ok) {
+    *error = std::string("close failed: ") + std::strerror(errno);
+    ok = false;
+  }
+  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    *error = "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno);
+    ok = false;
+  }
+  if (!ok) {
+    *error = "writing artifact '" + path + "': " + *error;
+    ::unlink(tmp.c_str());
+  }
+  return ok;
+}
+
+bool parseArtifact(const uint8_t *data, uint64_t size, ArtifactView *out, std::string *error) {
+  std::string scratch;
+  if (!error)
+    error = &scratch;
+  auto fail = [&](std::string msg) {
+    *error = std::move(msg);
+    return false;
+  };
+  if (!data && size > 0)
+    return fail("no artifact data");
+  if (size < sizeof(kMagic) || std::memcmp(data, kMagic, sizeof(kMagic)) != 0)
+    return fail("not a kiln artifact (bad magic)");
+  if (size < kHeaderFixedSize)
+    return fail("artifact truncated: " + std::to_string(size) + " bytes, shorter than its header");
+  Decoder h(data + sizeof(kMagic), size - sizeof(kMagic));
+  const uint32_t version = h.u32("format version");
+  if (version != kFormatVersion)
+    return fail("artifact format version " + std::to_string(version) + "; this runtime reads " +
+                std::to_string(kFormatVersion));
+  const uint32_t sectionCount = h.u32("section count");
+  const uint64_t declaredSize = h.u64("file size");
+  if (declaredSize != size)
+    return fail("artifact truncated or padded: header says " + std::to_string(declaredSize) +
+                " bytes, got " + std::to_string(size));
+  if (sectionCount > kMaxSections)
+    return fail("artifact header lists " + std::to_string(sectionCount) + " sections (at most " +
+                std::to_string(kMaxSections) + ")");
+  const uint64_t headerSize = kHeaderFixedSize + uint64_t(sectionCount) * kSectionEntrySize;
+  if (headerSize > size)
+    return fail("artifact truncated inside its section table");
+
+  struct Section {
+    uint64_t offset = 0, size = 0;
+    bool present = false;
+  } sections[4];
+  for (uint32_t i = 0; i < sectionCount; ++i) {
+    const uint32_t kind = h.u32("section kind");
+    h.u32("section reserved");
+    const uint64_t off = h.u64("section offset");
+    const uint64_t len = h.u64("section size");
+    // Overflow-safe "off + len <= size".
+    if (off < headerSize || off > size || len > size - off)
+      return fail("artifact section " + std::to_string(i) + " (offset " + std::to_string(off) + ", " +
+                  std::to_string(len) + " bytes) lies outside the file (" + std::to_string(size) + " bytes)");
+    if (kind < kMetadataSection || kind > kWeightsSection)
+      continue; // unknown sections are skipped, which lets a later version add optional ones
+    if (sections[kind].present)
+      return fail("artifact has two sections of kind " + std::to_string(kind));
+    sections[kind] = {off, len, true};
+  }
+  const char *names[] = {"", "metadata", "code", "weights"};
+  for (uint32_t k = kMetadataSection; k <= kWeightsSection; ++k) {
+    if (!sections[k].present)
+      return fail(std::string("artifact has no ") + names[k] + " section");
+    for (uint32_t j = k + 1; j <= kWeightsSection; ++j) {
+      const Section &a = sections[k], &b = sections[j];
+      if (a.size && b.size && a.offset < b.offset + b.size && b.offset < a.offset + a.size)
+        return fail(std::string("artifact ") + names[k] + " and " + names[j] + " sections overlap");
+    }
+  }
+  if (sections[kWeightsSection].offset % kWeightsSectionAlignment != 0)
+    return fail("artifact weights section offset " + std::to_string(sections[kWeightsSection].offset) +
+                " is not aligned to 4096");
+
+  ArtifactView view;
+  Decoder md(data + sections[kMetadataSection].offset, sections[kMetadataSection].size);
+  decodeMetadata(md, view.meta);
+  if (!md.ok())
+    return fail("artifact " + md.error);
+  view.meta.formatVersion = version;
+  if (!checkMetadata(view.meta, sections[kWeightsSection].size, error)) {
+    *error = "artifact metadata: " + *error;
+    return false;
+  }
+  view.code = data + sections[kCodeSection].offset;
+  view.codeSize = sections[kCodeSection].size;
+  view.weights = data + sections[kWeightsSection].offset;
+  view.weightsSize = sections[kWeightsSection].size;
+  if (out)
+    *out = std::move(view);
+  return true;
+}
+
+} // namespace kiln::artifact

@@ -1,0 +1,45 @@
+// The kiln_model object behind the C API: the mapped artifact, its loaded code and its device.
+#ifndef KILN_RUNTIME_MODEL_H
+#define KILN_RUNTIME_MODEL_H
+
+#include "artifact_format.h"
+#include "device.h"
+#include "kiln/abi.h"
+#include "kiln/kiln.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct kiln_model {
+  // The caller holds one reference, each session another, so a model outlives its sessions.
+  std::atomic<int> refs{1};
+  std::string path;
+  void *mapping = nullptr; // the whole file, read-only; weights are used from here in place
+  size_t mappingSize = 0;
+  kiln::artifact::ArtifactView view;
+  int codeFd = -1; // kept open while loaded so each live model's /proc/self/fd path is unique
+  void *library = nullptr;
+  kiln_abi_entry_fn entry = nullptr;
+  std::unique_ptr<kiln::runtime::Device> device;
+
+  // Views handed out through kiln_model_input_info and friends.
+  struct SignatureView {
+    std::vector<int64_t> dims;
+    std::vector<const char *> symbols;
+  };
+  std::vector<SignatureView> inputViews, outputViews;
+  std::vector<const char *> cpuFeatures;
+  // The weights as the entry receives them (after the graph inputs); shapes point into view.meta.
+  std::vector<kiln_abi_tensor> weightTensors;
+
+  ~kiln_model();
+};
+
+namespace kiln::runtime {
+void retainModel(kiln_model *model);
+void releaseModel(kiln_model *model);
+} // namespace kiln::runtime
+
+#endif

@@ -1,0 +1,209 @@
+// Sessions: validate a request, call the generated entry, and turn its outputs into owned tensors.
+#include "error.h"
+#include "model.h"
+#include "tensor.h"
+#include "validate.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+using kiln::runtime::makeError;
+
+struct kiln_session {
+  kiln_model *model = nullptr;
+  std::atomic<bool> running{false};
+  // Reused across runs so a request allocates only its outputs.
+  std::vector<kiln_abi_tensor> inputs; // graph inputs, then the model's weights
+  std::vector<kiln_abi_tensor> outputs;
+  std::vector<std::vector<int64_t>> outputShapes;
+};
+
+namespace {
+
+void parallelForTrampoline(void *runtime, int32_t kernelId, kiln_abi_kernel_fn fn, void *captures, int64_t count) {
+  static_cast<kiln::runtime::Device *>(runtime)->parallelFor(kernelId, fn, captures, count);
+}
+
+// Clears the busy flag however run() returns.
+struct RunningGuard {
+  std::atomic<bool> &flag;
+  ~RunningGuard() { flag.store(false, std::memory_order_release); }
+};
+
+// Frees each distinct allocation the generated code handed over.
+void freeAllocations(const std::vector<kiln_abi_tensor> &outputs) {
+  std::vector<void *> seen;
+  for (const auto &o : outputs) {
+    if (!o.allocated)
+      continue;
+    bool dup = false;
+    for (void *p : seen)
+      dup = dup || p == o.allocated;
+    if (!dup) {
+      seen.push_back(o.allocated);
+      std::free(o.allocated);
+    }
+  }
+}
+
+// Output `i` as the generated code returned it, checked against the signature.
+std::string checkOutput(const kiln::artifact::TensorSignature &sig, const kiln_abi_tensor &o, size_t *bytes) {
+  const std::string where = "generated code returned output '" + sig.name + "'";
+  for (size_t d = 0; d < sig.dims.size(); ++d) {
+    if (o.shape[d] < 0)
+      return where + " with dim " + std::to_string(d) + " = " + std::to_string(o.shape[d]);
+    if (sig.dims[d].size >= 0 && o.shape[d] != sig.dims[d].size)
+      return where + " with dim " + std::to_string(d) + " = " + std::to_string(o.shape[d]) + ", signature says " +
+             std::to_string(sig.dims[d].size);
+  }
+  std::string error;
+  if (!kiln::runtime::tensorByteSize(kiln_dtype(sig.dtype), o.shape, sig.dims.size(), bytes, &error))
+    return where + ": " + error;
+  if (*bytes > 0 && !o.data)
+    return where + " without data";
+  return {};
+}
+
+kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputCount, kiln_tensor **outputs) {
+  kiln_model &m = *s.model;
+  const auto &meta = m.view.meta;
+  std::string why = kiln::runtime::validateInputs(meta.inputs, inputs, inputCount);
+  if (!why.empty())
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, why);
+
+  for (size_t i = 0; i < inputCount; ++i) {
+    // The ABI's input tensors are not const, but generated code only reads them.
+    s.inputs[i].data = const_cast<void *>(inputs[i]->data);
+    s.inputs[i].shape = const_cast<int64_t *>(inputs[i]->shape.data());
+  }
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    // -1 marks dims the generated code forgot to fill; checkOutput catches them.
+    std::fill(s.outputShapes[i].begin(), s.outputShapes[i].end(), -1);
+    s.outputs[i] = kiln_abi_tensor{nullptr, nullptr, s.outputShapes[i].data()};
+  }
+  kiln_abi_context ctx{m.device.get(), parallelForTrampoline};
+  const int32_t rc = m.entry(&ctx, s.inputs.data(), s.outputs.data());
+  if (rc != 0) {
+    freeAllocations(s.outputs);
+    return makeError(KILN_ERROR_INTERNAL, "generated code failed with status " + std::to_string(rc));
+  }
+
+  std::vector<size_t> bytes(s.outputs.size());
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    why = checkOutput(meta.outputs[i], s.outputs[i], &bytes[i]);
+    if (!why.empty()) {
+      freeAllocations(s.outputs);
+      return makeError(KILN_ERROR_INTERNAL, why);
+    }
+  }
+  // Take ownership: one shared owner per distinct allocation.
+  std::vector<void *> distinct;
+  try {
+    distinct.reserve(s.outputs.size());
+  } catch (...) {
+    freeAllocations(s.outputs);
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory taking outputs");
+  }
+  for (const auto &o : s.outputs)
+    if (o.allocated && std::find(distinct.begin(), distinct.end(), o.allocated) == distinct.end())
+      distinct.push_back(o.allocated);
+  std::map<void *, std::shared_ptr<void>> owners;
+  size_t owned = 0;
+  try {
+    for (; owned < distinct.size(); ++owned)
+      owners.emplace(distinct[owned], std::shared_ptr<void>(distinct[owned], std::free));
+  } catch (...) {
+    // The failing shared_ptr/emplace has freed distinct[owned]; `owners` frees those before it.
+    for (size_t i = owned + 1; i < distinct.size(); ++i)
+      std::free(distinct[i]);
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory taking outputs");
+  }
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    const kiln_abi_tensor &o = s.outputs[i];
+    const size_t rank = meta.outputs[i].dims.size();
+    kiln_tensor *t = nullptr;
+    kiln_error *e = nullptr;
+    if (o.allocated || bytes[i] == 0) {
+      e = kiln_tensor_wrap(kiln_dtype(meta.outputs[i].dtype), o.shape, rank, bytes[i] ? o.data : nullptr, bytes[i], &t);
+      if (!e && o.allocated)
+        t->owner = owners[o.allocated];
+    } else {
+      // Not owned by the caller-to-be (e.g. points at a weight or an input): copy it out.
+      e = kiln_tensor_create_copy(kiln_dtype(meta.outputs[i].dtype), o.shape, rank, o.data, bytes[i], &t);
+    }
+    if (e) {
+      for (size_t j = 0; j < i; ++j) {
+        kiln_tensor_destroy(outputs[j]);
+        outputs[j] = nullptr;
+      }
+      return e; // `owners` releases the remaining allocations
+    }
+    outputs[i] = t;
+  }
+  return nullptr;
+}
+
+} // namespace
+
+extern "C" {
+
+kiln_error *kiln_session_create(kiln_model *model, kiln_session **out_session) {
+  if (!out_session)
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, "kiln_session_create: out_session is NULL");
+  *out_session = nullptr;
+  if (!model)
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, "kiln_session_create: model is NULL");
+  try {
+    auto *s = new kiln_session;
+    const auto &meta = model->view.meta;
+    s->inputs.resize(meta.inputs.size());
+    s->inputs.insert(s->inputs.end(), model->weightTensors.begin(), model->weightTensors.end());
+    s->outputs.resize(meta.outputs.size());
+    for (const auto &o : meta.outputs)
+      s->outputShapes.emplace_back(std::max<size_t>(o.dims.size(), 1));
+    kiln::runtime::retainModel(model);
+    s->model = model;
+    *out_session = s;
+    return nullptr;
+  } catch (...) {
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory creating session");
+  }
+}
+
+void kiln_session_destroy(kiln_session *session) {
+  if (!session)
+    return;
+  kiln::runtime::releaseModel(session->model);
+  delete session;
+}
+
+kiln_error *kiln_session_run(kiln_session *session, const kiln_tensor *const *inputs, size_t input_count,
+                             kiln_tensor **outputs, size_t output_count) {
+  if (!session)
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, "kiln_session_run: session is NULL");
+  const size_t expected = session->model->view.meta.outputs.size();
+  if (output_count != expected)
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, "expected " + std::to_string(expected) + " output slots, got " +
+                                                      std::to_string(output_count));
+  if (expected > 0 && !outputs)
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, "kiln_session_run: outputs array is NULL");
+  for (size_t i = 0; i < output_count; ++i)
+    outputs[i] = nullptr;
+  if (session->running.exchange(true, std::memory_order_acquire))
+    return makeError(KILN_ERROR_BUSY, "session is already running a request on another thread; "
+                                      "create one session per thread");
+  RunningGuard guard{session->running};
+  try {
+    return run(*session, inputs, input_count, outputs);
+  } catch (...) {
+    for (size_t i = 0; i < output_count; ++i) {
+      kiln_tensor_destroy(outputs[i]);
+      outputs[i] = nullptr;
+    }
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory running the model");
+  }
+}
+
+} // extern "C"

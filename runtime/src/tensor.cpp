@@ -1,0 +1,122 @@
+// Tensor creation, wrapping and accessors of the C API.
+#include "tensor.h"
+
+#include "error.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace kiln::runtime {
+
+bool tensorByteSize(kiln_dtype dtype, const int64_t *shape, size_t rank, size_t *bytes, std::string *error) {
+  size_t n = kiln_dtype_size(dtype);
+  if (n == 0) {
+    *error = "unsupported dtype " + std::to_string(int(dtype));
+    return false;
+  }
+  if (rank > 0 && !shape) {
+    *error = "shape is NULL for rank " + std::to_string(rank);
+    return false;
+  }
+  for (size_t i = 0; i < rank; ++i) {
+    if (shape[i] < 0) {
+      *error = "dim " + std::to_string(i) + " is negative (" + std::to_string(shape[i]) + ")";
+      return false;
+    }
+    if (shape[i] != 0 && n > SIZE_MAX / uint64_t(shape[i])) {
+      *error = "shape is too large (byte size overflows)";
+      return false;
+    }
+    n *= size_t(shape[i]);
+  }
+  *bytes = n;
+  return true;
+}
+
+} // namespace kiln::runtime
+
+using kiln::runtime::makeError;
+
+namespace {
+
+kiln_error *makeTensor(kiln_dtype dtype, const int64_t *shape, size_t rank, size_t dataBytes,
+                       kiln_tensor **out, const char *what) {
+  if (!out)
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, std::string(what) + ": out_tensor is NULL");
+  *out = nullptr;
+  size_t bytes = 0;
+  std::string error;
+  if (!kiln::runtime::tensorByteSize(dtype, shape, rank, &bytes, &error))
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, std::string(what) + ": " + error);
+  if (dataBytes != bytes)
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, std::string(what) + ": data_bytes is " +
+                                                      std::to_string(dataBytes) + ", shape and dtype need " +
+                                                      std::to_string(bytes));
+  try {
+    auto *t = new kiln_tensor;
+    t->dtype = dtype;
+    t->shape.assign(shape, shape + rank);
+    t->bytes = bytes;
+    *out = t;
+    return nullptr;
+  } catch (...) {
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+kiln_error *kiln_tensor_create_copy(kiln_dtype dtype, const int64_t *shape, size_t rank, const void *data,
+                                    size_t data_bytes, kiln_tensor **out_tensor) {
+  if (kiln_error *e = makeTensor(dtype, shape, rank, data_bytes, out_tensor, "kiln_tensor_create_copy"))
+    return e;
+  kiln_tensor *t = *out_tensor;
+  // 64-byte alignment matches what generated vector code may assume for its operands.
+  void *p = std::aligned_alloc(64, (data_bytes + 63) / 64 * 64 + 64);
+  if (!p) {
+    delete t;
+    *out_tensor = nullptr;
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "kiln_tensor_create_copy: cannot allocate " +
+                                                   std::to_string(data_bytes) + " bytes");
+  }
+  if (data)
+    std::memcpy(p, data, data_bytes);
+  else
+    std::memset(p, 0, data_bytes);
+  t->data = p;
+  t->owner = std::shared_ptr<void>(p, std::free);
+  return nullptr;
+}
+
+kiln_error *kiln_tensor_wrap(kiln_dtype dtype, const int64_t *shape, size_t rank, void *data, size_t data_bytes,
+                             kiln_tensor **out_tensor) {
+  if (data_bytes > 0 && !data) {
+    if (out_tensor)
+      *out_tensor = nullptr;
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, "kiln_tensor_wrap: data is NULL");
+  }
+  if (kiln_error *e = makeTensor(dtype, shape, rank, data_bytes, out_tensor, "kiln_tensor_wrap"))
+    return e;
+  (*out_tensor)->data = data;
+  return nullptr;
+}
+
+void kiln_tensor_destroy(kiln_tensor *tensor) { delete tensor; }
+
+kiln_dtype kiln_tensor_dtype(const kiln_tensor *t) { return t->dtype; }
+size_t kiln_tensor_rank(const kiln_tensor *t) { return t->shape.size(); }
+const int64_t *kiln_tensor_shape(const kiln_tensor *t) { return t->shape.data(); }
+size_t kiln_tensor_byte_size(const kiln_tensor *t) { return t->bytes; }
+void *kiln_tensor_data(kiln_tensor *t) { return t->data; }
+const void *kiln_tensor_data_const(const kiln_tensor *t) { return t->data; }
+
+int64_t kiln_tensor_element_count(const kiln_tensor *t) {
+  int64_t n = 1;
+  for (int64_t d : t->shape)
+    n *= d;
+  return n;
+}
+
+} // extern "C"

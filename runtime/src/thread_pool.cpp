@@ -1,0 +1,93 @@
+// Thread pool: callers publish a loop, workers and the caller claim chunks of it with an atomic counter.
+#include "thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace kiln::runtime {
+
+// Lives on the caller's stack for the duration of parallelFor.
+struct ThreadPool::Job {
+  kiln_abi_kernel_fn fn;
+  void *captures;
+  int64_t count;
+  int64_t chunk;
+  std::atomic<int64_t> next{0};
+  int helpers = 0; // workers inside runChunks; guarded by the pool mutex
+  std::condition_variable helpersDone;
+};
+
+ThreadPool::ThreadPool(int32_t threads) {
+  for (int32_t i = 1; i < threads; ++i)
+    workers.emplace_back([this] { workerMain(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+  }
+  wake.notify_all();
+  for (auto &t : workers)
+    t.join();
+}
+
+void ThreadPool::runChunks(Job &job) {
+  for (;;) {
+    int64_t begin = job.next.fetch_add(job.chunk, std::memory_order_relaxed);
+    if (begin >= job.count)
+      return;
+    job.fn(job.captures, begin, std::min(job.count, begin + job.chunk));
+  }
+}
+
+void ThreadPool::parallelFor(kiln_abi_kernel_fn fn, void *captures, int64_t count) {
+  if (count <= 0)
+    return;
+  if (workers.empty() || count == 1) {
+    fn(captures, 0, count);
+    return;
+  }
+  Job job;
+  job.fn = fn;
+  job.captures = captures;
+  job.count = count;
+  // A few chunks per thread balances uneven work without making chunks tiny.
+  const int64_t chunks = std::min<int64_t>(count, int64_t(threads()) * 4);
+  job.chunk = (count + chunks - 1) / chunks;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    queue.push_back(&job);
+  }
+  wake.notify_all();
+  runChunks(job);
+  // Every chunk is claimed. Once the job leaves the queue no new helper can join, so waiting for
+  // the current helpers means every claimed chunk has finished and `job` may leave the stack.
+  std::unique_lock<std::mutex> lock(mutex);
+  auto it = std::find(queue.begin(), queue.end(), &job);
+  if (it != queue.end())
+    queue.erase(it);
+  job.helpersDone.wait(lock, [&] { return job.helpers == 0; });
+}
+
+void ThreadPool::workerMain() {
+  std::unique_lock<std::mutex> lock(mutex);
+  for (;;) {
+    wake.wait(lock, [&] { return stopping || !queue.empty(); });
+    if (stopping)
+      return;
+    Job *job = queue.front();
+    ++job->helpers;
+    lock.unlock();
+    runChunks(*job);
+    lock.lock();
+    // All chunks are claimed now: take the job out so idle workers do not spin on it.
+    auto it = std::find(queue.begin(), queue.end(), job);
+    if (it != queue.end())
+      queue.erase(it);
+    if (--job->helpers == 0)
+      job->helpersDone.notify_all();
+  }
+}
+
+} // namespace kiln::runtime

@@ -1,0 +1,44 @@
+// A fixed pool of worker threads that several callers can share to run parallel loops.
+#ifndef KILN_RUNTIME_THREAD_POOL_H
+#define KILN_RUNTIME_THREAD_POOL_H
+
+#include "kiln/abi.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kiln::runtime {
+
+class ThreadPool {
+public:
+  // `threads` counts the calling thread: threads - 1 workers are started.
+  explicit ThreadPool(int32_t threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool &) = delete;
+  ThreadPool &operator=(const ThreadPool &) = delete;
+
+  int32_t threads() const { return int32_t(workers.size()) + 1; }
+
+  // Runs fn over chunks of [0, count). The caller works on its own loop too, so a loop always
+  // finishes even if every worker is busy elsewhere (concurrent callers, nested loops).
+  void parallelFor(kiln_abi_kernel_fn fn, void *captures, int64_t count);
+
+private:
+  struct Job;
+  void workerMain();
+  static void runChunks(Job &job);
+
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<Job *> queue; // loops that still have unclaimed chunks
+  bool stopping = false;
+  std::vector<std::thread> workers;
+};
+
+} // namespace kiln::runtime
+
+#endif
