@@ -14,7 +14,7 @@ tests in parallel (-j). Each test ends in one category:
 
   pass           compiled, every data set matched
   mismatch       kiln-run exited 1 on a data set and reported a mismatch
-                 (its output mentions "mismatch", or has no "error:" line)
+                 (its output says "mismatch" or "differ", or has no "error:")
   unsupported    kiln-compile failed and its message contains "unsupported"
   compile-error  kiln-compile failed otherwise (or wrote no artifact)
   runtime-error  kiln-run failed otherwise
@@ -53,6 +53,9 @@ CATEGORIES = ["pass", "mismatch", "unsupported", "compile-error", "runtime-error
               "crash", "timeout", "missing"]
 # When data sets of one test end differently, the test takes the worst.
 SEVERITY = {"pass": 0, "mismatch": 1, "runtime-error": 2, "timeout": 3, "crash": 4}
+# kiln-run's words for a wrong output (tools/run/tensor_compare.cpp: "... elements
+# differ; first at ...", "shape mismatch: ...", "dtype mismatch: ...").
+MISMATCH_RE = re.compile(r"mismatch|\bdiffer")
 MAX_LOG = 4000  # characters of a step's output kept in the report
 
 
@@ -176,7 +179,7 @@ def summary_line(output):
         if "error" in l.lower():
             return l
     for l in lines:
-        if "mismatch" in l.lower():
+        if MISMATCH_RE.search(l.lower()):
             return l
     return lines[-1] if lines else ""
 
@@ -209,7 +212,7 @@ def classify_run(step):
     if step["rc"] == 0:
         return "pass", ""
     low = out.lower()
-    if step["rc"] == 1 and ("mismatch" in low or "error:" not in low):
+    if step["rc"] == 1 and (MISMATCH_RE.search(low) or "error:" not in low):
         return "mismatch", summary_line(out)
     return "runtime-error", "exit %s: %s" % (step["rc"], summary_line(out))
 

@@ -56,6 +56,9 @@ if log:
 if "mismatch" in name and ds == "test_data_set_1":
     print("output 0 'y': mismatch at [3]: got 1.5 expected 1.0")
     sys.exit(1)
+if "differ" in name:
+    print("kiln-run: error: output 0 'y': 3 of 10 elements differ; first at [0,2]", file=sys.stderr)
+    sys.exit(1)
 if "rerror" in name:
     print("kiln-run: error: input 0: expected float[1,64], got int64[1,64]", file=sys.stderr)
     sys.exit(1)
@@ -83,7 +86,7 @@ class RunnerTest(unittest.TestCase):
         write_exe(os.path.join(cls.bin, "kiln-run"), FAKE_RUN)
         cls.root = os.path.join(cls.tmp, "suite")
         cls.names = ["t_pass", "t_mismatch", "t_unsupported", "t_cerror", "t_ccrash",
-                     "t_ctimeout", "t_noartifact", "t_rerror", "t_rcrash", "t_rtimeout"]
+                     "t_ctimeout", "t_noartifact", "t_differ", "t_rerror", "t_rcrash", "t_rtimeout"]
         for n in cls.names:
             for ds in ("test_data_set_0", "test_data_set_1"):
                 os.makedirs(os.path.join(cls.root, "group", n, ds))
@@ -124,6 +127,7 @@ class RunnerTest(unittest.TestCase):
             "group/t_ccrash": "crash",
             "group/t_ctimeout": "timeout",
             "group/t_noartifact": "compile-error",
+            "group/t_differ": "mismatch",
             "group/t_rerror": "runtime-error",
             "group/t_rcrash": "crash",
             "group/t_rtimeout": "timeout",
@@ -132,10 +136,10 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(data["summary"]["pass"], 1)
         self.assertEqual(data["summary"]["timeout"], 2)
         # One FAIL line per failing test, and a summary.
-        self.assertEqual(out.count("FAIL ["), 10, out)
+        self.assertEqual(out.count("FAIL ["), 11, out)
         self.assertIn("FAIL [unsupported] group/t_unsupported: kiln-compile: error: node "
                       "'weird_node': unsupported op 'Unique'", out)
-        self.assertIn("kiln-e2e: 1 passed, 10 failed", out)
+        self.assertIn("kiln-e2e: 1 passed, 11 failed", out)
         # Timeouts kill the whole process group (the fake's `sleep 30` grandchild too).
         self.assertLess(secs, 25, out)
         # rtol/atol are passed through, one kiln-run per data set.
