@@ -1,0 +1,172 @@
+// A thin header-only C++17 RAII wrapper over the kiln C API; failures throw kiln::Error.
+#ifndef KILN_KILN_HPP
+#define KILN_KILN_HPP
+
+#include "kiln/kiln.h"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+// Thrown for every kiln_error; code() keeps the C error code so callers can tell a bad request
+// (KILN_ERROR_INVALID_ARGUMENT) from an artifact this host cannot run (KILN_ERROR_INCOMPATIBLE).
+class Error : public std::runtime_error {
+public:
+  Error(const std::string &message, kiln_error_code code) : std::runtime_error(message), code_(code) {}
+  kiln_error_code code() const { return code_; }
+
+private:
+  kiln_error_code code_;
+};
+
+// Converts a C error into an exception, releasing the C object.
+inline void check(kiln_error *error) {
+  if (!error)
+    return;
+  Error e(kiln_error_message(error), kiln_error_get_code(error));
+  kiln_error_free(error);
+  throw e;
+}
+
+namespace detail {
+struct TensorDeleter {
+  void operator()(kiln_tensor *t) const { kiln_tensor_destroy(t); }
+};
+struct ModelDeleter {
+  void operator()(kiln_model *m) const { kiln_model_destroy(m); }
+};
+struct SessionDeleter {
+  void operator()(kiln_session *s) const { kiln_session_destroy(s); }
+};
+} // namespace detail
+
+// Owns one kiln_tensor (which may itself view caller memory, see wrap()).
+class Tensor {
+public:
+  Tensor() = default;
+  explicit Tensor(kiln_tensor *owned) : t_(owned) {}
+
+  // Owns a copy of `bytes` bytes at `data` (zero-filled if data is null).
+  static Tensor copy(kiln_dtype dtype, const std::vector<int64_t> &shape, const void *data, size_t bytes) {
+    kiln_tensor *t = nullptr;
+    check(kiln_tensor_create_copy(dtype, shape.data(), shape.size(), data, bytes, &t));
+    return Tensor(t);
+  }
+  template <typename T>
+  static Tensor fromVector(kiln_dtype dtype, const std::vector<int64_t> &shape, const std::vector<T> &values) {
+    return copy(dtype, shape, values.data(), values.size() * sizeof(T));
+  }
+  // Views caller memory, which must outlive the returned Tensor.
+  static Tensor wrap(kiln_dtype dtype, const std::vector<int64_t> &shape, void *data, size_t bytes) {
+    kiln_tensor *t = nullptr;
+    check(kiln_tensor_wrap(dtype, shape.data(), shape.size(), data, bytes, &t));
+    return Tensor(t);
+  }
+
+  kiln_tensor *get() const { return t_.get(); }
+  kiln_tensor *release() { return t_.release(); }
+  explicit operator bool() const { return bool(t_); }
+
+  kiln_dtype dtype() const { return kiln_tensor_dtype(t_.get()); }
+  std::vector<int64_t> shape() const {
+    const int64_t *s = kiln_tensor_shape(t_.get());
+    return std::vector<int64_t>(s, s + kiln_tensor_rank(t_.get()));
+  }
+  int64_t elementCount() const { return kiln_tensor_element_count(t_.get()); }
+  size_t byteSize() const { return kiln_tensor_byte_size(t_.get()); }
+  template <typename T = void> T *data() { return static_cast<T *>(kiln_tensor_data(t_.get())); }
+  template <typename T = void> const T *data() const {
+    return static_cast<const T *>(kiln_tensor_data_const(t_.get()));
+  }
+
+private:
+  std::unique_ptr<kiln_tensor, detail::TensorDeleter> t_;
+};
+
+struct TensorInfo {
+  std::string name;
+  kiln_dtype dtype;
+  std::vector<int64_t> dims;        // -1 for symbolic dims
+  std::vector<std::string> symbols; // symbol of each symbolic dim, "" otherwise
+};
+
+// A loaded artifact; share it across threads, create one Session per thread.
+class Model {
+public:
+  static Model load(const std::string &path, int32_t threads = 0) {
+    kiln_model_options options;
+    kiln_model_options_init(&options);
+    options.num_threads = threads;
+    kiln_model *m = nullptr;
+    check(kiln_model_load(path.c_str(), &options, &m));
+    return Model(m);
+  }
+
+  kiln_model *get() const { return m_.get(); }
+  std::vector<TensorInfo> inputs() const { return infos(kiln_model_input_count(get()), kiln_model_input_info); }
+  std::vector<TensorInfo> outputs() const { return infos(kiln_model_output_count(get()), kiln_model_output_info); }
+  kiln_model_metadata metadata() const {
+    kiln_model_metadata md;
+    kiln_model_get_metadata(get(), &md);
+    return md;
+  }
+
+private:
+  explicit Model(kiln_model *m) : m_(m) {}
+  using InfoFn = kiln_error *(*)(const kiln_model *, size_t, kiln_tensor_info *);
+  std::vector<TensorInfo> infos(size_t count, InfoFn fn) const {
+    std::vector<TensorInfo> out;
+    for (size_t i = 0; i < count; ++i) {
+      kiln_tensor_info info;
+      check(fn(get(), i, &info));
+      TensorInfo t{info.name, info.dtype, std::vector<int64_t>(info.dims, info.dims + info.rank), {}};
+      for (size_t d = 0; d < info.rank; ++d)
+        t.symbols.emplace_back(info.dim_symbols[d]);
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+  std::unique_ptr<kiln_model, detail::ModelDeleter> m_;
+};
+
+// Per-thread run state; keeps its model alive.
+class Session {
+public:
+  explicit Session(const Model &model) {
+    kiln_session *s = nullptr;
+    check(kiln_session_create(model.get(), &s));
+    s_.reset(s);
+    outputCount_ = kiln_model_output_count(model.get());
+  }
+
+  // Inputs in signature order; returns the outputs in signature order.
+  std::vector<Tensor> run(const std::vector<const Tensor *> &inputs) {
+    std::vector<const kiln_tensor *> in;
+    for (const Tensor *t : inputs)
+      in.push_back(t ? t->get() : nullptr);
+    std::vector<kiln_tensor *> out(outputCount_, nullptr);
+    check(kiln_session_run(s_.get(), in.data(), in.size(), out.data(), out.size()));
+    std::vector<Tensor> result;
+    result.reserve(out.size()); // so the loop below cannot throw and leak a tensor
+    for (kiln_tensor *t : out)
+      result.emplace_back(t);
+    return result;
+  }
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs) {
+    std::vector<const Tensor *> in;
+    for (const Tensor &t : inputs)
+      in.push_back(&t);
+    return run(in);
+  }
+
+private:
+  std::unique_ptr<kiln_session, detail::SessionDeleter> s_;
+  size_t outputCount_ = 0;
+};
+
+} // namespace kiln
+
+#endif

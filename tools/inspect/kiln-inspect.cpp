@@ -1,0 +1,190 @@
+// kiln-inspect: print what an artifact contains (lineage, target, signature, weights, kernels) without loading its code.
+#include "artifact_format.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+using namespace kiln::artifact;
+
+const char kUsage[] = "usage: kiln-inspect ARTIFACT [--json]\n"
+                      "Prints an artifact's format version, lineage, target, signature, weights, code size,\n"
+                      "kernel table and memory needs. Reads the file only; never loads its code, so it works\n"
+                      "for artifacts built for other CPUs.\n";
+
+std::string dimsString(const std::vector<Dim> &dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    s += i ? "," : "";
+    s += dims[i].size >= 0 ? std::to_string(dims[i].size) : dims[i].symbol.empty() ? "?" : dims[i].symbol;
+  }
+  return s + "]";
+}
+
+std::string join(const std::vector<std::string> &v, const char *sep) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? sep : "") + v[i];
+  return s;
+}
+
+std::string json(const std::string &s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += char(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      o += buf;
+    } else {
+      o += char(c);
+    }
+  }
+  return o + "\"";
+}
+
+std::string jsonList(const std::vector<std::string> &v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + json(v[i]);
+  return s + "]";
+}
+
+std::string jsonSignature(const std::vector<TensorSignature> &sigs) {
+  std::string s = "[";
+  for (size_t i = 0; i < sigs.size(); ++i) {
+    const auto &t = sigs[i];
+    s += std::string(i ? ", " : "") + "{\"name\": " + json(t.name) + ", \"dtype\": " + json(dtypeName(t.dtype)) +
+         ", \"shape\": [";
+    for (size_t d = 0; d < t.dims.size(); ++d)
+      s += (d ? ", " : "") + (t.dims[d].size >= 0 ? std::to_string(t.dims[d].size) : json(t.dims[d].symbol));
+    s += "]}";
+  }
+  return s + "]";
+}
+
+void printText(const ArtifactView &v, uint64_t fileSize) {
+  const Metadata &m = v.meta;
+  std::printf("format version:   %u (abi %u)\n", m.formatVersion, m.abiVersion);
+  std::printf("compiler version: %s\n", m.compilerVersion.c_str());
+  std::printf("source sha256:    %s\n", m.sourceModelSha256.c_str());
+  std::printf("producer:         %s\n", m.producer.c_str());
+  std::printf("opset:            %lld\n", static_cast<long long>(m.opsetVersion));
+  std::printf("target:           %s cpu=%s features=%s\n", m.targetTriple.c_str(), m.targetCpu.c_str(),
+              m.cpuFeatures.empty() ? "(none)" : join(m.cpuFeatures, ",").c_str());
+  std::printf("passes:           %s\n", m.passes.empty() ? "(none)" : join(m.passes, ", ").c_str());
+  std::printf("entry symbol:     %s\n", m.entrySymbol.c_str());
+  std::printf("inputs:\n");
+  for (const auto &t : m.inputs)
+    std::printf("  %s: %s%s\n", t.name.c_str(), dtypeName(t.dtype), dimsString(t.dims).c_str());
+  std::printf("outputs:\n");
+  for (const auto &t : m.outputs)
+    std::printf("  %s: %s%s\n", t.name.c_str(), dtypeName(t.dtype), dimsString(t.dims).c_str());
+  std::printf("weights:          %zu tensors, %llu bytes\n", m.weights.size(),
+              static_cast<unsigned long long>(v.weightsSize));
+  std::printf("code:             %llu bytes\n", static_cast<unsigned long long>(v.codeSize));
+  std::printf("kernels:          %zu\n", m.kernels.size());
+  for (size_t i = 0; i < m.kernels.size(); ++i)
+    std::printf("  %zu %s <- %s\n", i, m.kernels[i].name.c_str(), join(m.kernels[i].sourceNodes, ", ").c_str());
+  std::printf("memory:           %llu bytes mapped (weights %llu + code %llu; file %llu); intermediates are\n"
+              "                  allocated by the generated code at run time (no static plan recorded yet)\n",
+              static_cast<unsigned long long>(v.weightsSize + v.codeSize),
+              static_cast<unsigned long long>(v.weightsSize), static_cast<unsigned long long>(v.codeSize),
+              static_cast<unsigned long long>(fileSize));
+}
+
+void printJson(const ArtifactView &v, uint64_t fileSize) {
+  const Metadata &m = v.meta;
+  std::printf("{\n  \"format_version\": %u,\n  \"abi_version\": %u,\n", m.formatVersion, m.abiVersion);
+  std::printf("  \"compiler_version\": %s,\n  \"source_sha256\": %s,\n  \"producer\": %s,\n",
+              json(m.compilerVersion).c_str(), json(m.sourceModelSha256).c_str(), json(m.producer).c_str());
+  std::printf("  \"opset\": %lld,\n  \"target_triple\": %s,\n  \"target_cpu\": %s,\n  \"cpu_features\": %s,\n",
+              static_cast<long long>(m.opsetVersion), json(m.targetTriple).c_str(), json(m.targetCpu).c_str(),
+              jsonList(m.cpuFeatures).c_str());
+  std::printf("  \"passes\": %s,\n  \"entry_symbol\": %s,\n", jsonList(m.passes).c_str(), json(m.entrySymbol).c_str());
+  std::printf("  \"inputs\": %s,\n  \"outputs\": %s,\n", jsonSignature(m.inputs).c_str(),
+              jsonSignature(m.outputs).c_str());
+  std::printf("  \"weights\": [");
+  for (size_t i = 0; i < m.weights.size(); ++i) {
+    const auto &w = m.weights[i];
+    std::string dims;
+    for (size_t d = 0; d < w.dims.size(); ++d)
+      dims += (d ? ", " : "") + std::to_string(w.dims[d]);
+    std::printf("%s{\"name\": %s, \"dtype\": %s, \"shape\": [%s], \"offset\": %llu, \"bytes\": %llu}", i ? ", " : "",
+                json(w.name).c_str(), json(dtypeName(w.dtype)).c_str(), dims.c_str(),
+                static_cast<unsigned long long>(w.offset), static_cast<unsigned long long>(w.size));
+  }
+  std::printf("],\n  \"weights_bytes\": %llu,\n  \"code_bytes\": %llu,\n  \"kernels\": [",
+              static_cast<unsigned long long>(v.weightsSize), static_cast<unsigned long long>(v.codeSize));
+  for (size_t i = 0; i < m.kernels.size(); ++i)
+    std::printf("%s{\"name\": %s, \"source_nodes\": %s}", i ? ", " : "", json(m.kernels[i].name).c_str(),
+                jsonList(m.kernels[i].sourceNodes).c_str());
+  std::printf("],\n  \"memory\": {\"mapped_bytes\": %llu, \"file_bytes\": %llu, \"intermediates\": "
+              "\"allocated at run time by the generated code\"}\n}\n",
+              static_cast<unsigned long long>(v.weightsSize + v.codeSize), static_cast<unsigned long long>(fileSize));
+}
+
+int fail(const std::string &msg) {
+  std::fprintf(stderr, "kiln-inspect: error: %s\n", msg.c_str());
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string path;
+  bool asJson = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a == "--json")
+      asJson = true;
+    else if (a.size() > 1 && a[0] == '-')
+      return fail("unknown option '" + a + "' (see --help)");
+    else if (path.empty())
+      path = a;
+    else
+      return fail("more than one artifact given");
+  }
+  if (path.empty())
+    return fail("no artifact given (see --help)");
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fail("cannot open '" + path + "': " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail("'" + path + "' is not a regular file");
+  }
+  const uint64_t size = uint64_t(st.st_size);
+  void *map = nullptr;
+  if (size > 0) {
+    map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) {
+      ::close(fd);
+      return fail("cannot map '" + path + "': " + std::strerror(errno));
+    }
+  }
+  ::close(fd);
+  ArtifactView view;
+  std::string error;
+  if (!parseArtifact(static_cast<const uint8_t *>(map), size, &view, &error))
+    return fail("'" + path + "': " + error);
+  if (asJson)
+    printJson(view, size);
+  else
+    printText(view, size);
+  return 0;
+}

@@ -1,0 +1,294 @@
+// kiln-run: load an artifact, bind input files, run it, print/compare/save outputs, optionally time it.
+#include "kiln/kiln.hpp"
+#include "tensor_compare.h"
+#include "tensor_file.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using kiln::tools::HostTensor;
+
+const char kUsage[] =
+    "usage: kiln-run ARTIFACT [INPUT...] [options]\n"
+    "  INPUT: FILE or NAME=FILE; FILE is .npy or .pb (ONNX TensorProto). Positional files bind in input order.\n"
+    "  --test-data-dir DIR   inputs DIR/input_K.pb, expected outputs DIR/output_K.pb (K = 0,1,...)\n"
+    "  --expect FILE         expected output (repeatable, in output order; .npy or .pb)\n"
+    "  --rtol X --atol Y     comparison tolerances (defaults 1e-3 and 1e-5): |a-e| <= atol + rtol*|e|;\n"
+    "                        exact for ints/bools; NaN matches NaN\n"
+    "  --output-dir DIR      write each output as DIR/<output_index>_<sanitized name>.npy\n"
+    "  --threads N           kernel threads, the caller included (default: all cores)\n"
+    "  --iterations N --warmup W\n"
+    "                        time N runs after W warm-up runs and print\n"
+    "                        latency_ms median=.. p90=.. min=.. max=.. iterations=N threads=T\n"
+    "  --quiet               do not print output values\n"
+    "  --help\n"
+    "Exit status: 0 on success, 1 on an error or an output mismatch.\n";
+
+// Any user-facing failure: reported as one "kiln-run: error:" line, exit status 1.
+struct UsageError {
+  std::string message;
+};
+
+struct Options {
+  std::string artifact;
+  std::vector<std::string> inputs;
+  std::string testDataDir;
+  std::vector<std::string> expect;
+  double rtol = 1e-3, atol = 1e-5;
+  std::string outputDir;
+  int32_t threads = 0;
+  int64_t iterations = 0, warmup = 0;
+  bool quiet = false;
+};
+
+int64_t parseInt(const std::string &flag, const std::string &v, int64_t min) {
+  char *end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end || x < min || x > INT32_MAX)
+    throw UsageError{"invalid value for " + flag + ": '" + v + "'"};
+  return x;
+}
+
+double parseDouble(const std::string &flag, const std::string &v) {
+  char *end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end || !(x >= 0))
+    throw UsageError{"invalid value for " + flag + ": '" + v + "'"};
+  return x;
+}
+
+// Returns nullopt when --help was given.
+std::optional<Options> parseArgs(int argc, char **argv) {
+  Options o;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        throw UsageError{a + " needs a value"};
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h")
+      return std::nullopt;
+    else if (a == "--test-data-dir")
+      o.testDataDir = value();
+    else if (a == "--expect")
+      o.expect.push_back(value());
+    else if (a == "--rtol")
+      o.rtol = parseDouble(a, value());
+    else if (a == "--atol")
+      o.atol = parseDouble(a, value());
+    else if (a == "--output-dir")
+      o.outputDir = value();
+    else if (a == "--threads")
+      o.threads = int32_t(parseInt(a, value(), 1));
+    else if (a == "--iterations")
+      o.iterations = parseInt(a, value(), 1);
+    else if (a == "--warmup")
+      o.warmup = parseInt(a, value(), 0);
+    else if (a == "--quiet")
+      o.quiet = true;
+    else if (a.size() > 1 && a[0] == '-')
+      throw UsageError{"unknown option '" + a + "' (see --help)"};
+    else
+      positional.push_back(a);
+  }
+  if (positional.empty())
+    throw UsageError{"no artifact given (see --help)"};
+  o.artifact = positional[0];
+  o.inputs.assign(positional.begin() + 1, positional.end());
+  if (!o.testDataDir.empty() && !o.inputs.empty())
+    throw UsageError{"give inputs either as files or with --test-data-dir, not both"};
+  if (!o.testDataDir.empty() && !o.expect.empty())
+    throw UsageError{"give expected outputs either with --expect or with --test-data-dir, not both"};
+  return o;
+}
+
+HostTensor readTensor(const std::string &path) {
+  HostTensor t;
+  std::string error;
+  if (!kiln::tools::readTensorFile(path, &t, &error))
+    throw UsageError{error};
+  return t;
+}
+
+std::string inputList(const std::vector<kiln::TensorInfo> &infos) {
+  std::string s;
+  for (const auto &i : infos)
+    s += (s.empty() ? "" : ", ") + i.name;
+  return s;
+}
+
+// Binds NAME=FILE arguments by name and the others to the remaining inputs in signature order.
+std::vector<HostTensor> bindInputs(const Options &o, const std::vector<kiln::TensorInfo> &infos) {
+  const size_t n = infos.size();
+  std::vector<std::optional<HostTensor>> bound(n);
+  if (!o.testDataDir.empty()) {
+    for (size_t k = 0; k < n; ++k)
+      bound[k] = readTensor(o.testDataDir + "/input_" + std::to_string(k) + ".pb");
+  }
+  size_t next = 0;
+  for (const std::string &arg : o.inputs) {
+    size_t eq = arg.find('=');
+    auto named = eq == std::string::npos ? infos.end()
+                                         : std::find_if(infos.begin(), infos.end(),
+                                                        [&](const kiln::TensorInfo &i) { return i.name == arg.substr(0, eq); });
+    size_t slot;
+    std::string path = arg;
+    if (named != infos.end()) {
+      slot = size_t(named - infos.begin());
+      path = arg.substr(eq + 1);
+      if (bound[slot])
+        throw UsageError{"input '" + named->name + "' is given twice"};
+    } else {
+      while (next < n && bound[next])
+        ++next;
+      if (next >= n)
+        throw UsageError{"too many input files: the model takes " + std::to_string(n) + " input" +
+                         (n == 1 ? "" : "s") + " (" + inputList(infos) + ")"};
+      slot = next;
+    }
+    bound[slot] = readTensor(path);
+  }
+  std::vector<HostTensor> result;
+  for (size_t k = 0; k < n; ++k) {
+    if (!bound[k])
+      throw UsageError{"no file for input '" + infos[k].name + "' (the model takes " + std::to_string(n) +
+                       " input" + (n == 1 ? "" : "s") + ": " + inputList(infos) + ")"};
+    result.push_back(std::move(*bound[k]));
+  }
+  return result;
+}
+
+std::vector<std::string> expectedFiles(const Options &o, size_t outputs) {
+  if (o.testDataDir.empty())
+    return o.expect;
+  std::vector<std::string> files;
+  for (size_t k = 0; k < outputs; ++k) {
+    std::string f = o.testDataDir + "/output_" + std::to_string(k) + ".pb";
+    if (!std::filesystem::exists(f))
+      break;
+    files.push_back(f);
+  }
+  return files;
+}
+
+HostTensor toHost(const kiln::Tensor &t, const std::string &name) {
+  HostTensor h;
+  h.dtype = uint32_t(t.dtype());
+  h.shape = t.shape();
+  h.bytes.assign(static_cast<const char *>(t.data()), t.byteSize());
+  h.name = name;
+  return h;
+}
+
+std::string sanitize(const std::string &name) {
+  std::string s = name;
+  for (char &c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+      c = '_';
+  return s.empty() ? "output" : s;
+}
+
+double percentile(std::vector<double> sorted, double p) {
+  const size_t idx = std::min(sorted.size() - 1, size_t(p * double(sorted.size() - 1) + 0.5));
+  return sorted[idx];
+}
+
+int runMain(const Options &o) {
+  kiln::Model model = kiln::Model::load(o.artifact, o.threads);
+  const auto inputInfos = model.inputs();
+  const auto outputInfos = model.outputs();
+  const std::vector<HostTensor> hostInputs = bindInputs(o, inputInfos);
+  const std::vector<std::string> expectFiles = expectedFiles(o, outputInfos.size());
+  if (expectFiles.size() > outputInfos.size())
+    throw UsageError{std::to_string(expectFiles.size()) + " expected outputs given; the model has " +
+                     std::to_string(outputInfos.size())};
+  std::vector<HostTensor> expected;
+  for (const auto &f : expectFiles)
+    expected.push_back(readTensor(f));
+
+  std::vector<kiln::Tensor> inputs;
+  for (const HostTensor &h : hostInputs)
+    inputs.push_back(kiln::Tensor::copy(kiln_dtype(h.dtype), h.shape, h.bytes.data(), h.bytes.size()));
+
+  kiln::Session session(model);
+  std::vector<kiln::Tensor> outputs;
+  for (int64_t i = 0; i < o.warmup; ++i)
+    outputs = session.run(inputs);
+  std::vector<double> latencies;
+  const int64_t runs = std::max<int64_t>(o.iterations, 1);
+  for (int64_t i = 0; i < runs; ++i) {
+    outputs.clear(); // release the previous outputs outside the timed region
+    auto start = std::chrono::steady_clock::now();
+    outputs = session.run(inputs);
+    latencies.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+
+  bool allOk = true;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const HostTensor out = toHost(outputs[i], outputInfos[i].name);
+    const std::string label = "output '" + out.name + "'";
+    if (!o.quiet)
+      std::printf("%s: %s%s = %s\n", label.c_str(), kiln::tools::dtypeName(out.dtype).c_str(),
+                  kiln::tools::shapeString(out.shape).c_str(), kiln::tools::formatValues(out, 8).c_str());
+    if (i < expected.size()) {
+      auto r = kiln::tools::compareTensors(out, expected[i], o.rtol, o.atol);
+      std::printf("%s: %s (%s)\n", label.c_str(), r.ok ? "ok" : "MISMATCH", r.detail.c_str());
+      allOk = allOk && r.ok;
+    }
+    if (!o.outputDir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(o.outputDir, ec);
+      std::string error;
+      const std::string path = o.outputDir + "/" + std::to_string(i) + "_" + sanitize(out.name) + ".npy";
+      if (!kiln::tools::writeNpyFile(path, out, &error))
+        throw UsageError{error};
+    }
+  }
+  if (o.iterations > 0) {
+    std::vector<double> sorted = latencies;
+    std::sort(sorted.begin(), sorted.end());
+    std::printf("latency_ms median=%.4f p90=%.4f min=%.4f max=%.4f iterations=%lld threads=%d\n",
+                percentile(sorted, 0.5), percentile(sorted, 0.9), sorted.front(), sorted.back(),
+                static_cast<long long>(o.iterations), model.metadata().num_threads);
+  }
+  std::fflush(stdout);
+  return allOk ? 0 : 1;
+}
+
+int fail(const std::string &message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "kiln-run: error: %s\n", message.c_str());
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    std::optional<Options> options = parseArgs(argc, argv);
+    if (!options) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    return runMain(*options);
+  } catch (const UsageError &e) {
+    return fail(e.message);
+  } catch (const kiln::Error &e) {
+    return fail(e.what());
+  } catch (const std::bad_alloc &) {
+    return fail("out of memory");
+  } catch (const std::exception &e) {
+    return fail(e.what());
+  }
+}
