@@ -1,0 +1,38 @@
+// What an imported module's weights point into: the parsed model and its mapped external data.
+#ifndef KILN_COMPILER_IMPORTER_MODELSOURCE_H
+#define KILN_COMPILER_IMPORTER_MODELSOURCE_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+class ModelSource {
+public:
+  std::string modelDir; // canonical directory of the model file
+  onnx::ModelProto model;
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> mappedFiles;
+};
+
+/// ONNX TensorProto.DataType -> MLIR element type (unsigned ints map to
+/// signless integers of the same width). Null for unsupported types.
+mlir::Type onnxElementType(mlir::MLIRContext *ctx, int32_t dtype);
+
+/// Converts a TensorProto (raw, typed fields or external data) into an
+/// ElementsAttr. Large tensors reference the model's bytes without copying.
+/// External data must resolve inside `source.modelDir`: absolute paths, `..`
+/// and symlinks are refused, as are offsets/lengths outside the file.
+mlir::FailureOr<mlir::ElementsAttr>
+importTensor(mlir::MLIRContext *ctx, const onnx::TensorProto &tensor,
+             ModelSource &source, std::string &error);
+
+} // namespace kiln
+
+#endif

@@ -1,0 +1,60 @@
+// What a per-op importer sees of one ONNX node: its inputs as MLIR values, typed attribute access, errors.
+#ifndef KILN_COMPILER_IMPORTER_NODECONTEXT_H
+#define KILN_COMPILER_IMPORTER_NODECONTEXT_H
+
+#include "compiler/importer/ModelSource.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <functional>
+#include <optional>
+
+namespace kiln {
+
+class NodeContext {
+public:
+  NodeContext(const onnx::NodeProto &node, mlir::OpBuilder &builder,
+              mlir::Location loc, int64_t opset, ModelSource &source,
+              llvm::SmallVector<mlir::Value> inputs, std::string &error)
+      : node(node), b(builder), loc(loc), opset(opset), source(source),
+        inputs(std::move(inputs)), error(error) {}
+
+  const onnx::NodeProto &node;
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  int64_t opset;
+  ModelSource &source;
+  llvm::SmallVector<mlir::Value> inputs; // null where the node omits an optional input
+  std::string &error;
+
+  /// Input `i`, or null when absent.
+  mlir::Value input(size_t i) const { return i < inputs.size() ? inputs[i] : mlir::Value(); }
+
+  const onnx::AttributeProto *attr(llvm::StringRef name) const;
+  int64_t intAttr(llvm::StringRef name, int64_t dflt) const;
+  float floatAttr(llvm::StringRef name, float dflt) const;
+  std::string stringAttr(llvm::StringRef name, llvm::StringRef dflt) const;
+  std::optional<llvm::SmallVector<int64_t>> intsAttr(llvm::StringRef name) const;
+
+  /// Records "node 'n' (Op, opset N): msg" and returns failure.
+  mlir::LogicalResult fail(const llvm::Twine &msg) const;
+
+  /// Reads the integer values of an input that must be a constant
+  /// (initializer or Constant node); fails naming `what` otherwise.
+  mlir::FailureOr<llvm::SmallVector<int64_t>> constantInts(mlir::Value v,
+                                                           llvm::StringRef what) const;
+
+  /// A 1-D i64 constant.
+  mlir::Value i64Constant(llvm::ArrayRef<int64_t> values) const;
+};
+
+using NodeImporter =
+    std::function<mlir::FailureOr<llvm::SmallVector<mlir::Value>>(NodeContext &)>;
+
+/// ONNX op type -> importer, for the default domain.
+const llvm::StringMap<NodeImporter> &nodeImporters();
+
+} // namespace kiln
+
+#endif

@@ -1,0 +1,489 @@
+// One importer per ONNX op: maps a node's inputs and attributes onto graph dialect ops, per opset.
+#include "compiler/importer/NodeContext.h"
+
+#include "dialects/graph/IR/Graph.h"
+
+using namespace mlir;
+using namespace kiln::graph;
+
+namespace kiln {
+namespace {
+
+using Results = FailureOr<SmallVector<Value>>;
+
+/// Creates OpTy from builder arguments, inferring its result type without the
+/// fatal error that ODS builders raise when inference fails: a malformed
+/// model must give an error, not an abort.
+template <typename OpTy, typename... Args>
+FailureOr<Value> create(NodeContext &c, Args &&...args) {
+  OperationState state(c.loc, OpTy::getOperationName());
+  OpTy::build(c.b, state, c.b.getNoneType(), std::forward<Args>(args)...);
+  SmallVector<Type> types;
+  if (failed(OpTy::inferReturnTypes(
+          c.b.getContext(), state.location, state.operands,
+          state.attributes.getDictionary(c.b.getContext()),
+          state.getRawProperties(), state.regions, types))) {
+    (void)c.fail("invalid operands or attributes (see the diagnostic above)");
+    return failure();
+  }
+  state.types.assign(types.begin(), types.end());
+  return c.b.create(state)->getResult(0);
+}
+
+Results single(FailureOr<Value> v) {
+  if (failed(v))
+    return failure();
+  return SmallVector<Value>{*v};
+}
+
+/// Checks that required inputs are present.
+LogicalResult require(NodeContext &c, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (!c.input(i))
+      return c.fail("missing required input " + Twine(i));
+  return success();
+}
+
+int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
+
+template <typename OpTy> NodeImporter binary() {
+  return [](NodeContext &c) -> Results {
+    if (failed(require(c, 2)))
+      return failure();
+    if (c.opset < 7 && c.intAttr("broadcast", 0) && c.attr("axis"))
+      return c.fail("legacy broadcast with 'axis' is not supported");
+    return single(create<OpTy>(c, c.input(0), c.input(1)));
+  };
+}
+
+template <typename OpTy> NodeImporter unary() {
+  return [](NodeContext &c) -> Results {
+    if (failed(require(c, 1)))
+      return failure();
+    return single(create<OpTy>(c, c.input(0)));
+  };
+}
+
+/// Per-spatial-axis window attributes with ONNX defaults; resolves auto_pad.
+struct Window {
+  SmallVector<int64_t> kernel, pads, strides, dilations;
+};
+
+FailureOr<Window> windowAttrs(NodeContext &c, Value input,
+                              ArrayRef<int64_t> kernel) {
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t spatial = type.getRank() - 2;
+  if (spatial < 1) {
+    (void)c.fail("input must have rank >= 3");
+    return failure();
+  }
+  Window w;
+  w.kernel.assign(kernel.begin(), kernel.end());
+  w.strides = c.intsAttr("strides").value_or(SmallVector<int64_t>(spatial, 1));
+  w.dilations = c.intsAttr("dilations").value_or(SmallVector<int64_t>(spatial, 1));
+  w.pads = c.intsAttr("pads").value_or(SmallVector<int64_t>(2 * spatial, 0));
+  if ((int64_t)w.kernel.size() != spatial || (int64_t)w.strides.size() != spatial ||
+      (int64_t)w.dilations.size() != spatial || (int64_t)w.pads.size() != 2 * spatial) {
+    (void)c.fail("kernel_shape/strides/dilations/pads do not match " +
+                 Twine(spatial) + " spatial axes");
+    return failure();
+  }
+  std::string autoPad = c.stringAttr("auto_pad", "NOTSET");
+  if (autoPad == "VALID") {
+    std::fill(w.pads.begin(), w.pads.end(), 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (int64_t i = 0; i < spatial; ++i) {
+      int64_t in = type.getDimSize(2 + i);
+      if (in == ShapedType::kDynamic) {
+        (void)c.fail("auto_pad " + autoPad + " needs a static spatial size");
+        return failure();
+      }
+      int64_t out = (in + w.strides[i] - 1) / w.strides[i];
+      int64_t total = std::max<int64_t>(
+          0, (out - 1) * w.strides[i] + (w.kernel[i] - 1) * w.dilations[i] + 1 - in);
+      int64_t small = total / 2, large = total - small;
+      w.pads[i] = autoPad == "SAME_UPPER" ? small : large;
+      w.pads[spatial + i] = autoPad == "SAME_UPPER" ? large : small;
+    }
+  } else if (autoPad != "NOTSET") {
+    (void)c.fail("unsupported auto_pad '" + autoPad + "'");
+    return failure();
+  }
+  return w;
+}
+
+Results importConv(NodeContext &c) {
+  if (failed(require(c, 2)))
+    return failure();
+  auto wType = cast<RankedTensorType>(c.input(1).getType());
+  if (!wType.hasStaticShape())
+    return c.fail("weight must have a static shape");
+  SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
+  if (auto ks = c.intsAttr("kernel_shape"); ks && *ks != kernel)
+    return c.fail("kernel_shape does not match the weight's shape");
+  auto w = windowAttrs(c, c.input(0), kernel);
+  if (failed(w))
+    return failure();
+  return single(create<ConvOp>(c, c.input(0), c.input(1), c.input(2),
+                               c.intAttr("group", 1), w->pads, w->strides,
+                               w->dilations));
+}
+
+template <typename OpTy> Results importPool(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  if (c.node.output_size() > 1 && !c.node.output(1).empty())
+    return c.fail("the Indices output is not supported");
+  if (c.intAttr("storage_order", 0) != 0)
+    return c.fail("storage_order=1 is not supported");
+  auto kernel = c.intsAttr("kernel_shape");
+  if (!kernel)
+    return c.fail("kernel_shape is required");
+  auto w = windowAttrs(c, c.input(0), *kernel);
+  if (failed(w))
+    return failure();
+  if constexpr (std::is_same_v<OpTy, MaxPoolOp>)
+    return single(create<MaxPoolOp>(c, c.input(0), w->kernel, w->pads,
+                                    w->strides, w->dilations,
+                                    c.intAttr("ceil_mode", 0)));
+  else
+    return single(create<AveragePoolOp>(c, c.input(0), w->kernel, w->pads,
+                                        w->strides, w->dilations,
+                                        c.intAttr("ceil_mode", 0),
+                                        c.intAttr("count_include_pad", 0)));
+}
+
+Results importGemm(NodeContext &c) {
+  if (failed(require(c, 2)))
+    return failure();
+  return single(create<GemmOp>(c, c.input(0), c.input(1), c.input(2),
+                               c.b.getF32FloatAttr(c.floatAttr("alpha", 1.0f)),
+                               c.b.getF32FloatAttr(c.floatAttr("beta", 1.0f)),
+                               c.b.getI64IntegerAttr(c.intAttr("transA", 0)),
+                               c.b.getI64IntegerAttr(c.intAttr("transB", 0))));
+}
+
+Results importBatchNorm(NodeContext &c) {
+  if (failed(require(c, 5)))
+    return failure();
+  if (c.intAttr("training_mode", 0) != 0)
+    return c.fail("training_mode=1 is not supported");
+  for (int i = 1; i < c.node.output_size(); ++i)
+    if (!c.node.output(i).empty())
+      return c.fail("training outputs (running mean/var) are not supported");
+  return single(create<BatchNormOp>(c, c.input(0), c.input(1), c.input(2),
+                                    c.input(3), c.input(4),
+                                    c.b.getF32FloatAttr(c.floatAttr("epsilon", 1e-5f))));
+}
+
+Results importLayerNorm(NodeContext &c) {
+  if (failed(require(c, 2)))
+    return failure();
+  for (int i = 1; i < c.node.output_size(); ++i)
+    if (!c.node.output(i).empty())
+      return c.fail("the Mean and InvStdDev outputs are not supported");
+  if (c.intAttr("stash_type", 1) != 1)
+    return c.fail("stash_type other than float is not supported");
+  return single(create<LayerNormOp>(c, c.input(0), c.input(1), c.input(2),
+                                    c.b.getI64IntegerAttr(c.intAttr("axis", -1)),
+                                    c.b.getF32FloatAttr(c.floatAttr("epsilon", 1e-5f))));
+}
+
+Results importSoftmax(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  Value x = c.input(0);
+  int64_t rank = rankOf(x);
+  if (c.opset >= 13)
+    return single(create<SoftmaxOp>(c, x, c.intAttr("axis", -1)));
+  // Before opset 13 softmax worked on the input flattened to 2-D at `axis`.
+  int64_t axis = c.intAttr("axis", 1);
+  if (axis < 0)
+    axis += rank;
+  if (axis == rank - 1)
+    return single(create<SoftmaxOp>(c, x, (int64_t)-1));
+  auto flat = create<FlattenOp>(c, x, axis);
+  if (failed(flat))
+    return failure();
+  auto sm = create<SoftmaxOp>(c, *flat, (int64_t)1);
+  if (failed(sm))
+    return failure();
+  auto shape = create<ShapeOp>(c, x, (int64_t)0, IntegerAttr());
+  if (failed(shape))
+    return failure();
+  return single(create<ReshapeOp>(c, *sm, *shape, (int64_t)0));
+}
+
+/// Reduce axes come from the `axes` attribute (older opsets) or input 1.
+template <typename OpTy> NodeImporter reduce(int64_t axesInputSince) {
+  return [axesInputSince](NodeContext &c) -> Results {
+    if (failed(require(c, 1)))
+      return failure();
+    SmallVector<int64_t> axes;
+    if (c.opset >= axesInputSince) {
+      if (c.input(1)) {
+        auto v = c.constantInts(c.input(1), "axes");
+        if (failed(v))
+          return failure();
+        axes = *v;
+      }
+    } else if (auto a = c.intsAttr("axes")) {
+      axes = *a;
+    }
+    if (axes.empty() && c.intAttr("noop_with_empty_axes", 0))
+      return SmallVector<Value>{c.input(0)};
+    return single(create<OpTy>(c, c.input(0), axes, c.intAttr("keepdims", 1)));
+  };
+}
+
+Results importConstant(NodeContext &c) {
+  if (const auto *a = c.attr("value")) {
+    auto attr = importTensor(c.b.getContext(), a->t(), c.source, c.error);
+    if (failed(attr))
+      return c.fail(c.error);
+    return single(create<ConstantOp>(c, *attr));
+  }
+  auto scalarOrList = [&](Type et, auto values, bool scalar) -> Results {
+    SmallVector<int64_t> shape;
+    if (!scalar)
+      shape.push_back(values.size());
+    auto type = RankedTensorType::get(shape, et);
+    if constexpr (std::is_same_v<typename decltype(values)::value_type, float>)
+      return single(create<ConstantOp>(c, DenseElementsAttr::get(type, ArrayRef<float>(values))));
+    else
+      return single(create<ConstantOp>(c, DenseElementsAttr::get(type, ArrayRef<int64_t>(values))));
+  };
+  if (const auto *a = c.attr("value_float"))
+    return scalarOrList(c.b.getF32Type(), SmallVector<float>{a->f()}, true);
+  if (const auto *a = c.attr("value_floats"))
+    return scalarOrList(c.b.getF32Type(),
+                        SmallVector<float>(a->floats().begin(), a->floats().end()), false);
+  if (const auto *a = c.attr("value_int"))
+    return scalarOrList(c.b.getI64Type(), SmallVector<int64_t>{a->i()}, true);
+  if (const auto *a = c.attr("value_ints"))
+    return scalarOrList(c.b.getI64Type(),
+                        SmallVector<int64_t>(a->ints().begin(), a->ints().end()), false);
+  return c.fail("only value, value_float(s) and value_int(s) are supported");
+}
+
+Results importReshape(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  Value shape = c.input(1);
+  if (c.opset < 5) {
+    auto s = c.intsAttr("shape");
+    if (!s)
+      return c.fail("shape attribute is required");
+    shape = c.i64Constant(*s);
+  }
+  if (!shape)
+    return c.fail("missing shape input");
+  auto st = cast<RankedTensorType>(shape.getType());
+  if (st.getRank() != 1 || !st.getElementType().isInteger(64) || st.isDynamicDim(0))
+    return c.fail("shape must be a 1-D int64 tensor of static length");
+  return single(create<ReshapeOp>(c, c.input(0), shape, c.intAttr("allowzero", 0)));
+}
+
+Results importTranspose(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  int64_t rank = rankOf(c.input(0));
+  SmallVector<int64_t> perm;
+  if (auto p = c.intsAttr("perm"))
+    perm = *p;
+  else
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  return single(create<TransposeOp>(c, c.input(0), perm));
+}
+
+Results importConcat(NodeContext &c) {
+  SmallVector<Value> inputs;
+  for (Value v : c.inputs)
+    if (v)
+      inputs.push_back(v);
+  if (inputs.empty())
+    return c.fail("needs at least one input");
+  if (!c.attr("axis"))
+    return c.fail("axis is required");
+  return single(create<ConcatOp>(c, inputs, c.intAttr("axis", 0)));
+}
+
+Results importSlice(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  int64_t rank = rankOf(c.input(0));
+  SmallVector<int64_t> starts, ends, axes, steps;
+  if (c.opset < 10) {
+    starts = c.intsAttr("starts").value_or(SmallVector<int64_t>{});
+    ends = c.intsAttr("ends").value_or(SmallVector<int64_t>{});
+    axes = c.intsAttr("axes").value_or(SmallVector<int64_t>{});
+  } else {
+    if (failed(require(c, 3)))
+      return failure();
+    auto s = c.constantInts(c.input(1), "starts");
+    auto e = c.constantInts(c.input(2), "ends");
+    if (failed(s) || failed(e))
+      return failure();
+    starts = *s;
+    ends = *e;
+    if (c.input(3)) {
+      auto a = c.constantInts(c.input(3), "axes");
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+    if (c.input(4)) {
+      auto st = c.constantInts(c.input(4), "steps");
+      if (failed(st))
+        return failure();
+      steps = *st;
+    }
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(i);
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  (void)rank;
+  return single(create<SliceOp>(c, c.input(0), starts, ends, axes, steps));
+}
+
+/// Squeeze/Unsqueeze axes: attribute before opset 13, input from 13.
+FailureOr<SmallVector<int64_t>> axesOf(NodeContext &c, bool required) {
+  if (c.opset < 13) {
+    if (auto a = c.intsAttr("axes"))
+      return *a;
+  } else if (c.input(1)) {
+    return c.constantInts(c.input(1), "axes");
+  }
+  if (required) {
+    (void)c.fail("axes are required");
+    return failure();
+  }
+  return SmallVector<int64_t>{};
+}
+
+Results importSqueeze(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  auto axes = axesOf(c, false);
+  if (failed(axes))
+    return failure();
+  return single(create<SqueezeOp>(c, c.input(0), *axes));
+}
+
+Results importUnsqueeze(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  auto axes = axesOf(c, true);
+  if (failed(axes))
+    return failure();
+  return single(create<UnsqueezeOp>(c, c.input(0), *axes));
+}
+
+Results importShape(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  IntegerAttr end;
+  if (const auto *a = c.attr("end"))
+    end = c.b.getI64IntegerAttr(a->i());
+  return single(create<ShapeOp>(c, c.input(0), c.intAttr("start", 0), end));
+}
+
+Results importCast(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  int64_t to = c.intAttr("to", 0);
+  Type et = onnxElementType(c.b.getContext(), to);
+  if (!et)
+    return c.fail("unsupported target type " + Twine(to));
+  return single(create<CastOp>(c, c.input(0), et));
+}
+
+Results importIdentityLike(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  for (int i = 1; i < c.node.output_size(); ++i)
+    if (!c.node.output(i).empty())
+      return c.fail("only the first output is supported");
+  return single(create<IdentityOp>(c, c.input(0)));
+}
+
+Results importGather(NodeContext &c) {
+  if (failed(require(c, 2)))
+    return failure();
+  return single(create<GatherOp>(c, c.input(0), c.input(1), c.intAttr("axis", 0)));
+}
+
+Results importFlatten(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  return single(create<FlattenOp>(c, c.input(0), c.intAttr("axis", 1)));
+}
+
+Results importMatMul(NodeContext &c) {
+  if (failed(require(c, 2)))
+    return failure();
+  return single(create<MatMulOp>(c, c.input(0), c.input(1)));
+}
+
+Results importGlobalAveragePool(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  return single(create<GlobalAveragePoolOp>(c, c.input(0)));
+}
+
+} // namespace
+
+const llvm::StringMap<NodeImporter> &nodeImporters() {
+  static const llvm::StringMap<NodeImporter> table = [] {
+    llvm::StringMap<NodeImporter> t;
+    t["Add"] = binary<AddOp>();
+    t["Sub"] = binary<SubOp>();
+    t["Mul"] = binary<MulOp>();
+    t["Div"] = binary<DivOp>();
+    t["Pow"] = binary<PowOp>();
+    t["Sqrt"] = unary<SqrtOp>();
+    t["Exp"] = unary<ExpOp>();
+    t["Log"] = unary<LogOp>();
+    t["Neg"] = unary<NegOp>();
+    t["Abs"] = unary<AbsOp>();
+    t["Reciprocal"] = unary<ReciprocalOp>();
+    t["Floor"] = unary<FloorOp>();
+    t["Ceil"] = unary<CeilOp>();
+    t["Relu"] = unary<ReluOp>();
+    t["Sigmoid"] = unary<SigmoidOp>();
+    t["Tanh"] = unary<TanhOp>();
+    t["Erf"] = unary<ErfOp>();
+    t["Identity"] = importIdentityLike;
+    t["Dropout"] = importIdentityLike;
+    t["Cast"] = importCast;
+    t["MatMul"] = importMatMul;
+    t["Gemm"] = importGemm;
+    t["Conv"] = importConv;
+    t["MaxPool"] = importPool<MaxPoolOp>;
+    t["AveragePool"] = importPool<AveragePoolOp>;
+    t["GlobalAveragePool"] = importGlobalAveragePool;
+    t["BatchNormalization"] = importBatchNorm;
+    t["LayerNormalization"] = importLayerNorm;
+    t["Softmax"] = importSoftmax;
+    t["ReduceMean"] = reduce<ReduceMeanOp>(18);
+    t["ReduceSum"] = reduce<ReduceSumOp>(13);
+    t["ReduceMax"] = reduce<ReduceMaxOp>(18);
+    t["Constant"] = importConstant;
+    t["Reshape"] = importReshape;
+    t["Transpose"] = importTranspose;
+    t["Flatten"] = importFlatten;
+    t["Concat"] = importConcat;
+    t["Gather"] = importGather;
+    t["Slice"] = importSlice;
+    t["Squeeze"] = importSqueeze;
+    t["Unsqueeze"] = importUnsqueeze;
+    t["Shape"] = importShape;
+    return t;
+  }();
+  return table;
+}
+
+} // namespace kiln

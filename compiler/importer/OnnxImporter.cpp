@@ -1,0 +1,311 @@
+// Reads an ONNX ModelProto and builds @main in the graph dialect: signature, weights, nodes in order.
+#include "compiler/importer/OnnxImporter.h"
+#include "compiler/importer/ModelSource.h"
+#include "compiler/importer/NodeContext.h"
+
+#include "dialects/graph/IR/Graph.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SHA256.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+std::string hexDigest(ArrayRef<uint8_t> bytes) {
+  static const char *digits = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : bytes) {
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
+
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext &ctx, ModelSource &source, std::string &error)
+      : ctx(ctx), source(source), error(error), builder(&ctx) {}
+
+  OwningOpRef<ModuleOp> run(const std::string &sha256);
+
+private:
+  LogicalResult importSignatureType(const onnx::ValueInfoProto &info,
+                                    RankedTensorType &type,
+                                    SmallVector<Attribute> &dimNames,
+                                    int32_t &dtype);
+  LogicalResult importNode(const onnx::NodeProto &node, size_t index);
+  Value lookup(const std::string &name) const {
+    auto it = values.find(name);
+    return it == values.end() ? Value() : it->second;
+  }
+
+  MLIRContext &ctx;
+  ModelSource &source;
+  std::string &error;
+  OpBuilder builder;
+  int64_t opset = 0;
+  llvm::StringMap<Value> values;
+  llvm::StringSet<> unsupportedOutputs;
+};
+
+LogicalResult GraphImporter::importSignatureType(
+    const onnx::ValueInfoProto &info, RankedTensorType &type,
+    SmallVector<Attribute> &dimNames, int32_t &dtype) {
+  if (!info.type().has_tensor_type()) {
+    error = "graph input/output '" + info.name() +
+            "' is not a tensor (sequences, maps and optionals are unsupported)";
+    return failure();
+  }
+  const auto &tt = info.type().tensor_type();
+  dtype = tt.elem_type();
+  Type et = onnxElementType(&ctx, dtype);
+  if (!et) {
+    error = "graph input/output '" + info.name() + "' has unsupported data type " +
+            std::to_string(dtype);
+    return failure();
+  }
+  if (!tt.has_shape()) {
+    error = "graph input '" + info.name() + "' has no shape (unknown rank)";
+    return failure();
+  }
+  SmallVector<int64_t> dims;
+  for (const auto &d : tt.shape().dim()) {
+    if (d.has_dim_value() && d.dim_value() >= 0) {
+      dims.push_back(d.dim_value());
+      dimNames.push_back(builder.getStringAttr(""));
+    } else {
+      dims.push_back(ShapedType::kDynamic);
+      dimNames.push_back(builder.getStringAttr(d.has_dim_param() ? d.dim_param() : ""));
+    }
+  }
+  type = RankedTensorType::get(dims, et);
+  return success();
+}
+
+LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
+                                        size_t index) {
+  std::string name = node.name().empty()
+                         ? node.op_type() + "_" + std::to_string(index)
+                         : node.name();
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    error = "unsupported op '" + node.op_type() + "' from domain '" +
+            node.domain() + "' (node '" + name + "')";
+    return failure();
+  }
+  const auto &table = nodeImporters();
+  auto it = table.find(node.op_type());
+  if (it == table.end()) {
+    error = "unsupported op '" + node.op_type() + "' (node '" + name +
+            "', opset " + std::to_string(opset) + ")";
+    return failure();
+  }
+  SmallVector<Value> inputs;
+  for (const std::string &in : node.input()) {
+    if (in.empty()) {
+      inputs.push_back(Value());
+      continue;
+    }
+    Value v = lookup(in);
+    if (!v) {
+      if (unsupportedOutputs.contains(in))
+        error = "node '" + name + "' (" + node.op_type() + ") uses '" + in +
+                "', an output kiln does not compute";
+      else
+        error = "node '" + name + "' (" + node.op_type() + ") input '" + in +
+                "' is not a graph input, an initializer or an earlier node's output";
+      return failure();
+    }
+    inputs.push_back(v);
+  }
+  Location loc = NameLoc::get(builder.getStringAttr(name));
+  onnx::NodeProto named = node;
+  named.set_name(name);
+  NodeContext context(named, builder, loc, opset, source, std::move(inputs), error);
+  auto results = it->second(context);
+  if (failed(results)) {
+    if (error.empty())
+      error = "node '" + name + "' (" + node.op_type() + "): import failed";
+    return failure();
+  }
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (node.output(i).empty())
+      continue;
+    if (i < (int)results->size())
+      values[node.output(i)] = (*results)[i];
+    else
+      unsupportedOutputs.insert(node.output(i));
+  }
+  return success();
+}
+
+OwningOpRef<ModuleOp> GraphImporter::run(const std::string &sha256) {
+  const onnx::ModelProto &model = source.model;
+  for (const auto &imp : model.opset_import())
+    if (imp.domain().empty() || imp.domain() == "ai.onnx")
+      opset = imp.version();
+  if (opset == 0) {
+    error = "the model imports no version of the default ONNX opset";
+    return nullptr;
+  }
+  if (!model.has_graph()) {
+    error = "the model has no graph";
+    return nullptr;
+  }
+  const onnx::GraphProto &g = model.graph();
+
+  // Diagnostics from shape inference are turned into the one-line error.
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    if (d.getSeverity() == DiagnosticSeverity::Error && error.empty()) {
+      std::string where;
+      if (auto nl = dyn_cast<NameLoc>(d.getLocation()))
+        where = "node '" + nl.getName().str() + "': ";
+      error = where + d.str();
+    }
+    return success();
+  });
+
+  auto module = ModuleOp::create(UnknownLoc::get(&ctx));
+  OwningOpRef<ModuleOp> owned(module);
+  module->setAttr(attrs::kOpset, builder.getI64IntegerAttr(opset));
+  module->setAttr(attrs::kSourceSha256, builder.getStringAttr(sha256));
+  module->setAttr(attrs::kProducer,
+                  builder.getStringAttr(model.producer_name() + " " +
+                                        model.producer_version()));
+
+  // Initializers first (an input that is also an initializer is a constant).
+  llvm::StringSet<> initializerNames;
+  for (const auto &init : g.initializer())
+    initializerNames.insert(init.name());
+
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  SmallVector<std::string> argNames;
+  for (const auto &in : g.input()) {
+    if (initializerNames.contains(in.name()))
+      continue;
+    RankedTensorType type;
+    SmallVector<Attribute> dims;
+    int32_t dtype;
+    if (failed(importSignatureType(in, type, dims, dtype)))
+      return nullptr;
+    argTypes.push_back(type);
+    argNames.push_back(in.name());
+    argAttrs.push_back(builder.getDictionaryAttr(
+        {builder.getNamedAttr(attrs::kName, builder.getStringAttr(in.name())),
+         builder.getNamedAttr(attrs::kDtype, builder.getI32IntegerAttr(dtype)),
+         builder.getNamedAttr(attrs::kDims, builder.getArrayAttr(dims))}));
+  }
+
+  builder.setInsertionPointToEnd(module.getBody());
+  auto func = func::FuncOp::create(builder, UnknownLoc::get(&ctx), "main",
+                                   builder.getFunctionType(argTypes, {}));
+  func.setAllArgAttrs(argAttrs);
+  Block *body = func.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  for (size_t i = 0; i < argNames.size(); ++i)
+    values[argNames[i]] = body->getArgument(i);
+
+  for (const auto &init : g.initializer()) {
+    auto attr = importTensor(&ctx, init, source, error);
+    if (failed(attr))
+      return nullptr;
+    values[init.name()] = graph::ConstantOp::create(
+        builder, NameLoc::get(builder.getStringAttr(init.name())), *attr);
+  }
+
+  for (int i = 0; i < g.node_size(); ++i)
+    if (failed(importNode(g.node(i), i)))
+      return nullptr;
+
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (const auto &out : g.output()) {
+    Value v = lookup(out.name());
+    if (!v) {
+      error = "graph output '" + out.name() + "' is not produced by any node";
+      return nullptr;
+    }
+    RankedTensorType declared;
+    SmallVector<Attribute> dims;
+    int32_t dtype = 0;
+    auto vt = cast<RankedTensorType>(v.getType());
+    if (out.type().has_tensor_type() && out.type().tensor_type().has_shape() &&
+        succeeded(importSignatureType(out, declared, dims, dtype)) &&
+        declared.getRank() == vt.getRank()) {
+      // Keep the model's dim names; sizes come from inference.
+    } else {
+      error.clear();
+      dims.assign(vt.getRank(), builder.getStringAttr(""));
+      dtype = out.type().tensor_type().elem_type();
+    }
+    results.push_back(v);
+    resultTypes.push_back(v.getType());
+    resultAttrs.push_back(builder.getDictionaryAttr(
+        {builder.getNamedAttr(attrs::kName, builder.getStringAttr(out.name())),
+         builder.getNamedAttr(attrs::kDtype, builder.getI32IntegerAttr(dtype)),
+         builder.getNamedAttr(attrs::kDims, builder.getArrayAttr(dims))}));
+  }
+  func::ReturnOp::create(builder, UnknownLoc::get(&ctx), results);
+  func.setType(builder.getFunctionType(argTypes, resultTypes));
+  func.setAllResultAttrs(resultAttrs);
+
+  if (failed(verify(module))) {
+    if (error.empty())
+      error = "the imported module failed verification";
+    return nullptr;
+  }
+  return owned;
+}
+
+} // namespace
+
+ImportedModel importOnnxFile(MLIRContext &context, const std::string &path,
+                             std::string &error) {
+  context.getOrLoadDialect<graph::GraphDialect>();
+  context.getOrLoadDialect<func::FuncDialect>();
+  ImportedModel result;
+  auto source = std::make_shared<ModelSource>();
+
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    error = "cannot read '" + path + "': " + buffer.getError().message();
+    return result;
+  }
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  if (bytes.size() > (size_t)INT32_MAX) {
+    error = "'" + path + "' is over 2 GiB; store large weights as external data";
+    return result;
+  }
+  if (!source->model.ParseFromArray(bytes.data(), (int)bytes.size())) {
+    error = "'" + path + "' is not a valid ONNX model (protobuf parse failed)";
+    return result;
+  }
+  std::string sha = hexDigest(llvm::SHA256::hash(
+      ArrayRef<uint8_t>((const uint8_t *)bytes.data(), bytes.size())));
+
+  SmallString<256> dir(path);
+  llvm::sys::fs::make_absolute(dir);
+  llvm::sys::path::remove_filename(dir);
+  SmallString<256> real;
+  if (llvm::sys::fs::real_path(dir, real))
+    real = dir;
+  source->modelDir = std::string(real);
+
+  GraphImporter importer(context, *source, error);
+  result.module = importer.run(sha);
+  if (!result.module && error.empty())
+    error = "import failed";
+  result.source = source;
+  return result;
+}
+
+} // namespace kiln

@@ -1,0 +1,47 @@
+// ONNX protobuf -> graph dialect: the importer's public entry point.
+#ifndef KILN_COMPILER_IMPORTER_ONNXIMPORTER_H
+#define KILN_COMPILER_IMPORTER_ONNXIMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <memory>
+#include <string>
+
+namespace kiln {
+
+/// Keeps the bytes that weights in the imported module point at (the parsed
+/// model and memory-mapped external data files). Must outlive the module.
+class ModelSource;
+
+struct ImportedModel {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::shared_ptr<ModelSource> source;
+};
+
+/// Tensors with more elements than this become dense resources (referenced,
+/// never copied) and later weights of the artifact; smaller ones stay inline
+/// so that folding and shape computations can read them.
+constexpr int64_t kInlineConstantLimit = 64;
+
+/// Imports `path`. On failure returns an empty module and sets `error` to one
+/// line naming what is wrong (node, op, opset, file).
+ImportedModel importOnnxFile(mlir::MLIRContext &context,
+                             const std::string &path, std::string &error);
+
+/// Attribute names the importer puts on the module and on @main's arguments
+/// and results; the artifact writer reads them back.
+namespace attrs {
+constexpr const char *kOpset = "kiln.opset";
+constexpr const char *kSourceSha256 = "kiln.source_sha256";
+constexpr const char *kProducer = "kiln.producer";
+constexpr const char *kName = "kiln.name";     // ONNX tensor name
+constexpr const char *kDtype = "kiln.dtype";   // ONNX TensorProto.DataType
+constexpr const char *kDims = "kiln.dims";     // dim_param names ("" if static)
+constexpr const char *kWeights = "kiln.weights"; // module: [ElementsAttr...]
+constexpr const char *kWeightNames = "kiln.weight_names";
+} // namespace attrs
+
+} // namespace kiln
+
+#endif

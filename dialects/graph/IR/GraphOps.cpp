@@ -1,0 +1,41 @@
+// Graph op definitions: folders and the constant materializer (shape inference is in ShapeInference.cpp).
+#include "dialects/graph/IR/Graph.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace kiln::graph;
+
+#define GET_OP_CLASSES
+#include "dialects/graph/IR/GraphOps.cpp.inc"
+
+Operation *GraphDialect::materializeConstant(OpBuilder &builder,
+                                             Attribute value, Type type,
+                                             Location loc) {
+  auto elements = llvm::dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return builder.create<ConstantOp>(loc, elements);
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+OpFoldResult IdentityOp::fold(FoldAdaptor) { return getInput(); }
+
+OpFoldResult ShapeOp::fold(FoldAdaptor) {
+  auto inputType = llvm::cast<RankedTensorType>(getInput().getType());
+  auto resultType = llvm::cast<RankedTensorType>(getType());
+  int64_t rank = inputType.getRank();
+  int64_t start = getStart() < 0 ? getStart() + rank : getStart();
+  start = std::clamp<int64_t>(start, 0, rank);
+  SmallVector<int64_t> dims;
+  for (int64_t i = 0; i < resultType.getDimSize(0); ++i) {
+    int64_t d = inputType.getDimSize(start + i);
+    if (d == ShapedType::kDynamic)
+      return {};
+    dims.push_back(d);
+  }
+  return DenseIntElementsAttr::get(resultType, dims);
+}

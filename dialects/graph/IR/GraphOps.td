@@ -1,0 +1,403 @@
+// The graph dialect: ONNX-level tensor operations with verifiers and shape inference.
+#ifndef KILN_GRAPH_OPS
+#define KILN_GRAPH_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Graph_Dialect : Dialect {
+  let name = "graph";
+  let summary = "ONNX-level tensor operations";
+  let description = [{
+    One op per ONNX operator kiln understands, with ONNX's attribute names.
+    Ops carry value semantics on ranked tensors; dynamic dimensions are `?`
+    (their ONNX `dim_param` names live in the function's argument attributes).
+    Every op infers its result type from its operands and attributes, so the
+    importer never guesses a shape and the verifier checks any type written
+    by hand.
+  }];
+  let cppNamespace = "::kiln::graph";
+  let hasConstantMaterializer = 1;
+}
+
+// Ops whose result type follows from their operands through a C++ rule.
+class Graph_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Graph_Dialect, mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+// Ops whose result type is their operand's (SameOperandsAndResultType infers it).
+class Graph_SameTypeOp<string mnemonic, list<Trait> traits = []>
+    : Op<Graph_Dialect, mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Graph_BinaryOp<string mnemonic, string onnxName>
+    : Graph_Op<mnemonic, [SameOperandsElementType]> {
+  let summary = onnxName # " with numpy-style broadcasting";
+  let description = [{
+    Elementwise `}] # onnxName # [{` of two tensors broadcast against each
+    other as numpy does; a dynamic dimension is assumed to match its partner.
+
+    ```mlir
+    %z = graph.}] # mnemonic # [{ %x, %y : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_AddOp : Graph_BinaryOp<"add", "Add">;
+def Graph_SubOp : Graph_BinaryOp<"sub", "Sub">;
+def Graph_MulOp : Graph_BinaryOp<"mul", "Mul">;
+def Graph_DivOp : Graph_BinaryOp<"div", "Div">;
+def Graph_PowOp : Graph_Op<"pow"> {
+  let summary = "Pow with broadcasting";
+  let description = [{
+    `lhs` raised to `rhs`, broadcast numpy-style; the exponent may have its own
+    element type, the result has the base's.
+
+    ```mlir
+    %z = graph.pow %x, %y : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+class Graph_UnaryOp<string mnemonic, string onnxName>
+    : Graph_SameTypeOp<mnemonic> {
+  let summary = onnxName # ", elementwise";
+  let description = [{
+    Applies ONNX `}] # onnxName # [{` to every element.
+
+    ```mlir
+    %y = graph.}] # mnemonic # [{ %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_SqrtOp : Graph_UnaryOp<"sqrt", "Sqrt">;
+def Graph_ExpOp : Graph_UnaryOp<"exp", "Exp">;
+def Graph_LogOp : Graph_UnaryOp<"log", "Log">;
+def Graph_NegOp : Graph_UnaryOp<"neg", "Neg">;
+def Graph_AbsOp : Graph_UnaryOp<"abs", "Abs">;
+def Graph_ReciprocalOp : Graph_UnaryOp<"reciprocal", "Reciprocal">;
+def Graph_FloorOp : Graph_UnaryOp<"floor", "Floor">;
+def Graph_CeilOp : Graph_UnaryOp<"ceil", "Ceil">;
+def Graph_ReluOp : Graph_UnaryOp<"relu", "Relu">;
+def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", "Sigmoid">;
+def Graph_TanhOp : Graph_UnaryOp<"tanh", "Tanh">;
+def Graph_ErfOp : Graph_UnaryOp<"erf", "Erf">;
+def Graph_IdentityOp : Graph_UnaryOp<"identity", "Identity"> {
+  let hasFolder = 1;
+}
+
+def Graph_CastOp : Graph_Op<"cast"> {
+  let summary = "Cast to another element type";
+  let description = [{
+    Converts every element to the element type `to` (float <-> int truncates
+    toward zero, bool is 0/1).
+
+    ```mlir
+    %y = graph.cast %x {to = i64} : (tensor<4xf32>) -> tensor<4xi64>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, TypeAttr:$to);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions and neural-network ops
+//===----------------------------------------------------------------------===//
+
+def Graph_MatMulOp : Graph_Op<"matmul", [SameOperandsElementType]> {
+  let summary = "MatMul with numpy semantics (1-D promotion, batch broadcasting)";
+  let description = [{
+    ```mlir
+    %c = graph.matmul %a, %b : (tensor<?x8x16xf32>, tensor<16x4xf32>) -> tensor<?x8x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+
+}
+
+def Graph_GemmOp : Graph_Op<"gemm"> {
+  let summary = "alpha * op(A) * op(B) + beta * C";
+  let description = [{
+    2-D matrix product with optional transposes; `c` broadcasts to the result.
+
+    ```mlir
+    %y = graph.gemm %a, %b, %c {transB = 1 : i64} : (tensor<?x64xf32>, tensor<10x64xf32>, tensor<10xf32>) -> tensor<?x10xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$a, AnyRankedTensor:$b, Optional<AnyRankedTensor>:$c,
+                   DefaultValuedAttr<F32Attr, "1.0">:$alpha, DefaultValuedAttr<F32Attr, "1.0">:$beta,
+                   DefaultValuedAttr<I64Attr, "0">:$transA, DefaultValuedAttr<I64Attr, "0">:$transB);
+  let results = (outs AnyRankedTensor:$result);
+
+}
+
+def Graph_ConvOp : Graph_Op<"conv"> {
+  let summary = "N-D convolution (NCHW), groups, pads, strides, dilations";
+  let description = [{
+    `pads` holds begin values for every spatial axis then end values, as in
+    ONNX; the importer turns `auto_pad` into explicit pads.
+
+    ```mlir
+    %y = graph.conv %x, %w, %b {group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
+        : (tensor<?x3x32x32xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<?x8x32x32xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$weight, Optional<AnyRankedTensor>:$bias,
+                   DefaultValuedAttr<I64Attr, "1">:$group, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations);
+  let results = (outs AnyRankedTensor:$result);
+
+}
+
+class Graph_PoolOp<string mnemonic, string onnxName> : Graph_Op<mnemonic> {
+  let summary = onnxName # " over the spatial axes of an NC... tensor";
+  let description = [{
+    `pads` are begin values then end values per spatial axis; `ceil_mode`
+    rounds the output size up.
+
+    ```mlir
+    %y = graph.}] # mnemonic # [{ %x {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>}
+        : (tensor<1x8x32x32xf32>) -> tensor<1x8x16x16xf32>
+    ```
+  }];
+  let results = (outs AnyRankedTensor:$result);
+
+}
+
+def Graph_MaxPoolOp : Graph_PoolOp<"max_pool", "MaxPool"> {
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
+                   DefaultValuedAttr<I64Attr, "0">:$ceil_mode);
+}
+
+def Graph_AveragePoolOp : Graph_PoolOp<"average_pool", "AveragePool"> {
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
+                   DefaultValuedAttr<I64Attr, "0">:$ceil_mode,
+                   DefaultValuedAttr<I64Attr, "0">:$count_include_pad);
+}
+
+def Graph_GlobalAveragePoolOp : Graph_Op<"global_average_pool"> {
+  let summary = "Mean over all spatial axes, kept as size-1 axes";
+  let description = [{
+    ```mlir
+    %y = graph.global_average_pool %x : (tensor<?x8x7x7xf32>) -> tensor<?x8x1x1xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+
+}
+
+def Graph_BatchNormOp : Graph_Op<"batch_norm"> {
+  let summary = "BatchNormalization in inference mode";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * scale + bias` per channel (axis 1).
+
+    ```mlir
+    %y = graph.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32}
+        : (tensor<?x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x8x4x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$scale, AnyRankedTensor:$bias,
+                   AnyRankedTensor:$mean, AnyRankedTensor:$variance,
+                   DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+  let results = (outs AnyRankedTensor:$result);
+
+}
+
+def Graph_LayerNormOp : Graph_Op<"layer_norm"> {
+  let summary = "LayerNormalization over the axes from `axis` to the last";
+  let description = [{
+    ```mlir
+    %y = graph.layer_norm %x, %s, %b {axis = -1 : i64, epsilon = 1.0e-05 : f32}
+        : (tensor<?x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$scale, Optional<AnyRankedTensor>:$bias,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis, DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+  let results = (outs AnyRankedTensor:$result);
+
+}
+
+def Graph_SoftmaxOp : Graph_Op<"softmax"> {
+  let summary = "Softmax along one axis (opset 13 semantics)";
+  let description = [{
+    The importer expresses older opsets' flatten-to-2-D semantics with
+    reshapes around this op.
+
+    ```mlir
+    %y = graph.softmax %x {axis = -1 : i64} : (tensor<?x10xf32>) -> tensor<?x10xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs AnyRankedTensor:$result);
+
+}
+
+class Graph_ReduceOp<string mnemonic, string onnxName> : Graph_Op<mnemonic> {
+  let summary = onnxName # " over `axes` (all axes when empty)";
+  let description = [{
+    ```mlir
+    %y = graph.}] # mnemonic # [{ %x {axes = array<i64: 1>, keepdims = 1 : i64} : (tensor<?x16xf32>) -> tensor<?x1xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$axes,
+                   DefaultValuedAttr<I64Attr, "1">:$keepdims);
+  let results = (outs AnyRankedTensor:$result);
+
+}
+def Graph_ReduceMeanOp : Graph_ReduceOp<"reduce_mean", "ReduceMean">;
+def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", "ReduceSum">;
+def Graph_ReduceMaxOp : Graph_ReduceOp<"reduce_max", "ReduceMax">;
+
+//===----------------------------------------------------------------------===//
+// Data movement and shapes
+//===----------------------------------------------------------------------===//
+
+def Graph_ConstantOp : Graph_Op<"constant", [ConstantLike]> {
+  let summary = "A constant tensor (small values inline, weights as resources)";
+  let description = [{
+    ```mlir
+    %c = graph.constant {value = dense<[1, -1]> : tensor<2xi64>} : () -> tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyRankedTensor:$result);
+  let hasFolder = 1;
+}
+
+def Graph_ReshapeOp : Graph_Op<"reshape"> {
+  let summary = "Reshape to a shape given as a 1-D i64 tensor";
+  let description = [{
+    A 0 copies the input's dimension (unless `allowzero`), one -1 is inferred.
+    The shape may be computed at run time; its length must be static.
+
+    ```mlir
+    %y = graph.reshape %x, %s : (tensor<?x4x4xf32>, tensor<2xi64>) -> tensor<?x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, 1DTensorOf<[I64]>:$shape,
+                   DefaultValuedAttr<I64Attr, "0">:$allowzero);
+  let results = (outs AnyRankedTensor:$result);
+
+}
+
+def Graph_TransposeOp : Graph_Op<"transpose"> {
+  let summary = "Permutes the axes";
+  let description = [{
+    ```mlir
+    %y = graph.transpose %x {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs AnyRankedTensor:$result);
+
+}
+
+def Graph_FlattenOp : Graph_Op<"flatten"> {
+  let summary = "Collapses axes [0, axis) and [axis, rank) into a 2-D tensor";
+  let description = [{
+    ```mlir
+    %y = graph.flatten %x {axis = 1 : i64} : (tensor<?x8x1x1xf32>) -> tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DefaultValuedAttr<I64Attr, "1">:$axis);
+  let results = (outs AnyRankedTensor:$result);
+
+}
+
+def Graph_ConcatOp : Graph_Op<"concat", [SameOperandsElementType]> {
+  let summary = "Concatenates tensors along `axis`";
+  let description = [{
+    ```mlir
+    %y = graph.concat %a, %b {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<3xi64>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+
+}
+
+def Graph_GatherOp : Graph_Op<"gather"> {
+  let summary = "Gathers slices of `data` along `axis` at `indices` (negative wraps)";
+  let description = [{
+    ```mlir
+    %y = graph.gather %data, %idx {axis = 0 : i64} : (tensor<100x16xf32>, tensor<?x4xi64>) -> tensor<?x4x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, TensorOf<[I32, I64]>:$indices,
+                   DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs AnyRankedTensor:$result);
+
+}
+
+def Graph_SliceOp : Graph_Op<"slice"> {
+  let summary = "Strided slice with constant starts/ends/axes/steps (ONNX clamping rules)";
+  let description = [{
+    ```mlir
+    %y = graph.slice %x {starts = array<i64: 1>, ends = array<i64: 3>, axes = array<i64: 1>, steps = array<i64: 1>}
+        : (tensor<4x8xf32>) -> tensor<4x2xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$ends,
+                   DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$steps);
+  let results = (outs AnyRankedTensor:$result);
+
+}
+
+def Graph_SqueezeOp : Graph_Op<"squeeze"> {
+  let summary = "Removes size-1 axes (`axes`, or every static size-1 axis when empty)";
+  let description = [{
+    ```mlir
+    %y = graph.squeeze %x {axes = array<i64: 0>} : (tensor<1x4xf32>) -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs AnyRankedTensor:$result);
+
+}
+
+def Graph_UnsqueezeOp : Graph_Op<"unsqueeze"> {
+  let summary = "Inserts size-1 axes at `axes` (positions in the result)";
+  let description = [{
+    ```mlir
+    %y = graph.unsqueeze %x {axes = array<i64: 0>} : (tensor<4xf32>) -> tensor<1x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs AnyRankedTensor:$result);
+
+}
+
+def Graph_ShapeOp : Graph_Op<"shape"> {
+  let summary = "The input's shape as a 1-D i64 tensor, axes [start, end)";
+  let description = [{
+    ```mlir
+    %s = graph.shape %x {start = 0 : i64, end = 2 : i64} : (tensor<?x4xf32>) -> tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DefaultValuedAttr<I64Attr, "0">:$start,
+                   OptionalAttr<I64Attr>:$end);
+  let results = (outs 1DTensorOf<[I64]>:$result);
+  let hasFolder = 1;
+}
+
+#endif // KILN_GRAPH_OPS

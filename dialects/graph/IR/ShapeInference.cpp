@@ -1,0 +1,604 @@
+// Result-type inference for every graph op: the single place that knows ONNX's shape rules.
+// The verifier re-runs it, so a hand-written type that disagrees is reported as an error.
+#include "dialects/graph/IR/Graph.h"
+
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace kiln::graph;
+
+namespace {
+constexpr int64_t kDyn = ShapedType::kDynamic;
+
+RankedTensorType rankedType(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+LogicalResult fail(std::optional<Location> loc, const Twine &msg) {
+  return emitOptionalError(loc, msg);
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t p = 1;
+  for (int64_t d : dims) {
+    if (d == kDyn)
+      return kDyn;
+    p *= d;
+  }
+  return p;
+}
+
+/// Reads a constant integer tensor produced by graph.constant, if it is one.
+std::optional<SmallVector<int64_t>> constantInts(Value v) {
+  DenseIntElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)))
+    return std::nullopt;
+  SmallVector<int64_t> values;
+  for (const APInt &x : attr.getValues<APInt>())
+    values.push_back(x.getSExtValue());
+  return values;
+}
+} // namespace
+
+namespace kiln::graph {
+
+FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
+                                                ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da == 1)
+      out[i] = db;
+    else if (db == 1)
+      out[i] = da;
+    else if (da == kDyn)
+      out[i] = db;
+    else if (db == kDyn || da == db)
+      out[i] = da;
+    else
+      return failure();
+  }
+  return out;
+}
+
+FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return failure();
+  return axis < 0 ? axis + rank : axis;
+}
+
+int64_t slidingWindowSize(int64_t in, int64_t kernel, int64_t padBegin,
+                          int64_t padEnd, int64_t stride, int64_t dilation,
+                          bool ceilMode) {
+  if (in == kDyn)
+    return kDyn;
+  int64_t span = in + padBegin + padEnd - dilation * (kernel - 1) - 1;
+  if (span < 0)
+    return 0;
+  int64_t size = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
+  // ONNX/PyTorch rule: with ceil_mode, a last window must start inside the
+  // input or the begin padding.
+  if (ceilMode && (size - 1) * stride >= in + padBegin)
+    --size;
+  return size;
+}
+
+static LogicalResult inferBinary(std::optional<Location> loc, Value lhs,
+                                 Value rhs, SmallVectorImpl<Type> &types) {
+  auto l = rankedType(lhs), r = rankedType(rhs);
+  auto shape = broadcastShapes(l.getShape(), r.getShape());
+  if (failed(shape))
+    return fail(loc, "operands cannot be broadcast together");
+  types.push_back(RankedTensorType::get(*shape, l.getElementType()));
+  return success();
+}
+
+#define KILN_BINARY_INFER(OP)                                                  \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    return inferBinary(loc, adaptor.getLhs(), adaptor.getRhs(), types);        \
+  }
+KILN_BINARY_INFER(AddOp)
+KILN_BINARY_INFER(SubOp)
+KILN_BINARY_INFER(MulOp)
+KILN_BINARY_INFER(DivOp)
+KILN_BINARY_INFER(PowOp)
+#undef KILN_BINARY_INFER
+
+
+LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  types.push_back(
+      rankedType(adaptor.getInput()).clone(adaptor.getTo()));
+  return success();
+}
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto a = rankedType(adaptor.getLhs()), b = rankedType(adaptor.getRhs());
+  if (a.getRank() < 1 || b.getRank() < 1)
+    return fail(loc, "matmul operands must have rank >= 1");
+  SmallVector<int64_t> as(a.getShape()), bs(b.getShape());
+  bool aVec = as.size() == 1, bVec = bs.size() == 1;
+  if (aVec)
+    as.insert(as.begin(), 1);
+  if (bVec)
+    bs.push_back(1);
+  int64_t ka = as.back(), kb = bs[bs.size() - 2];
+  if (ka != kDyn && kb != kDyn && ka != kb)
+    return fail(loc, "matmul contraction sizes differ: " + Twine(ka) + " vs " +
+                         Twine(kb));
+  auto batch = broadcastShapes(ArrayRef<int64_t>(as).drop_back(2),
+                               ArrayRef<int64_t>(bs).drop_back(2));
+  if (failed(batch))
+    return fail(loc, "matmul batch dimensions cannot be broadcast");
+  SmallVector<int64_t> out = *batch;
+  if (!aVec)
+    out.push_back(as[as.size() - 2]);
+  if (!bVec)
+    out.push_back(bs.back());
+  types.push_back(RankedTensorType::get(out, a.getElementType()));
+  return success();
+}
+
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  auto a = rankedType(adaptor.getA()), b = rankedType(adaptor.getB());
+  if (a.getRank() != 2 || b.getRank() != 2)
+    return fail(loc, "gemm operands must be 2-D");
+  bool ta = adaptor.getTransA() != 0, tb = adaptor.getTransB() != 0;
+  int64_t m = a.getDimSize(ta ? 1 : 0), ka = a.getDimSize(ta ? 0 : 1);
+  int64_t kb = b.getDimSize(tb ? 1 : 0), n = b.getDimSize(tb ? 0 : 1);
+  if (ka != kDyn && kb != kDyn && ka != kb)
+    return fail(loc, "gemm contraction sizes differ: " + Twine(ka) + " vs " +
+                         Twine(kb));
+  SmallVector<int64_t> out = {m, n};
+  if (Value c = adaptor.getC()) {
+    auto shape = broadcastShapes(out, rankedType(c).getShape());
+    if (failed(shape) || shape->size() != 2)
+      return fail(loc, "gemm bias C does not broadcast to the result");
+  }
+  types.push_back(RankedTensorType::get(out, a.getElementType()));
+  return success();
+}
+
+/// Checks the per-spatial-axis attribute lengths shared by conv and pooling.
+static LogicalResult checkWindowAttrs(std::optional<Location> loc,
+                                      int64_t spatial, ArrayRef<int64_t> pads,
+                                      ArrayRef<int64_t> strides,
+                                      ArrayRef<int64_t> dilations) {
+  if ((int64_t)pads.size() != 2 * spatial ||
+      (int64_t)strides.size() != spatial ||
+      (int64_t)dilations.size() != spatial)
+    return fail(loc, "expected " + Twine(2 * spatial) + " pads and " +
+                         Twine(spatial) + " strides and dilations");
+  for (int64_t s : strides)
+    if (s <= 0)
+      return fail(loc, "strides must be positive");
+  for (int64_t d : dilations)
+    if (d <= 0)
+      return fail(loc, "dilations must be positive");
+  for (int64_t p : pads)
+    if (p < 0)
+      return fail(loc, "pads must be non-negative");
+  return success();
+}
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput()), w = rankedType(adaptor.getWeight());
+  int64_t rank = x.getRank(), spatial = rank - 2;
+  if (rank < 3 || w.getRank() != rank)
+    return fail(loc, "conv input and weight must have the same rank >= 3");
+  if (failed(checkWindowAttrs(loc, spatial, adaptor.getPads(),
+                              adaptor.getStrides(), adaptor.getDilations())))
+    return failure();
+  int64_t group = adaptor.getGroup();
+  if (group <= 0)
+    return fail(loc, "group must be positive");
+  if (!w.hasStaticShape())
+    return fail(loc, "conv weight must have a static shape");
+  int64_t cout = w.getDimSize(0);
+  if (cout % group != 0)
+    return fail(loc, "output channels " + Twine(cout) +
+                         " not divisible by group " + Twine(group));
+  int64_t cin = x.getDimSize(1);
+  if (cin != kDyn && cin != w.getDimSize(1) * group)
+    return fail(loc, "input channels " + Twine(cin) + " != weight channels " +
+                         Twine(w.getDimSize(1)) + " x group " + Twine(group));
+  if (Value b = adaptor.getBias()) {
+    auto bt = rankedType(b);
+    if (bt.getRank() != 1 || (bt.getDimSize(0) != kDyn && bt.getDimSize(0) != cout))
+      return fail(loc, "conv bias must be 1-D of size " + Twine(cout));
+  }
+  SmallVector<int64_t> out = {x.getDimSize(0), cout};
+  for (int64_t i = 0; i < spatial; ++i)
+    out.push_back(slidingWindowSize(
+        x.getDimSize(2 + i), w.getDimSize(2 + i), adaptor.getPads()[i],
+        adaptor.getPads()[spatial + i], adaptor.getStrides()[i],
+        adaptor.getDilations()[i], false));
+  types.push_back(RankedTensorType::get(out, x.getElementType()));
+  return success();
+}
+
+template <typename Adaptor>
+static LogicalResult inferPool(std::optional<Location> loc, Adaptor adaptor,
+                               SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  int64_t rank = x.getRank(), spatial = rank - 2;
+  if (rank < 3)
+    return fail(loc, "pooling input must have rank >= 3");
+  if ((int64_t)adaptor.getKernelShape().size() != spatial)
+    return fail(loc, "expected " + Twine(spatial) + " kernel_shape values");
+  if (failed(checkWindowAttrs(loc, spatial, adaptor.getPads(),
+                              adaptor.getStrides(), adaptor.getDilations())))
+    return failure();
+  SmallVector<int64_t> out = {x.getDimSize(0), x.getDimSize(1)};
+  for (int64_t i = 0; i < spatial; ++i)
+    out.push_back(slidingWindowSize(
+        x.getDimSize(2 + i), adaptor.getKernelShape()[i], adaptor.getPads()[i],
+        adaptor.getPads()[spatial + i], adaptor.getStrides()[i],
+        adaptor.getDilations()[i], adaptor.getCeilMode() != 0));
+  types.push_back(RankedTensorType::get(out, x.getElementType()));
+  return success();
+}
+
+LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  return inferPool(loc, adaptor, types);
+}
+
+LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  return inferPool(loc, adaptor, types);
+}
+
+LogicalResult GlobalAveragePoolOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  if (x.getRank() < 3)
+    return fail(loc, "global pooling input must have rank >= 3");
+  SmallVector<int64_t> out(x.getShape());
+  for (int64_t i = 2; i < x.getRank(); ++i)
+    out[i] = 1;
+  types.push_back(x.clone(out));
+  return success();
+}
+
+LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  if (x.getRank() < 2)
+    return fail(loc, "batch_norm input must have rank >= 2");
+  for (Value p : {adaptor.getScale(), adaptor.getBias(), adaptor.getMean(),
+                  adaptor.getVariance()}) {
+    auto t = rankedType(p);
+    if (t.getRank() != 1 ||
+        (t.getDimSize(0) != kDyn && x.getDimSize(1) != kDyn &&
+         t.getDimSize(0) != x.getDimSize(1)))
+      return fail(loc, "batch_norm parameters must be 1-D with one value per channel");
+  }
+  types.push_back(x);
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  if (failed(normalizeAxis(adaptor.getAxis(), x.getRank())))
+    return fail(loc, "layer_norm axis out of range");
+  types.push_back(x);
+  return success();
+}
+
+LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  if (failed(normalizeAxis(adaptor.getAxis(), x.getRank())))
+    return fail(loc, "softmax axis out of range");
+  types.push_back(x);
+  return success();
+}
+
+template <typename Adaptor>
+static LogicalResult inferReduce(std::optional<Location> loc, Adaptor adaptor,
+                                 SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  int64_t rank = x.getRank();
+  SmallVector<bool> reduced(rank, adaptor.getAxes().empty());
+  for (int64_t axis : adaptor.getAxes()) {
+    auto a = normalizeAxis(axis, rank);
+    if (failed(a))
+      return fail(loc, "reduction axis " + Twine(axis) + " out of range");
+    reduced[*a] = true;
+  }
+  SmallVector<int64_t> out;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!reduced[i])
+      out.push_back(x.getDimSize(i));
+    else if (adaptor.getKeepdims())
+      out.push_back(1);
+  }
+  types.push_back(x.clone(out));
+  return success();
+}
+
+#define KILN_REDUCE_INFER(OP)                                                  \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> loc, \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    return inferReduce(loc, adaptor, types);                                   \
+  }
+KILN_REDUCE_INFER(ReduceMeanOp)
+KILN_REDUCE_INFER(ReduceSumOp)
+KILN_REDUCE_INFER(ReduceMaxOp)
+#undef KILN_REDUCE_INFER
+
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  auto type = llvm::dyn_cast<RankedTensorType>(adaptor.getValue().getType());
+  if (!type)
+    return fail(loc, "constant value must be a ranked tensor");
+  types.push_back(type);
+  return success();
+}
+
+LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  auto shapeType = rankedType(adaptor.getShape());
+  if (shapeType.isDynamicDim(0))
+    return fail(loc, "reshape target rank must be static");
+  int64_t rank = shapeType.getDimSize(0);
+  SmallVector<int64_t> out(rank, kDyn);
+  if (auto shape = constantInts(adaptor.getShape())) {
+    int64_t inferAt = -1, known = 1;
+    bool knownStatic = true;
+    for (int64_t i = 0; i < rank; ++i) {
+      int64_t s = (*shape)[i];
+      if (s == -1) {
+        if (inferAt >= 0)
+          return fail(loc, "reshape shape has more than one -1");
+        inferAt = i;
+        continue;
+      }
+      if (s < -1)
+        return fail(loc, "reshape shape has invalid entry " + Twine(s));
+      if (s == 0 && !adaptor.getAllowzero()) {
+        if (i >= x.getRank())
+          return fail(loc, "reshape copies dimension " + Twine(i) +
+                               " that the input lacks");
+        s = x.getDimSize(i);
+      }
+      out[i] = s;
+      if (s == kDyn)
+        knownStatic = false;
+      else
+        known *= s;
+    }
+    int64_t total = product(x.getShape());
+    if (inferAt >= 0 && knownStatic && total != kDyn) {
+      if (known == 0 || total % known != 0)
+        return fail(loc, "reshape cannot infer -1: " + Twine(total) +
+                             " elements into blocks of " + Twine(known));
+      out[inferAt] = total / known;
+    }
+    if (inferAt < 0 && knownStatic && total != kDyn && total != known)
+      return fail(loc, "reshape of " + Twine(total) + " elements into " +
+                           Twine(known));
+  }
+  types.push_back(x.clone(out));
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  if ((int64_t)perm.size() != x.getRank())
+    return fail(loc, "transpose perm must have one entry per axis");
+  SmallVector<bool> seen(perm.size(), false);
+  SmallVector<int64_t> out;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= x.getRank() || seen[p])
+      return fail(loc, "transpose perm is not a permutation");
+    seen[p] = true;
+    out.push_back(x.getDimSize(p));
+  }
+  types.push_back(x.clone(out));
+  return success();
+}
+
+LogicalResult FlattenOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  int64_t axis = adaptor.getAxis();
+  if (axis < -x.getRank() || axis > x.getRank())
+    return fail(loc, "flatten axis out of range");
+  if (axis < 0)
+    axis += x.getRank();
+  types.push_back(x.clone({product(x.getShape().take_front(axis)),
+                           product(x.getShape().drop_front(axis))}));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  if (adaptor.getInputs().empty())
+    return fail(loc, "concat needs at least one input");
+  auto first = rankedType(adaptor.getInputs().front());
+  auto axis = normalizeAxis(adaptor.getAxis(), first.getRank());
+  if (failed(axis))
+    return fail(loc, "concat axis out of range");
+  SmallVector<int64_t> out(first.getShape());
+  out[*axis] = 0;
+  for (Value v : adaptor.getInputs()) {
+    auto t = rankedType(v);
+    if (t.getRank() != first.getRank())
+      return fail(loc, "concat inputs must have the same rank");
+    for (int64_t i = 0; i < t.getRank(); ++i) {
+      int64_t d = t.getDimSize(i);
+      if (i == *axis) {
+        out[i] = (out[i] == kDyn || d == kDyn) ? kDyn : out[i] + d;
+      } else if (d != kDyn) {
+        if (out[i] != kDyn && out[i] != d)
+          return fail(loc, "concat inputs differ in dimension " + Twine(i));
+        out[i] = d;
+      }
+    }
+  }
+  types.push_back(first.clone(out));
+  return success();
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto data = rankedType(adaptor.getData());
+  auto idx = rankedType(adaptor.getIndices());
+  auto axis = normalizeAxis(adaptor.getAxis(), data.getRank());
+  if (failed(axis))
+    return fail(loc, "gather axis out of range");
+  SmallVector<int64_t> out(data.getShape().take_front(*axis));
+  llvm::append_range(out, idx.getShape());
+  llvm::append_range(out, data.getShape().drop_front(*axis + 1));
+  types.push_back(data.clone(out));
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  ArrayRef<int64_t> starts = adaptor.getStarts(), ends = adaptor.getEnds(),
+                    axes = adaptor.getAxes(), steps = adaptor.getSteps();
+  if (starts.size() != ends.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return fail(loc, "slice starts, ends, axes and steps must have equal lengths");
+  SmallVector<int64_t> out(x.getShape());
+  SmallVector<bool> seen(x.getRank(), false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto axis = normalizeAxis(axes[i], x.getRank());
+    if (failed(axis) || seen[*axis])
+      return fail(loc, "slice axes must be distinct and in range");
+    seen[*axis] = true;
+    if (steps[i] == 0)
+      return fail(loc, "slice step must not be 0");
+    int64_t dim = x.getDimSize(*axis);
+    if (dim == kDyn) {
+      out[*axis] = kDyn;
+      continue;
+    }
+    auto clampIndex = [&](int64_t v, bool isEnd) {
+      if (v < 0)
+        v += dim;
+      if (steps[i] > 0)
+        return std::clamp<int64_t>(v, 0, dim);
+      return std::clamp<int64_t>(v, isEnd ? -1 : 0, dim - 1);
+    };
+    int64_t s = clampIndex(starts[i], false), e = clampIndex(ends[i], true);
+    int64_t step = steps[i];
+    int64_t n = step > 0 ? (e - s + step - 1) / step : (s - e - step - 1) / -step;
+    out[*axis] = std::max<int64_t>(n, 0);
+  }
+  types.push_back(x.clone(out));
+  return success();
+}
+
+LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  SmallVector<bool> drop(x.getRank(), false);
+  if (adaptor.getAxes().empty()) {
+    for (int64_t i = 0; i < x.getRank(); ++i)
+      drop[i] = x.getDimSize(i) == 1;
+  }
+  for (int64_t axis : adaptor.getAxes()) {
+    auto a = normalizeAxis(axis, x.getRank());
+    if (failed(a))
+      return fail(loc, "squeeze axis " + Twine(axis) + " out of range");
+    if (x.getDimSize(*a) != 1 && x.getDimSize(*a) != kDyn)
+      return fail(loc, "squeeze axis " + Twine(axis) + " has size " +
+                           Twine(x.getDimSize(*a)));
+    drop[*a] = true;
+  }
+  SmallVector<int64_t> out;
+  for (int64_t i = 0; i < x.getRank(); ++i)
+    if (!drop[i])
+      out.push_back(x.getDimSize(i));
+  types.push_back(x.clone(out));
+  return success();
+}
+
+LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  int64_t outRank = x.getRank() + adaptor.getAxes().size();
+  SmallVector<bool> inserted(outRank, false);
+  for (int64_t axis : adaptor.getAxes()) {
+    auto a = normalizeAxis(axis, outRank);
+    if (failed(a) || inserted[*a])
+      return fail(loc, "unsqueeze axes must be distinct and in range");
+    inserted[*a] = true;
+  }
+  SmallVector<int64_t> out;
+  int64_t next = 0;
+  for (int64_t i = 0; i < outRank; ++i)
+    out.push_back(inserted[i] ? 1 : x.getDimSize(next++));
+  types.push_back(x.clone(out));
+  return success();
+}
+
+LogicalResult ShapeOp::inferReturnTypes(MLIRContext *ctx,
+                                        std::optional<Location>,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  int64_t rank = rankedType(adaptor.getInput()).getRank();
+  auto clampAxis = [&](int64_t a) {
+    return std::clamp<int64_t>(a < 0 ? a + rank : a, 0, rank);
+  };
+  int64_t start = clampAxis(adaptor.getStart());
+  int64_t end = adaptor.getEnd() ? clampAxis(*adaptor.getEnd()) : rank;
+  types.push_back(RankedTensorType::get({std::max<int64_t>(end - start, 0)},
+                                        IntegerType::get(ctx, 64)));
+  return success();
+}
+
+} // namespace kiln::graph

@@ -1,0 +1,38 @@
+// The graph -> linalg conversion pass: applies the op-family patterns with graph illegal.
+#include "passes/conversion/LoweringUtils.h"
+#include "passes/conversion/Passes.h"
+
+#include "dialects/graph/IR/Graph.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_CONVERTGRAPHTOLINALGPASS
+#include "passes/conversion/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+struct ConvertGraphToLinalgPass
+    : impl::ConvertGraphToLinalgPassBase<ConvertGraphToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<graph::GraphDialect>();
+    target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
+                           arith::ArithDialect, math::MathDialect,
+                           func::FuncDialect>();
+    RewritePatternSet patterns(ctx);
+    populateElementwiseLoweringPatterns(patterns);
+    populateContractionLoweringPatterns(patterns);
+    populateNnLoweringPatterns(patterns);
+    populateShapeLoweringPatterns(patterns);
+    if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace
+} // namespace kiln

@@ -1,0 +1,460 @@
+// graph normalization, pooling, softmax and reduction ops -> linalg.generic reductions.
+#include "passes/conversion/LoweringUtils.h"
+
+#include "dialects/graph/IR/Graph.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace kiln::graph;
+
+namespace kiln {
+namespace {
+
+using utils::IteratorType;
+using Combine = std::function<Value(OpBuilder &, Location, Value acc, Value x)>;
+
+/// Map from the full iteration space (kept dims first, then reduced dims) to
+/// the input's dims, and from it to the kept dims.
+struct ReductionMaps {
+  SmallVector<int64_t> position; // input dim -> iteration dim
+  int64_t numKept = 0;
+};
+
+ReductionMaps reductionOrder(ArrayRef<bool> reduced) {
+  ReductionMaps m;
+  m.position.resize(reduced.size());
+  for (size_t i = 0; i < reduced.size(); ++i)
+    if (!reduced[i])
+      m.position[i] = m.numKept++;
+  int64_t next = m.numKept;
+  for (size_t i = 0; i < reduced.size(); ++i)
+    if (reduced[i])
+      m.position[i] = next++;
+  return m;
+}
+
+/// Reduces `input` over the `reduced` dims; the result keeps the other dims.
+/// `pre` optionally transforms each element (with the kept-dims `extra`
+/// tensors broadcast alongside) before `combine`.
+Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<bool> reduced,
+             Value initScalar, const Combine &combine,
+             ValueRange extra = {},
+             std::function<Value(OpBuilder &, Location, ValueRange)> pre = {}) {
+  MLIRContext *ctx = b.getContext();
+  auto it = cast<RankedTensorType>(input.getType());
+  int64_t rank = it.getRank();
+  ReductionMaps order = reductionOrder(reduced);
+  SmallVector<AffineExpr> inExprs, outExprs;
+  SmallVector<int64_t> outShape;
+  SmallVector<Value> outDims;
+  for (int64_t i = 0; i < rank; ++i) {
+    inExprs.push_back(getAffineDimExpr(order.position[i], ctx));
+    if (!reduced[i]) {
+      outExprs.push_back(getAffineDimExpr(order.position[i], ctx));
+      outShape.push_back(it.getDimSize(i));
+      outDims.push_back(dimValue(b, loc, input, i));
+    }
+  }
+  auto outType = RankedTensorType::get(outShape, it.getElementType());
+  Value init = filledTensor(b, loc, outType, outDims, initScalar);
+  AffineMap inMap = AffineMap::get(rank, 0, inExprs, ctx);
+  AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
+  SmallVector<Value> inputs = {input};
+  SmallVector<AffineMap> maps = {inMap};
+  for (Value e : extra) {
+    inputs.push_back(e);
+    maps.push_back(outMap);
+  }
+  maps.push_back(outMap);
+  SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+  for (int64_t i = order.numKept; i < rank; ++i)
+    iters[i] = IteratorType::reduction;
+  return linalg::GenericOp::create(
+             b, loc, outType, inputs, ValueRange{init}, maps, iters,
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value x = pre ? pre(nb, nl, args.drop_back()) : args[0];
+               linalg::YieldOp::create(nb, nl, combine(nb, nl, args.back(), x));
+             })
+      .getResult(0);
+}
+
+/// Elementwise over the full `input` shape with kept-dims tensors (results of
+/// `reduce` with the same `reduced`) and extra full-shape-broadcast operands.
+Value mapWithReduced(OpBuilder &b, Location loc, Value input,
+                     ArrayRef<bool> reduced, ValueRange keptInputs,
+                     ArrayRef<std::pair<Value, AffineMap>> others,
+                     const BodyFn &body) {
+  MLIRContext *ctx = b.getContext();
+  auto it = cast<RankedTensorType>(input.getType());
+  int64_t rank = it.getRank();
+  SmallVector<AffineExpr> keptExprs;
+  for (int64_t i = 0; i < rank; ++i)
+    if (!reduced[i])
+      keptExprs.push_back(getAffineDimExpr(i, ctx));
+  AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  SmallVector<Value> inputs = {input};
+  SmallVector<AffineMap> maps = {id};
+  for (Value k : keptInputs) {
+    inputs.push_back(k);
+    maps.push_back(AffineMap::get(rank, 0, keptExprs, ctx));
+  }
+  for (auto &[v, m] : others) {
+    inputs.push_back(v);
+    maps.push_back(m);
+  }
+  maps.push_back(id);
+  SmallVector<Value> dims;
+  for (int64_t i = 0; i < rank; ++i)
+    dims.push_back(dimValue(b, loc, input, i));
+  Value empty = emptyTensor(b, loc, it, dims);
+  return linalg::GenericOp::create(
+             b, loc, it, inputs, ValueRange{empty}, maps,
+             SmallVector<IteratorType>(rank, IteratorType::parallel),
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               linalg::YieldOp::create(nb, nl, body(nb, nl, args.drop_back()));
+             })
+      .getResult(0);
+}
+
+/// Number of elements in the reduced dims, as a scalar of `type`.
+Value reducedCount(OpBuilder &b, Location loc, Value input,
+                   ArrayRef<bool> reduced, Type type) {
+  Value count = arith::ConstantIndexOp::create(b, loc, 1);
+  for (size_t i = 0; i < reduced.size(); ++i)
+    if (reduced[i])
+      count = arith::MulIOp::create(b, loc, count, dimValue(b, loc, input, i));
+  Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), count);
+  return castScalar(b, loc, asInt, type);
+}
+
+Combine sumCombine() {
+  return [](OpBuilder &b, Location l, Value acc, Value x) { return addValues(b, l, acc, x); };
+}
+Combine maxCombine() {
+  return [](OpBuilder &b, Location l, Value acc, Value x) { return maxValues(b, l, acc, x); };
+}
+
+/// Reshapes a kept-dims reduction result to the op's (keepdims) result type.
+Value toResultShape(OpBuilder &b, Location loc, Value reducedValue,
+                    RankedTensorType resultType) {
+  if (reducedValue.getType() == resultType)
+    return reducedValue;
+  auto rt = cast<RankedTensorType>(reducedValue.getType());
+  SmallVector<Value> dims;
+  int64_t next = 0;
+  for (int64_t i = 0; i < resultType.getRank(); ++i) {
+    bool kept = next < rt.getRank() &&
+                (resultType.getRank() == rt.getRank() || resultType.getDimSize(i) != 1 ||
+                 rt.getDimSize(next) == 1);
+    // Size-1 axes of the result that are not in the reduced value were reduced.
+    (void)kept;
+    dims.push_back(Value());
+  }
+  // Walk both shapes: result axes equal to 1 that have no partner are inserted.
+  int64_t r = 0;
+  SmallVector<Value> resultDims;
+  for (int64_t i = 0; i < resultType.getRank(); ++i) {
+    int64_t remainingResult = resultType.getRank() - i;
+    int64_t remainingReduced = rt.getRank() - r;
+    if (remainingReduced > 0 && (remainingResult > remainingReduced ? false : true)) {
+      resultDims.push_back(dimValue(b, loc, reducedValue, r++));
+    } else if (remainingReduced > 0 && resultType.getDimSize(i) != 1) {
+      resultDims.push_back(dimValue(b, loc, reducedValue, r++));
+    } else {
+      resultDims.push_back(arith::ConstantIndexOp::create(b, loc, 1));
+    }
+  }
+  return reshapeTo(b, loc, reducedValue, resultType, resultDims);
+}
+
+template <typename OpTy>
+struct ReducePattern : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    auto rt = cast<RankedTensorType>(op.getType());
+    Type et = xt.getElementType();
+    SmallVector<bool> reduced(xt.getRank(), op.getAxes().empty());
+    for (int64_t a : op.getAxes())
+      reduced[a < 0 ? a + xt.getRank() : a] = true;
+    bool isMax = std::is_same_v<OpTy, ReduceMaxOp>;
+    Value init = isMax ? lowestValue(rewriter, loc, et) : scalarConstant(rewriter, loc, et, 0);
+    Value r = reduce(rewriter, loc, x, reduced, init, isMax ? maxCombine() : sumCombine());
+    if (std::is_same_v<OpTy, ReduceMeanOp>) {
+      Value count = reducedCount(rewriter, loc, x, reduced, et);
+      r = buildElementwise(rewriter, loc, cast<RankedTensorType>(r.getType()), r,
+                           [count](OpBuilder &b, Location l, ValueRange a) {
+                             return divValues(b, l, a[0], count);
+                           });
+    }
+    rewriter.replaceOp(op, toResultShape(rewriter, loc, r, rt));
+    return success();
+  }
+};
+
+struct SoftmaxPattern : OpConversionPattern<SoftmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SoftmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    Type et = xt.getElementType();
+    int64_t axis = op.getAxis() < 0 ? op.getAxis() + xt.getRank() : op.getAxis();
+    SmallVector<bool> reduced(xt.getRank(), false);
+    reduced[axis] = true;
+    Value maxV = reduce(rewriter, loc, x, reduced, lowestValue(rewriter, loc, et), maxCombine());
+    // sum(exp(x - max)) with max broadcast along the reduced axis.
+    Value sum = reduce(
+        rewriter, loc, x, reduced, scalarConstant(rewriter, loc, et, 0), sumCombine(),
+        ValueRange{maxV}, [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, a[0], a[1]));
+        });
+    Value y = mapWithReduced(rewriter, loc, x, reduced, ValueRange{maxV, sum}, {},
+                             [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                               Value e = math::ExpOp::create(
+                                   b, l, arith::SubFOp::create(b, l, a[0], a[1]));
+                               return arith::DivFOp::create(b, l, e, a[2]);
+                             });
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
+struct LayerNormPattern : OpConversionPattern<LayerNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    int64_t rank = xt.getRank();
+    Type et = xt.getElementType();
+    int64_t axis = op.getAxis() < 0 ? op.getAxis() + rank : op.getAxis();
+    SmallVector<bool> reduced(rank, false);
+    for (int64_t i = axis; i < rank; ++i)
+      reduced[i] = true;
+    Value count = reducedCount(rewriter, loc, x, reduced, et);
+    Value zero = scalarConstant(rewriter, loc, et, 0);
+    Value sum = reduce(rewriter, loc, x, reduced, zero, sumCombine());
+    Value mean = buildElementwise(rewriter, loc, cast<RankedTensorType>(sum.getType()), sum,
+                                  [count](OpBuilder &b, Location l, ValueRange a) {
+                                    return divValues(b, l, a[0], count);
+                                  });
+    Value sq = reduce(rewriter, loc, x, reduced, zero, sumCombine(), ValueRange{mean},
+                      [](OpBuilder &b, Location l, ValueRange a) {
+                        Value d = subValues(b, l, a[0], a[1]);
+                        return mulValues(b, l, d, d);
+                      });
+    Value eps = scalarConstant(rewriter, loc, et, op.getEpsilon().convertToDouble());
+    Value rstd = buildElementwise(rewriter, loc, cast<RankedTensorType>(sq.getType()), sq,
+                                  [count, eps](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                    Value var = divValues(b, l, a[0], count);
+                                    return math::RsqrtOp::create(b, l, addValues(b, l, var, eps));
+                                  });
+    // Scale and bias broadcast numpy-style against the normalized axes.
+    auto trailingMap = [&](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      SmallVector<AffineExpr> exprs;
+      for (int64_t j = 0; j < t.getRank(); ++j) {
+        int64_t i = j + rank - t.getRank();
+        bool bcast = t.getDimSize(j) == 1 && xt.getDimSize(i) != 1;
+        exprs.push_back(bcast ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(i, ctx));
+      }
+      return AffineMap::get(rank, 0, exprs, ctx);
+    };
+    SmallVector<std::pair<Value, AffineMap>> others = {
+        {adaptor.getScale(), trailingMap(adaptor.getScale())}};
+    bool hasBias = (bool)adaptor.getBias();
+    if (hasBias)
+      others.push_back({adaptor.getBias(), trailingMap(adaptor.getBias())});
+    Value y = mapWithReduced(rewriter, loc, x, reduced, ValueRange{mean, rstd}, others,
+                             [hasBias](OpBuilder &b, Location l, ValueRange a) {
+                               Value n = mulValues(b, l, subValues(b, l, a[0], a[1]), a[2]);
+                               n = mulValues(b, l, n, a[3]);
+                               return hasBias ? addValues(b, l, n, a[4]) : n;
+                             });
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
+struct BatchNormPattern : OpConversionPattern<BatchNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(BatchNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    int64_t rank = xt.getRank();
+    Value eps = scalarConstant(rewriter, loc, xt.getElementType(),
+                               op.getEpsilon().convertToDouble());
+    AffineMap channel = AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx);
+    SmallVector<std::pair<Value, AffineMap>> params = {
+        {adaptor.getScale(), channel}, {adaptor.getBias(), channel},
+        {adaptor.getMean(), channel}, {adaptor.getVariance(), channel}};
+    SmallVector<bool> none(rank, false);
+    Value y = mapWithReduced(rewriter, loc, x, none, {}, params,
+                             [eps](OpBuilder &b, Location l, ValueRange a) -> Value {
+                               Value inv = math::RsqrtOp::create(b, l, addValues(b, l, a[4], eps));
+                               Value n = mulValues(b, l, subValues(b, l, a[0], a[3]), inv);
+                               return addValues(b, l, mulValues(b, l, n, a[1]), a[2]);
+                             });
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
+struct GlobalAveragePoolPattern : OpConversionPattern<GlobalAveragePoolOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GlobalAveragePoolOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    Type et = xt.getElementType();
+    SmallVector<bool> reduced(xt.getRank(), true);
+    reduced[0] = reduced[1] = false;
+    Value sum = reduce(rewriter, loc, x, reduced, scalarConstant(rewriter, loc, et, 0), sumCombine());
+    Value count = reducedCount(rewriter, loc, x, reduced, et);
+    Value mean = buildElementwise(rewriter, loc, cast<RankedTensorType>(sum.getType()), sum,
+                                  [count](OpBuilder &b, Location l, ValueRange a) {
+                                    return divValues(b, l, a[0], count);
+                                  });
+    auto rt = cast<RankedTensorType>(op.getType());
+    SmallVector<Value> dims = {dimValue(rewriter, loc, x, 0), dimValue(rewriter, loc, x, 1)};
+    for (int64_t i = 2; i < xt.getRank(); ++i)
+      dims.push_back(arith::ConstantIndexOp::create(rewriter, loc, 1));
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, mean, rt, dims));
+    return success();
+  }
+};
+
+/// Max and average pooling: a window reduction over a padded input; the
+/// average divides by the count ONNX prescribes for each output position.
+template <typename OpTy>
+struct PoolPattern : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    constexpr bool isMax = std::is_same_v<OpTy, MaxPoolOp>;
+    Location loc = op.getLoc();
+    MLIRContext *ctx = this->getContext();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    auto rt = cast<RankedTensorType>(op.getType());
+    Type et = xt.getElementType();
+    int64_t spatial = xt.getRank() - 2;
+    ArrayRef<int64_t> kernel = op.getKernelShape(), pads = op.getPads(),
+                      strides = op.getStrides(), dilations = op.getDilations();
+    Value padValue = isMax ? lowestValue(rewriter, loc, et) : scalarConstant(rewriter, loc, et, 0);
+    SmallVector<OpFoldResult> low(2, rewriter.getIndexAttr(0)), high(2, rewriter.getIndexAttr(0));
+    bool anyPad = false;
+    for (int64_t i = 0; i < spatial; ++i) {
+      int64_t in = xt.getDimSize(2 + i), out = rt.getDimSize(2 + i);
+      int64_t extra = 0; // ceil_mode windows may run past the end padding
+      if (in != ShapedType::kDynamic && out != ShapedType::kDynamic)
+        extra = std::max<int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 -
+                                         (in + pads[i] + pads[spatial + i]));
+      low.push_back(rewriter.getIndexAttr(pads[i]));
+      high.push_back(rewriter.getIndexAttr(pads[spatial + i] + extra));
+      anyPad |= pads[i] || pads[spatial + i] || extra;
+    }
+    Value padded = anyPad ? (Value)tensor::PadOp::create(rewriter, loc, Type(), x, low, high, padValue) : x;
+
+    SmallVector<Value> dims = {dimValue(rewriter, loc, x, 0), dimValue(rewriter, loc, x, 1)};
+    for (int64_t i = 0; i < spatial; ++i) {
+      if (!rt.isDynamicDim(2 + i)) {
+        dims.push_back(arith::ConstantIndexOp::create(rewriter, loc, rt.getDimSize(2 + i)));
+        continue;
+      }
+      Value in = dimValue(rewriter, loc, padded, 2 + i);
+      int64_t span = dilations[i] * (kernel[i] - 1) + 1;
+      Value v = arith::SubIOp::create(rewriter, loc, in, arith::ConstantIndexOp::create(rewriter, loc, span));
+      v = arith::DivSIOp::create(rewriter, loc, v, arith::ConstantIndexOp::create(rewriter, loc, strides[i]));
+      dims.push_back(arith::AddIOp::create(rewriter, loc, v, arith::ConstantIndexOp::create(rewriter, loc, 1)));
+    }
+    Value init = filledTensor(rewriter, loc, rt, dims, padValue);
+    // The window's extent comes from a shape-only operand, as linalg does.
+    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, et);
+    int64_t numDims = 2 + 2 * spatial;
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> xe = {d(0), d(1)}, ke, oe = {d(0), d(1)};
+    for (int64_t i = 0; i < spatial; ++i) {
+      xe.push_back(d(2 + i) * strides[i] + d(2 + spatial + i) * dilations[i]);
+      ke.push_back(d(2 + spatial + i));
+      oe.push_back(d(2 + i));
+    }
+    SmallVector<AffineMap> maps = {AffineMap::get(numDims, 0, xe, ctx),
+                                   AffineMap::get(numDims, 0, ke, ctx),
+                                   AffineMap::get(numDims, 0, oe, ctx)};
+    SmallVector<IteratorType> iters(numDims, IteratorType::parallel);
+    for (int64_t i = 2 + spatial; i < numDims; ++i)
+      iters[i] = IteratorType::reduction;
+    Value pooled = linalg::GenericOp::create(
+                       rewriter, loc, rt, ValueRange{padded, window}, ValueRange{init}, maps, iters,
+                       [&](OpBuilder &nb, Location nl, ValueRange args) {
+                         Value v = isMax ? maxValues(nb, nl, args[2], args[0])
+                                         : addValues(nb, nl, args[2], args[0]);
+                         linalg::YieldOp::create(nb, nl, v);
+                       })
+                       .getResult(0);
+    if constexpr (isMax) {
+      rewriter.replaceOp(op, pooled);
+    } else {
+      bool includePad = op.getCountIncludePad() != 0;
+      SmallVector<Value> inDims;
+      for (int64_t i = 0; i < spatial; ++i)
+        inDims.push_back(dimValue(rewriter, loc, x, 2 + i));
+      Value result = buildElementwise(
+          rewriter, loc, rt, pooled, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+            // count = #{j in [0,k) : lo <= o*s - padBegin + j*d < hi}
+            Value count = arith::ConstantIndexOp::create(b, l, 1);
+            for (int64_t i = 0; i < spatial; ++i) {
+              auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, l, v); };
+              Value o = linalg::IndexOp::create(b, l, 2 + i);
+              Value start = arith::SubIOp::create(b, l, arith::MulIOp::create(b, l, o, c(strides[i])), c(pads[i]));
+              Value lo = includePad ? (Value)c(-pads[i]) : (Value)c(0);
+              Value hi = includePad ? (Value)arith::AddIOp::create(b, l, inDims[i], c(pads[spatial + i]))
+                                    : inDims[i];
+              Value jmin = arith::CeilDivSIOp::create(b, l, arith::SubIOp::create(b, l, lo, start), c(dilations[i]));
+              jmin = arith::MaxSIOp::create(b, l, jmin, c(0));
+              Value jmax = arith::FloorDivSIOp::create(
+                  b, l, arith::SubIOp::create(b, l, arith::SubIOp::create(b, l, hi, c(1)), start), c(dilations[i]));
+              jmax = arith::MinSIOp::create(b, l, jmax, c(kernel[i] - 1));
+              Value n = arith::AddIOp::create(b, l, arith::SubIOp::create(b, l, jmax, jmin), c(1));
+              n = arith::MaxSIOp::create(b, l, n, c(1));
+              count = arith::MulIOp::create(b, l, count, n);
+            }
+            Value cnt = arith::IndexCastOp::create(b, l, b.getI64Type(), count);
+            return divValues(b, l, a[0], castScalar(b, l, cnt, et));
+          });
+      rewriter.replaceOp(op, result);
+    }
+    return success();
+  }
+};
+
+} // namespace
+
+void populateNnLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add<ReducePattern<ReduceMeanOp>, ReducePattern<ReduceSumOp>,
+               ReducePattern<ReduceMaxOp>, SoftmaxPattern, LayerNormPattern,
+               BatchNormPattern, GlobalAveragePoolPattern, PoolPattern<MaxPoolOp>,
+               PoolPattern<AveragePoolOp>>(patterns.getContext());
+}
+
+} // namespace kiln

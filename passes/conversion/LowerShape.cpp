@@ -1,0 +1,310 @@
+// graph data-movement ops (constant, reshape family, transpose, concat, gather, slice, shape) -> tensor/linalg.
+#include "passes/conversion/LoweringUtils.h"
+
+#include "dialects/graph/IR/Graph.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace kiln::graph;
+
+namespace kiln {
+namespace {
+
+using utils::IteratorType;
+
+Value idx(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+struct ConstantPattern : OpConversionPattern<ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConstantOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, cast<TypedAttr>(op.getValue()));
+    return success();
+  }
+};
+
+struct ReshapePattern : OpConversionPattern<ReshapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    auto rt = cast<RankedTensorType>(op.getType());
+    int64_t rank = rt.getRank();
+    // Each output dim: the static size, or computed from the shape tensor
+    // with ONNX's 0 (copy) and -1 (infer) rules.
+    Value total = idx(rewriter, loc, 1);
+    for (int64_t i = 0; i < xt.getRank(); ++i)
+      total = arith::MulIOp::create(rewriter, loc, total, dimValue(rewriter, loc, x, i));
+    SmallVector<Value> raw(rank);
+    for (int64_t i = 0; i < rank; ++i) {
+      Value e = tensor::ExtractOp::create(rewriter, loc, adaptor.getShape(),
+                                          ValueRange{idx(rewriter, loc, i)});
+      Value v = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(), e);
+      if (!op.getAllowzero() && i < xt.getRank()) {
+        Value isZero = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, v, idx(rewriter, loc, 0));
+        v = arith::SelectOp::create(rewriter, loc, isZero, dimValue(rewriter, loc, x, i), v);
+      }
+      raw[i] = v;
+    }
+    Value known = idx(rewriter, loc, 1);
+    Value minusOne = idx(rewriter, loc, -1);
+    for (int64_t i = 0; i < rank; ++i) {
+      Value isInfer = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, raw[i], minusOne);
+      known = arith::MulIOp::create(rewriter, loc, known,
+                                    arith::SelectOp::create(rewriter, loc, isInfer, idx(rewriter, loc, 1), raw[i]));
+    }
+    // Guard the division: a zero-sized known product only occurs for empty tensors.
+    Value safeKnown = arith::MaxSIOp::create(rewriter, loc, known, idx(rewriter, loc, 1));
+    Value inferred = arith::DivSIOp::create(rewriter, loc, total, safeKnown);
+    SmallVector<Value> dims(rank);
+    for (int64_t i = 0; i < rank; ++i) {
+      if (!rt.isDynamicDim(i)) {
+        dims[i] = idx(rewriter, loc, rt.getDimSize(i));
+        continue;
+      }
+      Value isInfer = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, raw[i], minusOne);
+      dims[i] = arith::SelectOp::create(rewriter, loc, isInfer, inferred, raw[i]);
+    }
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, x, rt, dims));
+    return success();
+  }
+};
+
+/// Flatten, Squeeze and Unsqueeze only regroup dims: each result dim is a
+/// product of input dims (or 1).
+template <typename OpTy>
+struct RegroupPattern : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    auto rt = cast<RankedTensorType>(op.getType());
+    SmallVector<Value> dims;
+    if constexpr (std::is_same_v<OpTy, FlattenOp>) {
+      int64_t axis = op.getAxis() < 0 ? op.getAxis() + xt.getRank() : op.getAxis();
+      Value outer = idx(rewriter, loc, 1), inner = idx(rewriter, loc, 1);
+      for (int64_t i = 0; i < xt.getRank(); ++i) {
+        Value d = dimValue(rewriter, loc, x, i);
+        if (i < axis)
+          outer = arith::MulIOp::create(rewriter, loc, outer, d);
+        else
+          inner = arith::MulIOp::create(rewriter, loc, inner, d);
+      }
+      dims = {outer, inner};
+    } else {
+      // Squeeze/unsqueeze keep the non-unit input dims in order.
+      int64_t next = 0;
+      for (int64_t i = 0; i < rt.getRank(); ++i) {
+        if (!rt.isDynamicDim(i)) {
+          dims.push_back(idx(rewriter, loc, rt.getDimSize(i)));
+          continue;
+        }
+        // A dynamic result dim maps to the next dynamic input dim.
+        while (next < xt.getRank() && !xt.isDynamicDim(next))
+          ++next;
+        dims.push_back(dimValue(rewriter, loc, x, next++));
+      }
+    }
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, x, rt, dims));
+    return success();
+  }
+};
+
+struct TransposePattern : OpConversionPattern<TransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto rt = cast<RankedTensorType>(op.getType());
+    SmallVector<Value> dims;
+    for (int64_t p : op.getPerm())
+      dims.push_back(dimValue(rewriter, loc, x, p));
+    Value init = emptyTensor(rewriter, loc, rt, dims);
+    rewriter.replaceOpWithNewOp<linalg::TransposeOp>(op, x, init, op.getPerm());
+    return success();
+  }
+};
+
+struct ConcatPattern : OpConversionPattern<ConcatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto rt = cast<RankedTensorType>(op.getType());
+    int64_t axis = op.getAxis() < 0 ? op.getAxis() + rt.getRank() : op.getAxis();
+    SmallVector<Value> inputs(adaptor.getInputs());
+    if (inputs.size() == 1) {
+      rewriter.replaceOp(op, inputs[0]);
+      return success();
+    }
+    rewriter.replaceOpWithNewOp<tensor::ConcatOp>(op, rt, axis, inputs);
+    return success();
+  }
+};
+
+/// Gather: every output element reads data at the (wrapped, clamped) index.
+struct GatherPattern : OpConversionPattern<GatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value data = adaptor.getData(), indices = adaptor.getIndices();
+    auto dt = cast<RankedTensorType>(data.getType());
+    auto it = cast<RankedTensorType>(indices.getType());
+    auto rt = cast<RankedTensorType>(op.getType());
+    int64_t axis = op.getAxis() < 0 ? op.getAxis() + dt.getRank() : op.getAxis();
+    int64_t q = it.getRank(), rank = rt.getRank();
+    SmallVector<Value> dims;
+    for (int64_t i = 0; i < axis; ++i)
+      dims.push_back(dimValue(rewriter, loc, data, i));
+    for (int64_t i = 0; i < q; ++i)
+      dims.push_back(dimValue(rewriter, loc, indices, i));
+    for (int64_t i = axis + 1; i < dt.getRank(); ++i)
+      dims.push_back(dimValue(rewriter, loc, data, i));
+    Value init = emptyTensor(rewriter, loc, rt, dims);
+    SmallVector<AffineExpr> ie;
+    for (int64_t i = 0; i < q; ++i)
+      ie.push_back(getAffineDimExpr(axis + i, ctx));
+    SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, ie, ctx),
+                                   AffineMap::getMultiDimIdentityMap(rank, ctx)};
+    Value axisDim = dimValue(rewriter, loc, data, axis);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, rt, ValueRange{indices}, ValueRange{init}, maps,
+        SmallVector<IteratorType>(rank, IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
+          Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, idx(b, l, 0));
+          i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, axisDim), i);
+          // Out-of-range indices are clamped: a bad input must not read outside the tensor.
+          i = arith::MaxSIOp::create(b, l, i, idx(b, l, 0));
+          i = arith::MinSIOp::create(b, l, i, arith::SubIOp::create(b, l, axisDim, idx(b, l, 1)));
+          SmallVector<Value> coords;
+          for (int64_t d = 0; d < axis; ++d)
+            coords.push_back(linalg::IndexOp::create(b, l, d));
+          coords.push_back(i);
+          for (int64_t d = axis + 1; d < dt.getRank(); ++d)
+            coords.push_back(linalg::IndexOp::create(b, l, d - 1 + q));
+          linalg::YieldOp::create(b, l, tensor::ExtractOp::create(b, l, data, coords).getResult());
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+/// Slice: start and size per axis follow ONNX clamping, computed at run time
+/// for dynamic dims; the copy reads input[start + i * step].
+struct SlicePattern : OpConversionPattern<SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    auto rt = cast<RankedTensorType>(op.getType());
+    int64_t rank = xt.getRank();
+    SmallVector<Value> starts(rank), sizes(rank);
+    SmallVector<int64_t> steps(rank, 1);
+    for (int64_t i = 0; i < rank; ++i) {
+      starts[i] = idx(rewriter, loc, 0);
+      sizes[i] = dimValue(rewriter, loc, x, i);
+    }
+    auto clamp = [&](Value v, Value lo, Value hi) {
+      return arith::MinSIOp::create(rewriter, loc, arith::MaxSIOp::create(rewriter, loc, v, lo), hi);
+    };
+    for (size_t k = 0; k < op.getAxes().size(); ++k) {
+      int64_t a = op.getAxes()[k] < 0 ? op.getAxes()[k] + rank : op.getAxes()[k];
+      int64_t step = op.getSteps()[k];
+      steps[a] = step;
+      Value dim = dimValue(rewriter, loc, x, a);
+      auto wrap = [&](int64_t v) -> Value {
+        // Values beyond +-2^62 are "to the end"; clamp before adding dim.
+        v = std::clamp<int64_t>(v, -(int64_t(1) << 62), int64_t(1) << 62);
+        Value c = idx(rewriter, loc, v);
+        return v < 0 ? (Value)arith::AddIOp::create(rewriter, loc, c, dim) : c;
+      };
+      Value s = wrap(op.getStarts()[k]), e = wrap(op.getEnds()[k]);
+      Value zero = idx(rewriter, loc, 0), minusOne = idx(rewriter, loc, -1);
+      Value dimMinus1 = arith::SubIOp::create(rewriter, loc, dim, idx(rewriter, loc, 1));
+      Value n;
+      if (step > 0) {
+        s = clamp(s, zero, dim);
+        e = clamp(e, zero, dim);
+        n = arith::CeilDivSIOp::create(rewriter, loc, arith::SubIOp::create(rewriter, loc, e, s),
+                                       idx(rewriter, loc, step));
+      } else {
+        s = clamp(s, zero, dimMinus1);
+        e = clamp(e, minusOne, dimMinus1);
+        n = arith::CeilDivSIOp::create(rewriter, loc, arith::SubIOp::create(rewriter, loc, s, e),
+                                       idx(rewriter, loc, -step));
+      }
+      starts[a] = s;
+      sizes[a] = arith::MaxSIOp::create(rewriter, loc, n, zero);
+    }
+    for (int64_t i = 0; i < rank; ++i)
+      if (!rt.isDynamicDim(i))
+        sizes[i] = idx(rewriter, loc, rt.getDimSize(i));
+    Value init = emptyTensor(rewriter, loc, rt, sizes);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, rt, ValueRange{}, ValueRange{init},
+        SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, getContext())},
+        SmallVector<IteratorType>(rank, IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange) {
+          SmallVector<Value> coords;
+          for (int64_t d = 0; d < rank; ++d) {
+            Value i = linalg::IndexOp::create(b, l, d);
+            Value off = arith::MulIOp::create(b, l, i, idx(b, l, steps[d]));
+            coords.push_back(arith::AddIOp::create(b, l, starts[d], off));
+          }
+          linalg::YieldOp::create(b, l, tensor::ExtractOp::create(b, l, x, coords).getResult());
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+struct ShapePattern : OpConversionPattern<ShapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ShapeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+    int64_t start = op.getStart() < 0 ? op.getStart() + rank : op.getStart();
+    start = std::clamp<int64_t>(start, 0, rank);
+    auto rt = cast<RankedTensorType>(op.getType());
+    SmallVector<Value> elems;
+    for (int64_t i = 0; i < rt.getDimSize(0); ++i)
+      elems.push_back(arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
+                                                 dimValue(rewriter, loc, x, start + i)));
+    rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(op, rt, elems);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateShapeLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add<ConstantPattern, ReshapePattern, RegroupPattern<FlattenOp>,
+               RegroupPattern<SqueezeOp>, RegroupPattern<UnsqueezeOp>,
+               TransposePattern, ConcatPattern, GatherPattern, SlicePattern,
+               ShapePattern>(patterns.getContext());
+}
+
+} // namespace kiln

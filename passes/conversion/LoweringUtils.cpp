@@ -1,0 +1,173 @@
+// Shared helpers of the graph -> linalg lowering.
+#include "passes/conversion/LoweringUtils.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+Value dimValue(OpBuilder &b, Location loc, Value v, int64_t i) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (!type.isDynamicDim(i))
+    return arith::ConstantIndexOp::create(b, loc, type.getDimSize(i));
+  return tensor::DimOp::create(b, loc, v, i);
+}
+
+Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                  ArrayRef<Value> dims) {
+  SmallVector<Value> dynamic;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (type.isDynamicDim(i))
+      dynamic.push_back(dims[i]);
+  return tensor::EmptyOp::create(b, loc, type, dynamic);
+}
+
+SmallVector<Value> broadcastDims(OpBuilder &b, Location loc,
+                                 RankedTensorType resultType,
+                                 ValueRange inputs) {
+  int64_t rank = resultType.getRank();
+  SmallVector<Value> dims(rank);
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!resultType.isDynamicDim(i)) {
+      dims[i] = arith::ConstantIndexOp::create(b, loc, resultType.getDimSize(i));
+      continue;
+    }
+    for (Value in : inputs) {
+      auto t = cast<RankedTensorType>(in.getType());
+      int64_t j = i - (rank - t.getRank());
+      if (j >= 0 && t.isDynamicDim(j)) {
+        dims[i] = tensor::DimOp::create(b, loc, in, j);
+        break;
+      }
+    }
+    if (!dims[i])
+      dims[i] = arith::ConstantIndexOp::create(b, loc, 1);
+  }
+  return dims;
+}
+
+Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
+                       ValueRange inputs, const BodyFn &body) {
+  int64_t rank = resultType.getRank();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps;
+  for (Value in : inputs) {
+    auto t = cast<RankedTensorType>(in.getType());
+    SmallVector<AffineExpr> exprs;
+    for (int64_t j = 0; j < t.getRank(); ++j) {
+      int64_t i = j + rank - t.getRank();
+      bool broadcast = t.getDimSize(j) == 1 && resultType.getDimSize(i) != 1;
+      exprs.push_back(broadcast ? getAffineConstantExpr(0, ctx)
+                                : getAffineDimExpr(i, ctx));
+    }
+    maps.push_back(AffineMap::get(rank, 0, exprs, ctx));
+  }
+  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+  Value init = emptyTensor(b, loc, resultType,
+                           broadcastDims(b, loc, resultType, inputs));
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, resultType, inputs, ValueRange{init}, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value v = body(nb, nloc, args.drop_back());
+        linalg::YieldOp::create(nb, nloc, v);
+      });
+  return generic.getResult(0);
+}
+
+Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type,
+                ArrayRef<Value> dims) {
+  if (v.getType() == type)
+    return v;
+  SmallVector<Value> sizes;
+  for (Value d : dims)
+    sizes.push_back(arith::IndexCastOp::create(b, loc, b.getI64Type(), d));
+  auto shapeType = RankedTensorType::get({(int64_t)dims.size()}, b.getI64Type());
+  Value shape = tensor::FromElementsOp::create(b, loc, shapeType, sizes);
+  return tensor::ReshapeOp::create(b, loc, type, v, shape);
+}
+
+Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                   ArrayRef<Value> dims, Value value) {
+  Value empty = emptyTensor(b, loc, type, dims);
+  return linalg::FillOp::create(b, loc, value, empty).getResult(0);
+}
+
+Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
+  if (auto ft = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(ft, value));
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, (int64_t)value));
+}
+
+Value lowestValue(OpBuilder &b, Location loc, Type type) {
+  if (auto ft = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(
+        b, loc, b.getFloatAttr(ft, APFloat::getInf(ft.getFloatSemantics(), true)));
+  auto it = cast<IntegerType>(type);
+  return arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(type, APInt::getSignedMinValue(it.getWidth())));
+}
+
+Value addValues(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType()))
+    return arith::AddFOp::create(b, loc, x, y);
+  return arith::AddIOp::create(b, loc, x, y);
+}
+Value subValues(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType()))
+    return arith::SubFOp::create(b, loc, x, y);
+  return arith::SubIOp::create(b, loc, x, y);
+}
+Value mulValues(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType()))
+    return arith::MulFOp::create(b, loc, x, y);
+  return arith::MulIOp::create(b, loc, x, y);
+}
+Value divValues(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType()))
+    return arith::DivFOp::create(b, loc, x, y);
+  // Integer division by zero is undefined in ONNX; avoid a SIGFPE by
+  // dividing by 1 instead so that a hostile input cannot kill the process.
+  Value zero = scalarConstant(b, loc, y.getType(), 0);
+  Value one = scalarConstant(b, loc, y.getType(), 1);
+  Value isZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, zero);
+  Value safe = arith::SelectOp::create(b, loc, isZero, one, y);
+  return arith::DivSIOp::create(b, loc, x, safe);
+}
+Value maxValues(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType()))
+    return arith::MaximumFOp::create(b, loc, x, y);
+  return arith::MaxSIOp::create(b, loc, x, y);
+}
+
+Value castScalar(OpBuilder &b, Location loc, Value x, Type to) {
+  Type from = x.getType();
+  if (from == to)
+    return x;
+  auto fromF = dyn_cast<FloatType>(from), toF = dyn_cast<FloatType>(to);
+  if (fromF && toF)
+    return fromF.getWidth() < toF.getWidth()
+               ? (Value)arith::ExtFOp::create(b, loc, to, x)
+               : (Value)arith::TruncFOp::create(b, loc, to, x);
+  if (fromF) {
+    if (to.isInteger(1))
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, x,
+                                   scalarConstant(b, loc, from, 0));
+    return arith::FPToSIOp::create(b, loc, to, x);
+  }
+  if (toF)
+    return from.isInteger(1) ? (Value)arith::UIToFPOp::create(b, loc, to, x)
+                             : (Value)arith::SIToFPOp::create(b, loc, to, x);
+  unsigned fw = from.getIntOrFloatBitWidth(), tw = to.getIntOrFloatBitWidth();
+  if (to.isInteger(1))
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x,
+                                 scalarConstant(b, loc, from, 0));
+  if (fw < tw)
+    return from.isInteger(1) ? (Value)arith::ExtUIOp::create(b, loc, to, x)
+                             : (Value)arith::ExtSIOp::create(b, loc, to, x);
+  return arith::TruncIOp::create(b, loc, to, x);
+}
+
+} // namespace kiln

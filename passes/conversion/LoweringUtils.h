@@ -1,0 +1,67 @@
+// Helpers shared by the graph -> linalg lowering patterns: shapes, broadcasting maps, typed arithmetic.
+#ifndef KILN_PASSES_CONVERSION_LOWERINGUTILS_H
+#define KILN_PASSES_CONVERSION_LOWERINGUTILS_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <functional>
+
+namespace kiln {
+
+using BodyFn = std::function<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                         mlir::ValueRange)>;
+
+/// The size of dimension `i` of `v` as an index value (constant if static).
+mlir::Value dimValue(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                     int64_t i);
+
+/// tensor.empty of `type`, taking dynamic sizes from `dims` (one per dim).
+mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::RankedTensorType type,
+                        llvm::ArrayRef<mlir::Value> dims);
+
+/// An elementwise linalg.generic producing `resultType` from `inputs` that
+/// broadcast numpy-style to it; `body` maps scalar inputs to the result.
+mlir::Value buildElementwise(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::RankedTensorType resultType,
+                             mlir::ValueRange inputs, const BodyFn &body);
+
+/// Result dims (index values) of broadcasting `inputs` to `resultType`.
+llvm::SmallVector<mlir::Value> broadcastDims(mlir::OpBuilder &b,
+                                             mlir::Location loc,
+                                             mlir::RankedTensorType resultType,
+                                             mlir::ValueRange inputs);
+
+/// Reshapes `v` to `type` whose sizes are `dims` (row-major data unchanged).
+mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                      mlir::RankedTensorType type,
+                      llvm::ArrayRef<mlir::Value> dims);
+
+/// A tensor of `type` filled with the scalar `value`.
+mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::RankedTensorType type,
+                         llvm::ArrayRef<mlir::Value> dims, mlir::Value value);
+
+/// Scalar constants and arithmetic that pick the float or integer op.
+mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Type type, double value);
+mlir::Value lowestValue(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type);
+mlir::Value addValues(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);
+mlir::Value subValues(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);
+mlir::Value mulValues(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);
+mlir::Value divValues(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);
+mlir::Value maxValues(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);
+mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Type to);
+
+/// Populates the patterns of each op family.
+void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateContractionLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateNnLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateShapeLoweringPatterns(mlir::RewritePatternSet &patterns);
+
+} // namespace kiln
+
+#endif

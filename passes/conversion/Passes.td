@@ -1,0 +1,19 @@
+// Conversion passes: lowering kiln's dialects to MLIR's core dialects.
+#ifndef KILN_PASSES_CONVERSION
+#define KILN_PASSES_CONVERSION
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertGraphToLinalgPass : Pass<"kiln-convert-graph-to-linalg", "::mlir::ModuleOp"> {
+  let summary = "Lower graph dialect ops to linalg, tensor and arith on tensors";
+  let description = [{
+    Every graph op becomes linalg.generic (elementwise maps, contractions,
+    windowed reductions) or tensor ops (reshape, concat, extract). The graph
+    dialect is illegal afterwards: an op without a lowering is an error that
+    names it and its ONNX node.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+}
+
+#endif
