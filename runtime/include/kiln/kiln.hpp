@@ -4,6 +4,7 @@
 
 #include "kiln/kiln.h"
 
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -142,6 +143,8 @@ public:
     outputCount_ = kiln_model_output_count(model.get());
   }
 
+  kiln_session *get() const { return s_.get(); }
+
   // Inputs in signature order; returns the outputs in signature order.
   std::vector<Tensor> run(const std::vector<const Tensor *> &inputs) {
     std::vector<const kiln_tensor *> in;
@@ -154,6 +157,9 @@ public:
     for (kiln_tensor *t : out)
       result.emplace_back(t);
     return result;
+  }
+  std::vector<Tensor> run(std::initializer_list<const Tensor *> inputs) {
+    return run(std::vector<const Tensor *>(inputs));
   }
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) {
     std::vector<const Tensor *> in;

@@ -1,0 +1,276 @@
+// Artifact format: round trip, byte determinism, and safe rejection of truncated or corrupted files.
+#include "artifact_format.h"
+#include "test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+using namespace kiln::artifact;
+using kiln::test::TempDir;
+
+namespace {
+
+Metadata richMetadata() {
+  Metadata m;
+  m.abiVersion = 1;
+  m.compilerVersion = "0.1.0";
+  m.sourceModelSha256 = "0123456789abcdef";
+  m.producer = "pytorch 2.3";
+  m.opsetVersion = 21;
+  m.targetTriple = "x86_64-unknown-linux-gnu";
+  m.targetCpu = "znver4";
+  m.cpuFeatures = {"avx2", "fma", "avx512f"};
+  m.passes = {"import", "fuse", "codegen"};
+  m.entrySymbol = "kiln_entry";
+  m.inputs = {{"input_ids", 7, {{-1, "batch"}, {-1, "seq"}}}, {"scale", 1, {}}};
+  m.outputs = {{"logits", 10, {{-1, "batch"}, {-1, "seq"}, {32000, ""}}}};
+  WeightInfo a{"embed", 1, {3, 5}, 0, 0}, b{"bias", 3, {7}, 0, 0};
+  m.weights = {a, b};
+  m.kernels = {{"fused_matmul_0", {"MatMul_1", "Add_2"}}, {"softmax_1", {}}};
+  return m;
+}
+
+struct Fixture {
+  std::vector<float> embed = std::vector<float>(15, 1.5f);
+  std::vector<int8_t> bias = {1, -2, 3, -4, 5, -6, 7};
+  std::vector<WeightSource> sources() const {
+    return {{embed.data(), embed.size() * 4}, {bias.data(), bias.size()}};
+  }
+};
+
+std::string writeRich(const TempDir &dir, const std::string &name) {
+  Fixture f;
+  std::string error;
+  EXPECT_TRUE(writeArtifact(dir.file(name), richMetadata(), "CODE-BYTES", f.sources(), &error)) << error;
+  return kiln::test::readFile(dir.file(name));
+}
+
+bool parse(const std::string &bytes, ArtifactView *view, std::string *error) {
+  return parseArtifact(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), view, error);
+}
+
+void putU32(std::string &b, size_t at, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    b[at + i] = char((v >> (8 * i)) & 0xff);
+}
+void putU64(std::string &b, size_t at, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    b[at + i] = char((v >> (8 * i)) & 0xff);
+}
+
+constexpr size_t kMetadataStart = 24 + 3 * 24; // header, then the metadata section
+
+} // namespace
+
+TEST(ArtifactFormat, RoundTrip) {
+  TempDir dir;
+  const std::string bytes = writeRich(dir, "a.kiln");
+  ArtifactView v;
+  std::string error;
+  ASSERT_TRUE(parse(bytes, &v, &error)) << error;
+  const Metadata want = richMetadata();
+  EXPECT_EQ(v.meta.formatVersion, kFormatVersion);
+  EXPECT_EQ(v.meta.abiVersion, want.abiVersion);
+  EXPECT_EQ(v.meta.compilerVersion, want.compilerVersion);
+  EXPECT_EQ(v.meta.sourceModelSha256, want.sourceModelSha256);
+  EXPECT_EQ(v.meta.producer, want.producer);
+  EXPECT_EQ(v.meta.opsetVersion, want.opsetVersion);
+  EXPECT_EQ(v.meta.targetTriple, want.targetTriple);
+  EXPECT_EQ(v.meta.targetCpu, want.targetCpu);
+  EXPECT_EQ(v.meta.cpuFeatures, want.cpuFeatures);
+  EXPECT_EQ(v.meta.passes, want.passes);
+  EXPECT_EQ(v.meta.entrySymbol, want.entrySymbol);
+  ASSERT_EQ(v.meta.inputs.size(), 2u);
+  EXPECT_EQ(v.meta.inputs[0].name, "input_ids");
+  EXPECT_EQ(v.meta.inputs[0].dtype, 7u);
+  ASSERT_EQ(v.meta.inputs[0].dims.size(), 2u);
+  EXPECT_EQ(v.meta.inputs[0].dims[1].size, -1);
+  EXPECT_EQ(v.meta.inputs[0].dims[1].symbol, "seq");
+  EXPECT_TRUE(v.meta.inputs[1].dims.empty());
+  ASSERT_EQ(v.meta.outputs.size(), 1u);
+  EXPECT_EQ(v.meta.outputs[0].dims[2].size, 32000);
+  ASSERT_EQ(v.meta.kernels.size(), 2u);
+  EXPECT_EQ(v.meta.kernels[0].sourceNodes, (std::vector<std::string>{"MatMul_1", "Add_2"}));
+  EXPECT_EQ(std::string(reinterpret_cast<const char *>(v.code), v.codeSize), "CODE-BYTES");
+
+  const auto *base = reinterpret_cast<const uint8_t *>(bytes.data());
+  EXPECT_EQ((v.weights - base) % 4096, 0);
+  ASSERT_EQ(v.meta.weights.size(), 2u);
+  Fixture f;
+  EXPECT_EQ(v.meta.weights[0].offset, 0u);
+  EXPECT_EQ(v.meta.weights[0].size, 60u);
+  EXPECT_EQ(v.meta.weights[1].offset, 64u);
+  EXPECT_EQ(v.meta.weights[1].size, 7u);
+  EXPECT_EQ(std::memcmp(v.weights, f.embed.data(), 60), 0);
+  EXPECT_EQ(std::memcmp(v.weights + 64, f.bias.data(), 7), 0);
+  for (size_t i = 60; i < 64; ++i)
+    EXPECT_EQ(v.weights[i], 0) << "padding must be zero";
+}
+
+TEST(ArtifactFormat, SameInputsGiveSameBytes) {
+  TempDir dir;
+  const std::string a = writeRich(dir, "a.kiln");
+  const std::string b = writeRich(dir, "b.kiln");
+  EXPECT_EQ(a, b);
+  // The temporary file is renamed away: only the two artifacts remain.
+  size_t files = 0;
+  for (auto &e : std::filesystem::directory_iterator(dir.path()))
+    files += e.is_regular_file();
+  EXPECT_EQ(files, 2u);
+}
+
+TEST(ArtifactFormat, WriterRejectsInconsistentWeights) {
+  TempDir dir;
+  Metadata m = richMetadata();
+  std::string error;
+  EXPECT_FALSE(writeArtifact(dir.file("x.kiln"), m, "", {}, &error));
+  EXPECT_NE(error.find("2 weights"), std::string::npos) << error;
+  std::vector<float> wrong(3);
+  std::vector<int8_t> bias(7);
+  EXPECT_FALSE(writeArtifact(dir.file("x.kiln"), m, "", {{wrong.data(), 12}, {bias.data(), 7}}, &error));
+  EXPECT_NE(error.find("weight 'embed' has 12 bytes"), std::string::npos) << error;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("x.kiln")));
+}
+
+TEST(ArtifactFormat, BadMagic) {
+  std::string error;
+  ArtifactView v;
+  EXPECT_FALSE(parse("", &v, &error));
+  EXPECT_EQ(error, "not a kiln artifact (bad magic)");
+  EXPECT_FALSE(parse(std::string(200, 'x'), &v, &error));
+  EXPECT_EQ(error, "not a kiln artifact (bad magic)");
+  EXPECT_FALSE(parseArtifact(nullptr, 0, &v, &error));
+}
+
+TEST(ArtifactFormat, WrongFormatVersion) {
+  TempDir dir;
+  std::string bytes = writeRich(dir, "a.kiln");
+  putU32(bytes, 8, 2);
+  std::string error;
+  ArtifactView v;
+  EXPECT_FALSE(parse(bytes, &v, &error));
+  EXPECT_EQ(error, "artifact format version 2; this runtime reads 1");
+}
+
+TEST(ArtifactFormat, EveryTruncationIsRejected) {
+  TempDir dir;
+  const std::string bytes = writeRich(dir, "a.kiln");
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    // A fresh heap copy of exactly n bytes, so an overread would hit the allocation's end.
+    std::vector<uint8_t> prefix(bytes.begin(), bytes.begin() + long(n));
+    std::string error;
+    ArtifactView v;
+    ASSERT_FALSE(parseArtifact(prefix.data(), n, &v, &error)) << n;
+    ASSERT_FALSE(error.empty());
+  }
+}
+
+TEST(ArtifactFormat, SectionOffsetsOutsideTheFile) {
+  TempDir dir;
+  const std::string good = writeRich(dir, "a.kiln");
+  std::string error;
+  ArtifactView v;
+  // Section entries start at 24: kind, reserved, offset (+8), size (+16).
+  for (int section = 0; section < 3; ++section) {
+    const size_t entry = 24 + size_t(section) * 24;
+    for (uint64_t bad : {uint64_t(UINT64_MAX), uint64_t(UINT64_MAX - 7), uint64_t(good.size()) + 1}) {
+      std::string b = good;
+      putU64(b, entry + 8, bad);
+      EXPECT_FALSE(parse(b, &v, &error));
+      EXPECT_NE(error.find("outside the file"), std::string::npos) << error;
+      b = good;
+      putU64(b, entry + 16, bad);
+      EXPECT_FALSE(parse(b, &v, &error));
+      EXPECT_NE(error.find("outside the file"), std::string::npos) << error;
+    }
+  }
+  std::string b = good;
+  putU64(b, 24 + 24 + 8, kMetadataStart); // code section on top of the metadata
+  EXPECT_FALSE(parse(b, &v, &error));
+  EXPECT_NE(error.find("overlap"), std::string::npos) << error;
+  b = good;
+  putU32(b, 12, 1000000); // section count
+  EXPECT_FALSE(parse(b, &v, &error));
+  b = good;
+  putU64(b, 16, good.size() + 10); // declared file size
+  EXPECT_FALSE(parse(b, &v, &error));
+  EXPECT_NE(error.find("truncated"), std::string::npos) << error;
+}
+
+TEST(ArtifactFormat, HugeCountsAndLengthsInMetadata) {
+  TempDir dir;
+  const std::string good = writeRich(dir, "a.kiln");
+  const Metadata m = richMetadata();
+  std::string error;
+  ArtifactView v;
+  // compilerVersion's length prefix follows the u32 ABI version.
+  std::string b = good;
+  putU32(b, kMetadataStart + 4, 0xfffffff0u);
+  EXPECT_FALSE(parse(b, &v, &error));
+  EXPECT_NE(error.find("truncated while reading compiler version"), std::string::npos) << error;
+  // cpuFeatures' count follows abi, 3 strings, opset, triple, cpu.
+  const size_t features = kMetadataStart + 4 + (4 + m.compilerVersion.size()) + (4 + m.sourceModelSha256.size()) +
+                          (4 + m.producer.size()) + 8 + (4 + m.targetTriple.size()) + (4 + m.targetCpu.size());
+  b = good;
+  putU32(b, features, 0xffffffffu);
+  EXPECT_FALSE(parse(b, &v, &error));
+  EXPECT_NE(error.find("cpu features count 4294967295 exceeds"), std::string::npos) << error;
+}
+
+TEST(ArtifactFormat, WeightOutsideItsSection) {
+  TempDir dir;
+  Metadata m = richMetadata();
+  m.weights.resize(1);
+  std::vector<float> embed(15);
+  std::string error;
+  ASSERT_TRUE(writeArtifact(dir.file("a.kiln"), m, "C", {{embed.data(), 60}}, &error)) << error;
+  std::string b = kiln::test::readFile(dir.file("a.kiln"));
+  // The weight's offset is the second-to-last u64 before the kernel table; find it by its size value 60.
+  const std::string kernels = "fused_matmul_0";
+  const size_t k = b.find(kernels);
+  ASSERT_NE(k, std::string::npos);
+  const size_t sizeField = k - 4 /*kernel name len*/ - 4 /*kernel count*/ - 8;
+  putU64(b, sizeField, 1u << 20);
+  ArtifactView v;
+  EXPECT_FALSE(parse(b, &v, &error));
+  EXPECT_NE(error.find("weight 'embed'"), std::string::npos) << error;
+  EXPECT_NE(error.find("outside the weights section"), std::string::npos) << error;
+}
+
+TEST(ArtifactFormat, RandomAndMutatedBytesNeverCrash) {
+  TempDir dir;
+  const std::string good = writeRich(dir, "a.kiln");
+  std::mt19937_64 rng(1234);
+  size_t accepted = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    std::string b;
+    if (iter % 3 == 0) {
+      b.resize(rng() % 512);
+      for (char &c : b)
+        c = char(rng());
+      if (b.size() >= 12 && iter % 2 == 0) {
+        // Past the magic and version, so the deeper checks run too.
+        std::memcpy(b.data(), good.data(), 12);
+      }
+    } else {
+      b = good;
+      const int flips = 1 + int(rng() % 8);
+      for (int f = 0; f < flips; ++f) {
+        // Bias mutations toward the header and metadata, where the structure is.
+        const size_t at = rng() % std::min<size_t>(b.size(), iter % 2 ? 512 : b.size());
+        b[at] = char(rng());
+      }
+    }
+    std::vector<uint8_t> copy(b.begin(), b.end());
+    std::string error;
+    ArtifactView v;
+    if (parseArtifact(copy.data(), copy.size(), &v, &error))
+      ++accepted;
+    else
+      ASSERT_FALSE(error.empty());
+  }
+  SUCCEED() << accepted << " mutated files still parsed";
+}

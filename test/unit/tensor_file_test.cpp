@@ -1,0 +1,118 @@
+// .npy and TensorProto codecs of kiln-run: typed and raw fields, dtypes, malformed files.
+#include "tensor_file.h"
+#include "tensor_compare.h"
+#include "tensor_proto_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+using namespace kiln::tools;
+
+TEST(TensorFile, NpyRoundTripAllDtypes) {
+  for (uint32_t dtype : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 9u, 10u, 11u, 12u, 13u}) {
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{}, {5}, {2, 3}, {0, 4}}) {
+      HostTensor t;
+      t.dtype = dtype;
+      t.shape = shape;
+      int64_t n = 1;
+      for (int64_t d : shape)
+        n *= d;
+      const size_t size = dtype == 1 || dtype == 6 || dtype == 12 ? 4 : dtype == 7 || dtype == 11 || dtype == 13 ? 8
+                          : dtype == 4 || dtype == 5 || dtype == 10 ? 2 : 1;
+      for (int64_t i = 0; i < n * int64_t(size); ++i)
+        t.bytes.push_back(char(i * 7 + 1));
+      std::string file, error;
+      ASSERT_TRUE(encodeNpy(t, &file, &error)) << error;
+      EXPECT_EQ((file.size() - t.bytes.size()) % 64, 0u) << "data starts 64-byte aligned";
+      HostTensor back;
+      ASSERT_TRUE(parseNpy(file, &back, &error)) << error;
+      EXPECT_EQ(back.dtype, dtype);
+      EXPECT_EQ(back.shape, shape);
+      EXPECT_EQ(back.bytes, t.bytes);
+    }
+  }
+}
+
+TEST(TensorFile, NpyErrors) {
+  HostTensor t;
+  std::string error;
+  EXPECT_FALSE(parseNpy("nope", &t, &error));
+  EXPECT_EQ(error, "not a .npy file (bad magic)");
+  HostTensor f{1, {2}, std::string(8, '\0'), ""};
+  std::string file;
+  ASSERT_TRUE(encodeNpy(f, &file, &error));
+  EXPECT_FALSE(parseNpy(file.substr(0, file.size() - 1), &t, &error));
+  EXPECT_NE(error.find("needs 8"), std::string::npos) << error;
+  std::string big = file;
+  big.replace(big.find("<f4"), 3, ">f4");
+  EXPECT_FALSE(parseNpy(big, &t, &error));
+  EXPECT_NE(error.find("unsupported .npy dtype"), std::string::npos) << error;
+  std::string fortran = file;
+  fortran.replace(fortran.find("False"), 5, "True ");
+  EXPECT_FALSE(parseNpy(fortran, &t, &error));
+  EXPECT_NE(error.find("Fortran"), std::string::npos) << error;
+}
+
+TEST(TensorFile, TensorProtoRawAndTyped) {
+  HostTensor t;
+  std::string error;
+  const float values[] = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f, 8.0f};
+  std::string raw(reinterpret_cast<const char *>(values), sizeof(values));
+  ASSERT_TRUE(parseTensorProto(kiln::test::tensorProto("x", 1, {2, 3}, raw), &t, &error)) << error;
+  EXPECT_EQ(t.name, "x");
+  EXPECT_EQ(t.dtype, 1u);
+  EXPECT_EQ(t.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(t.bytes, raw);
+
+  // Typed float_data, packed and unpacked, gives the same bytes.
+  for (bool packed : {true, false}) {
+    ASSERT_TRUE(parseTensorProto(kiln::test::tensorProtoFloats("x", {2, 3}, {values, values + 6}, packed), &t, &error))
+        << error;
+    EXPECT_EQ(t.bytes, raw);
+  }
+  // int32_data carries int8 and float16 bit patterns; int64_data int64.
+  ASSERT_TRUE(parseTensorProto(kiln::test::tensorProtoInts(3, 5, {3}, {-1, 2, -128}), &t, &error)) << error;
+  EXPECT_EQ(t.bytes, std::string("\xff\x02\x80", 3));
+  ASSERT_TRUE(parseTensorProto(kiln::test::tensorProtoInts(10, 5, {1}, {0x3c00}), &t, &error)) << error;
+  EXPECT_EQ(formatValues(t, 4), "[1]");
+  ASSERT_TRUE(parseTensorProto(kiln::test::tensorProtoInts(7, 7, {2}, {-5, int64_t(1) << 40}), &t, &error)) << error;
+  int64_t v[2];
+  std::memcpy(v, t.bytes.data(), 16);
+  EXPECT_EQ(v[0], -5);
+  EXPECT_EQ(v[1], int64_t(1) << 40);
+  // Scalar: no dims, one value.
+  ASSERT_TRUE(parseTensorProto(kiln::test::tensorProtoInts(9, 5, {}, {1}), &t, &error)) << error;
+  EXPECT_TRUE(t.shape.empty());
+  EXPECT_EQ(formatValues(t, 4), "[true]");
+}
+
+TEST(TensorFile, TensorProtoErrors) {
+  HostTensor t;
+  std::string error;
+  EXPECT_FALSE(parseTensorProto(kiln::test::tensorProto("x", 1, {2, 3}, std::string(20, '\0')), &t, &error));
+  EXPECT_NE(error.find("need 24"), std::string::npos) << error;
+  EXPECT_FALSE(parseTensorProto(kiln::test::tensorProtoInts(6, 5, {3}, {1, 2}), &t, &error));
+  EXPECT_NE(error.find("has 2 values; its shape needs 3"), std::string::npos) << error;
+  EXPECT_FALSE(parseTensorProto(kiln::test::tensorProto("s", 8, {1}, ""), &t, &error));
+  EXPECT_NE(error.find("not supported"), std::string::npos) << error;
+  const std::string good = kiln::test::tensorProto("x", 1, {2}, std::string(8, '\1'));
+  for (size_t n = 1; n < good.size(); ++n)
+    EXPECT_FALSE(parseTensorProto(good.substr(0, n), &t, &error)) << n;
+}
+
+TEST(TensorCompare, Tolerances) {
+  auto f32 = [](std::vector<float> v) {
+    return HostTensor{1, {int64_t(v.size())}, std::string(reinterpret_cast<char *>(v.data()), v.size() * 4), ""};
+  };
+  EXPECT_TRUE(compareTensors(f32({1.0f, NAN, INFINITY}), f32({1.0005f, NAN, INFINITY}), 1e-3, 1e-5).ok);
+  EXPECT_FALSE(compareTensors(f32({1.0f}), f32({1.01f}), 1e-3, 1e-5).ok);
+  EXPECT_FALSE(compareTensors(f32({NAN}), f32({1.0f}), 1e-3, 1e-5).ok);
+  EXPECT_FALSE(compareTensors(f32({-INFINITY}), f32({INFINITY}), 1e-3, 1e-5).ok);
+  auto r = compareTensors(f32({1, 2}), f32({1, 2, 3}), 1e-3, 1e-5);
+  EXPECT_EQ(r.detail, "shape mismatch: got [2], expected [3]");
+  HostTensor i{7, {1}, std::string(8, '\0'), ""}, j = i;
+  j.bytes[0] = 1;
+  EXPECT_FALSE(compareTensors(i, j, 1, 1).ok) << "integers compare exactly";
+}

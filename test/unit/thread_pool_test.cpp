@@ -1,0 +1,116 @@
+// Thread pool: every index runs exactly once, for any count and thread count, with concurrent and nested callers.
+#include "device.h"
+#include "thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+using kiln::runtime::ThreadPool;
+
+namespace {
+
+struct Hits {
+  std::vector<std::atomic<int>> count;
+  std::atomic<int> outOfRange{0};
+  explicit Hits(int64_t n) : count(size_t(n)) {}
+};
+
+void hit(void *captures, int64_t begin, int64_t end) {
+  auto *h = static_cast<Hits *>(captures);
+  if (begin < 0 || end > int64_t(h->count.size()) || begin >= end) {
+    ++h->outOfRange;
+    return;
+  }
+  for (int64_t i = begin; i < end; ++i)
+    h->count[size_t(i)].fetch_add(1, std::memory_order_relaxed);
+}
+
+void expectEachOnce(const Hits &h) {
+  EXPECT_EQ(h.outOfRange.load(), 0);
+  for (size_t i = 0; i < h.count.size(); ++i)
+    ASSERT_EQ(h.count[i].load(), 1) << "index " << i;
+}
+
+} // namespace
+
+TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
+  for (int32_t threads : {1, 2, 3, 4, 8, 16}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.threads(), threads);
+    for (int64_t count : {0, 1, 2, 3, 5, 7, 31, 64, 65, 1000, 100003}) {
+      Hits h(count);
+      pool.parallelFor(hit, &h, count);
+      SCOPED_TRACE("threads " + std::to_string(threads) + " count " + std::to_string(count));
+      expectEachOnce(h);
+    }
+  }
+}
+
+TEST(ThreadPool, NegativeCountRunsNothing) {
+  ThreadPool pool(4);
+  Hits h(0);
+  pool.parallelFor(hit, &h, -5);
+  EXPECT_EQ(h.outOfRange.load(), 0);
+}
+
+TEST(ThreadPool, ConcurrentCallersShareThePool) {
+  ThreadPool pool(4);
+  std::vector<std::thread> callers;
+  std::atomic<int> bad{0};
+  for (int c = 0; c < 6; ++c)
+    callers.emplace_back([&, c] {
+      for (int iter = 0; iter < 200; ++iter) {
+        const int64_t count = 1 + (c * 131 + iter * 17) % 2000;
+        Hits h(count);
+        pool.parallelFor(hit, &h, count);
+        bool ok = h.outOfRange.load() == 0;
+        for (auto &x : h.count)
+          ok = ok && x.load() == 1;
+        if (!ok)
+          ++bad;
+      }
+    });
+  for (auto &t : callers)
+    t.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+namespace {
+struct Nested {
+  ThreadPool *pool;
+  std::vector<std::unique_ptr<Hits>> inner;
+};
+void outerBody(void *captures, int64_t begin, int64_t end) {
+  auto *n = static_cast<Nested *>(captures);
+  for (int64_t i = begin; i < end; ++i)
+    n->pool->parallelFor(hit, n->inner[size_t(i)].get(), int64_t(n->inner[size_t(i)]->count.size()));
+}
+} // namespace
+
+TEST(ThreadPool, NestedLoopsFinish) {
+  ThreadPool pool(3);
+  Nested n{&pool, {}};
+  for (int i = 0; i < 40; ++i)
+    n.inner.push_back(std::make_unique<Hits>(50 + i));
+  pool.parallelFor(outerBody, &n, int64_t(n.inner.size()));
+  for (auto &h : n.inner)
+    expectEachOnce(*h);
+}
+
+TEST(CpuDevice, ImplementsTheDeviceInterface) {
+  auto device = kiln::runtime::createCpuDevice(3);
+  EXPECT_STREQ(device->name(), "cpu");
+  EXPECT_EQ(device->concurrency(), 3);
+  void *p = device->allocate(100, 64);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+  device->deallocate(p);
+  Hits h(777);
+  device->parallelFor(0, hit, &h, 777);
+  expectEachOnce(h);
+  EXPECT_EQ(kiln::runtime::createCpuDevice(0)->concurrency(), kiln::runtime::availableCores());
+}
