@@ -197,8 +197,8 @@ kiln_error *kiln_model_load(const char *path, const kiln_model_options *options,
 
 void kiln_model_destroy(kiln_model *model) { kiln::runtime::releaseModel(model); }
 
-size_t kiln_model_input_count(const kiln_model *m) { return m->view.meta.inputs.size(); }
-size_t kiln_model_output_count(const kiln_model *m) { return m->view.meta.outputs.size(); }
+size_t kiln_model_input_count(const kiln_model *m) { return m ? m->view.meta.inputs.size() : 0; }
+size_t kiln_model_output_count(const kiln_model *m) { return m ? m->view.meta.outputs.size() : 0; }
 
 static kiln_error *tensorInfo(const kiln::artifact::TensorSignature *sigs, const kiln_model::SignatureView *views,
                               size_t count, size_t index, const char *kind, kiln_tensor_info *out) {
@@ -216,16 +216,22 @@ static kiln_error *tensorInfo(const kiln::artifact::TensorSignature *sigs, const
 }
 
 kiln_error *kiln_model_input_info(const kiln_model *m, size_t index, kiln_tensor_info *out_info) {
+  if (!m)
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, "kiln_model_input_info: model is NULL");
   return tensorInfo(m->view.meta.inputs.data(), m->inputViews.data(), m->inputViews.size(), index, "input",
                     out_info);
 }
 
 kiln_error *kiln_model_output_info(const kiln_model *m, size_t index, kiln_tensor_info *out_info) {
+  if (!m)
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, "kiln_model_output_info: model is NULL");
   return tensorInfo(m->view.meta.outputs.data(), m->outputViews.data(), m->outputViews.size(), index, "output",
                     out_info);
 }
 
 void kiln_model_get_metadata(const kiln_model *m, kiln_model_metadata *out) {
+  if (!m || !out)
+    return;
   const auto &meta = m->view.meta;
   out->format_version = meta.formatVersion;
   out->abi_version = meta.abiVersion;
@@ -245,7 +251,7 @@ void kiln_model_get_metadata(const kiln_model *m, kiln_model_metadata *out) {
 }
 
 const char *kiln_model_kernel_name(const kiln_model *m, size_t index) {
-  return index < m->view.meta.kernels.size() ? m->view.meta.kernels[index].name.c_str() : nullptr;
+  return m && index < m->view.meta.kernels.size() ? m->view.meta.kernels[index].name.c_str() : nullptr;
 }
 
 } // extern "C"

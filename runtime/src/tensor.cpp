@@ -105,14 +105,17 @@ kiln_error *kiln_tensor_wrap(kiln_dtype dtype, const int64_t *shape, size_t rank
 
 void kiln_tensor_destroy(kiln_tensor *tensor) { delete tensor; }
 
-kiln_dtype kiln_tensor_dtype(const kiln_tensor *t) { return t->dtype; }
-size_t kiln_tensor_rank(const kiln_tensor *t) { return t->shape.size(); }
-const int64_t *kiln_tensor_shape(const kiln_tensor *t) { return t->shape.data(); }
-size_t kiln_tensor_byte_size(const kiln_tensor *t) { return t->bytes; }
-void *kiln_tensor_data(kiln_tensor *t) { return t->data; }
-const void *kiln_tensor_data_const(const kiln_tensor *t) { return t->data; }
+// Accessors tolerate NULL (returning empty values) so a caller's bug does not become a crash here.
+kiln_dtype kiln_tensor_dtype(const kiln_tensor *t) { return t ? t->dtype : kiln_dtype(0); }
+size_t kiln_tensor_rank(const kiln_tensor *t) { return t ? t->shape.size() : 0; }
+const int64_t *kiln_tensor_shape(const kiln_tensor *t) { return t ? t->shape.data() : nullptr; }
+size_t kiln_tensor_byte_size(const kiln_tensor *t) { return t ? t->bytes : 0; }
+void *kiln_tensor_data(kiln_tensor *t) { return t ? t->data : nullptr; }
+const void *kiln_tensor_data_const(const kiln_tensor *t) { return t ? t->data : nullptr; }
 
 int64_t kiln_tensor_element_count(const kiln_tensor *t) {
+  if (!t)
+    return 0;
   int64_t n = 1;
   for (int64_t d : t->shape)
     n *= d;
