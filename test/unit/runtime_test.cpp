@@ -312,3 +312,19 @@ TEST(Runtime, DefaultsToAllCores) {
   kiln::Model model = kiln::Model::load(kiln::test::writeAddWeightArtifact(dir, "m.kiln"));
   EXPECT_EQ(model.metadata().num_threads, kiln::runtime::availableCores());
 }
+
+TEST(Runtime, OutputsBreakingTheSignatureAreReportedAndFreed) {
+  TempDir dir;
+  auto meta = kiln::test::addWeightMetadata();
+  meta.outputs[0].dims[1].size = 5; // the fixture returns [batch, 4]
+  kiln::Model model = kiln::Model::load(kiln::test::writeAddWeightArtifact(dir, "m.kiln", meta), 2);
+  kiln::Session session(model);
+  kiln::Tensor in = kiln::Tensor::copy(KILN_DTYPE_FLOAT32, {3, 4}, nullptr, 48);
+  try {
+    session.run({&in});
+    ADD_FAILURE();
+  } catch (const kiln::Error &e) {
+    EXPECT_STREQ(e.what(), "generated code returned output 'y' with dim 1 = 4, signature says 5");
+    EXPECT_EQ(e.code(), KILN_ERROR_INTERNAL);
+  }
+}
