@@ -207,7 +207,7 @@ struct SoftmaxPattern : OpConversionPattern<SoftmaxOp> {
     Value x = adaptor.getInput();
     auto xt = cast<RankedTensorType>(x.getType());
     Type et = xt.getElementType();
-    int64_t axis = op.getAxis() < 0 ? op.getAxis() + xt.getRank() : op.getAxis();
+    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + xt.getRank() : (int64_t)op.getAxis();
     SmallVector<bool> reduced(xt.getRank(), false);
     reduced[axis] = true;
     Value maxV = reduce(rewriter, loc, x, reduced, lowestValue(rewriter, loc, et), maxCombine());
@@ -239,7 +239,7 @@ struct LayerNormPattern : OpConversionPattern<LayerNormOp> {
     auto xt = cast<RankedTensorType>(x.getType());
     int64_t rank = xt.getRank();
     Type et = xt.getElementType();
-    int64_t axis = op.getAxis() < 0 ? op.getAxis() + rank : op.getAxis();
+    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + rank : (int64_t)op.getAxis();
     SmallVector<bool> reduced(rank, false);
     for (int64_t i = axis; i < rank; ++i)
       reduced[i] = true;

@@ -92,7 +92,7 @@ struct RegroupPattern : OpConversionPattern<OpTy> {
     auto rt = cast<RankedTensorType>(op.getType());
     SmallVector<Value> dims;
     if constexpr (std::is_same_v<OpTy, FlattenOp>) {
-      int64_t axis = op.getAxis() < 0 ? op.getAxis() + xt.getRank() : op.getAxis();
+      int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + xt.getRank() : (int64_t)op.getAxis();
       Value outer = idx(rewriter, loc, 1), inner = idx(rewriter, loc, 1);
       for (int64_t i = 0; i < xt.getRank(); ++i) {
         Value d = dimValue(rewriter, loc, x, i);
@@ -144,7 +144,7 @@ struct ConcatPattern : OpConversionPattern<ConcatOp> {
   matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto rt = cast<RankedTensorType>(op.getType());
-    int64_t axis = op.getAxis() < 0 ? op.getAxis() + rt.getRank() : op.getAxis();
+    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + rt.getRank() : (int64_t)op.getAxis();
     SmallVector<Value> inputs(adaptor.getInputs());
     if (inputs.size() == 1) {
       rewriter.replaceOp(op, inputs[0]);
@@ -167,7 +167,7 @@ struct GatherPattern : OpConversionPattern<GatherOp> {
     auto dt = cast<RankedTensorType>(data.getType());
     auto it = cast<RankedTensorType>(indices.getType());
     auto rt = cast<RankedTensorType>(op.getType());
-    int64_t axis = op.getAxis() < 0 ? op.getAxis() + dt.getRank() : op.getAxis();
+    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + dt.getRank() : (int64_t)op.getAxis();
     int64_t q = it.getRank(), rank = rt.getRank();
     SmallVector<Value> dims;
     for (int64_t i = 0; i < axis; ++i)
@@ -286,7 +286,7 @@ struct ShapePattern : OpConversionPattern<ShapeOp> {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
     int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
-    int64_t start = op.getStart() < 0 ? op.getStart() + rank : op.getStart();
+    int64_t start = (int64_t)op.getStart() < 0 ? (int64_t)op.getStart() + rank : (int64_t)op.getStart();
     start = std::clamp<int64_t>(start, 0, rank);
     auto rt = cast<RankedTensorType>(op.getType());
     SmallVector<Value> elems;

@@ -28,7 +28,7 @@ OpFoldResult ShapeOp::fold(FoldAdaptor) {
   auto inputType = llvm::cast<RankedTensorType>(getInput().getType());
   auto resultType = llvm::cast<RankedTensorType>(getType());
   int64_t rank = inputType.getRank();
-  int64_t start = getStart() < 0 ? getStart() + rank : getStart();
+  int64_t start = (int64_t)getStart() < 0 ? (int64_t)getStart() + rank : (int64_t)getStart();
   start = std::clamp<int64_t>(start, 0, rank);
   SmallVector<int64_t> dims;
   for (int64_t i = 0; i < resultType.getDimSize(0); ++i) {

@@ -1,0 +1,185 @@
+// Builds artifact metadata (signature, lineage, target, weights, kernels) from module attributes.
+#include "compiler/artifact/ArtifactWriter.h"
+
+#include "compiler/importer/OnnxImporter.h"
+#include "passes/cpu/Passes.h"
+#include "runtime/include/kiln/abi.h"
+#include "runtime/src/artifact_format.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// Bytes of an ElementsAttr weight: resources by reference, dense by raw
+/// data (splats expanded into `scratch`).
+bool weightBytes(Attribute attr, std::vector<char> &scratch, artifact::WeightSource &src) {
+  if (auto res = dyn_cast<DenseResourceElementsAttr>(attr)) {
+    AsmResourceBlob *blob = res.getRawHandle().getBlob();
+    if (!blob)
+      return false;
+    src.data = blob->getData().data();
+    src.size = blob->getData().size();
+    return true;
+  }
+  auto dense = dyn_cast<DenseElementsAttr>(attr);
+  if (!dense)
+    return false;
+  ArrayRef<char> raw = dense.getRawData();
+  if (dense.isSplat()) {
+    int64_t n = dense.getNumElements();
+    scratch.resize(raw.size() * n);
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(scratch.data() + i * raw.size(), raw.data(), raw.size());
+    src.data = scratch.data();
+    src.size = scratch.size();
+  } else {
+    src.data = raw.data();
+    src.size = raw.size();
+  }
+  return true;
+}
+
+uint32_t onnxDtype(Type t) {
+  if (t.isF32()) return 1;
+  if (t.isF64()) return 11;
+  if (t.isF16()) return 10;
+  if (t.isBF16()) return 16;
+  if (t.isInteger(1)) return 9;
+  if (t.isInteger(8)) return 3;
+  if (t.isInteger(16)) return 5;
+  if (t.isInteger(32)) return 6;
+  if (t.isInteger(64)) return 7;
+  return 0;
+}
+
+artifact::TensorSignature signatureOf(DictionaryAttr attrs) {
+  artifact::TensorSignature sig;
+  if (!attrs)
+    return sig;
+  if (auto n = attrs.getAs<StringAttr>(attrs::kName))
+    sig.name = n.str();
+  if (auto d = attrs.getAs<IntegerAttr>(attrs::kDtype))
+    sig.dtype = d.getInt();
+  return sig;
+}
+
+} // namespace
+
+void recordSignature(ModuleOp module) {
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  if (!main)
+    return;
+  Builder b(module.getContext());
+  auto describe = [&](Type t, DictionaryAttr attrs) {
+    auto rt = cast<RankedTensorType>(t);
+    SmallVector<NamedAttribute> entries(attrs ? attrs.getValue() : ArrayRef<NamedAttribute>{});
+    entries.push_back(b.getNamedAttr("shape", b.getDenseI64ArrayAttr(rt.getShape())));
+    return b.getDictionaryAttr(entries);
+  };
+  SmallVector<Attribute> inputs, outputs;
+  for (unsigned i = 0; i < main.getNumArguments(); ++i)
+    inputs.push_back(describe(main.getArgument(i).getType(), main.getArgAttrDict(i)));
+  for (unsigned i = 0; i < main.getNumResults(); ++i)
+    outputs.push_back(describe(main.getResultTypes()[i], main.getResultAttrDict(i)));
+  module->setAttr("kiln.signature",
+                  b.getDictionaryAttr({b.getNamedAttr("inputs", b.getArrayAttr(inputs)),
+                                       b.getNamedAttr("outputs", b.getArrayAttr(outputs))}));
+}
+
+LogicalResult writeModelArtifact(const ArtifactInputs &in, const std::string &path,
+                                 std::string &error) {
+  ModuleOp module = in.module;
+  artifact::Metadata meta;
+  meta.abiVersion = KILN_ABI_VERSION;
+  meta.compilerVersion = in.compilerVersion;
+  if (auto s = module->getAttrOfType<StringAttr>(attrs::kSourceSha256))
+    meta.sourceModelSha256 = s.str();
+  if (auto s = module->getAttrOfType<StringAttr>(attrs::kProducer))
+    meta.producer = s.str();
+  if (auto o = module->getAttrOfType<IntegerAttr>(attrs::kOpset))
+    meta.opsetVersion = o.getInt();
+  meta.targetTriple = in.target.triple;
+  meta.targetCpu = in.target.cpu;
+  meta.cpuFeatures = in.target.requiredFeatures;
+  meta.passes = in.phases;
+  meta.entrySymbol = KILN_ABI_ENTRY_SYMBOL;
+
+  auto signature = module->getAttrOfType<DictionaryAttr>("kiln.signature");
+  if (!signature) {
+    error = "internal: the module lost its signature";
+    return failure();
+  }
+  auto readList = [&](StringRef key, std::vector<artifact::TensorSignature> &out) {
+    auto list = signature.getAs<ArrayAttr>(key);
+    for (Attribute a : list ? list : ArrayAttr()) {
+      auto d = cast<DictionaryAttr>(a);
+      artifact::TensorSignature sig = signatureOf(d);
+      auto shape = d.getAs<DenseI64ArrayAttr>("shape");
+      auto names = d.getAs<ArrayAttr>(attrs::kDims);
+      for (size_t i = 0; shape && i < shape.size(); ++i) {
+        artifact::Dim dim;
+        dim.size = shape[i] == ShapedType::kDynamic ? -1 : shape[i];
+        if (dim.size < 0 && names && i < names.size())
+          dim.symbol = cast<StringAttr>(names[i]).str();
+        sig.dims.push_back(dim);
+      }
+      out.push_back(sig);
+    }
+  };
+  readList("inputs", meta.inputs);
+  readList("outputs", meta.outputs);
+
+  std::vector<artifact::WeightSource> sources;
+  std::vector<std::vector<char>> scratch;
+  auto weights = module->getAttrOfType<ArrayAttr>(attrs::kWeights);
+  auto weightNames = module->getAttrOfType<ArrayAttr>(attrs::kWeightNames);
+  scratch.reserve(weights ? weights.size() : 0);
+  for (size_t i = 0; weights && i < weights.size(); ++i) {
+    auto type = cast<ShapedType>(cast<TypedAttr>(weights[i]).getType());
+    artifact::WeightInfo w;
+    w.name = weightNames ? cast<StringAttr>(weightNames[i]).str() : "weight_" + std::to_string(i);
+    w.dtype = onnxDtype(type.getElementType());
+    w.dims.assign(type.getShape().begin(), type.getShape().end());
+    scratch.emplace_back();
+    artifact::WeightSource src;
+    if (!weightBytes(weights[i], scratch.back(), src)) {
+      error = "internal: weight '" + w.name + "' has no readable bytes";
+      return failure();
+    }
+    meta.weights.push_back(w);
+    sources.push_back(src);
+  }
+
+  std::map<int32_t, artifact::KernelInfo> kernels;
+  module.walk([&](LLVM::LLVMFuncOp f) {
+    auto id = f->getAttrOfType<IntegerAttr>(abi::kKernelId);
+    if (!id)
+      return;
+    artifact::KernelInfo k;
+    k.name = f.getName().str();
+    if (auto names = f->getAttrOfType<ArrayAttr>(abi::kSourceNodes))
+      for (Attribute n : names)
+        k.sourceNodes.push_back(cast<StringAttr>(n).str());
+    kernels[id.getInt()] = k;
+  });
+  for (auto &[id, k] : kernels) {
+    if (id != (int32_t)meta.kernels.size()) {
+      error = "internal: kernel ids are not dense";
+      return failure();
+    }
+    meta.kernels.push_back(k);
+  }
+  if (!artifact::writeArtifact(path, meta, in.code, sources, &error))
+    return failure();
+  return success();
+}
+
+} // namespace kiln

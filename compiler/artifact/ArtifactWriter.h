@@ -1,0 +1,33 @@
+// Collects an artifact's metadata from the compiled module and writes the file.
+#ifndef KILN_COMPILER_ARTIFACT_ARTIFACTWRITER_H
+#define KILN_COMPILER_ARTIFACT_ARTIFACTWRITER_H
+
+#include "compiler/targets/x86/X86Target.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct ArtifactInputs {
+  mlir::ModuleOp module;              // after the full pipeline (LLVM dialect)
+  std::string code;                   // the shared object
+  X86TargetInfo target;
+  std::vector<std::string> phases;    // pipeline phases run
+  std::string compilerVersion;
+};
+
+/// Records @main's input/output signature (names, dtypes, shapes, dim names)
+/// as the module attribute `kiln.signature`, before lowering rewrites @main.
+void recordSignature(mlir::ModuleOp module);
+
+/// Writes the artifact to `path`; weights are streamed from the module's
+/// `kiln.weights` attribute (their bytes still live in the mapped model).
+mlir::LogicalResult writeModelArtifact(const ArtifactInputs &inputs,
+                                       const std::string &path, std::string &error);
+
+} // namespace kiln
+
+#endif

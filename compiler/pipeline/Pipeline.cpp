@@ -1,0 +1,114 @@
+// kiln's pipeline as data: one textual pass pipeline per phase, verified between phases.
+#include "compiler/pipeline/Pipeline.h"
+
+#include "dialects/cpu/IR/Cpu.h"
+#include "dialects/graph/IR/Graph.h"
+#include "passes/conversion/Passes.h"
+#include "passes/cpu/Passes.h"
+#include "passes/graph/Passes.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+const char *phaseName(Phase phase) {
+  switch (phase) {
+  case Phase::Graph: return "graph";
+  case Phase::Linalg: return "linalg";
+  case Phase::Bufferized: return "bufferized";
+  case Phase::Llvm: return "llvm";
+  }
+  return "?";
+}
+
+std::string phasePipeline(Phase phase) {
+  switch (phase) {
+  case Phase::Graph:
+    // Fold shapes and constants the importer left, then move weights out.
+    return "builtin.module(canonicalize,cse,kiln-outline-weights)";
+  case Phase::Linalg:
+    return "builtin.module(kiln-convert-graph-to-linalg,canonicalize,cse,"
+           "func.func(linalg-fuse-elementwise-ops),canonicalize,cse)";
+  case Phase::Bufferized:
+    return "builtin.module(eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
+           "one-shot-bufferize{bufferize-function-boundaries "
+           "function-boundary-type-conversion=identity-layout-map},"
+           "canonicalize,ownership-based-buffer-deallocation,canonicalize,"
+           "buffer-deallocation-simplification,bufferization-lower-deallocations,"
+           "canonicalize,cse,"
+           "convert-bufferization-to-memref,func.func(kiln-memref-copy-to-linalg),"
+           "func.func(convert-linalg-to-parallel-loops),canonicalize,"
+           "kiln-add-runtime-context,kiln-form-cpu-launches,canonicalize,cse)";
+  case Phase::Llvm:
+    // libm serves tanh/erf (accurate; vectorized approximations come with
+    // the performance work), LLVM intrinsics the rest.
+    return "builtin.module(convert-math-to-funcs,"
+           "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
+           "convert-math-to-llvm,convert-math-to-libm,finalize-memref-to-llvm,"
+           "convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
+           "convert-func-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,"
+           "reconcile-unrealized-casts,kiln-outline-cpu-launches,"
+           "kiln-emit-entry-point,canonicalize)";
+  }
+  return "";
+}
+
+void registerKilnDialects(DialectRegistry &registry) {
+  registry.insert<graph::GraphDialect, cpu::CpuDialect>();
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+}
+
+void registerKilnPasses() {
+  static bool done = false;
+  if (done)
+    return;
+  done = true;
+  registerAllPasses();
+  registerGraphPasses();
+  registerConversionPasses();
+  registerCpuPasses();
+}
+
+LogicalResult runPipeline(ModuleOp module, Phase last,
+                          const PipelineOptions &options) {
+  registerKilnPasses();
+  for (Phase phase : {Phase::Graph, Phase::Linalg, Phase::Bufferized, Phase::Llvm}) {
+    if (options.onPhase)
+      options.onPhase(phase);
+    PassManager pm(module.getContext());
+    // The text is anchored on builtin.module; pm already is, so parse its body.
+    std::string text = phasePipeline(phase);
+    StringRef body = StringRef(text).drop_front(strlen("builtin.module(")).drop_back();
+    if (failed(parsePassPipeline(body, pm, llvm::errs())))
+      return failure();
+    if (options.printIrAfterAll || !options.printIrAfter.empty()) {
+      module.getContext()->disableMultithreading();
+      std::string only = options.printIrAfter;
+      bool all = options.printIrAfterAll;
+      pm.enableIRPrinting(
+          [](Pass *, Operation *) { return false; },
+          [all, only](Pass *pass, Operation *) {
+            return all || pass->getArgument() == only;
+          },
+          /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+    }
+    if (failed(pm.run(module)))
+      return failure();
+    if (phase == last)
+      break;
+  }
+  return success();
+}
+
+} // namespace kiln

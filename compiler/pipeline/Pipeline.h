@@ -1,0 +1,38 @@
+// The named compilation phases, their pass pipelines, and the driver that runs them with IR dumps.
+#ifndef KILN_COMPILER_PIPELINE_PIPELINE_H
+#define KILN_COMPILER_PIPELINE_PIPELINE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+
+#include <functional>
+#include <string>
+
+namespace kiln {
+
+/// Phases in pipeline order; `--emit=<phase>` stops after one and prints it.
+enum class Phase { Graph, Linalg, Bufferized, Llvm };
+
+const char *phaseName(Phase phase);
+
+/// The textual MLIR pass pipeline of each phase (also shown by --help).
+std::string phasePipeline(Phase phase);
+
+struct PipelineOptions {
+  bool printIrAfterAll = false;       // every pass, to stderr
+  std::string printIrAfter;           // one pass (by argument name), to stderr
+  std::function<void(Phase)> onPhase; // progress reporting
+};
+
+/// Registers every dialect, interface and pass kiln's pipeline uses.
+void registerKilnDialects(mlir::DialectRegistry &registry);
+void registerKilnPasses();
+
+/// Runs the phases up to and including `last`. Errors are emitted as
+/// diagnostics on the module's context.
+mlir::LogicalResult runPipeline(mlir::ModuleOp module, Phase last,
+                                const PipelineOptions &options);
+
+} // namespace kiln
+
+#endif

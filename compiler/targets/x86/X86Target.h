@@ -1,0 +1,31 @@
+// LLVM dialect -> LLVM IR -> optimized x86-64 object code -> shared object, all in-process.
+#ifndef KILN_COMPILER_TARGETS_X86_X86TARGET_H
+#define KILN_COMPILER_TARGETS_X86_X86TARGET_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct X86TargetOptions {
+  std::string cpu = "host"; // "host" or an LLVM CPU name (e.g. x86-64-v3)
+};
+
+struct X86TargetInfo {
+  std::string triple, cpu;
+  std::vector<std::string> requiredFeatures; // the checkable ISA features the code may use
+};
+
+enum class X86Output { LlvmIr, Assembly, SharedObject };
+
+/// Translates `module` (LLVM dialect) and produces the requested output in
+/// `out`. Deterministic for the same input and options.
+mlir::LogicalResult emitX86(mlir::ModuleOp module, const X86TargetOptions &options,
+                            X86Output kind, std::string &out, X86TargetInfo &info,
+                            std::string &error);
+
+} // namespace kiln
+
+#endif

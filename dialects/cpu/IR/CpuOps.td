@@ -1,0 +1,52 @@
+// The kiln_cpu dialect: the boundary between generated kernels and the runtime's CPU device.
+#ifndef KILN_CPU_OPS
+#define KILN_CPU_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/Dialect/LLVMIR/LLVMTypes.td"
+
+def Cpu_Dialect : Dialect {
+  let name = "kiln_cpu";
+  let summary = "Kernel launches through the runtime's thread pool";
+  let description = [{
+    A `kiln_cpu.launch` is one kernel: a region run once per work item in
+    `[0, count)`. It survives the lowering to the LLVM dialect untouched (its
+    operands are already LLVM-compatible), after which
+    `kiln-outline-cpu-launches` moves each region into its own function and
+    replaces the launch by a call to the runtime's `parallel_for`.
+  }];
+  let cppNamespace = "::kiln::cpu";
+}
+
+def Cpu_LaunchOp : Op<Cpu_Dialect, "launch"> {
+  let summary = "Runs the body for every work item through the runtime";
+  let description = [{
+    `context` is the `kiln_abi_context*` the entry point received; `kernel_id`
+    indexes the artifact's kernel table. The body's block argument is the
+    work item (i64).
+
+    ```mlir
+    kiln_cpu.launch %ctx, %n {kernel_id = 0 : i32} {
+    ^bb0(%item: i64):
+      ...
+      kiln_cpu.yield
+    }
+    ```
+  }];
+  let arguments = (ins LLVM_AnyPointer:$context, I64:$count, I32Attr:$kernel_id);
+  let regions = (region AnyRegion:$body);
+  let assemblyFormat = "$context `,` $count attr-dict-with-keyword `:` type($context) $body";
+  let hasVerifier = 1;
+}
+
+def Cpu_YieldOp : Op<Cpu_Dialect, "yield", [Terminator, HasParent<"LaunchOp">]> {
+  let summary = "Ends one work item of a launch";
+  let description = [{
+    ```mlir
+    kiln_cpu.yield
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+#endif

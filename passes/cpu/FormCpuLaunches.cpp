@@ -1,0 +1,101 @@
+// Wraps each outermost scf.parallel of @main into a kiln_cpu.launch over its outer iterations.
+#include "passes/cpu/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_FORMCPULAUNCHESPASS
+#include "passes/cpu/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+void collectNodeNames(Location loc, llvm::SetVector<StringRef> &names) {
+  loc->walk([&](Location l) {
+    if (auto nl = dyn_cast<NameLoc>(l))
+      names.insert(nl.getName().getValue());
+    return WalkResult::advance();
+  });
+}
+
+struct FormCpuLaunchesPass : impl::FormCpuLaunchesPassBase<FormCpuLaunchesPass> {
+  void runOnOperation() override {
+    int32_t nextId = 0;
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.getNumArguments() == 0 || !func.getArgAttr(0, abi::kContextArg))
+        continue;
+      Value ctx = func.getArgument(0);
+      SmallVector<scf::ParallelOp> outermost;
+      func.walk<WalkOrder::PreOrder>([&](scf::ParallelOp op) {
+        if (op.getNumResults() == 0)
+          outermost.push_back(op);
+        return WalkResult::skip();
+      });
+      for (scf::ParallelOp op : outermost)
+        formLaunch(op, ctx, nextId++);
+    }
+  }
+
+  void formLaunch(scf::ParallelOp op, Value ctx, int32_t id) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    int64_t d = op.getNumLoops();
+    int64_t p = d == 1 ? 1 : d - 1;
+    SmallVector<Value> trips;
+    Value count = arith::ConstantIndexOp::create(b, loc, 1);
+    for (int64_t j = 0; j < p; ++j) {
+      Value span = arith::SubIOp::create(b, loc, op.getUpperBound()[j], op.getLowerBound()[j]);
+      Value trip = arith::CeilDivSIOp::create(b, loc, span, op.getStep()[j]);
+      trip = arith::MaxSIOp::create(b, loc, trip, arith::ConstantIndexOp::create(b, loc, 0));
+      trips.push_back(trip);
+      count = arith::MulIOp::create(b, loc, count, trip);
+    }
+    Value count64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), count);
+    auto launch = cpu::LaunchOp::create(b, loc, ctx, count64, b.getI32IntegerAttr(id));
+    Block *body = b.createBlock(&launch.getBody(), {}, {b.getI64Type()}, {loc});
+    b.setInsertionPointToStart(body);
+    Value item = arith::IndexCastOp::create(b, loc, b.getIndexType(), body->getArgument(0));
+    SmallVector<Value> ivs(d);
+    for (int64_t j = p - 1; j >= 0; --j) {
+      Value t = j == 0 ? item : (Value)arith::RemSIOp::create(b, loc, item, trips[j]);
+      if (j > 0)
+        item = arith::DivSIOp::create(b, loc, item, trips[j]);
+      ivs[j] = arith::AddIOp::create(b, loc, op.getLowerBound()[j],
+                                     arith::MulIOp::create(b, loc, t, op.getStep()[j]));
+    }
+    IRMapping mapping;
+    Block &src = op.getRegion().front();
+    auto cloneBody = [&](OpBuilder &nb) {
+      for (int64_t j = 0; j < d; ++j)
+        mapping.map(src.getArgument(j), ivs[j]);
+      for (Operation &inner : src.without_terminator())
+        nb.clone(inner, mapping);
+    };
+    if (d > p) {
+      auto loop = scf::ForOp::create(b, loc, op.getLowerBound()[d - 1], op.getUpperBound()[d - 1],
+                                     op.getStep()[d - 1]);
+      OpBuilder nb = OpBuilder::atBlockBegin(loop.getBody());
+      ivs[d - 1] = loop.getInductionVar();
+      cloneBody(nb);
+    } else {
+      cloneBody(b);
+    }
+    cpu::YieldOp::create(b, loc);
+
+    llvm::SetVector<StringRef> names;
+    op.walk([&](Operation *inner) { collectNodeNames(inner->getLoc(), names); });
+    collectNodeNames(loc, names);
+    SmallVector<Attribute> nameAttrs;
+    for (StringRef n : names)
+      nameAttrs.push_back(b.getStringAttr(n));
+    launch->setAttr(abi::kSourceNodes, b.getArrayAttr(nameAttrs));
+    op.erase();
+  }
+};
+} // namespace
+} // namespace kiln

@@ -1,0 +1,61 @@
+// CPU backend passes: from bufferized loops to kernels launched by the runtime, and the entry point.
+#ifndef KILN_PASSES_CPU
+#define KILN_PASSES_CPU
+
+include "mlir/Pass/PassBase.td"
+
+def AddRuntimeContextPass : Pass<"kiln-add-runtime-context", "::mlir::ModuleOp"> {
+  let summary = "Give @main the runtime context argument and record its ABI";
+  let description = [{
+    Prepends a `!llvm.ptr` argument (the `kiln_abi_context*`) to @main and
+    records the rank of every argument and result and each result's element
+    size, which `kiln-emit-entry-point` needs once memrefs are LLVM structs.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def FormCpuLaunchesPass : Pass<"kiln-form-cpu-launches", "::mlir::ModuleOp"> {
+  let summary = "Turn outermost scf.parallel loops into kiln_cpu.launch kernels";
+  let description = [{
+    Each outermost `scf.parallel` of @main becomes a launch over the product
+    of all its dimensions but the innermost (all of them if it has one); the
+    innermost stays a sequential loop inside each work item so that it can
+    vectorize. The launch records the ONNX nodes its body came from.
+  }];
+  let dependentDialects = ["::kiln::cpu::CpuDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def OutlineCpuLaunchesPass : Pass<"kiln-outline-cpu-launches", "::mlir::ModuleOp"> {
+  let summary = "Outline kiln_cpu.launch bodies into kernels called via parallel_for";
+  let description = [{
+    Runs on the LLVM dialect. Each launch body becomes
+    `void @<fn>_kernel_<id>(ptr captures, i64 begin, i64 end)` looping over
+    its work items; the launch site packs the captured values into a stack
+    struct and calls `ctx->parallel_for(ctx->runtime, id, kernel, captures, count)`.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def EmitEntryPointPass : Pass<"kiln-emit-entry-point", "::mlir::ModuleOp"> {
+  let summary = "Emit kiln_entry(ctx, inputs, outputs), the artifact's only export";
+  let description = [{
+    Unpacks `kiln_abi_tensor` inputs into memref descriptors (row-major
+    strides), calls @main, and writes each result's data pointer, allocation
+    and shape into the output tensors (see runtime/include/kiln/abi.h).
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def MemrefCopyToLinalgPass : Pass<"kiln-memref-copy-to-linalg", "::mlir::func::FuncOp"> {
+  let summary = "Rewrite memref.copy as linalg.copy so it lowers to (parallel) loops";
+  let description = [{
+    A strided memref.copy (e.g. into the interior of a padded buffer) would
+    otherwise lower to a call to MLIR's `memrefCopy` runtime helper, which
+    the kiln runtime does not carry; as linalg.copy it becomes plain loops
+    that launch and vectorize like any other kernel.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+#endif
