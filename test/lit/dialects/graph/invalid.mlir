@@ -1,0 +1,56 @@
+// Verifier errors of graph ops (shape inference disagreeing or impossible).
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+func.func @bad_broadcast(%a: tensor<3xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{operands cannot be broadcast together}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.add %a, %b : (tensor<3xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @bad_matmul(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) -> tensor<2x5xf32> {
+  // expected-error @+2 {{matmul contraction sizes differ: 3 vs 4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.matmul %a, %b : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+func.func @wrong_result_type(%a: tensor<2x3xf32>) -> tensor<3x3xf32> {
+  // expected-error @+2 {{inferred type(s)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.transpose %a {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x3xf32>
+  return %0 : tensor<3x3xf32>
+}
+
+// -----
+
+func.func @bad_perm(%a: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+2 {{transpose perm is not a permutation}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.transpose %a {perm = array<i64: 0, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  // expected-error @+2 {{input channels 3 != weight channels 2 x group 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.conv %x, %w {group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return %0 : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<2x3xf32>) -> tensor<4xf32> {
+  %s = graph.constant {value = dense<[4]> : tensor<1xi64>} : () -> tensor<1xi64>
+  // expected-error @+2 {{reshape of 6 elements into 4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.reshape %x, %s : (tensor<2x3xf32>, tensor<1xi64>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

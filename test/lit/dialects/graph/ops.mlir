@@ -1,0 +1,66 @@
+// Shape inference and round-tripping of graph ops.
+// RUN: kiln-opt %s -split-input-file | FileCheck %s
+
+// CHECK-LABEL: func @broadcast_add
+func.func @broadcast_add(%a: tensor<?x4xf32>, %b: tensor<4xf32>) -> tensor<?x4xf32> {
+  // CHECK: graph.add %{{.*}}, %{{.*}} : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  %0 = graph.add %a, %b : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @conv_groups
+func.func @conv_groups(%x: tensor<?x4x9x9xf32>, %w: tensor<6x2x3x3xf32>) -> tensor<?x6x5x5xf32> {
+  // CHECK: graph.conv {{.*}} -> tensor<?x6x5x5xf32>
+  %0 = graph.conv %x, %w {group = 2 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>}
+      : (tensor<?x4x9x9xf32>, tensor<6x2x3x3xf32>) -> tensor<?x6x5x5xf32>
+  return %0 : tensor<?x6x5x5xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @matmul_batch_broadcast
+func.func @matmul_batch_broadcast(%a: tensor<2x?x8x16xf32>, %b: tensor<16x4xf32>) -> tensor<2x?x8x4xf32> {
+  // CHECK: graph.matmul {{.*}} -> tensor<2x?x8x4xf32>
+  %0 = graph.matmul %a, %b : (tensor<2x?x8x16xf32>, tensor<16x4xf32>) -> tensor<2x?x8x4xf32>
+  return %0 : tensor<2x?x8x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @reshape_infers_minus_one
+func.func @reshape_infers_minus_one(%x: tensor<2x3x4xf32>) -> tensor<6x4xf32> {
+  %s = graph.constant {value = dense<[-1, 4]> : tensor<2xi64>} : () -> tensor<2xi64>
+  // CHECK: graph.reshape {{.*}} -> tensor<6x4xf32>
+  %0 = graph.reshape %x, %s : (tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<6x4xf32>
+  return %0 : tensor<6x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @pool_ceil_mode
+func.func @pool_ceil_mode(%x: tensor<1x1x5x5xf32>) -> tensor<1x1x3x3xf32> {
+  // CHECK: graph.max_pool {{.*}} -> tensor<1x1x3x3xf32>
+  %0 = graph.max_pool %x {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, ceil_mode = 1 : i64}
+      : (tensor<1x1x5x5xf32>) -> tensor<1x1x3x3xf32>
+  return %0 : tensor<1x1x3x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @slice_negative_step
+func.func @slice_negative_step(%x: tensor<10xf32>) -> tensor<4xf32> {
+  // CHECK: graph.slice {{.*}} -> tensor<4xf32>
+  %0 = graph.slice %x {starts = array<i64: -1>, ends = array<i64: 2>, axes = array<i64: 0>, steps = array<i64: -2>} : (tensor<10xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @shape_folds
+func.func @shape_folds(%x: tensor<2x3xf32>) -> tensor<2xi64> {
+  // CHECK: graph.shape
+  %0 = graph.shape %x : (tensor<2x3xf32>) -> tensor<2xi64>
+  return %0 : tensor<2xi64>
+}

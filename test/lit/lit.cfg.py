@@ -1,0 +1,14 @@
+# lit configuration for kiln's FileCheck tests (tools come from the build's bin/).
+import os
+import lit.formats
+
+config.name = "kiln"
+config.test_format = lit.formats.ShTest(True)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kiln_binary_dir, "test", "lit")
+config.environment["PATH"] = os.pathsep.join(
+    [os.path.join(config.kiln_binary_dir, "bin"), config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
+config.substitutions.append(("%models", os.path.join(config.kiln_source_dir, "test", "models")))
+config.substitutions.append(("%onnxdata", "/usr/share/libonnx-testdata/data"))
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in"]

@@ -1,0 +1,70 @@
+// kiln-convert-graph-to-linalg: each graph op family becomes linalg/tensor ops.
+// RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg | FileCheck %s
+
+// CHECK-LABEL: func @add_broadcast
+// CHECK: tensor.dim
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: arith.addf
+// CHECK-NOT: graph.
+func.func @add_broadcast(%a: tensor<?x4xf32>, %b: tensor<4xf32>) -> tensor<?x4xf32> {
+  %0 = graph.add %a, %b : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @matmul
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @matmul(%a: tensor<?x8xf32>, %b: tensor<8x4xf32>) -> tensor<?x4xf32> {
+  %0 = graph.matmul %a, %b : (tensor<?x8xf32>, tensor<8x4xf32>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @conv_padded
+// CHECK: tensor.pad
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
+func.func @conv_padded(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) -> tensor<1x4x8x8xf32> {
+  %0 = graph.conv %x, %w, %b {group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @softmax_last_axis
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: arith.maximumf
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: math.exp
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: arith.divf
+func.func @softmax_last_axis(%x: tensor<2x10xf32>) -> tensor<2x10xf32> {
+  %0 = graph.softmax %x {axis = -1 : i64} : (tensor<2x10xf32>) -> tensor<2x10xf32>
+  return %0 : tensor<2x10xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @flatten_dynamic
+// CHECK: tensor.reshape
+func.func @flatten_dynamic(%x: tensor<?x8x1x1xf32>) -> tensor<?x8xf32> {
+  %0 = graph.flatten %x {axis = 1 : i64} : (tensor<?x8x1x1xf32>) -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @gather_clamps
+// CHECK: linalg.generic
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: tensor.extract
+func.func @gather_clamps(%d: tensor<5x3xf32>, %i: tensor<2xi64>) -> tensor<2x3xf32> {
+  %0 = graph.gather %d, %i {axis = 0 : i64} : (tensor<5x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
