@@ -20,10 +20,20 @@ Value contraction(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init,
   auto generic = linalg::GenericOp::create(
       b, loc, init.getType(), ValueRange{lhs, rhs}, ValueRange{init}, maps,
       iterators, [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Value prod = mulValues(nb, nl, args[0], args[1]);
+        if (!isa<FloatType>(args[0].getType())) {
+          Value prod = mulValues(nb, nl, args[0], args[1]);
+          if (scale)
+            prod = mulValues(nb, nl, prod, scale);
+          linalg::YieldOp::create(nb, nl, addValues(nb, nl, args[2], prod));
+          return;
+        }
+        // reassoc lets LLVM vectorize reductions; contract lets it use FMA.
+        auto fm = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
+        Value prod = arith::MulFOp::create(nb, nl, args[0], args[1], fm);
         if (scale)
-          prod = mulValues(nb, nl, prod, scale);
-        linalg::YieldOp::create(nb, nl, addValues(nb, nl, args[2], prod));
+          prod = arith::MulFOp::create(nb, nl, prod, scale, fm);
+        Value sum = arith::AddFOp::create(nb, nl, args[2], prod, fm);
+        linalg::YieldOp::create(nb, nl, sum);
       });
   return generic.getResult(0);
 }
@@ -40,11 +50,12 @@ struct MatMulPattern : OpConversionPattern<MatMulOp> {
     auto rt = cast<RankedTensorType>(op.getType());
     bool aVec = at.getRank() == 1, bVec = bt.getRank() == 1;
     int64_t batch = rt.getRank() - (aVec ? 0 : 1) - (bVec ? 0 : 1);
-    // Iteration dims: batch..., [m], [n], k.
+    // Iteration dims: batch..., [m], k, [n]. With n innermost the inner loop
+    // streams a row of B and of C contiguously, which LLVM vectorizes.
     int64_t next = batch;
     int64_t m = aVec ? -1 : next++;
-    int64_t n = bVec ? -1 : next++;
     int64_t k = next++;
+    int64_t n = bVec ? -1 : next++;
     int64_t numDims = next;
     auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
     auto batchExprs = [&](RankedTensorType t, int64_t own) {
@@ -148,19 +159,28 @@ struct GemmPattern : OpConversionPattern<GemmOp> {
       init = filledTensor(rewriter, loc, rt, dims, scalarConstant(rewriter, loc, et, 0));
     }
     auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-    // Iteration dims: m, n, k.
+    // The innermost loop must walk B contiguously: (m, k, n) when B is [k, n];
+    // (m, n, k) when B is transposed ([n, k]), a dot product that vectorizes
+    // thanks to the reassociation flag on the accumulation.
+    AffineExpr m = d(0), n = tb ? d(1) : d(2), k = tb ? d(2) : d(1);
     SmallVector<AffineMap> maps = {
-        AffineMap::get(3, 0, ta ? ArrayRef<AffineExpr>{d(2), d(0)} : ArrayRef<AffineExpr>{d(0), d(2)}, ctx),
-        AffineMap::get(3, 0, tb ? ArrayRef<AffineExpr>{d(1), d(2)} : ArrayRef<AffineExpr>{d(2), d(1)}, ctx),
-        AffineMap::get(3, 0, {d(0), d(1)}, ctx)};
-    SmallVector<IteratorType> iters = {IteratorType::parallel, IteratorType::parallel,
-                                       IteratorType::reduction};
+        AffineMap::get(3, 0, ta ? ArrayRef<AffineExpr>{k, m} : ArrayRef<AffineExpr>{m, k}, ctx),
+        AffineMap::get(3, 0, tb ? ArrayRef<AffineExpr>{n, k} : ArrayRef<AffineExpr>{k, n}, ctx),
+        AffineMap::get(3, 0, {m, n}, ctx)};
+    SmallVector<IteratorType> iters = {IteratorType::parallel,
+                                       tb ? IteratorType::parallel : IteratorType::reduction,
+                                       tb ? IteratorType::reduction : IteratorType::parallel};
     Value scale = alpha == 1.0 ? Value() : scalarConstant(rewriter, loc, et, alpha);
     rewriter.replaceOp(op, contraction(rewriter, loc, a, bv, init, maps, iters, scale));
     return success();
   }
 };
 
+/// Convolution as im2col + matrix product: the input windows are gathered
+/// into col[n, g, ic*K, P] (P = output positions), then
+/// out[n, g, oc, P] += w[g, oc, ic*K] * col[n, g, ic*K, P] with P innermost, a
+/// long contiguous loop that vectorizes; the gather costs one pass over
+/// col. Output channels, groups and batch are the parallel work items.
 struct ConvPattern : OpConversionPattern<ConvOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -176,12 +196,11 @@ struct ConvPattern : OpConversionPattern<ConvOp> {
     ArrayRef<int64_t> pads = op.getPads(), strides = op.getStrides(),
                       dilations = op.getDilations();
     int64_t group = op.getGroup();
-    int64_t cout = wt.getDimSize(0), cinPerGroup = wt.getDimSize(1);
-    int64_t coutPerGroup = cout / group;
+    int64_t cout = wt.getDimSize(0), icg = wt.getDimSize(1), ocg = cout / group;
+    auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(rewriter, loc, v); };
 
-    // Zero-pad the input once; the loop nest then never checks bounds.
-    bool padded = llvm::any_of(pads, [](int64_t p) { return p != 0; });
-    if (padded) {
+    // Zero-pad the input once; the gather then never checks bounds.
+    if (llvm::any_of(pads, [](int64_t p) { return p != 0; })) {
       SmallVector<OpFoldResult> low(2, rewriter.getIndexAttr(0)), high(2, rewriter.getIndexAttr(0));
       for (int64_t i = 0; i < spatial; ++i) {
         low.push_back(rewriter.getIndexAttr(pads[i]));
@@ -191,71 +210,97 @@ struct ConvPattern : OpConversionPattern<ConvOp> {
                                 scalarConstant(rewriter, loc, et, 0));
     }
 
-    SmallVector<Value> dims = {dimValue(rewriter, loc, adaptor.getInput(), 0),
-                               arith::ConstantIndexOp::create(rewriter, loc, cout)};
+    // Output sizes (index values) and their product P.
+    SmallVector<Value> outDims;
     for (int64_t i = 0; i < spatial; ++i) {
       if (!rt.isDynamicDim(2 + i)) {
-        dims.push_back(arith::ConstantIndexOp::create(rewriter, loc, rt.getDimSize(2 + i)));
+        outDims.push_back(c(rt.getDimSize(2 + i)));
         continue;
       }
-      // out = (in_padded - dilation*(k-1) - 1) / stride + 1
       Value in = dimValue(rewriter, loc, x, 2 + i);
       int64_t span = dilations[i] * (wt.getDimSize(2 + i) - 1) + 1;
-      Value v = arith::SubIOp::create(rewriter, loc, in,
-                                      arith::ConstantIndexOp::create(rewriter, loc, span));
-      v = arith::DivSIOp::create(rewriter, loc, v,
-                                 arith::ConstantIndexOp::create(rewriter, loc, strides[i]));
-      dims.push_back(arith::AddIOp::create(rewriter, loc, v,
-                                           arith::ConstantIndexOp::create(rewriter, loc, 1)));
+      Value v = arith::DivSIOp::create(rewriter, loc, arith::SubIOp::create(rewriter, loc, in, c(span)),
+                                       c(strides[i]));
+      outDims.push_back(arith::AddIOp::create(rewriter, loc, v, c(1)));
     }
+    Value batch = dimValue(rewriter, loc, adaptor.getInput(), 0);
+    Value positions = c(1);
+    for (Value d : outDims)
+      positions = arith::MulIOp::create(rewriter, loc, positions, d);
+    int64_t kernelSize = 1;
+    for (int64_t i = 0; i < spatial; ++i)
+      kernelSize *= wt.getDimSize(2 + i);
+    int64_t reduction = icg * kernelSize;
+    int64_t staticPositions = 1;
+    for (int64_t i = 0; i < spatial; ++i)
+      staticPositions = rt.isDynamicDim(2 + i) || staticPositions == ShapedType::kDynamic
+                            ? ShapedType::kDynamic
+                            : staticPositions * rt.getDimSize(2 + i);
 
+    // col[n, g, ic, k_1..k_s, o_1..o_s] = x[n, g*icg + ic, o_i*s_i + k_i*d_i]
+    int64_t colRank = 3 + 2 * spatial;
+    SmallVector<int64_t> colShape = {rt.getDimSize(0), group, icg};
+    SmallVector<Value> colDims = {batch, c(group), c(icg)};
+    for (int64_t i = 0; i < spatial; ++i) {
+      colShape.push_back(wt.getDimSize(2 + i));
+      colDims.push_back(c(wt.getDimSize(2 + i)));
+    }
+    for (int64_t i = 0; i < spatial; ++i) {
+      colShape.push_back(rt.getDimSize(2 + i));
+      colDims.push_back(outDims[i]);
+    }
+    auto colType = RankedTensorType::get(colShape, et);
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> xe = {d(0), d(1) * icg + d(2)};
+    for (int64_t i = 0; i < spatial; ++i)
+      xe.push_back(d(3 + spatial + i) * strides[i] + d(3 + i) * dilations[i]);
+    SmallVector<AffineMap> colMaps = {AffineMap::get(colRank, 0, xe, ctx),
+                                      AffineMap::getMultiDimIdentityMap(colRank, ctx)};
+    Value col = linalg::GenericOp::create(
+                    rewriter, loc, colType, ValueRange{x},
+                    ValueRange{emptyTensor(rewriter, loc, colType, colDims)}, colMaps,
+                    SmallVector<IteratorType>(colRank, IteratorType::parallel),
+                    [](OpBuilder &b, Location l, ValueRange args) {
+                      linalg::YieldOp::create(b, l, args[0]);
+                    })
+                    .getResult(0);
+    auto colFlatType = RankedTensorType::get({rt.getDimSize(0), group, reduction, staticPositions}, et);
+    Value colFlat = reshapeTo(rewriter, loc, col, colFlatType, {batch, c(group), c(reduction), positions});
+    auto wFlatType = RankedTensorType::get({group, ocg, reduction}, et);
+    Value wFlat = reshapeTo(rewriter, loc, w, wFlatType, {c(group), c(ocg), c(reduction)});
+
+    // out[n, g, oc, p], initialized with the bias.
+    auto outType = RankedTensorType::get({rt.getDimSize(0), group, ocg, staticPositions}, et);
+    SmallVector<Value> outFlatDims = {batch, c(group), c(ocg), positions};
     Value init;
     if (Value bias = adaptor.getBias()) {
-      init = buildElementwiseBias(rewriter, loc, rt, dims, bias);
+      auto biasType = RankedTensorType::get({group, ocg}, et);
+      Value b2 = reshapeTo(rewriter, loc, bias, biasType, {c(group), c(ocg)});
+      SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {d(1), d(2)}, ctx),
+                                     AffineMap::getMultiDimIdentityMap(4, ctx)};
+      init = linalg::GenericOp::create(
+                 rewriter, loc, outType, ValueRange{b2},
+                 ValueRange{emptyTensor(rewriter, loc, outType, outFlatDims)}, maps,
+                 SmallVector<IteratorType>(4, IteratorType::parallel),
+                 [](OpBuilder &b, Location l, ValueRange args) {
+                   linalg::YieldOp::create(b, l, args[0]);
+                 })
+                 .getResult(0);
     } else {
-      init = filledTensor(rewriter, loc, rt, dims, scalarConstant(rewriter, loc, et, 0));
+      init = filledTensor(rewriter, loc, outType, outFlatDims, scalarConstant(rewriter, loc, et, 0));
     }
-
-    // Iteration dims: n, oc, o_1..o_s, ic, k_1..k_s.
-    int64_t numDims = 2 + 2 * spatial + 1;
-    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-    int64_t icDim = 2 + spatial;
-    AffineExpr channel = d(icDim);
-    if (group > 1)
-      channel = d(1).floorDiv(coutPerGroup) * cinPerGroup + d(icDim);
-    SmallVector<AffineExpr> xe = {d(0), channel}, we = {d(1), d(icDim)}, oe = {d(0), d(1)};
-    for (int64_t i = 0; i < spatial; ++i) {
-      xe.push_back(d(2 + i) * strides[i] + d(icDim + 1 + i) * dilations[i]);
-      we.push_back(d(icDim + 1 + i));
-      oe.push_back(d(2 + i));
-    }
-    SmallVector<AffineMap> maps = {AffineMap::get(numDims, 0, xe, ctx),
-                                   AffineMap::get(numDims, 0, we, ctx),
-                                   AffineMap::get(numDims, 0, oe, ctx)};
-    SmallVector<IteratorType> iters(numDims, IteratorType::parallel);
-    for (int64_t i = icDim; i < numDims; ++i)
-      iters[i] = IteratorType::reduction;
-    rewriter.replaceOp(op, contraction(rewriter, loc, x, w, init, maps, iters));
+    // Iteration dims: n, g, oc, r (reduction), p.
+    SmallVector<AffineMap> maps = {AffineMap::get(5, 0, {d(1), d(2), d(3)}, ctx),
+                                   AffineMap::get(5, 0, {d(0), d(1), d(3), d(4)}, ctx),
+                                   AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx)};
+    SmallVector<IteratorType> iters = {IteratorType::parallel, IteratorType::parallel,
+                                       IteratorType::parallel, IteratorType::reduction,
+                                       IteratorType::parallel};
+    Value out = contraction(rewriter, loc, wFlat, colFlat, init, maps, iters);
+    SmallVector<Value> resultDims = {batch, c(cout)};
+    resultDims.append(outDims.begin(), outDims.end());
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, out, rt, resultDims));
     return success();
-  }
-
-  /// The output initialized with the bias broadcast along channels.
-  static Value buildElementwiseBias(OpBuilder &b, Location loc,
-                                    RankedTensorType rt, ArrayRef<Value> dims,
-                                    Value bias) {
-    MLIRContext *ctx = b.getContext();
-    int64_t rank = rt.getRank();
-    Value empty = emptyTensor(b, loc, rt, dims);
-    SmallVector<AffineMap> maps = {
-        AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx),
-        AffineMap::getMultiDimIdentityMap(rank, ctx)};
-    return linalg::GenericOp::create(
-               b, loc, rt, ValueRange{bias}, ValueRange{empty}, maps,
-               SmallVector<IteratorType>(rank, IteratorType::parallel),
-               [](OpBuilder &nb, Location nl, ValueRange args) {
-                 linalg::YieldOp::create(nb, nl, args[0]);
-               })
-        .getResult(0);
   }
 };
 

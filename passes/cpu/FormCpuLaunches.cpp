@@ -3,6 +3,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace kiln {
@@ -45,7 +46,12 @@ struct FormCpuLaunchesPass : impl::FormCpuLaunchesPassBase<FormCpuLaunchesPass> 
     OpBuilder b(op);
     Location loc = op.getLoc();
     int64_t d = op.getNumLoops();
-    int64_t p = d == 1 ? 1 : d - 1;
+    // Keep the innermost parallel dim as each work item's own loop when it is
+    // the loop that vectorizes (no loops nested below it); when the body has
+    // its own loops (a reduction), every parallel dim becomes a work item.
+    bool hasInnerLoops = false;
+    op.getRegion().walk([&](LoopLikeOpInterface) { hasInnerLoops = true; });
+    int64_t p = (d == 1 || hasInnerLoops) ? d : d - 1;
     SmallVector<Value> trips;
     Value count = arith::ConstantIndexOp::create(b, loc, 1);
     for (int64_t j = 0; j < p; ++j) {
