@@ -1,5 +1,6 @@
 // kiln-compile: ONNX model -> kiln artifact (or the IR of one phase with --emit).
 #include "compiler/artifact/ArtifactWriter.h"
+#include "compiler/importer/NodeContext.h"
 #include "compiler/importer/OnnxImporter.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/targets/x86/X86Target.h"
@@ -34,6 +35,8 @@ static cl::opt<bool> printAll("mlir-print-ir-after-all", cl::desc("Print the IR 
 static cl::opt<std::string> printAfter("print-ir-after", cl::desc("Print the IR after the named pass"),
                                        cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Do not show progress"), cl::cat(category));
+static cl::opt<bool> listOps("list-ops", cl::desc("List the ONNX ops the importer supports and exit"),
+                             cl::cat(category));
 
 static int fail(const std::string &msg) {
   std::string line = msg;
@@ -56,6 +59,15 @@ int main(int argc, char **argv) {
   const std::string modelPath = inputPath, outPath = outputPath, emitWhat = emit,
                     cpuName = targetCpu, printAfterName = printAfter;
   const bool printAllIr = printAll, beQuiet = quiet;
+  if (listOps) {
+    std::vector<std::string> names;
+    for (const auto &entry : kiln::nodeImporters())
+      names.push_back(entry.getKey().str());
+    std::sort(names.begin(), names.end());
+    for (const auto &n : names)
+      llvm::outs() << n << "\n";
+    return 0;
+  }
   if (modelPath.empty())
     return fail("no input model given (see --help)");
   std::map<std::string, int> emits = {{"", 0}, {"graph", 1}, {"linalg", 2}, {"bufferized", 3},
