@@ -41,7 +41,7 @@ NodeContext::intsAttr(llvm::StringRef name) const {
 }
 
 LogicalResult NodeContext::fail(const llvm::Twine &msg) const {
-  error = "node '" + node.name() + "' (" + node.op_type() + ", opset " +
+  error = "node '" + name + "' (" + node.op_type() + ", opset " +
           std::to_string(opset) + "): " + msg.str();
   return failure();
 }

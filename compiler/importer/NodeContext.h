@@ -14,13 +14,14 @@ namespace kiln {
 
 class NodeContext {
 public:
-  NodeContext(const onnx::NodeProto &node, mlir::OpBuilder &builder,
+  NodeContext(const onnx::NodeProto &node, std::string name, mlir::OpBuilder &builder,
               mlir::Location loc, int64_t opset, ModelSource &source,
               llvm::SmallVector<mlir::Value> inputs, std::string &error)
-      : node(node), b(builder), loc(loc), opset(opset), source(source),
-        inputs(std::move(inputs)), error(error) {}
+      : node(node), name(std::move(name)), b(builder), loc(loc), opset(opset),
+        source(source), inputs(std::move(inputs)), error(error) {}
 
   const onnx::NodeProto &node;
+  std::string name; // the node's name, or "<OpType>_<index>" when it has none
   mlir::OpBuilder &b;
   mlir::Location loc;
   int64_t opset;

@@ -50,9 +50,28 @@ template <typename OpTy> NodeImporter binary() {
   return [](NodeContext &c) -> Results {
     if (failed(require(c, 2)))
       return failure();
-    if (c.opset < 7 && c.intAttr("broadcast", 0) && c.attr("axis"))
-      return c.fail("legacy broadcast with 'axis' is not supported");
-    return single(create<OpTy>(c, c.input(0), c.input(1)));
+    Value rhs = c.input(1);
+    // Before opset 7, `broadcast=1, axis=k` aligned B's dims with A's from
+    // axis k: append unit dims to B so that numpy broadcasting agrees.
+    if (c.opset < 7 && c.intAttr("broadcast", 0) && c.attr("axis")) {
+      int64_t ra = rankOf(c.input(0)), rb = rankOf(rhs);
+      int64_t axis = c.intAttr("axis", 0);
+      if (axis < 0)
+        axis += ra;
+      int64_t trailing = ra - axis - rb;
+      if (axis < 0 || trailing < 0)
+        return c.fail("legacy broadcast axis out of range");
+      if (trailing > 0) {
+        SmallVector<int64_t> axes;
+        for (int64_t i = 0; i < trailing; ++i)
+          axes.push_back(rb + i);
+        auto expanded = create<UnsqueezeOp>(c, rhs, axes);
+        if (failed(expanded))
+          return failure();
+        rhs = *expanded;
+      }
+    }
+    return single(create<OpTy>(c, c.input(0), rhs));
   };
 }
 
@@ -404,6 +423,17 @@ Results importCast(NodeContext &c) {
 Results importIdentityLike(NodeContext &c) {
   if (failed(require(c, 1)))
     return failure();
+  // Dropout is the identity only at inference: training_mode must be absent,
+  // or a constant false.
+  if (c.node.op_type() == "Dropout" && c.input(2)) {
+    auto training = c.constantInts(c.input(2), "training_mode");
+    if (failed(training))
+      return failure();
+    if (!training->empty() && (*training)[0] != 0)
+      return c.fail("training_mode=true (random dropout) is not supported");
+  }
+  if (c.node.op_type() == "Dropout" && c.intAttr("is_test", 1) == 0 && c.opset < 7)
+    return c.fail("is_test=0 (random dropout) is not supported");
   for (int i = 1; i < c.node.output_size(); ++i)
     if (!c.node.output(i).empty())
       return c.fail("only the first output is supported");

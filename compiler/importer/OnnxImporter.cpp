@@ -125,9 +125,9 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     inputs.push_back(v);
   }
   Location loc = NameLoc::get(builder.getStringAttr(name));
-  onnx::NodeProto named = node;
-  named.set_name(name);
-  NodeContext context(named, builder, loc, opset, source, std::move(inputs), error);
+  // The context must reference the model's own node: constants imported
+  // from its attributes point into it.
+  NodeContext context(node, name, builder, loc, opset, source, std::move(inputs), error);
   auto results = it->second(context);
   if (failed(results)) {
     if (error.empty())

@@ -102,18 +102,25 @@ struct RegroupPattern : OpConversionPattern<OpTy> {
           inner = arith::MulIOp::create(rewriter, loc, inner, d);
       }
       dims = {outer, inner};
+    } else if constexpr (std::is_same_v<OpTy, SqueezeOp>) {
+      // The result keeps the input dims that are not squeezed, in order.
+      SmallVector<bool> dropped(xt.getRank(), op.getAxes().empty());
+      if (op.getAxes().empty())
+        for (int64_t i = 0; i < xt.getRank(); ++i)
+          dropped[i] = xt.getDimSize(i) == 1;
+      for (int64_t a : op.getAxes())
+        dropped[a < 0 ? a + xt.getRank() : a] = true;
+      for (int64_t i = 0; i < xt.getRank(); ++i)
+        if (!dropped[i])
+          dims.push_back(dimValue(rewriter, loc, x, i));
     } else {
-      // Squeeze/unsqueeze keep the non-unit input dims in order.
+      // Unsqueeze: the inserted axes are 1, the others follow the input.
       int64_t next = 0;
       for (int64_t i = 0; i < rt.getRank(); ++i) {
-        if (!rt.isDynamicDim(i)) {
-          dims.push_back(idx(rewriter, loc, rt.getDimSize(i)));
-          continue;
-        }
-        // A dynamic result dim maps to the next dynamic input dim.
-        while (next < xt.getRank() && !xt.isDynamicDim(next))
-          ++next;
-        dims.push_back(dimValue(rewriter, loc, x, next++));
+        bool inserted = llvm::any_of(op.getAxes(), [&](int64_t a) {
+          return (a < 0 ? a + rt.getRank() : a) == i;
+        });
+        dims.push_back(inserted ? idx(rewriter, loc, 1) : dimValue(rewriter, loc, x, next++));
       }
     }
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, x, rt, dims));

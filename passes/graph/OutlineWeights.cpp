@@ -37,9 +37,16 @@ struct OutlineWeightsPass : impl::OutlineWeightsPassBase<OutlineWeightsPass> {
       BlockArgument arg = argFor.lookup(value);
       if (!arg) {
         unsigned index = func.getNumArguments();
-        std::string name = "weight_" + std::to_string(weights.size());
-        if (auto nl = dyn_cast<NameLoc>(op.getLoc()))
-          name = nl.getName().str();
+        // The initializer's name survives in the location, possibly fused
+        // with others by CSE; take the first.
+        std::string name;
+        op.getLoc()->walk([&](Location l) {
+          if (auto nl = dyn_cast<NameLoc>(l); nl && name.empty())
+            name = nl.getName().str();
+          return WalkResult::advance();
+        });
+        if (name.empty())
+          name = "weight_" + std::to_string(weights.size());
         auto attrs = b.getDictionaryAttr(
             {b.getNamedAttr("kiln.weight", b.getI64IntegerAttr(weights.size()))});
         if (failed(func.insertArgument(index, type, attrs, op.getLoc()))) {
