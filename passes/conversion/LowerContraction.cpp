@@ -217,11 +217,8 @@ struct ConvPattern : OpConversionPattern<ConvOp> {
         outDims.push_back(c(rt.getDimSize(2 + i)));
         continue;
       }
-      Value in = dimValue(rewriter, loc, x, 2 + i);
-      int64_t span = dilations[i] * (wt.getDimSize(2 + i) - 1) + 1;
-      Value v = arith::DivSIOp::create(rewriter, loc, arith::SubIOp::create(rewriter, loc, in, c(span)),
-                                       c(strides[i]));
-      outDims.push_back(arith::AddIOp::create(rewriter, loc, v, c(1)));
+      outDims.push_back(windowCount(rewriter, loc, dimValue(rewriter, loc, x, 2 + i),
+                                    wt.getDimSize(2 + i), strides[i], dilations[i]));
     }
     Value batch = dimValue(rewriter, loc, adaptor.getInput(), 0);
     Value positions = c(1);

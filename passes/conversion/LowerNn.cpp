@@ -136,37 +136,26 @@ Combine maxCombine() {
   return [](OpBuilder &b, Location l, Value acc, Value x) { return maxValues(b, l, acc, x); };
 }
 
-/// Reshapes a kept-dims reduction result to the op's (keepdims) result type.
+/// Reshapes a kept-dims reduction result to the op's (keepdims) result type:
+/// reduced axes come back as size-1 axes at their places.
 Value toResultShape(OpBuilder &b, Location loc, Value reducedValue,
-                    RankedTensorType resultType) {
+                    RankedTensorType resultType, ArrayRef<bool> reduced) {
   if (reducedValue.getType() == resultType)
     return reducedValue;
-  auto rt = cast<RankedTensorType>(reducedValue.getType());
   SmallVector<Value> dims;
   int64_t next = 0;
-  for (int64_t i = 0; i < resultType.getRank(); ++i) {
-    bool kept = next < rt.getRank() &&
-                (resultType.getRank() == rt.getRank() || resultType.getDimSize(i) != 1 ||
-                 rt.getDimSize(next) == 1);
-    // Size-1 axes of the result that are not in the reduced value were reduced.
-    (void)kept;
-    dims.push_back(Value());
-  }
-  // Walk both shapes: result axes equal to 1 that have no partner are inserted.
-  int64_t r = 0;
-  SmallVector<Value> resultDims;
-  for (int64_t i = 0; i < resultType.getRank(); ++i) {
-    int64_t remainingResult = resultType.getRank() - i;
-    int64_t remainingReduced = rt.getRank() - r;
-    if (remainingReduced > 0 && (remainingResult > remainingReduced ? false : true)) {
-      resultDims.push_back(dimValue(b, loc, reducedValue, r++));
-    } else if (remainingReduced > 0 && resultType.getDimSize(i) != 1) {
-      resultDims.push_back(dimValue(b, loc, reducedValue, r++));
-    } else {
-      resultDims.push_back(arith::ConstantIndexOp::create(b, loc, 1));
-    }
-  }
-  return reshapeTo(b, loc, reducedValue, resultType, resultDims);
+  for (bool r : reduced)
+    dims.push_back(r ? arith::ConstantIndexOp::create(b, loc, 1)
+                     : dimValue(b, loc, reducedValue, next++));
+  return reshapeTo(b, loc, reducedValue, resultType, dims);
+}
+
+/// Elementwise `t / count` (the mean of a sum over `count` elements).
+Value divideBy(OpBuilder &b, Location loc, Value t, Value count) {
+  return buildElementwise(b, loc, cast<RankedTensorType>(t.getType()), t,
+                          [count](OpBuilder &nb, Location l, ValueRange a) {
+                            return divValues(nb, l, a[0], count);
+                          });
 }
 
 template <typename OpTy>
@@ -187,13 +176,9 @@ struct ReducePattern : OpConversionPattern<OpTy> {
     Value init = isMax ? lowestValue(rewriter, loc, et) : scalarConstant(rewriter, loc, et, 0);
     Value r = reduce(rewriter, loc, x, reduced, init, isMax ? maxCombine() : sumCombine());
     if (std::is_same_v<OpTy, ReduceMeanOp>) {
-      Value count = reducedCount(rewriter, loc, x, reduced, et);
-      r = buildElementwise(rewriter, loc, cast<RankedTensorType>(r.getType()), r,
-                           [count](OpBuilder &b, Location l, ValueRange a) {
-                             return divValues(b, l, a[0], count);
-                           });
+      r = divideBy(rewriter, loc, r, reducedCount(rewriter, loc, x, reduced, et));
     }
-    rewriter.replaceOp(op, toResultShape(rewriter, loc, r, rt));
+    rewriter.replaceOp(op, toResultShape(rewriter, loc, r, rt, reduced));
     return success();
   }
 };
@@ -246,10 +231,7 @@ struct LayerNormPattern : OpConversionPattern<LayerNormOp> {
     Value count = reducedCount(rewriter, loc, x, reduced, et);
     Value zero = scalarConstant(rewriter, loc, et, 0);
     Value sum = reduce(rewriter, loc, x, reduced, zero, sumCombine());
-    Value mean = buildElementwise(rewriter, loc, cast<RankedTensorType>(sum.getType()), sum,
-                                  [count](OpBuilder &b, Location l, ValueRange a) {
-                                    return divValues(b, l, a[0], count);
-                                  });
+    Value mean = divideBy(rewriter, loc, sum, count);
     Value sq = reduce(rewriter, loc, x, reduced, zero, sumCombine(), ValueRange{mean},
                       [](OpBuilder &b, Location l, ValueRange a) {
                         Value d = subValues(b, l, a[0], a[1]);
@@ -328,16 +310,9 @@ struct GlobalAveragePoolPattern : OpConversionPattern<GlobalAveragePoolOp> {
     SmallVector<bool> reduced(xt.getRank(), true);
     reduced[0] = reduced[1] = false;
     Value sum = reduce(rewriter, loc, x, reduced, scalarConstant(rewriter, loc, et, 0), sumCombine());
-    Value count = reducedCount(rewriter, loc, x, reduced, et);
-    Value mean = buildElementwise(rewriter, loc, cast<RankedTensorType>(sum.getType()), sum,
-                                  [count](OpBuilder &b, Location l, ValueRange a) {
-                                    return divValues(b, l, a[0], count);
-                                  });
-    auto rt = cast<RankedTensorType>(op.getType());
-    SmallVector<Value> dims = {dimValue(rewriter, loc, x, 0), dimValue(rewriter, loc, x, 1)};
-    for (int64_t i = 2; i < xt.getRank(); ++i)
-      dims.push_back(arith::ConstantIndexOp::create(rewriter, loc, 1));
-    rewriter.replaceOp(op, reshapeTo(rewriter, loc, mean, rt, dims));
+    Value mean = divideBy(rewriter, loc, sum, reducedCount(rewriter, loc, x, reduced, et));
+    rewriter.replaceOp(op, toResultShape(rewriter, loc, mean,
+                                         cast<RankedTensorType>(op.getType()), reduced));
     return success();
   }
 };
@@ -381,11 +356,8 @@ struct PoolPattern : OpConversionPattern<OpTy> {
         dims.push_back(arith::ConstantIndexOp::create(rewriter, loc, rt.getDimSize(2 + i)));
         continue;
       }
-      Value in = dimValue(rewriter, loc, padded, 2 + i);
-      int64_t span = dilations[i] * (kernel[i] - 1) + 1;
-      Value v = arith::SubIOp::create(rewriter, loc, in, arith::ConstantIndexOp::create(rewriter, loc, span));
-      v = arith::DivSIOp::create(rewriter, loc, v, arith::ConstantIndexOp::create(rewriter, loc, strides[i]));
-      dims.push_back(arith::AddIOp::create(rewriter, loc, v, arith::ConstantIndexOp::create(rewriter, loc, 1)));
+      dims.push_back(windowCount(rewriter, loc, dimValue(rewriter, loc, padded, 2 + i),
+                                 kernel[i], strides[i], dilations[i]));
     }
     Value init = filledTensor(rewriter, loc, rt, dims, padValue);
     // The window's extent comes from a shape-only operand, as linalg does.

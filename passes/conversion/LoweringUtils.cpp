@@ -89,6 +89,14 @@ Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type,
   return tensor::ReshapeOp::create(b, loc, type, v, shape);
 }
 
+Value windowCount(OpBuilder &b, Location loc, Value paddedSize, int64_t kernel,
+                  int64_t stride, int64_t dilation) {
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value v = arith::SubIOp::create(b, loc, paddedSize, c(dilation * (kernel - 1) + 1));
+  v = arith::DivSIOp::create(b, loc, v, c(stride));
+  return arith::AddIOp::create(b, loc, v, c(1));
+}
+
 Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type,
                    ArrayRef<Value> dims, Value value) {
   Value empty = emptyTensor(b, loc, type, dims);

@@ -40,6 +40,11 @@ mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                       mlir::RankedTensorType type,
                       llvm::ArrayRef<mlir::Value> dims);
 
+/// Number of positions of a sliding window over `paddedSize` elements:
+/// (paddedSize - dilation*(kernel-1) - 1) / stride + 1.
+mlir::Value windowCount(mlir::OpBuilder &b, mlir::Location loc, mlir::Value paddedSize,
+                        int64_t kernel, int64_t stride, int64_t dilation);
+
 /// A tensor of `type` filled with the scalar `value`.
 mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::RankedTensorType type,
