@@ -36,7 +36,8 @@ std::string phasePipeline(Phase phase) {
     return "builtin.module(canonicalize,cse,kiln-outline-weights)";
   case Phase::Linalg:
     return "builtin.module(kiln-convert-graph-to-linalg,canonicalize,cse,"
-           "func.func(linalg-fuse-elementwise-ops),canonicalize,cse)";
+           "func.func(linalg-fuse-elementwise-ops),canonicalize,cse,"
+           "func.func(kiln-tile-contractions),canonicalize,cse)";
   case Phase::Bufferized:
     return "builtin.module(eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
            "one-shot-bufferize{bufferize-function-boundaries "
@@ -45,6 +46,7 @@ std::string phasePipeline(Phase phase) {
            "buffer-deallocation-simplification,bufferization-lower-deallocations,"
            "canonicalize,cse,"
            "convert-bufferization-to-memref,func.func(kiln-memref-copy-to-linalg),"
+           "scf-forall-to-parallel,"
            "func.func(convert-linalg-to-parallel-loops),canonicalize,"
            "kiln-add-runtime-context,kiln-form-cpu-launches,canonicalize,cse)";
   case Phase::Llvm:

@@ -4,6 +4,25 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TileContractionsPass : Pass<"kiln-tile-contractions", "::mlir::func::FuncOp"> {
+  let summary = "Tile matrix products and convolutions into parallel cache-sized blocks";
+  let description = [{
+    Every contraction (a linalg.generic with two inputs and a reduction) is
+    tiled over its parallel dims with an `scf.forall`: the innermost parallel
+    dim (contiguous in memory) by `inner-tile`, the one before it by
+    `outer-tile`, the others by 1; reductions stay whole. Each tile reuses a
+    block of the right-hand operand from cache across `outer-tile` rows, and
+    the tiles are the work items the runtime spreads over threads. The chosen
+    sizes are recorded on the tiled op as `kiln.tile_sizes`.
+  }];
+  let options = [
+    Option<"innerTile", "inner-tile", "int64_t", "64", "Tile of the innermost parallel dim">,
+    Option<"outerTile", "outer-tile", "int64_t", "16", "Tile of the parallel dim before it">
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::affine::AffineDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def AddRuntimeContextPass : Pass<"kiln-add-runtime-context", "::mlir::ModuleOp"> {
   let summary = "Give @main the runtime context argument and record its ABI";
   let description = [{

@@ -1,0 +1,64 @@
+// Tiles contractions over their parallel dims with scf.forall: cache-sized blocks that are also work items.
+#include "passes/cpu/Passes.h"
+
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Interfaces/TilingInterface.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_TILECONTRACTIONSPASS
+#include "passes/cpu/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+struct TileContractionsPass : impl::TileContractionsPassBase<TileContractionsPass> {
+  using TileContractionsPassBase::TileContractionsPassBase;
+
+  /// Tile sizes for one contraction, or empty when it is not worth tiling.
+  SmallVector<int64_t> chooseTileSizes(linalg::GenericOp op) {
+    SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+    SmallVector<int64_t> parallel;
+    for (auto [i, it] : llvm::enumerate(iters))
+      if (it == utils::IteratorType::parallel)
+        parallel.push_back(i);
+    bool hasReduction = parallel.size() < iters.size();
+    if (op.getNumDpsInputs() != 2 || !hasReduction || parallel.size() < 2)
+      return {};
+    SmallVector<int64_t> sizes(iters.size(), 0);
+    for (int64_t d : parallel)
+      sizes[d] = 1;
+    sizes[parallel.back()] = innerTile;
+    sizes[parallel[parallel.size() - 2]] = outerTile;
+    return sizes;
+  }
+
+  void runOnOperation() override {
+    SmallVector<linalg::GenericOp> ops;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (op.hasPureTensorSemantics())
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::GenericOp op : ops) {
+      SmallVector<int64_t> sizes = chooseTileSizes(op);
+      if (sizes.empty())
+        continue;
+      scf::SCFTilingOptions options;
+      options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+      options.setTileSizes(getAsIndexOpFoldResult(&getContext(), sizes));
+      rewriter.setInsertionPoint(op);
+      auto tiled = scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()), options);
+      if (failed(tiled)) {
+        op.emitError("tiling failed");
+        return signalPassFailure();
+      }
+      for (Operation *t : tiled->tiledOps)
+        t->setAttr("kiln.tile_sizes", rewriter.getDenseI64ArrayAttr(sizes));
+      rewriter.replaceOp(op, tiled->replacements);
+    }
+  }
+};
+} // namespace
+} // namespace kiln
