@@ -37,7 +37,8 @@ std::string phasePipeline(Phase phase) {
   case Phase::Linalg:
     return "builtin.module(kiln-convert-graph-to-linalg,canonicalize,cse,"
            "func.func(linalg-fuse-elementwise-ops),canonicalize,cse,"
-           "func.func(kiln-tile-contractions),canonicalize,cse)";
+           "func.func(kiln-tile-contractions),canonicalize,cse,"
+           "func.func(kiln-vectorize-contractions),canonicalize,cse)";
   case Phase::Bufferized:
     return "builtin.module(eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
            "one-shot-bufferize{bufferize-function-boundaries "
@@ -52,9 +53,10 @@ std::string phasePipeline(Phase phase) {
   case Phase::Llvm:
     // libm serves tanh/erf (accurate; vectorized approximations come with
     // the performance work), LLVM intrinsics the rest.
-    return "builtin.module(convert-math-to-funcs,"
+    return "builtin.module(convert-vector-to-scf,convert-math-to-funcs,"
            "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
            "convert-math-to-llvm,convert-math-to-libm,finalize-memref-to-llvm,"
+           "convert-vector-to-llvm,"
            "convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
            "convert-func-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,"
            "reconcile-unrealized-casts,kiln-outline-cpu-launches,"

@@ -363,7 +363,14 @@ struct PoolPattern : OpConversionPattern<OpTy> {
     // The window's extent comes from a shape-only operand, as linalg does.
     Value window = tensor::EmptyOp::create(rewriter, loc, kernel, et);
     int64_t numDims = 2 + 2 * spatial;
-    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    // Logical dims n, c, o_1..o_s, k_1..k_s; the last output axis is moved
+    // innermost so that the window loops run over contiguous rows that
+    // vectorize, instead of short scalar window loops.
+    int64_t lastOut = 1 + spatial;
+    auto position = [&](int64_t i) {
+      return i == lastOut ? numDims - 1 : (i < lastOut ? i : i - 1);
+    };
+    auto d = [&](int64_t i) { return getAffineDimExpr(position(i), ctx); };
     SmallVector<AffineExpr> xe = {d(0), d(1)}, ke, oe = {d(0), d(1)};
     for (int64_t i = 0; i < spatial; ++i) {
       xe.push_back(d(2 + i) * strides[i] + d(2 + spatial + i) * dilations[i]);
@@ -373,9 +380,9 @@ struct PoolPattern : OpConversionPattern<OpTy> {
     SmallVector<AffineMap> maps = {AffineMap::get(numDims, 0, xe, ctx),
                                    AffineMap::get(numDims, 0, ke, ctx),
                                    AffineMap::get(numDims, 0, oe, ctx)};
-    SmallVector<IteratorType> iters(numDims, IteratorType::parallel);
-    for (int64_t i = 2 + spatial; i < numDims; ++i)
-      iters[i] = IteratorType::reduction;
+    SmallVector<IteratorType> iters(numDims, IteratorType::reduction);
+    for (int64_t i = 0; i < 2 + spatial; ++i)
+      iters[position(i)] = IteratorType::parallel;
     Value pooled = linalg::GenericOp::create(
                        rewriter, loc, rt, ValueRange{padded, window}, ValueRange{init}, maps, iters,
                        [&](OpBuilder &nb, Location nl, ValueRange args) {

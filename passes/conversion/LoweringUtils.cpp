@@ -145,8 +145,13 @@ Value divValues(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::DivSIOp::create(b, loc, x, safe);
 }
 Value maxValues(OpBuilder &b, Location loc, Value x, Value y) {
-  if (isa<FloatType>(x.getType()))
-    return arith::MaximumFOp::create(b, loc, x, y);
+  // compare + select, not arith.maximumf: LLVM's NaN-propagating maximum
+  // has no x86 instruction and expands to a slow, unvectorized sequence,
+  // while this is a single vmaxps. A NaN in `x` leaves `y`.
+  if (isa<FloatType>(x.getType())) {
+    Value greater = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, y);
+    return arith::SelectOp::create(b, loc, greater, x, y);
+  }
   return arith::MaxSIOp::create(b, loc, x, y);
 }
 

@@ -23,6 +23,25 @@ def TileContractionsPass : Pass<"kiln-tile-contractions", "::mlir::func::FuncOp"
                            "::mlir::tensor::TensorDialect"];
 }
 
+def VectorizeContractionsPass : Pass<"kiln-vectorize-contractions", "::mlir::func::FuncOp"> {
+  let summary = "Register-tile and vectorize the cache tiles of contractions";
+  let description = [{
+    Runs after `kiln-tile-contractions`. A cache tile (marked with
+    `kiln.tile_sizes`) of the form out[.., i, j] += lhs[.., i, r] * rhs[.., r, j]
+    with static sizes (j contiguous) becomes loops over `rows` x `columns`
+    register blocks; each block keeps `rows` accumulator vectors as
+    loop-carried values across the reduction, which streams one rhs vector and
+    `rows` broadcast lhs scalars per step: an outer-product microkernel. Other
+    tiles are left to the scalar loops (which LLVM vectorizes).
+  }];
+  let options = [
+    Option<"rows", "rows", "int64_t", "4", "Register block: rows (the outer parallel dim)">,
+    Option<"columns", "columns", "int64_t", "16", "Register block: columns (the contiguous dim)">
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+                           "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect"];
+}
+
 def AddRuntimeContextPass : Pass<"kiln-add-runtime-context", "::mlir::ModuleOp"> {
   let summary = "Give @main the runtime context argument and record its ABI";
   let description = [{

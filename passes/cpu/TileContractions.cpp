@@ -24,7 +24,12 @@ struct TileContractionsPass : impl::TileContractionsPassBase<TileContractionsPas
       if (it == utils::IteratorType::parallel)
         parallel.push_back(i);
     bool hasReduction = parallel.size() < iters.size();
-    if (op.getNumDpsInputs() != 2 || !hasReduction || parallel.size() < 2)
+    // Only true contractions: two operands read through projected
+    // permutations (pooling windows read through strided sums do not count).
+    bool permutations = llvm::all_of(op.getIndexingMapsArray(), [](AffineMap m) {
+      return m.isProjectedPermutation();
+    });
+    if (op.getNumDpsInputs() != 2 || !hasReduction || parallel.size() < 2 || !permutations)
       return {};
     SmallVector<int64_t> sizes(iters.size(), 0);
     for (int64_t d : parallel)

@@ -1,0 +1,40 @@
+// kiln-vectorize-contractions: a static cache tile of a matrix product becomes
+// register blocks with loop-carried accumulator vectors.
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-vectorize-contractions))' | FileCheck %s
+
+#lhs = affine_map<(d0, d1, d2) -> (d0, d1)>
+#rhs = affine_map<(d0, d1, d2) -> (d1, d2)>
+#out = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-LABEL: func @tile
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %c4
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %c16
+// CHECK-COUNT-4: vector.transfer_read {{.*}} : tensor<16x64xf32>, vector<16xf32>
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: vector.transfer_read {{.*}} : tensor<32x64xf32>, vector<16xf32>
+// CHECK-COUNT-4: vector.fma
+// CHECK-COUNT-4: vector.transfer_write
+// CHECK-NOT: linalg.generic
+func.func @tile(%a: tensor<16x32xf32>, %b: tensor<32x64xf32>, %c: tensor<16x64xf32>) -> tensor<16x64xf32> {
+  %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : tensor<16x32xf32>, tensor<32x64xf32>) outs(%c : tensor<16x64xf32>) attrs = {kiln.tile_sizes = array<i64: 16, 0, 64>} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<16x64xf32>
+  return %0 : tensor<16x64xf32>
+}
+
+// A dynamic tile is left to the scalar loops.
+// CHECK-LABEL: func @dynamic
+// CHECK: linalg.generic
+func.func @dynamic(%a: tensor<?x32xf32>, %b: tensor<32x64xf32>, %c: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : tensor<?x32xf32>, tensor<32x64xf32>) outs(%c : tensor<?x64xf32>) attrs = {kiln.tile_sizes = array<i64: 16, 0, 64>} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}
