@@ -53,7 +53,7 @@ std::string phasePipeline(Phase phase) {
   case Phase::Llvm:
     // libm serves tanh/erf (accurate; vectorized approximations come with
     // the performance work), LLVM intrinsics the rest.
-    return "builtin.module(convert-vector-to-scf,convert-math-to-funcs,"
+    return "builtin.module(func.func(kiln-approximate-math),convert-vector-to-scf,convert-math-to-funcs,"
            "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
            "convert-math-to-llvm,convert-math-to-libm,finalize-memref-to-llvm,"
            "convert-vector-to-llvm,"

@@ -42,6 +42,17 @@ def VectorizeContractionsPass : Pass<"kiln-vectorize-contractions", "::mlir::fun
                            "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect"];
 }
 
+def ApproximateMathPass : Pass<"kiln-approximate-math", "::mlir::func::FuncOp"> {
+  let summary = "Replace f32 tanh/erf/exp/log with polynomial approximations";
+  let description = [{
+    libm's scalar calls cannot be vectorized and glibc's tanhf alone took three
+    quarters of a small MLP's time. MLIR's polynomial approximations are plain
+    arithmetic (accurate to a few ulp for f32), so the loops around them
+    vectorize. Other element types keep the libm calls.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::vector::VectorDialect"];
+}
+
 def AddRuntimeContextPass : Pass<"kiln-add-runtime-context", "::mlir::ModuleOp"> {
   let summary = "Give @main the runtime context argument and record its ABI";
   let description = [{
