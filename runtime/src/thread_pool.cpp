@@ -26,6 +26,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex);
     stopping = true;
+    stopping_.store(true, std::memory_order_relaxed);
   }
   wake.notify_all();
   for (auto &t : workers)
@@ -58,22 +59,42 @@ void ThreadPool::parallelFor(kiln_abi_kernel_fn fn, void *captures, int64_t coun
   {
     std::lock_guard<std::mutex> lock(mutex);
     queue.push_back(&job);
+    pending.fetch_add(1, std::memory_order_release);
   }
-  wake.notify_all();
+  // Spinning workers see `pending` without a wake-up; only sleepers need one.
+  if (sleepers.load(std::memory_order_acquire) > 0)
+    wake.notify_all();
   runChunks(job);
   // Every chunk is claimed. Once the job leaves the queue no new helper can join, so waiting for
   // the current helpers means every claimed chunk has finished and `job` may leave the stack.
   std::unique_lock<std::mutex> lock(mutex);
   auto it = std::find(queue.begin(), queue.end(), &job);
-  if (it != queue.end())
+  if (it != queue.end()) {
     queue.erase(it);
+    pending.fetch_sub(1, std::memory_order_relaxed);
+  }
   job.helpersDone.wait(lock, [&] { return job.helpers == 0; });
 }
 
 void ThreadPool::workerMain() {
   std::unique_lock<std::mutex> lock(mutex);
   for (;;) {
-    wake.wait(lock, [&] { return stopping || !queue.empty(); });
+    if (queue.empty() && !stopping) {
+      // A model runs its kernels back to back: spin briefly before sleeping,
+      // because a condition-variable wake-up costs more than a small kernel.
+      lock.unlock();
+      for (int spin = 0; spin < kSpinIterations; ++spin) {
+        if (pending.load(std::memory_order_acquire) > 0 || stopping_.load(std::memory_order_relaxed))
+          break;
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
+      }
+      lock.lock();
+      sleepers.fetch_add(1, std::memory_order_acq_rel);
+      wake.wait(lock, [&] { return stopping || !queue.empty(); });
+      sleepers.fetch_sub(1, std::memory_order_acq_rel);
+    }
     if (stopping)
       return;
     Job *job = queue.front();
@@ -83,8 +104,10 @@ void ThreadPool::workerMain() {
     lock.lock();
     // All chunks are claimed now: take the job out so idle workers do not spin on it.
     auto it = std::find(queue.begin(), queue.end(), job);
-    if (it != queue.end())
+    if (it != queue.end()) {
       queue.erase(it);
+      pending.fetch_sub(1, std::memory_order_relaxed);
+    }
     if (--job->helpers == 0)
       job->helpersDone.notify_all();
   }

@@ -4,6 +4,7 @@
 
 #include "kiln/abi.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -32,8 +33,14 @@ private:
   void workerMain();
   static void runChunks(Job &job);
 
+  // About 50-100 microseconds of polling before a worker sleeps.
+  static constexpr int kSpinIterations = 20000;
+
   std::mutex mutex;
   std::condition_variable wake;
+  std::atomic<int> pending{0};   // jobs in `queue`, readable without the mutex
+  std::atomic<int> sleepers{0};  // workers blocked on `wake`
+  std::atomic<bool> stopping_{false};
   std::deque<Job *> queue; // loops that still have unclaimed chunks
   bool stopping = false;
   std::vector<std::thread> workers;
