@@ -29,7 +29,8 @@ const char *phaseName(Phase phase) {
   return "?";
 }
 
-std::string phasePipeline(Phase phase) {
+std::string phasePipeline(Phase phase, const PipelineOptions &options) {
+  std::string microkernel = options.vectorBits >= 512 ? "{rows=8 columns=32}" : "{rows=4 columns=16}";
   switch (phase) {
   case Phase::Graph:
     // Fold shapes and constants the importer left, then move weights out.
@@ -38,7 +39,7 @@ std::string phasePipeline(Phase phase) {
     return "builtin.module(kiln-convert-graph-to-linalg,canonicalize,cse,"
            "func.func(linalg-fuse-elementwise-ops),canonicalize,cse,"
            "func.func(kiln-tile-contractions),canonicalize,cse,"
-           "func.func(kiln-vectorize-contractions),canonicalize,cse)";
+           "func.func(kiln-vectorize-contractions" + microkernel + "),canonicalize,cse)";
   case Phase::Bufferized:
     return "builtin.module(eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
            "one-shot-bufferize{bufferize-function-boundaries "
@@ -92,7 +93,7 @@ LogicalResult runPipeline(ModuleOp module, Phase last,
       options.onPhase(phase);
     PassManager pm(module.getContext());
     // The text is anchored on builtin.module; pm already is, so parse its body.
-    std::string text = phasePipeline(phase);
+    std::string text = phasePipeline(phase, options);
     StringRef body = StringRef(text).drop_front(strlen("builtin.module(")).drop_back();
     if (failed(parsePassPipeline(body, pm, llvm::errs())))
       return failure();

@@ -15,14 +15,18 @@ enum class Phase { Graph, Linalg, Bufferized, Llvm };
 
 const char *phaseName(Phase phase);
 
-/// The textual MLIR pass pipeline of each phase (also shown by --help).
-std::string phasePipeline(Phase phase);
-
 struct PipelineOptions {
+  /// Width of the target's vector registers: sizes the contraction
+  /// microkernel (512: 8 x 32 floats in 16 of AVX-512's 32 registers; 256:
+  /// 4 x 16 floats in 8 of AVX2's 16).
+  int vectorBits = 256;
   bool printIrAfterAll = false;       // every pass, to stderr
   std::string printIrAfter;           // one pass (by argument name), to stderr
   std::function<void(Phase)> onPhase; // progress reporting
 };
+
+/// The textual MLIR pass pipeline of each phase.
+std::string phasePipeline(Phase phase, const PipelineOptions &options = {});
 
 /// Registers every dialect, interface and pass kiln's pipeline uses.
 void registerKilnDialects(mlir::DialectRegistry &registry);

@@ -120,7 +120,14 @@ int main(int argc, char **argv) {
                    : stop == 2 ? kiln::Phase::Linalg
                    : stop == 3 ? kiln::Phase::Bufferized
                                : kiln::Phase::Llvm;
+  kiln::X86TargetOptions target;
+  target.cpu = cpuName;
   kiln::PipelineOptions options;
+  options.vectorBits = kiln::x86VectorBits(target, error);
+  if (options.vectorBits == 0) {
+    done();
+    return fail(error);
+  }
   options.printIrAfterAll = printAllIr;
   options.printIrAfter = printAfterName;
   std::vector<std::string> phases = {"import"};
@@ -142,8 +149,6 @@ int main(int argc, char **argv) {
   }
 
   report("generating x86-64 code");
-  kiln::X86TargetOptions target;
-  target.cpu = cpuName;
   kiln::X86TargetInfo info;
   std::string out;
   kiln::X86Output kind = stop == 5   ? kiln::X86Output::LlvmIr

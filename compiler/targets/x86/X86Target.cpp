@@ -137,6 +137,13 @@ LogicalResult linkSharedObject(llvm::StringRef object, std::string &out, std::st
 
 } // namespace
 
+int x86VectorBits(const X86TargetOptions &options, std::string &error) {
+  X86TargetInfo info;
+  if (!makeTargetMachine(options, info, error))
+    return 0;
+  return llvm::is_contained(info.requiredFeatures, "avx512f") ? 512 : 256;
+}
+
 LogicalResult emitX86(ModuleOp module, const X86TargetOptions &options, X86Output kind,
                       std::string &out, X86TargetInfo &info, std::string &error) {
   auto tm = makeTargetMachine(options, info, error);

@@ -18,6 +18,10 @@ struct X86TargetInfo {
   std::vector<std::string> requiredFeatures; // the checkable ISA features the code may use
 };
 
+/// Vector register width (bits) the chosen CPU has: 512 with AVX-512, else 256.
+/// Returns 0 and sets `error` for an unknown CPU.
+int x86VectorBits(const X86TargetOptions &options, std::string &error);
+
 enum class X86Output { LlvmIr, Assembly, SharedObject };
 
 /// Translates `module` (LLVM dialect) and produces the requested output in
