@@ -2,6 +2,7 @@
 #include "passes/cpu/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/SetVector.h"
@@ -22,6 +23,19 @@ void collectNodeNames(Location loc, llvm::SetVector<StringRef> &names) {
       names.insert(nl.getName().getValue());
     return WalkResult::advance();
   });
+}
+
+/// Enough work items to balance a few threads without paying for tiny items.
+constexpr int64_t kMinWorkItems = 64;
+
+/// Trip count of loop dim `j` when its bounds and step are constants.
+std::optional<int64_t> staticTripCount(scf::ParallelOp op, int64_t j) {
+  auto lb = getConstantIntValue(op.getLowerBound()[j]);
+  auto ub = getConstantIntValue(op.getUpperBound()[j]);
+  auto step = getConstantIntValue(op.getStep()[j]);
+  if (!lb || !ub || !step || *step <= 0)
+    return std::nullopt;
+  return std::max<int64_t>(0, (*ub - *lb + *step - 1) / *step);
 }
 
 struct FormCpuLaunchesPass : impl::FormCpuLaunchesPassBase<FormCpuLaunchesPass> {
@@ -51,7 +65,20 @@ struct FormCpuLaunchesPass : impl::FormCpuLaunchesPassBase<FormCpuLaunchesPass> 
     // its own loops (a reduction), every parallel dim becomes a work item.
     bool hasInnerLoops = false;
     op.getRegion().walk([&](LoopLikeOpInterface) { hasInnerLoops = true; });
-    int64_t p = (d == 1 || hasInnerLoops) ? d : d - 1;
+    int64_t maxItems = (d == 1 || hasInnerLoops) ? d : d - 1;
+    // Work items cost a delinearization each: take only as many outer dims
+    // as give enough items to share out (kMinWorkItems, while the trip counts
+    // are static; a dynamic dim such as the batch stops the search), and loop
+    // over the rest inside each item.
+    int64_t p = 1, known = 1;
+    for (; p < maxItems; ++p) {
+      auto trip = staticTripCount(op, p - 1);
+      if (!trip)
+        break;
+      known *= *trip;
+      if (known >= kMinWorkItems)
+        break;
+    }
     SmallVector<Value> trips;
     Value count = arith::ConstantIndexOp::create(b, loc, 1);
     for (int64_t j = 0; j < p; ++j) {
@@ -82,15 +109,15 @@ struct FormCpuLaunchesPass : impl::FormCpuLaunchesPassBase<FormCpuLaunchesPass> 
       for (Operation &inner : src.without_terminator())
         nb.clone(inner, mapping);
     };
-    if (d > p) {
-      auto loop = scf::ForOp::create(b, loc, op.getLowerBound()[d - 1], op.getUpperBound()[d - 1],
-                                     op.getStep()[d - 1]);
-      OpBuilder nb = OpBuilder::atBlockBegin(loop.getBody());
-      ivs[d - 1] = loop.getInductionVar();
-      cloneBody(nb);
-    } else {
-      cloneBody(b);
+    // The remaining dims become sequential loops inside the work item.
+    OpBuilder nb = b;
+    for (int64_t j = p; j < d; ++j) {
+      auto loop = scf::ForOp::create(nb, loc, op.getLowerBound()[j], op.getUpperBound()[j],
+                                     op.getStep()[j]);
+      nb = OpBuilder::atBlockBegin(loop.getBody());
+      ivs[j] = loop.getInductionVar();
     }
+    cloneBody(nb);
     cpu::YieldOp::create(b, loc);
 
     llvm::SetVector<StringRef> names;

@@ -1,5 +1,5 @@
 // kiln-add-runtime-context + kiln-form-cpu-launches: outer parallel loops become launches.
-// RUN: kiln-opt %s -kiln-add-runtime-context -kiln-form-cpu-launches | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-add-runtime-context -kiln-form-cpu-launches | FileCheck %s
 
 // CHECK-LABEL: func @main
 // CHECK-SAME: %[[CTX:.*]]: !llvm.ptr {kiln.context}
@@ -22,4 +22,29 @@ func.func @main(%x: memref<?x16xf32>) -> memref<?x16xf32> {
     scf.reduce
   } loc("relu")
   return %out : memref<?x16xf32>
+}
+
+// -----
+
+// Static trip counts: work items take outer dims until there are at least 64
+// (4 x 32 = 128 here); the innermost dim stays a loop in each item.
+// CHECK-LABEL: func @main
+// CHECK: kiln_cpu.launch
+// CHECK: arith.remsi
+// CHECK: arith.divsi
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c16
+// CHECK-NOT: scf.for
+// CHECK: kiln_cpu.yield
+func.func @main(%x: memref<4x32x16xf32>, %out: memref<4x32x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  scf.parallel (%i, %j, %k) = (%c0, %c0, %c0) to (%c4, %c32, %c16) step (%c1, %c1, %c1) {
+    %v = memref.load %x[%i, %j, %k] : memref<4x32x16xf32>
+    memref.store %v, %out[%i, %j, %k] : memref<4x32x16xf32>
+    scf.reduce
+  }
+  return
 }
