@@ -70,7 +70,8 @@ struct FormCpuLaunchesPass : impl::FormCpuLaunchesPassBase<FormCpuLaunchesPass> 
     // as give enough items to share out (kMinWorkItems, while the trip counts
     // are static; a dynamic dim such as the batch stops the search), and loop
     // over the rest inside each item.
-    int64_t p = 1, known = 1;
+    // With loops inside (reductions, tiles) an item is heavy: use every dim.
+    int64_t p = hasInnerLoops ? maxItems : 1, known = 1;
     for (; p < maxItems; ++p) {
       auto trip = staticTripCount(op, p - 1);
       if (!trip)
