@@ -23,7 +23,14 @@ FailureOr<Value> create(NodeContext &c, Args &&...args) {
           c.b.getContext(), state.location, state.operands,
           state.attributes.getDictionary(c.b.getContext()),
           state.getRawProperties(), state.regions, types))) {
-    (void)c.fail("invalid operands or attributes (see the diagnostic above)");
+    // Shape inference reported why through a diagnostic, which the importer
+    // captured as "node 'n': why"; say it in the node's own error line.
+    std::string why = c.error.empty() ? "invalid operands or attributes" : c.error;
+    size_t prefix = why.rfind("node '", 0) == 0 ? why.find("': ") : std::string::npos;
+    if (prefix != std::string::npos)
+      why = why.substr(prefix + 3);
+    c.error.clear();
+    (void)c.fail(why);
     return failure();
   }
   state.types.assign(types.begin(), types.end());
@@ -208,23 +215,24 @@ Results importLayerNorm(NodeContext &c) {
                                     c.b.getF32FloatAttr(c.floatAttr("epsilon", 1e-5f))));
 }
 
-Results importSoftmax(NodeContext &c) {
+/// Softmax and LogSoftmax: before opset 13 they worked on the input
+/// flattened to 2-D at `axis`.
+template <typename OpTy> Results importSoftmaxLike(NodeContext &c) {
   if (failed(require(c, 1)))
     return failure();
   Value x = c.input(0);
   int64_t rank = rankOf(x);
   if (c.opset >= 13)
-    return single(create<SoftmaxOp>(c, x, c.intAttr("axis", -1)));
-  // Before opset 13 softmax worked on the input flattened to 2-D at `axis`.
+    return single(create<OpTy>(c, x, c.intAttr("axis", -1)));
   int64_t axis = c.intAttr("axis", 1);
   if (axis < 0)
     axis += rank;
   if (axis == rank - 1)
-    return single(create<SoftmaxOp>(c, x, (int64_t)-1));
+    return single(create<OpTy>(c, x, (int64_t)-1));
   auto flat = create<FlattenOp>(c, x, axis);
   if (failed(flat))
     return failure();
-  auto sm = create<SoftmaxOp>(c, *flat, (int64_t)1);
+  auto sm = create<OpTy>(c, *flat, (int64_t)1);
   if (failed(sm))
     return failure();
   auto shape = create<ShapeOp>(c, x, (int64_t)0, IntegerAttr());
@@ -464,6 +472,96 @@ Results importGlobalAveragePool(NodeContext &c) {
   return single(create<GlobalAveragePoolOp>(c, c.input(0)));
 }
 
+/// Activations with float parameters: (ONNX attribute, default) for alpha and beta.
+template <typename OpTy>
+NodeImporter activation(const char *alphaName, float alphaDefault, const char *betaName,
+                        float betaDefault) {
+  return [=](NodeContext &c) -> Results {
+    if (failed(require(c, 1)))
+      return failure();
+    return single(create<OpTy>(c, c.input(0), c.b.getF32FloatAttr(c.floatAttr(alphaName, alphaDefault)),
+                               c.b.getF32FloatAttr(c.floatAttr(betaName, betaDefault))));
+  };
+}
+
+/// Max, Min, Sum, Mean: a chain of broadcasting binary ops over all inputs.
+template <typename OpTy> NodeImporter variadic(bool mean = false) {
+  return [=](NodeContext &c) -> Results {
+    SmallVector<Value> inputs;
+    for (Value v : c.inputs)
+      if (v)
+        inputs.push_back(v);
+    if (inputs.empty())
+      return c.fail("needs at least one input");
+    Value acc = inputs[0];
+    for (size_t i = 1; i < inputs.size(); ++i) {
+      auto next = create<OpTy>(c, acc, inputs[i]);
+      if (failed(next))
+        return failure();
+      acc = *next;
+    }
+    if (mean && inputs.size() > 1) {
+      Type et = cast<RankedTensorType>(acc.getType()).getElementType();
+      auto ft = dyn_cast<FloatType>(et);
+      if (!ft)
+        return c.fail("Mean needs a floating-point type");
+      auto n = create<ConstantOp>(c, DenseElementsAttr::get(RankedTensorType::get({}, et),
+                                                            c.b.getFloatAttr(ft, inputs.size())));
+      if (failed(n))
+        return failure();
+      return single(create<DivOp>(c, acc, *n));
+    }
+    if (inputs.size() == 1)
+      return single(create<IdentityOp>(c, acc));
+    return SmallVector<Value>{acc};
+  };
+}
+
+Results importClip(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  Value x = c.input(0);
+  Type et = cast<RankedTensorType>(x.getType()).getElementType();
+  auto scalar = [&](Value given, bool isMin, StringRef attrName) -> FailureOr<Value> {
+    if (given)
+      return given;
+    auto type = RankedTensorType::get({}, et);
+    Attribute value;
+    if (auto ft = dyn_cast<FloatType>(et)) {
+      double d = c.opset < 11 && c.attr(attrName)
+                     ? c.floatAttr(attrName, 0)
+                     : (isMin ? -std::numeric_limits<double>::infinity()
+                              : std::numeric_limits<double>::infinity());
+      value = DenseElementsAttr::get(type, c.b.getFloatAttr(ft, d));
+    } else {
+      auto it = cast<IntegerType>(et);
+      APInt v = isMin ? APInt::getSignedMinValue(it.getWidth()) : APInt::getSignedMaxValue(it.getWidth());
+      value = DenseElementsAttr::get(type, v);
+    }
+    return create<ConstantOp>(c, cast<ElementsAttr>(value));
+  };
+  auto lo = scalar(c.opset >= 11 ? c.input(1) : Value(), true, "min");
+  auto hi = scalar(c.opset >= 11 ? c.input(2) : Value(), false, "max");
+  if (failed(lo) || failed(hi))
+    return failure();
+  return single(create<ClipOp>(c, x, *lo, *hi));
+}
+
+Results importExpand(NodeContext &c) {
+  if (failed(require(c, 2)))
+    return failure();
+  auto shape = c.constantInts(c.input(1), "shape");
+  if (failed(shape))
+    return failure();
+  return single(create<ExpandOp>(c, c.input(0), *shape));
+}
+
+Results importWhere(NodeContext &c) {
+  if (failed(require(c, 3)))
+    return failure();
+  return single(create<WhereOp>(c, c.input(0), c.input(1), c.input(2)));
+}
+
 } // namespace
 
 const llvm::StringMap<NodeImporter> &nodeImporters() {
@@ -497,7 +595,56 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     t["GlobalAveragePool"] = importGlobalAveragePool;
     t["BatchNormalization"] = importBatchNorm;
     t["LayerNormalization"] = importLayerNorm;
-    t["Softmax"] = importSoftmax;
+    t["Softmax"] = importSoftmaxLike<SoftmaxOp>;
+    t["LogSoftmax"] = importSoftmaxLike<LogSoftmaxOp>;
+    t["Sin"] = unary<SinOp>();
+    t["Cos"] = unary<CosOp>();
+    t["Sign"] = unary<SignOp>();
+    t["Round"] = unary<RoundOp>();
+    t["Softplus"] = unary<SoftplusOp>();
+    t["Softsign"] = unary<SoftsignOp>();
+    t["HardSwish"] = unary<HardSwishOp>();
+    t["Mish"] = unary<MishOp>();
+    t["Not"] = unary<NotOp>();
+    t["Elu"] = activation<EluOp>("alpha", 1.0f, "", 0.0f);
+    t["LeakyRelu"] = activation<LeakyReluOp>("alpha", 0.01f, "", 0.0f);
+    t["Selu"] = activation<SeluOp>("alpha", 1.67326319217681884765625f, "gamma", 1.05070102214813232421875f);
+    t["HardSigmoid"] = activation<HardSigmoidOp>("alpha", 0.2f, "beta", 0.5f);
+    t["Celu"] = activation<CeluOp>("alpha", 1.0f, "", 0.0f);
+    t["ThresholdedRelu"] = activation<ThresholdedReluOp>("alpha", 1.0f, "", 0.0f);
+    t["Shrink"] = activation<ShrinkOp>("lambd", 0.5f, "bias", 0.0f);
+    t["PRelu"] = [](NodeContext &c) -> Results {
+      if (failed(require(c, 2)))
+        return failure();
+      Value slope = c.input(1);
+      // Before opset 7 a 1-D slope applied per channel (axis 1).
+      int64_t rank = rankOf(c.input(0));
+      if (c.opset < 7 && rankOf(slope) == 1 && rank > 2) {
+        SmallVector<int64_t> axes;
+        for (int64_t i = 1; i < rank - 1; ++i)
+          axes.push_back(i);
+        auto expanded = create<UnsqueezeOp>(c, slope, axes);
+        if (failed(expanded))
+          return failure();
+        slope = *expanded;
+      }
+      return single(create<PReluOp>(c, c.input(0), slope));
+    };
+    t["And"] = binary<AndOp>();
+    t["Or"] = binary<OrOp>();
+    t["Xor"] = binary<XorOp>();
+    t["Equal"] = binary<EqualOp>();
+    t["Less"] = binary<LessOp>();
+    t["LessOrEqual"] = binary<LessOrEqualOp>();
+    t["Greater"] = binary<GreaterOp>();
+    t["GreaterOrEqual"] = binary<GreaterOrEqualOp>();
+    t["Max"] = variadic<MaxOp>();
+    t["Min"] = variadic<MinOp>();
+    t["Sum"] = variadic<AddOp>();
+    t["Mean"] = variadic<AddOp>(/*mean=*/true);
+    t["Clip"] = importClip;
+    t["Expand"] = importExpand;
+    t["Where"] = importWhere;
     t["ReduceMean"] = reduce<ReduceMeanOp>(18);
     t["ReduceSum"] = reduce<ReduceSumOp>(13);
     t["ReduceMax"] = reduce<ReduceMaxOp>(18);

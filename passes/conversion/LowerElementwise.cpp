@@ -67,6 +67,65 @@ struct CastPattern : OpConversionPattern<CastOp> {
   }
 };
 
+/// Activations whose body reads the op's alpha/beta.
+using ActivationFn = std::function<Value(OpBuilder &, Location, Value, double alpha, double beta)>;
+
+template <typename OpTy>
+struct ActivationPattern : OpConversionPattern<OpTy> {
+  ActivationPattern(MLIRContext *ctx, ActivationFn body)
+      : OpConversionPattern<OpTy>(ctx), body(std::move(body)) {}
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    double alpha = op.getAlpha().convertToDouble(), beta = op.getBeta().convertToDouble();
+    auto type = cast<RankedTensorType>(op.getType());
+    rewriter.replaceOp(op, buildElementwise(rewriter, op.getLoc(), type, adaptor.getInput(),
+                                            [&](OpBuilder &b, Location l, ValueRange a) {
+                                              return body(b, l, a[0], alpha, beta);
+                                            }));
+    return success();
+  }
+  ActivationFn body;
+};
+
+template <typename OpTy>
+void addActivation(RewritePatternSet &patterns, ActivationFn body) {
+  patterns.add<ActivationPattern<OpTy>>(patterns.getContext(), std::move(body));
+}
+
+/// Expand: an elementwise copy broadcast to the result's shape.
+struct ExpandPattern : OpConversionPattern<ExpandOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ExpandOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, buildElementwise(rewriter, op.getLoc(),
+                                            cast<RankedTensorType>(op.getType()), adaptor.getInput(),
+                                            [](OpBuilder &, Location, ValueRange a) { return a[0]; }));
+    return success();
+  }
+};
+
+Value cmp(OpBuilder &b, Location l, Value x, Value y, arith::CmpFPredicate f,
+          arith::CmpIPredicate i) {
+  if (isFloat(x))
+    return arith::CmpFOp::create(b, l, f, x, y);
+  return arith::CmpIOp::create(b, l, i, x, y);
+}
+
+Value select(OpBuilder &b, Location l, Value c, Value x, Value y) {
+  return arith::SelectOp::create(b, l, c, x, y);
+}
+
+Value expOf(OpBuilder &b, Location l, Value x) { return math::ExpOp::create(b, l, x); }
+
+Value softplus(OpBuilder &b, Location l, Value x) {
+  // log(1 + e^x), exactly x once e^x would overflow the sum's precision.
+  Value big = scalarConstant(b, l, x.getType(), 20);
+  Value soft = math::Log1pOp::create(b, l, expOf(b, l, x));
+  return select(b, l, cmp(b, l, x, big, arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt), x, soft);
+}
+
 } // namespace
 
 void populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
@@ -108,7 +167,101 @@ void populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
     Value one = scalarConstant(b, l, t, 1);
     return arith::DivFOp::create(b, l, one, arith::AddFOp::create(b, l, one, e));
   });
-  patterns.add<CastPattern>(patterns.getContext());
+  patterns.add<CastPattern, ExpandPattern>(patterns.getContext());
+
+  using F = arith::CmpFPredicate;
+  using I = arith::CmpIPredicate;
+  add<SinOp>(patterns, [](B b, L l, A a) -> Value { return math::SinOp::create(b, l, a[0]); });
+  add<CosOp>(patterns, [](B b, L l, A a) -> Value { return math::CosOp::create(b, l, a[0]); });
+  add<RoundOp>(patterns, [](B b, L l, A a) -> Value { return math::RoundEvenOp::create(b, l, a[0]); });
+  add<SignOp>(patterns, [](B b, L l, A a) {
+    Type t = a[0].getType();
+    Value zero = scalarConstant(b, l, t, 0);
+    Value pos = select(b, l, cmp(b, l, a[0], zero, F::OGT, I::sgt), scalarConstant(b, l, t, 1), zero);
+    return select(b, l, cmp(b, l, a[0], zero, F::OLT, I::slt), scalarConstant(b, l, t, -1), pos);
+  });
+  add<SoftplusOp>(patterns, [](B b, L l, A a) { return softplus(b, l, a[0]); });
+  add<SoftsignOp>(patterns, [](B b, L l, A a) -> Value {
+    Value one = scalarConstant(b, l, a[0].getType(), 1);
+    return arith::DivFOp::create(b, l, a[0],
+                                 arith::AddFOp::create(b, l, one, math::AbsFOp::create(b, l, a[0])));
+  });
+  add<HardSwishOp>(patterns, [](B b, L l, A a) {
+    Type t = a[0].getType();
+    Value h = addValues(b, l, mulValues(b, l, a[0], scalarConstant(b, l, t, 1.0 / 6)),
+                        scalarConstant(b, l, t, 0.5));
+    h = maxValues(b, l, minValues(b, l, h, scalarConstant(b, l, t, 1)), scalarConstant(b, l, t, 0));
+    return mulValues(b, l, a[0], h);
+  });
+  add<MishOp>(patterns, [](B b, L l, A a) -> Value {
+    return arith::MulFOp::create(b, l, a[0], math::TanhOp::create(b, l, softplus(b, l, a[0])));
+  });
+  add<NotOp>(patterns, [](B b, L l, A a) -> Value {
+    return arith::XOrIOp::create(b, l, a[0], scalarConstant(b, l, a[0].getType(), 1));
+  });
+  add<MaxOp>(patterns, [](B b, L l, A a) { return maxValues(b, l, a[0], a[1]); });
+  add<MinOp>(patterns, [](B b, L l, A a) { return minValues(b, l, a[0], a[1]); });
+  add<PReluOp>(patterns, [](B b, L l, A a) {
+    Value zero = scalarConstant(b, l, a[0].getType(), 0);
+    return select(b, l, cmp(b, l, a[0], zero, F::OLT, I::slt), mulValues(b, l, a[0], a[1]), a[0]);
+  });
+  add<AndOp>(patterns, [](B b, L l, A a) -> Value { return arith::AndIOp::create(b, l, a[0], a[1]); });
+  add<OrOp>(patterns, [](B b, L l, A a) -> Value { return arith::OrIOp::create(b, l, a[0], a[1]); });
+  add<XorOp>(patterns, [](B b, L l, A a) -> Value { return arith::XOrIOp::create(b, l, a[0], a[1]); });
+  add<EqualOp>(patterns, [](B b, L l, A a) { return cmp(b, l, a[0], a[1], F::OEQ, I::eq); });
+  add<LessOp>(patterns, [](B b, L l, A a) { return cmp(b, l, a[0], a[1], F::OLT, I::slt); });
+  add<LessOrEqualOp>(patterns, [](B b, L l, A a) { return cmp(b, l, a[0], a[1], F::OLE, I::sle); });
+  add<GreaterOp>(patterns, [](B b, L l, A a) { return cmp(b, l, a[0], a[1], F::OGT, I::sgt); });
+  add<GreaterOrEqualOp>(patterns, [](B b, L l, A a) { return cmp(b, l, a[0], a[1], F::OGE, I::sge); });
+  add<WhereOp>(patterns, [](B b, L l, A a) { return select(b, l, a[0], a[1], a[2]); });
+  add<ClipOp>(patterns, [](B b, L l, A a) { return minValues(b, l, maxValues(b, l, a[0], a[1]), a[2]); });
+
+  using D = double;
+  addActivation<EluOp>(patterns, [](B b, L l, Value x, D alpha, D) {
+    Type t = x.getType();
+    Value neg = mulValues(b, l, scalarConstant(b, l, t, alpha),
+                          subValues(b, l, expOf(b, l, x), scalarConstant(b, l, t, 1)));
+    return select(b, l, cmp(b, l, x, scalarConstant(b, l, t, 0), F::OLT, I::slt), neg, x);
+  });
+  addActivation<LeakyReluOp>(patterns, [](B b, L l, Value x, D alpha, D) {
+    Type t = x.getType();
+    return select(b, l, cmp(b, l, x, scalarConstant(b, l, t, 0), F::OLT, I::slt),
+                  mulValues(b, l, x, scalarConstant(b, l, t, alpha)), x);
+  });
+  addActivation<SeluOp>(patterns, [](B b, L l, Value x, D alpha, D gamma) {
+    Type t = x.getType();
+    Value neg = mulValues(b, l, scalarConstant(b, l, t, alpha),
+                          subValues(b, l, expOf(b, l, x), scalarConstant(b, l, t, 1)));
+    Value v = select(b, l, cmp(b, l, x, scalarConstant(b, l, t, 0), F::OLE, I::sle), neg, x);
+    return mulValues(b, l, v, scalarConstant(b, l, t, gamma));
+  });
+  addActivation<HardSigmoidOp>(patterns, [](B b, L l, Value x, D alpha, D beta) {
+    Type t = x.getType();
+    Value v = addValues(b, l, mulValues(b, l, x, scalarConstant(b, l, t, alpha)),
+                        scalarConstant(b, l, t, beta));
+    return maxValues(b, l, minValues(b, l, v, scalarConstant(b, l, t, 1)), scalarConstant(b, l, t, 0));
+  });
+  addActivation<CeluOp>(patterns, [](B b, L l, Value x, D alpha, D) {
+    Type t = x.getType();
+    Value zero = scalarConstant(b, l, t, 0);
+    Value e = expOf(b, l, divValues(b, l, x, scalarConstant(b, l, t, alpha)));
+    Value neg = mulValues(b, l, scalarConstant(b, l, t, alpha), subValues(b, l, e, scalarConstant(b, l, t, 1)));
+    return addValues(b, l, maxValues(b, l, x, zero), minValues(b, l, neg, zero));
+  });
+  addActivation<ThresholdedReluOp>(patterns, [](B b, L l, Value x, D alpha, D) {
+    Type t = x.getType();
+    return select(b, l, cmp(b, l, x, scalarConstant(b, l, t, alpha), F::OGT, I::sgt), x,
+                  scalarConstant(b, l, t, 0));
+  });
+  // Shrink: alpha carries lambd, beta carries bias.
+  addActivation<ShrinkOp>(patterns, [](B b, L l, Value x, D lambd, D bias) {
+    Type t = x.getType();
+    Value zero = scalarConstant(b, l, t, 0);
+    Value up = select(b, l, cmp(b, l, x, scalarConstant(b, l, t, lambd), F::OGT, I::sgt),
+                      subValues(b, l, x, scalarConstant(b, l, t, bias)), zero);
+    return select(b, l, cmp(b, l, x, scalarConstant(b, l, t, -lambd), F::OLT, I::slt),
+                  addValues(b, l, x, scalarConstant(b, l, t, bias)), up);
+  });
 }
 
 } // namespace kiln

@@ -213,6 +213,35 @@ struct SoftmaxPattern : OpConversionPattern<SoftmaxOp> {
   }
 };
 
+/// log_softmax(x) = x - max - log(sum(exp(x - max))).
+struct LogSoftmaxPattern : OpConversionPattern<LogSoftmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LogSoftmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    Type et = xt.getElementType();
+    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + xt.getRank() : (int64_t)op.getAxis();
+    SmallVector<bool> reduced(xt.getRank(), false);
+    reduced[axis] = true;
+    Value maxV = reduce(rewriter, loc, x, reduced, lowestValue(rewriter, loc, et), maxCombine());
+    Value sum = reduce(
+        rewriter, loc, x, reduced, scalarConstant(rewriter, loc, et, 0), sumCombine(),
+        ValueRange{maxV}, [](OpBuilder &b, Location l, ValueRange a) -> Value {
+          return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, a[0], a[1]));
+        });
+    Value y = mapWithReduced(rewriter, loc, x, reduced, ValueRange{maxV, sum}, {},
+                             [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                               Value shifted = arith::SubFOp::create(b, l, a[0], a[1]);
+                               return arith::SubFOp::create(b, l, shifted, math::LogOp::create(b, l, a[2]));
+                             });
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
 struct LayerNormPattern : OpConversionPattern<LayerNormOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -442,7 +471,7 @@ struct PoolPattern : OpConversionPattern<OpTy> {
 
 void populateNnLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ReducePattern<ReduceMeanOp>, ReducePattern<ReduceSumOp>,
-               ReducePattern<ReduceMaxOp>, SoftmaxPattern, LayerNormPattern,
+               ReducePattern<ReduceMaxOp>, SoftmaxPattern, LogSoftmaxPattern, LayerNormPattern,
                BatchNormPattern, GlobalAveragePoolPattern, PoolPattern<MaxPoolOp>,
                PoolPattern<AveragePoolOp>>(patterns.getContext());
 }

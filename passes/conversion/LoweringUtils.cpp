@@ -155,6 +155,14 @@ Value maxValues(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::MaxSIOp::create(b, loc, x, y);
 }
 
+Value minValues(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType())) {
+    Value less = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, y);
+    return arith::SelectOp::create(b, loc, less, x, y);
+  }
+  return arith::MinSIOp::create(b, loc, x, y);
+}
+
 Value castScalar(OpBuilder &b, Location loc, Value x, Type to) {
   Type from = x.getType();
   if (from == to)

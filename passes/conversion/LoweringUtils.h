@@ -59,6 +59,7 @@ mlir::Value subValues(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mli
 mlir::Value mulValues(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);
 mlir::Value divValues(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);
 mlir::Value maxValues(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);
+mlir::Value minValues(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);
 mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Type to);
 
 /// Populates the patterns of each op family.

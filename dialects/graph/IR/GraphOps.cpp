@@ -17,7 +17,7 @@ Operation *GraphDialect::materializeConstant(OpBuilder &builder,
   auto elements = llvm::dyn_cast<ElementsAttr>(value);
   if (!elements || elements.getType() != type)
     return nullptr;
-  return builder.create<ConstantOp>(loc, elements);
+  return ConstantOp::create(builder, loc, elements);
 }
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }

@@ -102,6 +102,100 @@ def Graph_IdentityOp : Graph_UnaryOp<"identity", "Identity"> {
   let hasFolder = 1;
 }
 
+def Graph_SinOp : Graph_UnaryOp<"sin", "Sin">;
+def Graph_CosOp : Graph_UnaryOp<"cos", "Cos">;
+def Graph_SignOp : Graph_UnaryOp<"sign", "Sign">;
+def Graph_RoundOp : Graph_UnaryOp<"round", "Round">;
+def Graph_SoftplusOp : Graph_UnaryOp<"softplus", "Softplus">;
+def Graph_SoftsignOp : Graph_UnaryOp<"softsign", "Softsign">;
+def Graph_HardSwishOp : Graph_UnaryOp<"hard_swish", "HardSwish">;
+def Graph_MishOp : Graph_UnaryOp<"mish", "Mish">;
+def Graph_NotOp : Graph_UnaryOp<"not", "Not">;
+
+// Elementwise activations with ONNX's float parameters (defaults per ONNX).
+class Graph_ActivationOp<string mnemonic, string onnxName, string alpha, string beta>
+    : Graph_SameTypeOp<mnemonic> {
+  let summary = onnxName # " with parameters alpha and beta";
+  let description = [{
+    ONNX `}] # onnxName # [{`; `alpha`/`beta` carry the op's attributes (see
+    the lowering for which each uses).
+
+    ```mlir
+    %y = graph.}] # mnemonic # [{ %x {alpha = 1.0 : f32} : (tensor<4xf32>) -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input,
+                   DefaultValuedAttr<F32Attr, alpha>:$alpha,
+                   DefaultValuedAttr<F32Attr, beta>:$beta);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Graph_EluOp : Graph_ActivationOp<"elu", "Elu", "1.0", "0.0">;
+def Graph_LeakyReluOp : Graph_ActivationOp<"leaky_relu", "LeakyRelu", "0.01", "0.0">;
+def Graph_SeluOp : Graph_ActivationOp<"selu", "Selu", "1.67326319217681884765625", "1.05070102214813232421875">;
+def Graph_HardSigmoidOp : Graph_ActivationOp<"hard_sigmoid", "HardSigmoid", "0.2", "0.5">;
+def Graph_CeluOp : Graph_ActivationOp<"celu", "Celu", "1.0", "0.0">;
+def Graph_ThresholdedReluOp : Graph_ActivationOp<"thresholded_relu", "ThresholdedRelu", "1.0", "0.0">;
+def Graph_ShrinkOp : Graph_ActivationOp<"shrink", "Shrink", "0.5", "0.0">;
+
+def Graph_MaxOp : Graph_BinaryOp<"max", "Max">;
+def Graph_MinOp : Graph_BinaryOp<"min", "Min">;
+def Graph_PReluOp : Graph_BinaryOp<"prelu", "PRelu">;
+def Graph_AndOp : Graph_BinaryOp<"and", "And">;
+def Graph_OrOp : Graph_BinaryOp<"or", "Or">;
+def Graph_XorOp : Graph_BinaryOp<"xor", "Xor">;
+
+class Graph_CompareOp<string mnemonic, string onnxName>
+    : Graph_Op<mnemonic, [SameOperandsElementType]> {
+  let summary = onnxName # " with broadcasting, producing i1";
+  let description = [{
+    ```mlir
+    %z = graph.}] # mnemonic # [{ %x, %y : (tensor<3xf32>, tensor<f32>) -> tensor<3xi1>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Graph_EqualOp : Graph_CompareOp<"equal", "Equal">;
+def Graph_LessOp : Graph_CompareOp<"less", "Less">;
+def Graph_LessOrEqualOp : Graph_CompareOp<"less_or_equal", "LessOrEqual">;
+def Graph_GreaterOp : Graph_CompareOp<"greater", "Greater">;
+def Graph_GreaterOrEqualOp : Graph_CompareOp<"greater_or_equal", "GreaterOrEqual">;
+
+def Graph_WhereOp : Graph_Op<"where"> {
+  let summary = "Selects x where cond is true, else y (three-way broadcasting)";
+  let description = [{
+    ```mlir
+    %z = graph.where %c, %x, %y : (tensor<3xi1>, tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins TensorOf<[I1]>:$condition, AnyRankedTensor:$x, AnyRankedTensor:$y);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_ClipOp : Graph_Op<"clip"> {
+  let summary = "Clamps to [min, max] (scalar bounds)";
+  let description = [{
+    The importer supplies the lowest/highest value for a missing bound.
+
+    ```mlir
+    %y = graph.clip %x, %lo, %hi : (tensor<4xf32>, tensor<f32>, tensor<f32>) -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$min, AnyRankedTensor:$max);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_ExpandOp : Graph_Op<"expand"> {
+  let summary = "Broadcasts the input to a constant shape (numpy rules)";
+  let description = [{
+    ```mlir
+    %y = graph.expand %x {shape = array<i64: 3, 4>} : (tensor<1x4xf32>) -> tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 def Graph_CastOp : Graph_Op<"cast"> {
   let summary = "Cast to another element type";
   let description = [{
@@ -235,6 +329,17 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm"> {
                    DefaultValuedAttr<I64Attr, "-1">:$axis, DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
   let results = (outs AnyRankedTensor:$result);
 
+}
+
+def Graph_LogSoftmaxOp : Graph_Op<"log_softmax"> {
+  let summary = "LogSoftmax along one axis (opset 13 semantics)";
+  let description = [{
+    ```mlir
+    %y = graph.log_softmax %x {axis = -1 : i64} : (tensor<?x10xf32>) -> tensor<?x10xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs AnyRankedTensor:$result);
 }
 
 def Graph_SoftmaxOp : Graph_Op<"softmax"> {

@@ -106,8 +106,80 @@ KILN_BINARY_INFER(SubOp)
 KILN_BINARY_INFER(MulOp)
 KILN_BINARY_INFER(DivOp)
 KILN_BINARY_INFER(PowOp)
+KILN_BINARY_INFER(MaxOp)
+KILN_BINARY_INFER(MinOp)
+KILN_BINARY_INFER(PReluOp)
+KILN_BINARY_INFER(AndOp)
+KILN_BINARY_INFER(OrOp)
+KILN_BINARY_INFER(XorOp)
 #undef KILN_BINARY_INFER
 
+
+#define KILN_COMPARE_INFER(OP)                                                 \
+  LogicalResult OP::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    if (failed(inferBinary(loc, adaptor.getLhs(), adaptor.getRhs(), types)))   \
+      return failure();                                                        \
+    types[0] = cast<RankedTensorType>(types[0]).clone(IntegerType::get(ctx, 1)); \
+    return success();                                                          \
+  }
+KILN_COMPARE_INFER(EqualOp)
+KILN_COMPARE_INFER(LessOp)
+KILN_COMPARE_INFER(LessOrEqualOp)
+KILN_COMPARE_INFER(GreaterOp)
+KILN_COMPARE_INFER(GreaterOrEqualOp)
+#undef KILN_COMPARE_INFER
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto c = rankedType(adaptor.getCondition()), x = rankedType(adaptor.getX()),
+       y = rankedType(adaptor.getY());
+  if (x.getElementType() != y.getElementType())
+    return fail(loc, "where branches must have the same element type");
+  auto xy = broadcastShapes(x.getShape(), y.getShape());
+  FailureOr<SmallVector<int64_t>> all = failure();
+  if (succeeded(xy))
+    all = broadcastShapes(c.getShape(), *xy);
+  if (failed(all))
+    return fail(loc, "operands cannot be broadcast together");
+  types.push_back(RankedTensorType::get(*all, x.getElementType()));
+  return success();
+}
+
+LogicalResult ClipOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  for (Value bound : {adaptor.getMin(), adaptor.getMax()}) {
+    auto t = rankedType(bound);
+    if (t.getNumElements() != 1 || t.getElementType() != x.getElementType())
+      return fail(loc, "clip bounds must be single values of the input's type");
+  }
+  types.push_back(x);
+  return success();
+}
+
+LogicalResult ExpandOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  for (int64_t d : adaptor.getShape())
+    if (d < 0)
+      return fail(loc, "expand shape has a negative entry");
+  auto shape = broadcastShapes(x.getShape(), adaptor.getShape());
+  if (failed(shape))
+    return fail(loc, "input cannot be broadcast to the expand shape");
+  types.push_back(x.clone(*shape));
+  return success();
+}
+
+LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                             Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  if (failed(normalizeAxis(adaptor.getAxis(), x.getRank())))
+    return fail(loc, "log_softmax axis out of range");
+  types.push_back(x);
+  return success();
+}
 
 LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                        Adaptor adaptor,

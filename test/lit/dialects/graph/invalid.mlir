@@ -54,3 +54,21 @@ func.func @reshape_count(%x: tensor<2x3xf32>) -> tensor<4xf32> {
   %0 = graph.reshape %x, %s : (tensor<2x3xf32>, tensor<1xi64>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @where_types(%c: tensor<3xi1>, %x: tensor<3xf32>, %y: tensor<3xi64>) -> tensor<3xf32> {
+  // expected-error @+2 {{where branches must have the same element type}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.where %c, %x, %y : (tensor<3xi1>, tensor<3xf32>, tensor<3xi64>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @expand_bad(%x: tensor<3xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{input cannot be broadcast to the expand shape}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.expand %x {shape = array<i64: 4>} : (tensor<3xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -64,3 +64,20 @@ func.func @shape_folds(%x: tensor<2x3xf32>) -> tensor<2xi64> {
   %0 = graph.shape %x : (tensor<2x3xf32>) -> tensor<2xi64>
   return %0 : tensor<2xi64>
 }
+
+// -----
+
+// CHECK-LABEL: func @compare_where_clip_expand
+func.func @compare_where_clip_expand(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %lo: tensor<f32>, %hi: tensor<f32>) -> tensor<4x2x3xf32> {
+  // CHECK: graph.less {{.*}} -> tensor<2x3xi1>
+  %c = graph.less %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+  // CHECK: graph.where {{.*}} -> tensor<2x3xf32>
+  %w = graph.where %c, %a, %b : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  // CHECK: graph.clip
+  %k = graph.clip %w, %lo, %hi : (tensor<2x3xf32>, tensor<f32>, tensor<f32>) -> tensor<2x3xf32>
+  // CHECK: graph.leaky_relu {{.*}}alpha = 1.000000e-01
+  %l = graph.leaky_relu %k {alpha = 0.1 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK: graph.expand {{.*}} -> tensor<4x2x3xf32>
+  %e = graph.expand %l {shape = array<i64: 4, 1, 1>} : (tensor<2x3xf32>) -> tensor<4x2x3xf32>
+  return %e : tensor<4x2x3xf32>
+}

@@ -74,3 +74,37 @@ func.func @gather_clamps(%d: tensor<5x3xf32>, %i: tensor<2xi64>) -> tensor<2x3xf
   %0 = graph.gather %d, %i {axis = 0 : i64} : (tensor<5x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @leaky_relu
+// CHECK: linalg.generic
+// CHECK: arith.cmpf olt
+// CHECK: arith.mulf
+// CHECK: arith.select
+func.func @leaky_relu(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = graph.leaky_relu %x {alpha = 0.1 : f32} : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @log_softmax
+// CHECK: math.exp
+// CHECK: math.log
+// CHECK: arith.subf
+func.func @log_softmax(%x: tensor<2x10xf32>) -> tensor<2x10xf32> {
+  %0 = graph.log_softmax %x {axis = -1 : i64} : (tensor<2x10xf32>) -> tensor<2x10xf32>
+  return %0 : tensor<2x10xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @greater_where
+// CHECK: arith.cmpf ogt
+// CHECK: arith.select
+func.func @greater_where(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %c = graph.greater %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  %0 = graph.where %c, %a, %b : (tensor<4xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
