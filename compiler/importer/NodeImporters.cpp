@@ -648,6 +648,13 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     t["ReduceMean"] = reduce<ReduceMeanOp>(18);
     t["ReduceSum"] = reduce<ReduceSumOp>(13);
     t["ReduceMax"] = reduce<ReduceMaxOp>(18);
+    t["ReduceMin"] = reduce<ReduceMinOp>(18);
+    t["ReduceProd"] = reduce<ReduceProdOp>(18);
+    t["ReduceL1"] = reduce<ReduceL1Op>(18);
+    t["ReduceL2"] = reduce<ReduceL2Op>(18);
+    t["ReduceSumSquare"] = reduce<ReduceSumSquareOp>(18);
+    t["ReduceLogSum"] = reduce<ReduceLogSumOp>(18);
+    t["ReduceLogSumExp"] = reduce<ReduceLogSumExpOp>(18);
     t["Constant"] = importConstant;
     t["Reshape"] = importReshape;
     t["Transpose"] = importTranspose;

@@ -158,6 +158,60 @@ Value divideBy(OpBuilder &b, Location loc, Value t, Value count) {
                           });
 }
 
+/// How one Reduce* op reduces: start value, per-element transform, combine,
+/// and a final per-result transform.
+struct ReduceKind {
+  enum Init { Zero, One, Lowest, Highest } init = Zero;
+  std::function<Value(OpBuilder &, Location, Value)> pre;  // element -> term
+  Combine combine;
+  std::function<Value(OpBuilder &, Location, Value)> post; // accumulated -> result
+};
+
+template <typename OpTy> ReduceKind reduceKind();
+
+using Fn = std::function<Value(OpBuilder &, Location, Value)>;
+Combine mulCombine() {
+  return [](OpBuilder &b, Location l, Value acc, Value x) { return mulValues(b, l, acc, x); };
+}
+Combine minCombine() {
+  return [](OpBuilder &b, Location l, Value acc, Value x) { return minValues(b, l, acc, x); };
+}
+Value absOf(OpBuilder &b, Location l, Value x) {
+  if (isa<FloatType>(x.getType()))
+    return math::AbsFOp::create(b, l, x);
+  return math::AbsIOp::create(b, l, x);
+}
+
+template <> ReduceKind reduceKind<ReduceSumOp>() { return {ReduceKind::Zero, {}, sumCombine(), {}}; }
+template <> ReduceKind reduceKind<ReduceMeanOp>() { return {ReduceKind::Zero, {}, sumCombine(), {}}; }
+template <> ReduceKind reduceKind<ReduceMaxOp>() { return {ReduceKind::Lowest, {}, maxCombine(), {}}; }
+template <> ReduceKind reduceKind<ReduceMinOp>() { return {ReduceKind::Highest, {}, minCombine(), {}}; }
+template <> ReduceKind reduceKind<ReduceProdOp>() { return {ReduceKind::One, {}, mulCombine(), {}}; }
+template <> ReduceKind reduceKind<ReduceL1Op>() { return {ReduceKind::Zero, Fn(absOf), sumCombine(), {}}; }
+template <> ReduceKind reduceKind<ReduceSumSquareOp>() {
+  return {ReduceKind::Zero, [](OpBuilder &b, Location l, Value x) { return mulValues(b, l, x, x); },
+          sumCombine(), {}};
+}
+template <> ReduceKind reduceKind<ReduceL2Op>() {
+  return {ReduceKind::Zero, [](OpBuilder &b, Location l, Value x) { return mulValues(b, l, x, x); },
+          sumCombine(), [](OpBuilder &b, Location l, Value s) -> Value {
+            return math::SqrtOp::create(b, l, s);
+          }};
+}
+template <> ReduceKind reduceKind<ReduceLogSumOp>() {
+  return {ReduceKind::Zero, {}, sumCombine(),
+          [](OpBuilder &b, Location l, Value s) -> Value { return math::LogOp::create(b, l, s); }};
+}
+
+/// Highest value of a type (the start of a min-reduction).
+Value highestValue(OpBuilder &b, Location loc, Type type) {
+  if (auto ft = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(
+        b, loc, b.getFloatAttr(ft, APFloat::getInf(ft.getFloatSemantics(), false)));
+  auto it = cast<IntegerType>(type);
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, APInt::getSignedMaxValue(it.getWidth())));
+}
+
 template <typename OpTy>
 struct ReducePattern : OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
@@ -172,13 +226,55 @@ struct ReducePattern : OpConversionPattern<OpTy> {
     SmallVector<bool> reduced(xt.getRank(), op.getAxes().empty());
     for (int64_t a : op.getAxes())
       reduced[a < 0 ? a + xt.getRank() : a] = true;
-    bool isMax = std::is_same_v<OpTy, ReduceMaxOp>;
-    Value init = isMax ? lowestValue(rewriter, loc, et) : scalarConstant(rewriter, loc, et, 0);
-    Value r = reduce(rewriter, loc, x, reduced, init, isMax ? maxCombine() : sumCombine());
-    if (std::is_same_v<OpTy, ReduceMeanOp>) {
+    ReduceKind kind = reduceKind<OpTy>();
+    Value init = kind.init == ReduceKind::Lowest    ? lowestValue(rewriter, loc, et)
+                 : kind.init == ReduceKind::Highest ? highestValue(rewriter, loc, et)
+                 : scalarConstant(rewriter, loc, et, kind.init == ReduceKind::One ? 1 : 0);
+    std::function<Value(OpBuilder &, Location, ValueRange)> pre;
+    if (kind.pre)
+      pre = [&](OpBuilder &b, Location l, ValueRange a) { return kind.pre(b, l, a[0]); };
+    Value r = reduce(rewriter, loc, x, reduced, init, kind.combine, {}, pre);
+    if (std::is_same_v<OpTy, ReduceMeanOp>)
       r = divideBy(rewriter, loc, r, reducedCount(rewriter, loc, x, reduced, et));
-    }
+    if (kind.post)
+      r = buildElementwise(rewriter, loc, cast<RankedTensorType>(r.getType()), r,
+                           [&](OpBuilder &b, Location l, ValueRange a) { return kind.post(b, l, a[0]); });
     rewriter.replaceOp(op, toResultShape(rewriter, loc, r, rt, reduced));
+    return success();
+  }
+};
+
+/// log(sum(exp(x - max))) + max, stable for large inputs.
+struct ReduceLogSumExpPattern : OpConversionPattern<ReduceLogSumExpOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReduceLogSumExpOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    Type et = xt.getElementType();
+    SmallVector<bool> reduced(xt.getRank(), op.getAxes().empty());
+    for (int64_t a : op.getAxes())
+      reduced[a < 0 ? a + xt.getRank() : a] = true;
+    Value maxV = reduce(rewriter, loc, x, reduced, lowestValue(rewriter, loc, et), maxCombine());
+    // A row of -inf would make x - max NaN; shift by 0 there instead.
+    Value shift = buildElementwise(rewriter, loc, cast<RankedTensorType>(maxV.getType()), maxV,
+                                   [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                     Value inf = lowestValue(b, l, et);
+                                     Value isInf = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, a[0], inf);
+                                     return arith::SelectOp::create(b, l, isInf, scalarConstant(b, l, et, 0), a[0]);
+                                   });
+    Value sum = reduce(rewriter, loc, x, reduced, scalarConstant(rewriter, loc, et, 0), sumCombine(),
+                       ValueRange{shift}, [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                         return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, a[0], a[1]));
+                       });
+    auto st = cast<RankedTensorType>(sum.getType());
+    Value r = buildElementwise(rewriter, loc, st, ValueRange{sum, shift},
+                               [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                 return arith::AddFOp::create(b, l, math::LogOp::create(b, l, a[0]), a[1]);
+                               });
+    rewriter.replaceOp(op, toResultShape(rewriter, loc, r, cast<RankedTensorType>(op.getType()), reduced));
     return success();
   }
 };
@@ -471,7 +567,9 @@ struct PoolPattern : OpConversionPattern<OpTy> {
 
 void populateNnLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ReducePattern<ReduceMeanOp>, ReducePattern<ReduceSumOp>,
-               ReducePattern<ReduceMaxOp>, SoftmaxPattern, LogSoftmaxPattern, LayerNormPattern,
+               ReducePattern<ReduceMaxOp>, ReducePattern<ReduceMinOp>, ReducePattern<ReduceProdOp>,
+               ReducePattern<ReduceL1Op>, ReducePattern<ReduceL2Op>, ReducePattern<ReduceSumSquareOp>,
+               ReducePattern<ReduceLogSumOp>, ReduceLogSumExpPattern, SoftmaxPattern, LogSoftmaxPattern, LayerNormPattern,
                BatchNormPattern, GlobalAveragePoolPattern, PoolPattern<MaxPoolOp>,
                PoolPattern<AveragePoolOp>>(patterns.getContext());
 }

@@ -372,6 +372,13 @@ class Graph_ReduceOp<string mnemonic, string onnxName> : Graph_Op<mnemonic> {
 def Graph_ReduceMeanOp : Graph_ReduceOp<"reduce_mean", "ReduceMean">;
 def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", "ReduceSum">;
 def Graph_ReduceMaxOp : Graph_ReduceOp<"reduce_max", "ReduceMax">;
+def Graph_ReduceMinOp : Graph_ReduceOp<"reduce_min", "ReduceMin">;
+def Graph_ReduceProdOp : Graph_ReduceOp<"reduce_prod", "ReduceProd">;
+def Graph_ReduceL1Op : Graph_ReduceOp<"reduce_l1", "ReduceL1">;
+def Graph_ReduceL2Op : Graph_ReduceOp<"reduce_l2", "ReduceL2">;
+def Graph_ReduceSumSquareOp : Graph_ReduceOp<"reduce_sum_square", "ReduceSumSquare">;
+def Graph_ReduceLogSumOp : Graph_ReduceOp<"reduce_log_sum", "ReduceLogSum">;
+def Graph_ReduceLogSumExpOp : Graph_ReduceOp<"reduce_log_sum_exp", "ReduceLogSumExp">;
 
 //===----------------------------------------------------------------------===//
 // Data movement and shapes

@@ -425,6 +425,13 @@ static LogicalResult inferReduce(std::optional<Location> loc, Adaptor adaptor,
 KILN_REDUCE_INFER(ReduceMeanOp)
 KILN_REDUCE_INFER(ReduceSumOp)
 KILN_REDUCE_INFER(ReduceMaxOp)
+KILN_REDUCE_INFER(ReduceMinOp)
+KILN_REDUCE_INFER(ReduceProdOp)
+KILN_REDUCE_INFER(ReduceL1Op)
+KILN_REDUCE_INFER(ReduceL2Op)
+KILN_REDUCE_INFER(ReduceSumSquareOp)
+KILN_REDUCE_INFER(ReduceLogSumOp)
+KILN_REDUCE_INFER(ReduceLogSumExpOp)
 #undef KILN_REDUCE_INFER
 
 LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,

@@ -108,3 +108,16 @@ func.func @greater_where(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> 
   %0 = graph.where %c, %a, %b : (tensor<4xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @reduce_l2_keepdims
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: math.sqrt
+// CHECK: tensor.reshape {{.*}} -> tensor<3x1xf32>
+func.func @reduce_l2_keepdims(%x: tensor<3x5xf32>) -> tensor<3x1xf32> {
+  %0 = graph.reduce_l2 %x {axes = array<i64: 1>, keepdims = 1 : i64} : (tensor<3x5xf32>) -> tensor<3x1xf32>
+  return %0 : tensor<3x1xf32>
+}
