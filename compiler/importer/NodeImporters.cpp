@@ -3,6 +3,11 @@
 
 #include "dialects/graph/IR/Graph.h"
 
+#include "mlir/IR/Matchers.h"
+
+#include <cmath>
+#include <limits>
+
 using namespace mlir;
 using namespace kiln::graph;
 
@@ -562,6 +567,217 @@ Results importWhere(NodeContext &c) {
   return single(create<WhereOp>(c, c.input(0), c.input(1), c.input(2)));
 }
 
+Results importPad(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  Value x = c.input(0);
+  int64_t rank = rankOf(x);
+  Type et = cast<RankedTensorType>(x.getType()).getElementType();
+  std::string mode = c.stringAttr("mode", "constant");
+  SmallVector<int64_t> pads;
+  Value value;
+  if (c.opset < 11) {
+    pads = c.intsAttr(c.opset < 2 ? "paddings" : "pads").value_or(SmallVector<int64_t>{});
+    float v = c.floatAttr("value", 0.0f);
+    auto ft = dyn_cast<FloatType>(et);
+    if (!ft)
+      return c.fail("pad before opset 11 needs a floating-point input");
+    auto cst = create<ConstantOp>(c, DenseElementsAttr::get(RankedTensorType::get({}, et),
+                                                            c.b.getFloatAttr(ft, v)));
+    if (failed(cst))
+      return failure();
+    value = *cst;
+  } else {
+    auto p = c.constantInts(c.input(1), "pads");
+    if (failed(p))
+      return failure();
+    pads = *p;
+    value = c.input(2);
+    if (c.input(3)) {
+      // Pads given for some axes only (opset 18): spread them out.
+      auto axes = c.constantInts(c.input(3), "axes");
+      if (failed(axes))
+        return failure();
+      SmallVector<int64_t> full(2 * rank, 0);
+      int64_t n = axes->size();
+      if ((int64_t)pads.size() != 2 * n)
+        return c.fail("pads must hold two values per axis");
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t a = (*axes)[i] < 0 ? (*axes)[i] + rank : (*axes)[i];
+        if (a < 0 || a >= rank)
+          return c.fail("pad axis out of range");
+        full[a] = pads[i];
+        full[rank + a] = pads[n + i];
+      }
+      pads = full;
+    }
+    if (!value) {
+      Attribute zero = isa<FloatType>(et) ? Attribute(c.b.getFloatAttr(et, 0)) : c.b.getIntegerAttr(et, 0);
+      auto cst = create<ConstantOp>(c, DenseElementsAttr::get(RankedTensorType::get({}, et), zero));
+      if (failed(cst))
+        return failure();
+      value = *cst;
+    }
+  }
+  return single(create<PadOp>(c, x, value, mode, pads));
+}
+
+template <typename OpTy> Results importArg(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  return single(create<OpTy>(c, c.input(0), c.intAttr("axis", 0), c.intAttr("keepdims", 1),
+                             c.intAttr("select_last_index", 0)));
+}
+
+Results importTrilu(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  int64_t k = 0;
+  if (c.input(1)) {
+    auto kv = c.constantInts(c.input(1), "k");
+    if (failed(kv))
+      return failure();
+    if (!kv->empty())
+      k = (*kv)[0];
+  }
+  return single(create<TriluOp>(c, c.input(0), c.intAttr("upper", 1), k));
+}
+
+Results importTile(NodeContext &c) {
+  if (failed(require(c, 2)))
+    return failure();
+  auto repeats = c.constantInts(c.input(1), "repeats");
+  if (failed(repeats))
+    return failure();
+  return single(create<TileOp>(c, c.input(0), *repeats));
+}
+
+/// Size: the element count as an i64 scalar (product of the shape).
+Results importSize(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  auto shape = create<ShapeOp>(c, c.input(0), (int64_t)0, IntegerAttr());
+  if (failed(shape))
+    return failure();
+  return single(create<ReduceProdOp>(c, *shape, SmallVector<int64_t>{0}, (int64_t)0));
+}
+
+Results importCastLike(NodeContext &c) {
+  if (failed(require(c, 2)))
+    return failure();
+  return single(create<CastOp>(c, c.input(0),
+                               cast<RankedTensorType>(c.input(1).getType()).getElementType()));
+}
+
+/// Split into the node's outputs along `axis`: sizes from the `split`
+/// attribute/input, or equal parts.
+Results importSplit(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  Value x = c.input(0);
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t axis = c.intAttr("axis", 0);
+  if (axis < 0)
+    axis += xt.getRank();
+  if (axis < 0 || axis >= xt.getRank())
+    return c.fail("axis out of range");
+  int64_t outputs = c.node.output_size();
+  SmallVector<int64_t> sizes;
+  if (c.opset >= 13 && c.input(1)) {
+    auto s = c.constantInts(c.input(1), "split");
+    if (failed(s))
+      return failure();
+    sizes = *s;
+  } else if (auto s = c.intsAttr("split")) {
+    sizes = *s;
+  }
+  if (sizes.empty()) {
+    int64_t dim = xt.getDimSize(axis);
+    if (dim == ShapedType::kDynamic)
+      return c.fail("an equal split needs a static size along the axis");
+    int64_t parts = c.attr("num_outputs") ? c.intAttr("num_outputs", outputs) : outputs;
+    int64_t chunk = (dim + parts - 1) / parts;
+    for (int64_t i = 0; i < parts; ++i)
+      sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - i * chunk)));
+  }
+  SmallVector<Value> results;
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    auto part = create<SliceOp>(c, x, SmallVector<int64_t>{start}, SmallVector<int64_t>{start + size},
+                                SmallVector<int64_t>{axis}, SmallVector<int64_t>{1});
+    if (failed(part))
+      return failure();
+    results.push_back(*part);
+    start += size;
+  }
+  return results;
+}
+
+/// Range with constant start/limit/delta, folded into a constant.
+Results importRange(NodeContext &c) {
+  if (failed(require(c, 3)))
+    return failure();
+  Type et = cast<RankedTensorType>(c.input(0).getType()).getElementType();
+  DenseElementsAttr s, l, d;
+  if (!matchPattern(c.input(0), m_Constant(&s)) || !matchPattern(c.input(1), m_Constant(&l)) ||
+      !matchPattern(c.input(2), m_Constant(&d)))
+    return c.fail("start, limit and delta must be constants");
+  auto scalar = [](DenseElementsAttr a) {
+    return isa<FloatType>(a.getElementType()) ? (*a.getValues<APFloat>().begin()).convertToDouble()
+                                              : (double)(*a.getValues<APInt>().begin()).getSExtValue();
+  };
+  double start = scalar(s), limit = scalar(l), delta = scalar(d);
+  if (delta == 0)
+    return c.fail("delta must not be 0");
+  int64_t n = std::max<int64_t>(0, (int64_t)std::ceil((limit - start) / delta));
+  if (n > (int64_t(1) << 24))
+    return c.fail("range of " + Twine(n) + " elements is too large to fold");
+  auto type = RankedTensorType::get({n}, et);
+  SmallVector<Attribute> values;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = start + i * delta;
+    values.push_back(isa<FloatType>(et) ? Attribute(c.b.getFloatAttr(et, v))
+                                        : Attribute(c.b.getIntegerAttr(et, (int64_t)v)));
+  }
+  return single(create<ConstantOp>(c, DenseElementsAttr::get(type, values)));
+}
+
+/// DepthToSpace/SpaceToDepth as reshape -> transpose -> reshape (static shapes).
+Results importDepthSpace(NodeContext &c, bool toSpace) {
+  if (failed(require(c, 1)))
+    return failure();
+  Value x = c.input(0);
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (xt.getRank() != 4 || !xt.hasStaticShape())
+    return c.fail("needs a static 4-D input");
+  int64_t b = c.intAttr("blocksize", 0);
+  if (b <= 0)
+    return c.fail("blocksize must be positive");
+  int64_t n = xt.getDimSize(0), ch = xt.getDimSize(1), h = xt.getDimSize(2), w = xt.getDimSize(3);
+  SmallVector<int64_t> first, perm, last;
+  if (toSpace) {
+    if (ch % (b * b))
+      return c.fail("channels not divisible by blocksize^2");
+    bool crd = c.stringAttr("mode", "DCR") == "CRD";
+    first = crd ? SmallVector<int64_t>{n, ch / (b * b), b, b, h, w} : SmallVector<int64_t>{n, b, b, ch / (b * b), h, w};
+    perm = crd ? SmallVector<int64_t>{0, 1, 4, 2, 5, 3} : SmallVector<int64_t>{0, 3, 4, 1, 5, 2};
+    last = {n, ch / (b * b), h * b, w * b};
+  } else {
+    if (h % b || w % b)
+      return c.fail("spatial size not divisible by blocksize");
+    first = {n, ch, h / b, b, w / b, b};
+    perm = {0, 3, 5, 1, 2, 4};
+    last = {n, ch * b * b, h / b, w / b};
+  }
+  auto r1 = create<ReshapeOp>(c, x, c.i64Constant(first), (int64_t)0);
+  if (failed(r1))
+    return failure();
+  auto t = create<TransposeOp>(c, *r1, perm);
+  if (failed(t))
+    return failure();
+  return single(create<ReshapeOp>(c, *t, c.i64Constant(last), (int64_t)0));
+}
+
 } // namespace
 
 const llvm::StringMap<NodeImporter> &nodeImporters() {
@@ -645,6 +861,27 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     t["Clip"] = importClip;
     t["Expand"] = importExpand;
     t["Where"] = importWhere;
+    t["Mod"] = [](NodeContext &c) -> Results {
+      if (failed(require(c, 2)))
+        return failure();
+      return single(create<ModOp>(c, c.input(0), c.input(1), c.intAttr("fmod", 0)));
+    };
+    t["Pad"] = importPad;
+    t["ArgMax"] = importArg<ArgMaxOp>;
+    t["ArgMin"] = importArg<ArgMinOp>;
+    t["Trilu"] = importTrilu;
+    t["GatherElements"] = [](NodeContext &c) -> Results {
+      if (failed(require(c, 2)))
+        return failure();
+      return single(create<GatherElementsOp>(c, c.input(0), c.input(1), c.intAttr("axis", 0)));
+    };
+    t["Tile"] = importTile;
+    t["Size"] = importSize;
+    t["CastLike"] = importCastLike;
+    t["Split"] = importSplit;
+    t["Range"] = importRange;
+    t["DepthToSpace"] = [](NodeContext &c) { return importDepthSpace(c, true); };
+    t["SpaceToDepth"] = [](NodeContext &c) { return importDepthSpace(c, false); };
     t["ReduceMean"] = reduce<ReduceMeanOp>(18);
     t["ReduceSum"] = reduce<ReduceSumOp>(13);
     t["ReduceMax"] = reduce<ReduceMaxOp>(18);

@@ -93,6 +93,39 @@ void addActivation(RewritePatternSet &patterns, ActivationFn body) {
   patterns.add<ActivationPattern<OpTy>>(patterns.getContext(), std::move(body));
 }
 
+/// Mod: C's fmod (fmod=1, floats or ints), or Python's rule where the result
+/// takes the divisor's sign (fmod=0, ints).
+struct ModPattern : OpConversionPattern<ModOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ModOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    bool fmod = op.getFmod() != 0;
+    auto type = cast<RankedTensorType>(op.getType());
+    rewriter.replaceOp(op, buildElementwise(
+                               rewriter, op.getLoc(), type, adaptor.getOperands(),
+                               [fmod](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                 if (isFloat(a[0]))
+                                   return arith::RemFOp::create(b, l, a[0], a[1]);
+                                 Type t = a[0].getType();
+                                 Value zero = scalarConstant(b, l, t, 0);
+                                 // Guard division by zero (undefined in ONNX; must not trap).
+                                 Value isZero = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, a[1], zero);
+                                 Value d = arith::SelectOp::create(b, l, isZero, scalarConstant(b, l, t, 1), a[1]);
+                                 Value r = arith::RemSIOp::create(b, l, a[0], d);
+                                 if (fmod)
+                                   return r;
+                                 Value rNeg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, r, zero);
+                                 Value dNeg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, d, zero);
+                                 Value rNonZero = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, r, zero);
+                                 Value differ = arith::XOrIOp::create(b, l, rNeg, dNeg);
+                                 Value fix = arith::AndIOp::create(b, l, differ, rNonZero);
+                                 return arith::SelectOp::create(b, l, fix, arith::AddIOp::create(b, l, r, d), r);
+                               }));
+    return success();
+  }
+};
+
 /// Expand: an elementwise copy broadcast to the result's shape.
 struct ExpandPattern : OpConversionPattern<ExpandOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -167,7 +200,7 @@ void populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
     Value one = scalarConstant(b, l, t, 1);
     return arith::DivFOp::create(b, l, one, arith::AddFOp::create(b, l, one, e));
   });
-  patterns.add<CastPattern, ExpandPattern>(patterns.getContext());
+  patterns.add<CastPattern, ExpandPattern, ModPattern>(patterns.getContext());
 
   using F = arith::CmpFPredicate;
   using I = arith::CmpIPredicate;

@@ -309,6 +309,73 @@ struct SoftmaxPattern : OpConversionPattern<SoftmaxOp> {
   }
 };
 
+/// ArgMax/ArgMin: a reduction carrying (best value, its index) along the axis.
+template <typename OpTy>
+struct ArgPattern : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    constexpr bool isMax = std::is_same_v<OpTy, ArgMaxOp>;
+    Location loc = op.getLoc();
+    MLIRContext *ctx = this->getContext();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    Type et = xt.getElementType();
+    int64_t rank = xt.getRank();
+    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + rank : (int64_t)op.getAxis();
+    bool last = op.getSelectLastIndex() != 0;
+    SmallVector<bool> reduced(rank, false);
+    reduced[axis] = true;
+    ReductionMaps order = reductionOrder(reduced);
+    SmallVector<AffineExpr> inExprs, outExprs;
+    SmallVector<int64_t> outShape;
+    SmallVector<Value> outDims;
+    for (int64_t i = 0; i < rank; ++i) {
+      inExprs.push_back(getAffineDimExpr(order.position[i], ctx));
+      if (!reduced[i]) {
+        outExprs.push_back(getAffineDimExpr(order.position[i], ctx));
+        outShape.push_back(xt.getDimSize(i));
+        outDims.push_back(dimValue(rewriter, loc, x, i));
+      }
+    }
+    auto valType = RankedTensorType::get(outShape, et);
+    auto idxType = RankedTensorType::get(outShape, rewriter.getI64Type());
+    Value start = isMax ? lowestValue(rewriter, loc, et) : highestValue(rewriter, loc, et);
+    Value vals = filledTensor(rewriter, loc, valType, outDims, start);
+    Value idxs = filledTensor(rewriter, loc, idxType, outDims,
+                              arith::ConstantOp::create(rewriter, loc, rewriter.getI64IntegerAttr(0)));
+    AffineMap inMap = AffineMap::get(rank, 0, inExprs, ctx), outMap = AffineMap::get(rank, 0, outExprs, ctx);
+    SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+    iters[rank - 1] = IteratorType::reduction;
+    int64_t axisPos = order.position[axis];
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{valType, idxType}, ValueRange{x}, ValueRange{vals, idxs},
+        SmallVector<AffineMap>{inMap, outMap, outMap}, iters,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value i = arith::IndexCastOp::create(b, l, b.getI64Type(), linalg::IndexOp::create(b, l, axisPos));
+          Value better;
+          if (isa<FloatType>(et))
+            better = arith::CmpFOp::create(b, l, isMax ? (last ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OGT)
+                                                       : (last ? arith::CmpFPredicate::OLE : arith::CmpFPredicate::OLT),
+                                           a[0], a[1]);
+          else
+            better = arith::CmpIOp::create(b, l, isMax ? (last ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sgt)
+                                                       : (last ? arith::CmpIPredicate::sle : arith::CmpIPredicate::slt),
+                                           a[0], a[1]);
+          // The first element always wins (covers all-NaN rows).
+          Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, i,
+                                              arith::ConstantOp::create(b, l, b.getI64IntegerAttr(0)));
+          better = arith::OrIOp::create(b, l, better, first);
+          linalg::YieldOp::create(b, l, ValueRange{arith::SelectOp::create(b, l, better, a[0], a[1]),
+                                                   arith::SelectOp::create(b, l, better, i, a[2])});
+        });
+    rewriter.replaceOp(op, toResultShape(rewriter, loc, generic.getResult(1),
+                                         cast<RankedTensorType>(op.getType()), reduced));
+    return success();
+  }
+};
+
 /// log_softmax(x) = x - max - log(sum(exp(x - max))).
 struct LogSoftmaxPattern : OpConversionPattern<LogSoftmaxOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -569,7 +636,8 @@ void populateNnLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ReducePattern<ReduceMeanOp>, ReducePattern<ReduceSumOp>,
                ReducePattern<ReduceMaxOp>, ReducePattern<ReduceMinOp>, ReducePattern<ReduceProdOp>,
                ReducePattern<ReduceL1Op>, ReducePattern<ReduceL2Op>, ReducePattern<ReduceSumSquareOp>,
-               ReducePattern<ReduceLogSumOp>, ReduceLogSumExpPattern, SoftmaxPattern, LogSoftmaxPattern, LayerNormPattern,
+               ReducePattern<ReduceLogSumOp>, ReduceLogSumExpPattern,
+               ArgPattern<ArgMaxOp>, ArgPattern<ArgMinOp>, SoftmaxPattern, LogSoftmaxPattern, LayerNormPattern,
                BatchNormPattern, GlobalAveragePoolPattern, PoolPattern<MaxPoolOp>,
                PoolPattern<AveragePoolOp>>(patterns.getContext());
 }

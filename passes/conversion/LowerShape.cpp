@@ -305,13 +305,183 @@ struct ShapePattern : OpConversionPattern<ShapeOp> {
   }
 };
 
+/// A generic over the result's shape whose body computes, from the output
+/// coordinates, the coordinates to read in `source` (and may override the
+/// value read).
+Value gatherGeneric(OpBuilder &b, Location loc, RankedTensorType rt, ArrayRef<Value> dims,
+                    ValueRange inputs, ArrayRef<AffineMap> inputMaps,
+                    const std::function<Value(OpBuilder &, Location, ArrayRef<Value> coords,
+                                              ValueRange args)> &body) {
+  int64_t rank = rt.getRank();
+  SmallVector<AffineMap> maps(inputMaps.begin(), inputMaps.end());
+  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, b.getContext()));
+  return linalg::GenericOp::create(
+             b, loc, rt, inputs, ValueRange{emptyTensor(b, loc, rt, dims)}, maps,
+             SmallVector<IteratorType>(rank, IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               SmallVector<Value> coords;
+               for (int64_t d = 0; d < rank; ++d)
+                 coords.push_back(linalg::IndexOp::create(nb, l, d));
+               linalg::YieldOp::create(nb, l, body(nb, l, coords, args.drop_back()));
+             })
+      .getResult(0);
+}
+
+struct PadPattern : OpConversionPattern<PadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    auto rt = cast<RankedTensorType>(op.getType());
+    int64_t rank = xt.getRank();
+    ArrayRef<int64_t> pads = op.getPads();
+    if (op.getMode() == "constant") {
+      auto vt = cast<RankedTensorType>(adaptor.getValue().getType());
+      SmallVector<Value> zeros(vt.getRank(), idx(rewriter, loc, 0));
+      Value value = tensor::ExtractOp::create(rewriter, loc, adaptor.getValue(), zeros);
+      SmallVector<OpFoldResult> low, high;
+      for (int64_t i = 0; i < rank; ++i) {
+        low.push_back(rewriter.getIndexAttr(pads[i]));
+        high.push_back(rewriter.getIndexAttr(pads[rank + i]));
+      }
+      rewriter.replaceOpWithNewOp<tensor::PadOp>(op, rt, x, low, high, value);
+      return success();
+    }
+    bool reflect = op.getMode() == "reflect";
+    SmallVector<Value> inDims, outDims;
+    for (int64_t i = 0; i < rank; ++i) {
+      inDims.push_back(dimValue(rewriter, loc, x, i));
+      outDims.push_back(arith::AddIOp::create(rewriter, loc, inDims[i],
+                                              idx(rewriter, loc, pads[i] + pads[rank + i])));
+    }
+    Value result = gatherGeneric(
+        rewriter, loc, rt, outDims, {}, {},
+        [&](OpBuilder &b, Location l, ArrayRef<Value> coords, ValueRange) -> Value {
+          SmallVector<Value> src;
+          for (int64_t i = 0; i < rank; ++i) {
+            Value zero = idx(b, l, 0), last = arith::SubIOp::create(b, l, inDims[i], idx(b, l, 1));
+            Value j = arith::SubIOp::create(b, l, coords[i], idx(b, l, pads[i]));
+            if (reflect) {
+              // One reflection about each edge (ONNX requires pads < dim).
+              Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, j, zero);
+              j = arith::SelectOp::create(b, l, neg, arith::SubIOp::create(b, l, zero, j), j);
+              Value over = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sgt, j, last);
+              Value mirrored = arith::SubIOp::create(b, l, arith::AddIOp::create(b, l, last, last), j);
+              j = arith::SelectOp::create(b, l, over, mirrored, j);
+            }
+            // Edge mode, and a safety net for reflection of tiny dims.
+            src.push_back(arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, j, zero), last));
+          }
+          return tensor::ExtractOp::create(b, l, x, src);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct TriluPattern : OpConversionPattern<TriluOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TriluOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto rt = cast<RankedTensorType>(op.getType());
+    int64_t rank = rt.getRank();
+    if (rank < 2)
+      return rewriter.notifyMatchFailure(op, "trilu needs rank >= 2");
+    bool upper = op.getUpper() != 0;
+    int64_t k = op.getK();
+    SmallVector<Value> dims;
+    for (int64_t i = 0; i < rank; ++i)
+      dims.push_back(dimValue(rewriter, loc, x, i));
+    AffineMap id = AffineMap::getMultiDimIdentityMap(rank, getContext());
+    Value result = gatherGeneric(
+        rewriter, loc, rt, dims, ValueRange{x}, {id},
+        [&](OpBuilder &b, Location l, ArrayRef<Value> c, ValueRange args) -> Value {
+          // keep when (col - row) >= k (upper) or <= k (lower)
+          Value diff = arith::SubIOp::create(b, l, c[rank - 1], c[rank - 2]);
+          Value keep = arith::CmpIOp::create(b, l, upper ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle,
+                                             diff, idx(b, l, k));
+          return arith::SelectOp::create(b, l, keep, args[0],
+                                         scalarConstant(b, l, rt.getElementType(), 0));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct GatherElementsPattern : OpConversionPattern<GatherElementsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GatherElementsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value data = adaptor.getData(), indices = adaptor.getIndices();
+    auto rt = cast<RankedTensorType>(op.getType());
+    int64_t rank = rt.getRank();
+    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + rank : (int64_t)op.getAxis();
+    SmallVector<Value> dims;
+    for (int64_t i = 0; i < rank; ++i)
+      dims.push_back(dimValue(rewriter, loc, indices, i));
+    Value axisDim = dimValue(rewriter, loc, data, axis);
+    AffineMap id = AffineMap::getMultiDimIdentityMap(rank, getContext());
+    Value result = gatherGeneric(
+        rewriter, loc, rt, dims, ValueRange{indices}, {id},
+        [&](OpBuilder &b, Location l, ArrayRef<Value> c, ValueRange args) -> Value {
+          Value i = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
+          Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i, idx(b, l, 0));
+          i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, axisDim), i);
+          // Clamped: a bad index must not read outside the tensor.
+          i = arith::MaxSIOp::create(b, l, i, idx(b, l, 0));
+          i = arith::MinSIOp::create(b, l, i, arith::SubIOp::create(b, l, axisDim, idx(b, l, 1)));
+          SmallVector<Value> src(c.begin(), c.end());
+          src[axis] = i;
+          return tensor::ExtractOp::create(b, l, data, src);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct TilePattern : OpConversionPattern<TileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto rt = cast<RankedTensorType>(op.getType());
+    int64_t rank = rt.getRank();
+    SmallVector<Value> inDims, outDims;
+    for (int64_t i = 0; i < rank; ++i) {
+      inDims.push_back(dimValue(rewriter, loc, x, i));
+      outDims.push_back(arith::MulIOp::create(rewriter, loc, inDims[i], idx(rewriter, loc, op.getRepeats()[i])));
+    }
+    Value result = gatherGeneric(
+        rewriter, loc, rt, outDims, {}, {},
+        [&](OpBuilder &b, Location l, ArrayRef<Value> c, ValueRange) -> Value {
+          SmallVector<Value> src;
+          for (int64_t i = 0; i < rank; ++i)
+            src.push_back(arith::RemSIOp::create(b, l, c[i], inDims[i]));
+          return tensor::ExtractOp::create(b, l, x, src);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateShapeLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ConstantPattern, ReshapePattern, RegroupPattern<FlattenOp>,
                RegroupPattern<SqueezeOp>, RegroupPattern<UnsqueezeOp>,
                TransposePattern, ConcatPattern, GatherPattern, SlicePattern,
-               ShapePattern>(patterns.getContext());
+               ShapePattern, PadPattern, TriluPattern, GatherElementsPattern, TilePattern>(
+      patterns.getContext());
 }
 
 } // namespace kiln

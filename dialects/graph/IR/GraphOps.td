@@ -196,6 +196,82 @@ def Graph_ExpandOp : Graph_Op<"expand"> {
   let results = (outs AnyRankedTensor:$result);
 }
 
+def Graph_ModOp : Graph_Op<"mod", [SameOperandsElementType]> {
+  let summary = "Mod with broadcasting (fmod = C's fmod, else Python's sign rule)";
+  let description = [{
+    ```mlir
+    %z = graph.mod %x, %y {fmod = 0 : i64} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs, DefaultValuedAttr<I64Attr, "0">:$fmod);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_PadOp : Graph_Op<"pad"> {
+  let summary = "Pads with a constant, the edge value, or a reflection";
+  let description = [{
+    `pads` holds begin values for every axis then end values (non-negative);
+    `value` (a single element) is used in constant mode.
+
+    ```mlir
+    %y = graph.pad %x, %v {mode = "reflect", pads = array<i64: 0, 1, 0, 1>} : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x5xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$value, StrAttr:$mode,
+                   DenseI64ArrayAttr:$pads);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+class Graph_ArgOp<string mnemonic, string onnxName> : Graph_Op<mnemonic> {
+  let summary = onnxName # ": index of the extreme value along `axis` (i64)";
+  let description = [{
+    ```mlir
+    %i = graph.}] # mnemonic # [{ %x {axis = 1 : i64, keepdims = 1 : i64} : (tensor<3x4xf32>) -> tensor<3x1xi64>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DefaultValuedAttr<I64Attr, "0">:$axis,
+                   DefaultValuedAttr<I64Attr, "1">:$keepdims,
+                   DefaultValuedAttr<I64Attr, "0">:$select_last_index);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Graph_ArgMaxOp : Graph_ArgOp<"arg_max", "ArgMax">;
+def Graph_ArgMinOp : Graph_ArgOp<"arg_min", "ArgMin">;
+
+def Graph_TriluOp : Graph_SameTypeOp<"trilu"> {
+  let summary = "Keeps the upper or lower triangle (diagonal offset k) of the last two axes";
+  let description = [{
+    ```mlir
+    %y = graph.trilu %x {upper = 1 : i64, k = 0 : i64} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DefaultValuedAttr<I64Attr, "1">:$upper,
+                   DefaultValuedAttr<I64Attr, "0">:$k);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_GatherElementsOp : Graph_Op<"gather_elements"> {
+  let summary = "out[i] = data[i with axis replaced by indices[i]]";
+  let description = [{
+    ```mlir
+    %y = graph.gather_elements %d, %i {axis = 1 : i64} : (tensor<3x3xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, TensorOf<[I32, I64]>:$indices,
+                   DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_TileOp : Graph_Op<"tile"> {
+  let summary = "Repeats the input `repeats[i]` times along each axis";
+  let description = [{
+    ```mlir
+    %y = graph.tile %x {repeats = array<i64: 2, 1>} : (tensor<2x3xf32>) -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$repeats);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 def Graph_CastOp : Graph_Op<"cast"> {
   let summary = "Cast to another element type";
   let description = [{

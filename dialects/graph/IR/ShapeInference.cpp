@@ -181,6 +181,89 @@ LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *, std::optional<Locati
   return success();
 }
 
+LogicalResult ModOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  if (!adaptor.getFmod() && isa<FloatType>(rankedType(adaptor.getLhs()).getElementType()))
+    return fail(loc, "mod of floating-point values needs fmod=1");
+  return inferBinary(loc, adaptor.getLhs(), adaptor.getRhs(), types);
+}
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  ArrayRef<int64_t> pads = adaptor.getPads();
+  StringRef mode = adaptor.getMode();
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    return fail(loc, "unsupported pad mode '" + mode + "'");
+  if ((int64_t)pads.size() != 2 * x.getRank())
+    return fail(loc, "pad needs " + Twine(2 * x.getRank()) + " pads");
+  if (rankedType(adaptor.getValue()).getNumElements() != 1)
+    return fail(loc, "pad value must be a single element");
+  SmallVector<int64_t> out;
+  for (int64_t i = 0; i < x.getRank(); ++i) {
+    if (pads[i] < 0 || pads[x.getRank() + i] < 0)
+      return fail(loc, "negative pads (cropping) are not supported");
+    int64_t d = x.getDimSize(i);
+    out.push_back(d == kDyn ? kDyn : d + pads[i] + pads[x.getRank() + i]);
+  }
+  types.push_back(x.clone(out));
+  return success();
+}
+
+template <typename Adaptor>
+static LogicalResult inferArg(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+                              SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  auto axis = normalizeAxis(adaptor.getAxis(), x.getRank());
+  if (failed(axis))
+    return fail(loc, "axis out of range");
+  SmallVector<int64_t> out;
+  for (int64_t i = 0; i < x.getRank(); ++i) {
+    if (i != *axis)
+      out.push_back(x.getDimSize(i));
+    else if (adaptor.getKeepdims())
+      out.push_back(1);
+  }
+  types.push_back(RankedTensorType::get(out, IntegerType::get(ctx, 64)));
+  return success();
+}
+LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  return inferArg(ctx, loc, adaptor, types);
+}
+LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  return inferArg(ctx, loc, adaptor, types);
+}
+
+LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                 Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto d = rankedType(adaptor.getData()), i = rankedType(adaptor.getIndices());
+  if (d.getRank() != i.getRank())
+    return fail(loc, "data and indices must have the same rank");
+  if (failed(normalizeAxis(adaptor.getAxis(), d.getRank())))
+    return fail(loc, "axis out of range");
+  types.push_back(RankedTensorType::get(i.getShape(), d.getElementType()));
+  return success();
+}
+
+LogicalResult TileOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  ArrayRef<int64_t> repeats = adaptor.getRepeats();
+  if ((int64_t)repeats.size() != x.getRank())
+    return fail(loc, "tile needs one repeat per axis");
+  SmallVector<int64_t> out;
+  for (int64_t i = 0; i < x.getRank(); ++i) {
+    if (repeats[i] < 0)
+      return fail(loc, "tile repeats must be non-negative");
+    int64_t d = x.getDimSize(i);
+    out.push_back(d == kDyn ? kDyn : d * repeats[i]);
+  }
+  types.push_back(x.clone(out));
+  return success();
+}
+
 LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {

@@ -72,3 +72,21 @@ func.func @expand_bad(%x: tensor<3xf32>) -> tensor<4xf32> {
   %0 = graph.expand %x {shape = array<i64: 4>} : (tensor<3xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @pad_negative(%x: tensor<3xf32>, %v: tensor<f32>) -> tensor<2xf32> {
+  // expected-error @+2 {{negative pads (cropping) are not supported}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.pad %x, %v {mode = "constant", pads = array<i64: -1, 0>} : (tensor<3xf32>, tensor<f32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @float_mod(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{mod of floating-point values needs fmod=1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.mod %a, %b {fmod = 0 : i64} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}

@@ -121,3 +121,48 @@ func.func @reduce_l2_keepdims(%x: tensor<3x5xf32>) -> tensor<3x1xf32> {
   %0 = graph.reduce_l2 %x {axes = array<i64: 1>, keepdims = 1 : i64} : (tensor<3x5xf32>) -> tensor<3x1xf32>
   return %0 : tensor<3x1xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @argmax_keepdims
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: linalg.index 1
+// CHECK: arith.cmpf ogt
+// CHECK: linalg.yield {{.*}}, {{.*}} : f32, i64
+// CHECK: tensor.reshape {{.*}} -> tensor<3x1xi64>
+func.func @argmax_keepdims(%x: tensor<3x4xf32>) -> tensor<3x1xi64> {
+  %0 = graph.arg_max %x {axis = 1 : i64, keepdims = 1 : i64} : (tensor<3x4xf32>) -> tensor<3x1xi64>
+  return %0 : tensor<3x1xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func @pad_reflect
+// CHECK: linalg.generic
+// CHECK: arith.minsi
+// CHECK: tensor.extract
+func.func @pad_reflect(%x: tensor<2x3xf32>, %v: tensor<f32>) -> tensor<2x5xf32> {
+  %0 = graph.pad %x, %v {mode = "reflect", pads = array<i64: 0, 1, 0, 1>} : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @pad_constant
+// CHECK: tensor.extract
+// CHECK: tensor.pad
+func.func @pad_constant(%x: tensor<2x3xf32>, %v: tensor<f32>) -> tensor<4x3xf32> {
+  %0 = graph.pad %x, %v {mode = "constant", pads = array<i64: 1, 0, 1, 0>} : (tensor<2x3xf32>, tensor<f32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @mod_python
+// CHECK: arith.remsi
+// CHECK: arith.xori
+// CHECK: arith.select
+func.func @mod_python(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
+  %0 = graph.mod %a, %b {fmod = 0 : i64} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
