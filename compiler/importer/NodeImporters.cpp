@@ -210,14 +210,15 @@ Results importBatchNorm(NodeContext &c) {
 Results importLayerNorm(NodeContext &c) {
   if (failed(require(c, 2)))
     return failure();
-  for (int i = 1; i < c.node.output_size(); ++i)
-    if (!c.node.output(i).empty())
-      return c.fail("the Mean and InvStdDev outputs are not supported");
   if (c.intAttr("stash_type", 1) != 1)
     return c.fail("stash_type other than float is not supported");
-  return single(create<LayerNormOp>(c, c.input(0), c.input(1), c.input(2),
-                                    c.b.getI64IntegerAttr(c.intAttr("axis", -1)),
-                                    c.b.getF32FloatAttr(c.floatAttr("epsilon", 1e-5f))));
+  auto y = create<LayerNormOp>(c, c.input(0), c.input(1), c.input(2),
+                               c.b.getI64IntegerAttr(c.intAttr("axis", -1)),
+                               c.b.getF32FloatAttr(c.floatAttr("epsilon", 1e-5f)));
+  if (failed(y))
+    return failure();
+  Operation *op = y->getDefiningOp();
+  return SmallVector<Value>(op->getResults().begin(), op->getResults().end());
 }
 
 /// Softmax and LogSoftmax: before opset 13 they worked on the input
@@ -861,6 +862,22 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     t["Clip"] = importClip;
     t["Expand"] = importExpand;
     t["Where"] = importWhere;
+    t["ConstantOfShape"] = [](NodeContext &c) -> Results {
+      if (failed(require(c, 1)))
+        return failure();
+      ElementsAttr value;
+      if (const auto *a = c.attr("value")) {
+        auto v = importTensor(c.b.getContext(), a->t(), c.source, c.error);
+        if (failed(v))
+          return c.fail(c.error);
+        value = *v;
+      } else {
+        value = DenseElementsAttr::get(RankedTensorType::get({1}, c.b.getF32Type()), 0.0f);
+      }
+      if (!isa<DenseElementsAttr>(value) || value.getNumElements() != 1)
+        return c.fail("value must hold exactly one element");
+      return single(create<ConstantOfShapeOp>(c, c.input(0), value));
+    };
     t["Mod"] = [](NodeContext &c) -> Results {
       if (failed(require(c, 2)))
         return failure();

@@ -457,7 +457,9 @@ struct LayerNormPattern : OpConversionPattern<LayerNormOp> {
                                n = mulValues(b, l, n, a[3]);
                                return hasBias ? addValues(b, l, n, a[4]) : n;
                              });
-    rewriter.replaceOp(op, y);
+    auto statType = cast<RankedTensorType>(op.getMean().getType());
+    rewriter.replaceOp(op, {y, toResultShape(rewriter, loc, mean, statType, reduced),
+                            toResultShape(rewriter, loc, rstd, statType, reduced)});
     return success();
   }
 };

@@ -128,6 +128,31 @@ struct RegroupPattern : OpConversionPattern<OpTy> {
   }
 };
 
+struct ConstantOfShapePattern : OpConversionPattern<ConstantOfShapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConstantOfShapeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto rt = cast<RankedTensorType>(op.getType());
+    SmallVector<Value> dims;
+    for (int64_t i = 0; i < rt.getRank(); ++i) {
+      if (!rt.isDynamicDim(i)) {
+        dims.push_back(idx(rewriter, loc, rt.getDimSize(i)));
+        continue;
+      }
+      Value e = tensor::ExtractOp::create(rewriter, loc, adaptor.getShape(), ValueRange{idx(rewriter, loc, i)});
+      // A negative size from the data becomes 0 rather than a huge allocation.
+      Value d = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(), e);
+      dims.push_back(arith::MaxSIOp::create(rewriter, loc, d, idx(rewriter, loc, 0)));
+    }
+    auto splat = cast<DenseElementsAttr>(op.getValue());
+    Value value = arith::ConstantOp::create(rewriter, loc, cast<TypedAttr>(*splat.value_begin<Attribute>()));
+    rewriter.replaceOp(op, filledTensor(rewriter, loc, rt, dims, value));
+    return success();
+  }
+};
+
 struct TransposePattern : OpConversionPattern<TransposeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -480,7 +505,7 @@ void populateShapeLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ConstantPattern, ReshapePattern, RegroupPattern<FlattenOp>,
                RegroupPattern<SqueezeOp>, RegroupPattern<UnsqueezeOp>,
                TransposePattern, ConcatPattern, GatherPattern, SlicePattern,
-               ShapePattern, PadPattern, TriluPattern, GatherElementsPattern, TilePattern>(
+               ShapePattern, ConstantOfShapePattern, PadPattern, TriluPattern, GatherElementsPattern, TilePattern>(
       patterns.getContext());
 }
 

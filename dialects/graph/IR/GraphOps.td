@@ -397,13 +397,14 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm"> {
   let summary = "LayerNormalization over the axes from `axis` to the last";
   let description = [{
     ```mlir
-    %y = graph.layer_norm %x, %s, %b {axis = -1 : i64, epsilon = 1.0e-05 : f32}
-        : (tensor<?x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<?x16xf32>
+    %y, %m, %r = graph.layer_norm %x, %s, %b {axis = -1 : i64, epsilon = 1.0e-05 : f32}
+        : (tensor<?x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<?x16xf32>, tensor<?x1xf32>, tensor<?x1xf32>)
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$scale, Optional<AnyRankedTensor>:$bias,
                    DefaultValuedAttr<I64Attr, "-1">:$axis, DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
-  let results = (outs AnyRankedTensor:$result);
+  // Mean and InvStdDev keep the normalized axes as size 1, as ONNX defines.
+  let results = (outs AnyRankedTensor:$result, AnyRankedTensor:$mean, AnyRankedTensor:$inv_std_dev);
 
 }
 
@@ -486,6 +487,17 @@ def Graph_ReshapeOp : Graph_Op<"reshape"> {
                    DefaultValuedAttr<I64Attr, "0">:$allowzero);
   let results = (outs AnyRankedTensor:$result);
 
+}
+
+def Graph_ConstantOfShapeOp : Graph_Op<"constant_of_shape"> {
+  let summary = "A tensor of the given (possibly run-time) shape filled with one value";
+  let description = [{
+    ```mlir
+    %y = graph.constant_of_shape %s {value = dense<0.0> : tensor<1xf32>} : (tensor<2xi64>) -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins 1DTensorOf<[I64]>:$shape, ElementsAttr:$value);
+  let results = (outs AnyRankedTensor:$result);
 }
 
 def Graph_TransposeOp : Graph_Op<"transpose"> {

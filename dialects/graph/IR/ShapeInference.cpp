@@ -459,9 +459,15 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
   auto x = rankedType(adaptor.getInput());
-  if (failed(normalizeAxis(adaptor.getAxis(), x.getRank())))
+  auto axis = normalizeAxis(adaptor.getAxis(), x.getRank());
+  if (failed(axis))
     return fail(loc, "layer_norm axis out of range");
+  SmallVector<int64_t> stats(x.getShape());
+  for (int64_t i = *axis; i < x.getRank(); ++i)
+    stats[i] = 1;
   types.push_back(x);
+  types.push_back(x.clone(stats));
+  types.push_back(x.clone(stats));
   return success();
 }
 
@@ -575,6 +581,25 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
                            Twine(known));
   }
   types.push_back(x.clone(out));
+  return success();
+}
+
+LogicalResult ConstantOfShapeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                  Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto shapeType = rankedType(adaptor.getShape());
+  if (shapeType.isDynamicDim(0))
+    return fail(loc, "constant_of_shape needs a shape of static length");
+  if (adaptor.getValue().getNumElements() != 1)
+    return fail(loc, "constant_of_shape value must be a single element");
+  SmallVector<int64_t> dims(shapeType.getDimSize(0), kDyn);
+  if (auto shape = constantInts(adaptor.getShape())) {
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if ((*shape)[i] < 0)
+        return fail(loc, "constant_of_shape has a negative dimension");
+      dims[i] = (*shape)[i];
+    }
+  }
+  types.push_back(RankedTensorType::get(dims, adaptor.getValue().getElementType()));
   return success();
 }
 

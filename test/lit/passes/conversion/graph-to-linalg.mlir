@@ -166,3 +166,27 @@ func.func @mod_python(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
   %0 = graph.mod %a, %b {fmod = 0 : i64} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }
+
+// -----
+
+// CHECK-LABEL: func @constant_of_shape_runtime
+// CHECK: tensor.extract
+// CHECK: arith.maxsi
+// CHECK: tensor.empty
+// CHECK: linalg.fill
+func.func @constant_of_shape_runtime(%s: tensor<2xi64>) -> tensor<?x?xf32> {
+  %0 = graph.constant_of_shape %s {value = dense<1.0> : tensor<1xf32>} : (tensor<2xi64>) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @layer_norm_stats
+// CHECK: math.rsqrt
+// CHECK: tensor.reshape {{.*}} -> tensor<4x1xf32>
+// CHECK: tensor.reshape {{.*}} -> tensor<4x1xf32>
+func.func @layer_norm_stats(%x: tensor<4x8xf32>, %s: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>) {
+  %y, %m, %r = graph.layer_norm %x, %s {axis = -1 : i64, epsilon = 1.0e-05 : f32}
+      : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  return %y, %m, %r : tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>
+}
