@@ -160,6 +160,48 @@ Results importConv(NodeContext &c) {
                                w->dilations));
 }
 
+Results importConvTranspose(NodeContext &c) {
+  if (failed(require(c, 2)))
+    return failure();
+  auto xt = cast<RankedTensorType>(c.input(0).getType());
+  auto wt = cast<RankedTensorType>(c.input(1).getType());
+  if (!wt.hasStaticShape() || wt.getRank() != xt.getRank() || xt.getRank() < 3)
+    return c.fail("weight must be static with the input's rank");
+  int64_t spatial = xt.getRank() - 2;
+  SmallVector<int64_t> kernel(wt.getShape().drop_front(2));
+  auto strides = c.intsAttr("strides").value_or(SmallVector<int64_t>(spatial, 1));
+  auto dilations = c.intsAttr("dilations").value_or(SmallVector<int64_t>(spatial, 1));
+  auto outPad = c.intsAttr("output_padding").value_or(SmallVector<int64_t>(spatial, 0));
+  auto pads = c.intsAttr("pads").value_or(SmallVector<int64_t>(2 * spatial, 0));
+  if ((int64_t)strides.size() != spatial || (int64_t)dilations.size() != spatial ||
+      (int64_t)outPad.size() != spatial || (int64_t)pads.size() != 2 * spatial)
+    return c.fail("strides/dilations/output_padding/pads do not match the spatial axes");
+  std::string autoPad = c.stringAttr("auto_pad", "NOTSET");
+  auto outputShape = c.intsAttr("output_shape");
+  if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    // Pads that give the requested output size (SAME: input * stride).
+    for (int64_t i = 0; i < spatial; ++i) {
+      int64_t in = xt.getDimSize(2 + i);
+      if (in == ShapedType::kDynamic)
+        return c.fail("output_shape/auto_pad need static spatial sizes");
+      int64_t want = outputShape ? (*outputShape)[outputShape->size() - spatial + i] : in * strides[i];
+      int64_t total = strides[i] * (in - 1) + outPad[i] + (kernel[i] - 1) * dilations[i] + 1 - want;
+      if (total < 0) {
+        // A larger requested size grows the output at the end.
+        outPad[i] += -total;
+        total = 0;
+      }
+      bool upper = autoPad != "SAME_LOWER";
+      pads[i] = upper ? total / 2 : total - total / 2;
+      pads[spatial + i] = total - pads[i];
+    }
+  } else if (autoPad == "VALID") {
+    std::fill(pads.begin(), pads.end(), 0);
+  }
+  return single(create<ConvTransposeOp>(c, c.input(0), c.input(1), c.input(2), c.intAttr("group", 1),
+                                        pads, strides, dilations, outPad));
+}
+
 template <typename OpTy> Results importPool(NodeContext &c) {
   if (failed(require(c, 1)))
     return failure();
@@ -862,6 +904,13 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     t["Clip"] = importClip;
     t["Expand"] = importExpand;
     t["Where"] = importWhere;
+    t["InstanceNormalization"] = [](NodeContext &c) -> Results {
+      if (failed(require(c, 3)))
+        return failure();
+      return single(create<InstanceNormOp>(c, c.input(0), c.input(1), c.input(2),
+                                           c.b.getF32FloatAttr(c.floatAttr("epsilon", 1e-5f))));
+    };
+    t["ConvTranspose"] = importConvTranspose;
     t["ConstantOfShape"] = [](NodeContext &c) -> Results {
       if (failed(require(c, 1)))
         return failure();

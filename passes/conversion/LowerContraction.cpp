@@ -38,6 +38,22 @@ Value contraction(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init,
   return generic.getResult(0);
 }
 
+/// A tensor of `rt` (N, C, ...) holding bias[c] everywhere.
+Value channelBiasInit(OpBuilder &b, Location loc, RankedTensorType rt, ArrayRef<Value> dims,
+                      Value bias) {
+  MLIRContext *ctx = b.getContext();
+  int64_t rank = rt.getRank();
+  SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx),
+                                 AffineMap::getMultiDimIdentityMap(rank, ctx)};
+  return linalg::GenericOp::create(b, loc, rt, ValueRange{bias},
+                                   ValueRange{emptyTensor(b, loc, rt, dims)}, maps,
+                                   SmallVector<IteratorType>(rank, IteratorType::parallel),
+                                   [](OpBuilder &nb, Location l, ValueRange args) {
+                                     linalg::YieldOp::create(nb, l, args[0]);
+                                   })
+      .getResult(0);
+}
+
 struct MatMulPattern : OpConversionPattern<MatMulOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -301,10 +317,109 @@ struct ConvPattern : OpConversionPattern<ConvOp> {
   }
 };
 
+/// Transposed convolution written as a gather: every output position sums,
+/// over input channels of its group and kernel taps, the input element that
+/// the tap maps onto it (when the stride divides the offset and it is in
+/// range). No scatter, so the output is written once per element.
+struct ConvTransposePattern : OpConversionPattern<ConvTransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConvTransposeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    auto rt = cast<RankedTensorType>(op.getType());
+    Type et = rt.getElementType();
+    Value x = adaptor.getInput(), w = adaptor.getWeight();
+    auto wt = cast<RankedTensorType>(w.getType());
+    int64_t spatial = rt.getRank() - 2;
+    ArrayRef<int64_t> pads = op.getPads(), strides = op.getStrides(), dilations = op.getDilations();
+    int64_t group = op.getGroup();
+    int64_t cinPerGroup = wt.getDimSize(0) / group, coutPerGroup = wt.getDimSize(1);
+    auto c = [&](OpBuilder &b, Location l, int64_t v) { return arith::ConstantIndexOp::create(b, l, v); };
+
+    SmallVector<Value> dims = {dimValue(rewriter, loc, x, 0), c(rewriter, loc, rt.getDimSize(1))};
+    for (int64_t i = 0; i < spatial; ++i) {
+      if (!rt.isDynamicDim(2 + i)) {
+        dims.push_back(c(rewriter, loc, rt.getDimSize(2 + i)));
+        continue;
+      }
+      Value in = dimValue(rewriter, loc, x, 2 + i);
+      int64_t extra = op.getOutputPadding()[i] + dilations[i] * (wt.getDimSize(2 + i) - 1) + 1 -
+                      pads[i] - pads[spatial + i];
+      Value v = arith::MulIOp::create(rewriter, loc, arith::SubIOp::create(rewriter, loc, in, c(rewriter, loc, 1)),
+                                      c(rewriter, loc, strides[i]));
+      dims.push_back(arith::AddIOp::create(rewriter, loc, v, c(rewriter, loc, extra)));
+    }
+    Value init;
+    if (Value bias = adaptor.getBias())
+      init = channelBiasInit(rewriter, loc, rt, dims, bias);
+    else
+      init = filledTensor(rewriter, loc, rt, dims, scalarConstant(rewriter, loc, et, 0));
+
+    // Iteration dims: n, oc, o_1..o_s, icg, k_1..k_s.
+    int64_t numDims = 3 + 2 * spatial, icDim = 2 + spatial;
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    // The reduction dims (icg, k...) get their extents from a shape-only
+    // operand; both the weight and the input are read inside the body.
+    SmallVector<int64_t> windowShape = {cinPerGroup};
+    SmallVector<AffineExpr> we = {d(icDim)}, oe = {d(0), d(1)};
+    for (int64_t i = 0; i < spatial; ++i) {
+      windowShape.push_back(wt.getDimSize(2 + i));
+      we.push_back(d(icDim + 1 + i));
+      oe.push_back(d(2 + i));
+    }
+    Value window = tensor::EmptyOp::create(rewriter, loc, windowShape, et);
+    SmallVector<AffineMap> maps = {AffineMap::get(numDims, 0, we, ctx), AffineMap::get(numDims, 0, oe, ctx)};
+    SmallVector<IteratorType> iters(numDims, IteratorType::parallel);
+    for (int64_t i = icDim; i < numDims; ++i)
+      iters[i] = IteratorType::reduction;
+    SmallVector<Value> inDims;
+    for (int64_t i = 0; i < spatial; ++i)
+      inDims.push_back(dimValue(rewriter, loc, x, 2 + i));
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, rt, ValueRange{window}, ValueRange{init}, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value zero = c(b, l, 0);
+          Value valid = arith::ConstantOp::create(b, l, b.getBoolAttr(true));
+          SmallVector<Value> coords = {linalg::IndexOp::create(b, l, 0)};
+          Value oc = linalg::IndexOp::create(b, l, 1);
+          Value g = arith::DivSIOp::create(b, l, oc, c(b, l, coutPerGroup));
+          coords.push_back(arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, g, c(b, l, cinPerGroup)),
+                                                 linalg::IndexOp::create(b, l, icDim)));
+          for (int64_t i = 0; i < spatial; ++i) {
+            Value o = linalg::IndexOp::create(b, l, 2 + i);
+            Value k = linalg::IndexOp::create(b, l, icDim + 1 + i);
+            // offset = o + pad_begin - k*dilation; input i = offset / stride
+            Value off = arith::SubIOp::create(b, l, arith::AddIOp::create(b, l, o, c(b, l, pads[i])),
+                                              arith::MulIOp::create(b, l, k, c(b, l, dilations[i])));
+            Value q = arith::DivSIOp::create(b, l, off, c(b, l, strides[i]));
+            Value exact = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                                arith::MulIOp::create(b, l, q, c(b, l, strides[i])), off);
+            Value inRange = arith::AndIOp::create(
+                b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, off, zero),
+                arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, q, inDims[i]));
+            valid = arith::AndIOp::create(b, l, valid, arith::AndIOp::create(b, l, exact, inRange));
+            Value last = arith::SubIOp::create(b, l, inDims[i], c(b, l, 1));
+            coords.push_back(arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, q, zero), last));
+          }
+          Value xv = tensor::ExtractOp::create(b, l, x, coords);
+          xv = arith::SelectOp::create(b, l, valid, xv, scalarConstant(b, l, et, 0));
+          SmallVector<Value> wCoords = {coords[1], arith::RemSIOp::create(b, l, oc, c(b, l, coutPerGroup))};
+          for (int64_t i = 0; i < spatial; ++i)
+            wCoords.push_back(linalg::IndexOp::create(b, l, icDim + 1 + i));
+          Value wv = tensor::ExtractOp::create(b, l, w, wCoords);
+          linalg::YieldOp::create(b, l, addValues(b, l, args[1], mulValues(b, l, xv, wv)));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 } // namespace
 
 void populateContractionLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<MatMulPattern, GemmPattern, ConvPattern>(patterns.getContext());
+  patterns.add<MatMulPattern, GemmPattern, ConvPattern, ConvTransposePattern>(patterns.getContext());
 }
 
 } // namespace kiln

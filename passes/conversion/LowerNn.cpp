@@ -464,6 +464,47 @@ struct LayerNormPattern : OpConversionPattern<LayerNormOp> {
   }
 };
 
+/// InstanceNormalization: mean and variance per (n, c) over the spatial axes,
+/// then scale and bias per channel.
+struct InstanceNormPattern : OpConversionPattern<InstanceNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(InstanceNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    int64_t rank = xt.getRank();
+    Type et = xt.getElementType();
+    SmallVector<bool> reduced(rank, true);
+    reduced[0] = reduced[1] = false;
+    Value count = reducedCount(rewriter, loc, x, reduced, et);
+    Value zero = scalarConstant(rewriter, loc, et, 0);
+    Value mean = divideBy(rewriter, loc, reduce(rewriter, loc, x, reduced, zero, sumCombine()), count);
+    Value sq = reduce(rewriter, loc, x, reduced, zero, sumCombine(), ValueRange{mean},
+                      [](OpBuilder &b, Location l, ValueRange a) {
+                        Value d = subValues(b, l, a[0], a[1]);
+                        return mulValues(b, l, d, d);
+                      });
+    Value eps = scalarConstant(rewriter, loc, et, op.getEpsilon().convertToDouble());
+    Value rstd = buildElementwise(rewriter, loc, cast<RankedTensorType>(sq.getType()), sq,
+                                  [count, eps](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                    Value var = divValues(b, l, a[0], count);
+                                    return math::RsqrtOp::create(b, l, addValues(b, l, var, eps));
+                                  });
+    AffineMap channel = AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx);
+    Value y = mapWithReduced(rewriter, loc, x, reduced, ValueRange{mean, rstd},
+                             {{adaptor.getScale(), channel}, {adaptor.getBias(), channel}},
+                             [](OpBuilder &b, Location l, ValueRange a) {
+                               Value n = mulValues(b, l, subValues(b, l, a[0], a[1]), a[2]);
+                               return addValues(b, l, mulValues(b, l, n, a[3]), a[4]);
+                             });
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
 struct BatchNormPattern : OpConversionPattern<BatchNormOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -639,7 +680,7 @@ void populateNnLoweringPatterns(RewritePatternSet &patterns) {
                ReducePattern<ReduceMaxOp>, ReducePattern<ReduceMinOp>, ReducePattern<ReduceProdOp>,
                ReducePattern<ReduceL1Op>, ReducePattern<ReduceL2Op>, ReducePattern<ReduceSumSquareOp>,
                ReducePattern<ReduceLogSumOp>, ReduceLogSumExpPattern,
-               ArgPattern<ArgMaxOp>, ArgPattern<ArgMinOp>, SoftmaxPattern, LogSoftmaxPattern, LayerNormPattern,
+               ArgPattern<ArgMaxOp>, ArgPattern<ArgMinOp>, InstanceNormPattern, SoftmaxPattern, LogSoftmaxPattern, LayerNormPattern,
                BatchNormPattern, GlobalAveragePoolPattern, PoolPattern<MaxPoolOp>,
                PoolPattern<AveragePoolOp>>(patterns.getContext());
 }

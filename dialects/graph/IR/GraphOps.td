@@ -336,6 +336,38 @@ def Graph_ConvOp : Graph_Op<"conv"> {
 
 }
 
+def Graph_ConvTransposeOp : Graph_Op<"conv_transpose"> {
+  let summary = "N-D transposed convolution (weight [C_in, C_out/group, k...])";
+  let description = [{
+    Output size per axis: stride*(in-1) + output_padding + dilation*(k-1) + 1
+    - pad_begin - pad_end. The importer turns `output_shape`/`auto_pad` into
+    explicit pads.
+
+    ```mlir
+    %y = graph.conv_transpose %x, %w {group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>}
+        : (tensor<1x4x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x2x11x11xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$weight, Optional<AnyRankedTensor>:$bias,
+                   DefaultValuedAttr<I64Attr, "1">:$group, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
+                   DenseI64ArrayAttr:$output_padding);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_InstanceNormOp : Graph_Op<"instance_norm"> {
+  let summary = "InstanceNormalization: per (n, c) over the spatial axes";
+  let description = [{
+    ```mlir
+    %y = graph.instance_norm %x, %s, %b {epsilon = 1.0e-05 : f32}
+        : (tensor<?x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x8x4x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$scale, AnyRankedTensor:$bias,
+                   DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 class Graph_PoolOp<string mnemonic, string onnxName> : Graph_Op<mnemonic> {
   let summary = onnxName # " over the spatial axes of an NC... tensor";
   let description = [{

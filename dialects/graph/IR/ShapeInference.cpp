@@ -386,6 +386,50 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput()), w = rankedType(adaptor.getWeight());
+  int64_t rank = x.getRank(), spatial = rank - 2;
+  if (rank < 3 || w.getRank() != rank || !w.hasStaticShape())
+    return fail(loc, "conv_transpose input and static weight must have the same rank >= 3");
+  if (failed(checkWindowAttrs(loc, spatial, adaptor.getPads(), adaptor.getStrides(),
+                              adaptor.getDilations())))
+    return failure();
+  if ((int64_t)adaptor.getOutputPadding().size() != spatial)
+    return fail(loc, "expected " + Twine(spatial) + " output_padding values");
+  int64_t group = adaptor.getGroup();
+  if (group <= 0 || w.getDimSize(0) % group != 0)
+    return fail(loc, "weight input channels not divisible by group");
+  int64_t cin = x.getDimSize(1);
+  if (cin != kDyn && cin != w.getDimSize(0))
+    return fail(loc, "input channels " + Twine(cin) + " != weight's " + Twine(w.getDimSize(0)));
+  SmallVector<int64_t> out = {x.getDimSize(0), w.getDimSize(1) * group};
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t in = x.getDimSize(2 + i);
+    if (in == kDyn) {
+      out.push_back(kDyn);
+      continue;
+    }
+    int64_t size = adaptor.getStrides()[i] * (in - 1) + adaptor.getOutputPadding()[i] +
+                   adaptor.getDilations()[i] * (w.getDimSize(2 + i) - 1) + 1 -
+                   adaptor.getPads()[i] - adaptor.getPads()[spatial + i];
+    if (size <= 0)
+      return fail(loc, "conv_transpose output size is not positive");
+    out.push_back(size);
+  }
+  types.push_back(RankedTensorType::get(out, x.getElementType()));
+  return success();
+}
+
+LogicalResult InstanceNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                               Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  if (x.getRank() < 3)
+    return fail(loc, "instance_norm input must have rank >= 3");
+  types.push_back(x);
+  return success();
+}
+
 template <typename Adaptor>
 static LogicalResult inferPool(std::optional<Location> loc, Adaptor adaptor,
                                SmallVectorImpl<Type> &types) {
