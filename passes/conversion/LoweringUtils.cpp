@@ -34,12 +34,15 @@ SmallVector<Value> broadcastDims(OpBuilder &b, Location loc,
       dims[i] = arith::ConstantIndexOp::create(b, loc, resultType.getDimSize(i));
       continue;
     }
+    // Every input with a dynamic extent here must match (a dynamic dim is
+    // assumed not to broadcast). Taking the smallest means that inputs which
+    // break that promise give a wrong result, never a read out of bounds.
     for (Value in : inputs) {
       auto t = cast<RankedTensorType>(in.getType());
       int64_t j = i - (rank - t.getRank());
       if (j >= 0 && t.isDynamicDim(j)) {
-        dims[i] = tensor::DimOp::create(b, loc, in, j);
-        break;
+        Value d = tensor::DimOp::create(b, loc, in, j);
+        dims[i] = dims[i] ? (Value)arith::MinSIOp::create(b, loc, dims[i], d) : d;
       }
     }
     if (!dims[i])
@@ -49,7 +52,8 @@ SmallVector<Value> broadcastDims(OpBuilder &b, Location loc,
 }
 
 Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
-                       ValueRange inputs, const BodyFn &body) {
+                       ValueRange inputsIn, const BodyFn &body) {
+  SmallVector<Value> inputs(inputsIn.begin(), inputsIn.end());
   int64_t rank = resultType.getRank();
   MLIRContext *ctx = b.getContext();
   SmallVector<AffineMap> maps;
@@ -65,11 +69,32 @@ Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
     maps.push_back(AffineMap::get(rank, 0, exprs, ctx));
   }
   maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
-  Value init = emptyTensor(b, loc, resultType,
-                           broadcastDims(b, loc, resultType, inputs));
+  SmallVector<Value> dims = broadcastDims(b, loc, resultType, inputs);
+  Value init = emptyTensor(b, loc, resultType, dims);
+  // linalg takes loop bounds from the first operand that has each dim, so
+  // cut every input's dynamic dims to the result's: an input larger than its
+  // partner then cannot drive the loops past the end of the others.
+  SmallVector<Value> bounded;
+  for (Value in : inputs) {
+    auto t = cast<RankedTensorType>(in.getType());
+    if (t.hasStaticShape()) {
+      bounded.push_back(in);
+      continue;
+    }
+    SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0)), sizes, strides(t.getRank(), b.getIndexAttr(1));
+    for (int64_t j = 0; j < t.getRank(); ++j) {
+      int64_t i = j + rank - t.getRank();
+      if (t.isDynamicDim(j))
+        sizes.push_back(dims[i]);
+      else
+        sizes.push_back(b.getIndexAttr(t.getDimSize(j)));
+    }
+    bounded.push_back(tensor::ExtractSliceOp::create(b, loc, t, in, offsets, sizes, strides));
+  }
+  inputs = bounded;
   SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
-      b, loc, resultType, inputs, ValueRange{init}, maps, iterators,
+      b, loc, resultType, ValueRange(inputs), ValueRange{init}, maps, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
         Value v = body(nb, nloc, args.drop_back());
         linalg::YieldOp::create(nb, nloc, v);
