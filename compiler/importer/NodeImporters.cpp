@@ -160,6 +160,68 @@ Results importConv(NodeContext &c) {
                                w->dilations));
 }
 
+/// Resize (opset 10+) and Upsample: constant scales or sizes.
+Results importResize(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  Value x = c.input(0);
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t rank = xt.getRank();
+  std::string mode = c.stringAttr("mode", "nearest");
+  std::string ctm = c.stringAttr("coordinate_transformation_mode", c.opset >= 11 ? "half_pixel" : "asymmetric");
+  std::string nearest = c.stringAttr("nearest_mode", c.opset >= 11 ? "round_prefer_floor" : "floor");
+  if (c.node.op_type() == "Upsample" || c.opset < 11) {
+    ctm = "asymmetric";
+    nearest = "floor";
+  }
+  if (mode != "nearest" && mode != "linear")
+    return c.fail("resize mode '" + mode + "' is not supported");
+  if (ctm == "tf_crop_and_resize")
+    return c.fail("coordinate_transformation_mode tf_crop_and_resize is not supported");
+  if (c.intAttr("antialias", 0) || c.attr("axes"))
+    return c.fail("antialias and axes are not supported");
+  // scales is input 1 before opset 11 (and for Upsample), input 2 after; sizes is input 3.
+  Value scalesIn = (c.opset < 11 || c.node.op_type() == "Upsample") ? c.input(1) : c.input(2);
+  Value sizesIn = c.opset >= 11 ? c.input(3) : Value();
+  SmallVector<float> scales(rank, 1.0f);
+  SmallVector<int64_t> sizes(rank, ShapedType::kDynamic);
+  DenseElementsAttr attr;
+  if (sizesIn && cast<RankedTensorType>(sizesIn.getType()).getNumElements() > 0) {
+    auto s = c.constantInts(sizesIn, "sizes");
+    if (failed(s))
+      return failure();
+    if ((int64_t)s->size() != rank)
+      return c.fail("sizes must have one value per axis");
+    for (int64_t i = 0; i < rank; ++i) {
+      if (xt.isDynamicDim(i) || xt.getDimSize(i) == 0)
+        return c.fail("sizes need static input dims");
+      sizes[i] = (*s)[i];
+      scales[i] = float((*s)[i]) / float(xt.getDimSize(i));
+    }
+  } else if (scalesIn && matchPattern(scalesIn, m_Constant(&attr)) && isa<FloatType>(attr.getElementType())) {
+    if (attr.getNumElements() != rank)
+      return c.fail("scales must have one value per axis");
+    int64_t i = 0;
+    for (APFloat v : attr.getValues<APFloat>())
+      scales[i++] = v.convertToFloat();
+    for (i = 0; i < rank; ++i)
+      if (!xt.isDynamicDim(i))
+        sizes[i] = (int64_t)std::floor(xt.getDimSize(i) * (double)scales[i]);
+  } else if (auto s = c.intsAttr("scales"); s || c.attr("scales")) {
+    const auto *a = c.attr("scales");
+    if ((int64_t)a->floats_size() != rank)
+      return c.fail("scales must have one value per axis");
+    for (int64_t i = 0; i < rank; ++i) {
+      scales[i] = a->floats(i);
+      if (!xt.isDynamicDim(i))
+        sizes[i] = (int64_t)std::floor(xt.getDimSize(i) * (double)scales[i]);
+    }
+  } else {
+    return c.fail("scales or sizes must be constants");
+  }
+  return single(create<ResizeOp>(c, x, mode, ctm, nearest, scales, sizes));
+}
+
 Results importConvTranspose(NodeContext &c) {
   if (failed(require(c, 2)))
     return failure();
@@ -911,6 +973,8 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
                                            c.b.getF32FloatAttr(c.floatAttr("epsilon", 1e-5f))));
     };
     t["ConvTranspose"] = importConvTranspose;
+    t["Resize"] = importResize;
+    t["Upsample"] = importResize;
     t["ConstantOfShape"] = [](NodeContext &c) -> Results {
       if (failed(require(c, 1)))
         return failure();

@@ -355,6 +355,24 @@ def Graph_ConvTransposeOp : Graph_Op<"conv_transpose"> {
   let results = (outs AnyRankedTensor:$result);
 }
 
+def Graph_ResizeOp : Graph_Op<"resize"> {
+  let summary = "Resize (nearest or linear) to the sizes `scales` give, with ONNX coordinate rules";
+  let description = [{
+    One scale per axis (output size = floor(input * scale) unless `sizes`
+    fixed it at import); `coordinate_transformation_mode` and `nearest_mode`
+    follow ONNX.
+
+    ```mlir
+    %y = graph.resize %x {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor",
+                          scales = array<f32: 1.0, 1.0, 2.0, 2.0>, sizes = array<i64: 1, 3, 8, 8>}
+        : (tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, StrAttr:$mode, StrAttr:$coordinate_transformation_mode,
+                   StrAttr:$nearest_mode, DenseF32ArrayAttr:$scales, DenseI64ArrayAttr:$sizes);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 def Graph_InstanceNormOp : Graph_Op<"instance_norm"> {
   let summary = "InstanceNormalization: per (n, c) over the spatial axes";
   let description = [{

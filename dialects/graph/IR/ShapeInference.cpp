@@ -421,6 +421,25 @@ LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *, std::optional<Loc
   return success();
 }
 
+LogicalResult ResizeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  if ((int64_t)adaptor.getScales().size() != x.getRank() ||
+      (int64_t)adaptor.getSizes().size() != x.getRank())
+    return fail(loc, "resize needs one scale and one size per axis");
+  StringRef mode = adaptor.getMode();
+  if (mode != "nearest" && mode != "linear")
+    return fail(loc, "resize mode '" + mode + "' is not supported");
+  SmallVector<int64_t> out;
+  for (int64_t i = 0; i < x.getRank(); ++i) {
+    if (adaptor.getScales()[i] <= 0)
+      return fail(loc, "resize scales must be positive");
+    out.push_back(adaptor.getSizes()[i] < 0 ? kDyn : adaptor.getSizes()[i]);
+  }
+  types.push_back(x.clone(out));
+  return success();
+}
+
 LogicalResult InstanceNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                                Adaptor adaptor, SmallVectorImpl<Type> &types) {
   auto x = rankedType(adaptor.getInput());
