@@ -143,6 +143,12 @@ kiln_error *loadModel(kiln_model &m, int32_t threads) {
   std::string error;
   if (!artifact::parseArtifact(static_cast<const uint8_t *>(m.mapping), m.mappingSize, &m.view, &error))
     return makeError(KILN_ERROR_INVALID_ARTIFACT, "'" + m.path + "': " + error);
+  for (const auto &k : m.view.meta.kernels) {
+    std::string joined;
+    for (const auto &n : k.sourceNodes)
+      joined += (joined.empty() ? "" : ",") + n;
+    m.kernelNodes.push_back(joined);
+  }
   if (kiln_error *e = checkRunnable(m))
     return e;
   if (kiln_error *e = loadCode(m))
@@ -248,6 +254,12 @@ void kiln_model_get_metadata(const kiln_model *m, kiln_model_metadata *out) {
   out->code_bytes = m->view.codeSize;
   out->kernel_count = meta.kernels.size();
   out->num_threads = m->device->concurrency();
+}
+
+const char *kiln_model_kernel_nodes(const kiln_model *m, size_t index) {
+  if (!m || index >= m->kernelNodes.size())
+    return nullptr;
+  return m->kernelNodes[index].c_str();
 }
 
 const char *kiln_model_kernel_name(const kiln_model *m, size_t index) {

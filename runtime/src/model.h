@@ -33,6 +33,8 @@ struct kiln_model {
   std::vector<const char *> cpuFeatures;
   // The weights as the entry receives them (after the graph inputs); shapes point into view.meta.
   std::vector<kiln_abi_tensor> weightTensors;
+  // Each kernel's source ONNX nodes joined with commas (kiln_model_kernel_nodes).
+  std::vector<std::string> kernelNodes;
 
   ~kiln_model();
 };

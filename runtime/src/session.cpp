@@ -5,6 +5,7 @@
 #include "validate.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -18,12 +19,32 @@ struct kiln_session {
   std::vector<kiln_abi_tensor> inputs; // graph inputs, then the model's weights
   std::vector<kiln_abi_tensor> outputs;
   std::vector<std::vector<int64_t>> outputShapes;
+  bool profiling = false;
+  bool lastRunProfiled = false;
+  std::vector<kiln_profile_event> profile; // the last run's launches
 };
 
 namespace {
 
+// What the generated code's context points at during one run.
+struct RunState {
+  kiln::runtime::Device *device;
+  kiln_session *session;
+  std::chrono::steady_clock::time_point start;
+};
+
 void parallelForTrampoline(void *runtime, int32_t kernelId, kiln_abi_kernel_fn fn, void *captures, int64_t count) {
-  static_cast<kiln::runtime::Device *>(runtime)->parallelFor(kernelId, fn, captures, count);
+  auto *run = static_cast<RunState *>(runtime);
+  if (!run->session->profiling) {
+    run->device->parallelFor(kernelId, fn, captures, count);
+    return;
+  }
+  using us = std::chrono::duration<double, std::micro>;
+  auto begin = std::chrono::steady_clock::now();
+  run->device->parallelFor(kernelId, fn, captures, count);
+  auto end = std::chrono::steady_clock::now();
+  run->session->profile.push_back(
+      kiln_profile_event{kernelId, us(begin - run->start).count(), us(end - begin).count(), count});
 }
 
 // Clears the busy flag however run() returns.
@@ -83,7 +104,10 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
     std::fill(s.outputShapes[i].begin(), s.outputShapes[i].end(), -1);
     s.outputs[i] = kiln_abi_tensor{nullptr, nullptr, s.outputShapes[i].data()};
   }
-  kiln_abi_context ctx{m.device.get(), parallelForTrampoline};
+  s.profile.clear();
+  s.lastRunProfiled = s.profiling;
+  RunState state{m.device.get(), &s, std::chrono::steady_clock::now()};
+  kiln_abi_context ctx{&state, parallelForTrampoline};
   const int32_t rc = m.entry(&ctx, s.inputs.data(), s.outputs.data());
   if (rc != 0) {
     freeAllocations(s.outputs);
@@ -207,3 +231,18 @@ kiln_error *kiln_session_run(kiln_session *session, const kiln_tensor *const *in
 }
 
 } // extern "C"
+
+void kiln_session_set_profiling(kiln_session *session, int enabled) {
+  if (session)
+    session->profiling = enabled != 0;
+}
+
+const kiln_profile_event *kiln_session_profile(const kiln_session *session, size_t *out_count) {
+  if (out_count)
+    *out_count = 0;
+  if (!session || !session->lastRunProfiled)
+    return nullptr;
+  if (out_count)
+    *out_count = session->profile.size();
+  return session->profile.data();
+}

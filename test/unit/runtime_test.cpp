@@ -98,6 +98,30 @@ TEST(Runtime, RunsCorrectly) {
   }
 }
 
+TEST(Runtime, ProfilesEachKernelLaunch) {
+  TempDir dir;
+  kiln::Model model = kiln::Model::load(kiln::test::writeAddWeightArtifact(dir, "m.kiln"), 2);
+  kiln::Session session(model);
+  auto x = input(64, 0.5f);
+  kiln::Tensor in = kiln::Tensor::fromVector(KILN_DTYPE_FLOAT32, {64, 4}, x);
+  session.run(std::vector<const kiln::Tensor *>{&in});
+  EXPECT_TRUE(session.profile().empty()) << "profiling is off by default";
+
+  session.setProfiling(true);
+  session.run(std::vector<const kiln::Tensor *>{&in});
+  std::vector<kiln_profile_event> events = session.profile();
+  ASSERT_EQ(events.size(), 1u); // the fixture launches one kernel per run
+  EXPECT_EQ(events[0].kernel_id, 0);
+  EXPECT_EQ(events[0].work_items, 64);
+  EXPECT_GE(events[0].start_us, 0.0);
+  EXPECT_GE(events[0].duration_us, 0.0);
+  EXPECT_STREQ(kiln_model_kernel_nodes(model.get(), 5), nullptr);
+
+  session.setProfiling(false);
+  session.run(std::vector<const kiln::Tensor *>{&in});
+  EXPECT_TRUE(session.profile().empty());
+}
+
 TEST(Runtime, WrappedInputsAndOutputsOutliveTheModel) {
   TempDir dir;
   auto x = input(5, 1.0f);

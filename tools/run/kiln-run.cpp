@@ -4,6 +4,7 @@
 #include "tensor_file.h"
 
 #include <algorithm>
+#include <map>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +31,9 @@ const char kUsage[] =
     "                        time N runs after W warm-up runs and print\n"
     "                        latency_ms median=.. p90=.. min=.. max=.. iterations=N threads=T\n"
     "  --quiet               do not print output values\n"
+    "  --profile FILE        write a Chrome trace / Perfetto JSON of every kernel launch of the\n"
+    "                        timed runs (name, source ONNX nodes, start, duration, work items)\n"
+    "  --profile-summary     print the kernels by total time (share, launches, mean)\n"
     "  --help\n"
     "Exit status: 0 on success, 1 on an error or an output mismatch.\n";
 
@@ -47,6 +51,8 @@ struct Options {
   std::string outputDir;
   int32_t threads = 0;
   int64_t iterations = 0, warmup = 0;
+  std::string profilePath;
+  bool profileSummary = false;
   bool quiet = false;
 };
 
@@ -95,6 +101,12 @@ std::optional<Options> parseArgs(int argc, char **argv) {
       o.iterations = parseInt(a, value(), 1);
     else if (a == "--warmup")
       o.warmup = parseInt(a, value(), 0);
+    else if (a == "--profile")
+      o.profilePath = value();
+    else if (a.rfind("--profile=", 0) == 0)
+      o.profilePath = a.substr(10);
+    else if (a == "--profile-summary")
+      o.profileSummary = true;
     else if (a == "--quiet")
       o.quiet = true;
     else if (a.size() > 1 && a[0] == '-')
@@ -205,6 +217,83 @@ double percentile(std::vector<double> sorted, double p) {
   return sorted[idx];
 }
 
+std::string jsonEscape(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+// Chrome trace event format: one complete ("X") event per run and per kernel launch.
+void writeTrace(const std::string &path, const kiln::Model &model,
+                const std::vector<std::vector<kiln_profile_event>> &profiles,
+                const std::vector<double> &runStarts, const std::vector<double> &latencies) {
+  std::FILE *f = std::fopen(path.c_str(), "w");
+  if (!f)
+    throw UsageError{"cannot write profile '" + path + "'"};
+  std::fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
+  bool firstEvent = true;
+  auto sep = [&] {
+    if (!firstEvent)
+      std::fprintf(f, ",\n");
+    firstEvent = false;
+  };
+  for (size_t r = 0; r < profiles.size(); ++r) {
+    const double base = runStarts[r] * 1000.0;
+    sep();
+    std::fprintf(f, "{\"name\": \"run %zu\", \"cat\": \"run\", \"ph\": \"X\", \"pid\": 1, \"tid\": 1, "
+                 "\"ts\": %.3f, \"dur\": %.3f}", r, base, latencies[r] * 1000.0);
+    for (const kiln_profile_event &e : profiles[r]) {
+      sep();
+      std::fprintf(f, "{\"name\": \"%s\", \"cat\": \"kernel\", \"ph\": \"X\", \"pid\": 1, \"tid\": 2, "
+                   "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"onnx_nodes\": \"%s\", \"work_items\": %lld}}",
+                   jsonEscape(model.kernelName(e.kernel_id)).c_str(), base + e.start_us, e.duration_us,
+                   jsonEscape(model.kernelNodes(e.kernel_id)).c_str(), static_cast<long long>(e.work_items));
+    }
+  }
+  std::fprintf(f, "\n]}\n");
+  if (std::fclose(f) != 0)
+    throw UsageError{"cannot write profile '" + path + "'"};
+}
+
+// Kernels by total time over the timed runs.
+void printProfileSummary(const kiln::Model &model, const std::vector<std::vector<kiln_profile_event>> &profiles,
+                         const std::vector<double> &latencies) {
+  struct Total {
+    double us = 0;
+    int64_t launches = 0;
+  };
+  std::map<int32_t, Total> totals;
+  double kernelUs = 0;
+  for (const auto &run : profiles)
+    for (const kiln_profile_event &e : run) {
+      totals[e.kernel_id].us += e.duration_us;
+      totals[e.kernel_id].launches += 1;
+      kernelUs += e.duration_us;
+    }
+  double runUs = 0;
+  for (double ms : latencies)
+    runUs += ms * 1000.0;
+  std::vector<std::pair<int32_t, Total>> sorted(totals.begin(), totals.end());
+  std::sort(sorted.begin(), sorted.end(), [](auto &a, auto &b) { return a.second.us > b.second.us; });
+  std::printf("profile: %zu runs, kernels %.1f%% of run time\n", profiles.size(),
+              runUs > 0 ? 100.0 * kernelUs / runUs : 0.0);
+  std::printf("  %6s %10s %8s  %-18s %s\n", "share", "us/run", "launches", "kernel", "onnx nodes");
+  for (const auto &[id, t] : sorted)
+    std::printf("  %5.1f%% %10.2f %8lld  %-18s %s\n", kernelUs > 0 ? 100.0 * t.us / kernelUs : 0.0,
+                t.us / double(std::max<size_t>(profiles.size(), 1)),
+                static_cast<long long>(t.launches), model.kernelName(id).c_str(), model.kernelNodes(id).c_str());
+}
+
 int runMain(const Options &o) {
   kiln::Model model = kiln::Model::load(o.artifact, o.threads);
   const auto inputInfos = model.inputs();
@@ -228,12 +317,25 @@ int runMain(const Options &o) {
     outputs = session.run(inputs);
   std::vector<double> latencies;
   const int64_t runs = std::max<int64_t>(o.iterations, 1);
+  const bool profiling = !o.profilePath.empty() || o.profileSummary;
+  session.setProfiling(profiling);
+  std::vector<std::vector<kiln_profile_event>> profiles;
+  std::vector<double> runStarts; // ms since the first timed run, for the trace
+  const auto first = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < runs; ++i) {
     outputs.clear(); // release the previous outputs outside the timed region
     auto start = std::chrono::steady_clock::now();
     outputs = session.run(inputs);
     latencies.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    if (profiling) {
+      profiles.push_back(session.profile());
+      runStarts.push_back(std::chrono::duration<double, std::milli>(start - first).count());
+    }
   }
+  if (!o.profilePath.empty())
+    writeTrace(o.profilePath, model, profiles, runStarts, latencies);
+  if (o.profileSummary)
+    printProfileSummary(model, profiles, latencies);
 
   bool allOk = true;
   for (size_t i = 0; i < outputs.size(); ++i) {

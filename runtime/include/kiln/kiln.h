@@ -168,6 +168,8 @@ typedef struct kiln_model_metadata {
 KILN_API void kiln_model_get_metadata(const kiln_model *model, kiln_model_metadata *out_metadata);
 /* Name of kernel `index` (NULL if out of range), borrowed from the model. */
 KILN_API const char *kiln_model_kernel_name(const kiln_model *model, size_t index);
+/* The ONNX nodes kernel `index` came from, comma-separated (NULL if out of range), borrowed. */
+KILN_API const char *kiln_model_kernel_nodes(const kiln_model *model, size_t index);
 
 /* ---------------------------------------------------------------- sessions */
 
@@ -185,6 +187,24 @@ KILN_API void kiln_session_destroy(kiln_session *session);
  * every slot is set to NULL. Inputs are only read. */
 KILN_API kiln_error *kiln_session_run(kiln_session *session, const kiln_tensor *const *inputs,
                                       size_t input_count, kiln_tensor **outputs, size_t output_count);
+
+/* --------------------------------------------------------------- profiling */
+
+/* One kernel launch of a profiled run. Times are microseconds from the start of the run. */
+typedef struct kiln_profile_event {
+  int32_t kernel_id;   /* index into the model's kernel table */
+  double start_us;
+  double duration_us;
+  int64_t work_items;  /* the launch's iteration count, split across threads */
+} kiln_profile_event;
+
+/* Turns per-kernel timing on or off for later runs of this session (off by default; when on,
+ * each launch is timed with a steady clock, which costs well under a microsecond). */
+KILN_API void kiln_session_set_profiling(kiln_session *session, int enabled);
+/* The launches of the session's last run, in order, borrowed until its next run or destroy.
+ * Sets *out_count; returns NULL when the last run was not profiled. */
+KILN_API const kiln_profile_event *kiln_session_profile(const kiln_session *session,
+                                                        size_t *out_count);
 
 #ifdef __cplusplus
 }

@@ -114,6 +114,14 @@ public:
     kiln_model_get_metadata(get(), &md);
     return md;
   }
+  std::string kernelName(size_t i) const {
+    const char *n = kiln_model_kernel_name(get(), i);
+    return n ? n : "";
+  }
+  std::string kernelNodes(size_t i) const {
+    const char *n = kiln_model_kernel_nodes(get(), i);
+    return n ? n : "";
+  }
 
 private:
   explicit Model(kiln_model *m) : m_(m) {}
@@ -166,6 +174,14 @@ public:
     for (const Tensor &t : inputs)
       in.push_back(&t);
     return run(in);
+  }
+
+  // Per-kernel timing of later runs; profile() returns the last run's launches.
+  void setProfiling(bool on) { kiln_session_set_profiling(s_.get(), on ? 1 : 0); }
+  std::vector<kiln_profile_event> profile() const {
+    size_t n = 0;
+    const kiln_profile_event *e = kiln_session_profile(s_.get(), &n);
+    return e ? std::vector<kiln_profile_event>(e, e + n) : std::vector<kiln_profile_event>{};
   }
 
 private:
