@@ -20,7 +20,8 @@ struct ArtifactInputs {
 };
 
 /// Records @main's input/output signature (names, dtypes, shapes, dim names)
-/// as the module attribute `kiln.signature`, before lowering rewrites @main.
+/// as the module attribute `kiln.signature`, after the graph phase (dims
+/// tied, weights outlined) and before lowering rewrites @main.
 void recordSignature(mlir::ModuleOp module);
 
 /// Writes the artifact to `path`; weights are streamed from the module's

@@ -34,7 +34,7 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
   switch (phase) {
   case Phase::Graph:
     // Fold shapes and constants the importer left, then move weights out.
-    return "builtin.module(canonicalize,cse,kiln-outline-weights)";
+    return "builtin.module(canonicalize,cse,kiln-tie-symbolic-dims,kiln-outline-weights)";
   case Phase::Linalg:
     return "builtin.module(kiln-convert-graph-to-linalg,canonicalize,cse,"
            "func.func(linalg-fuse-elementwise-ops),canonicalize,cse,"
@@ -110,6 +110,8 @@ LogicalResult runPipeline(ModuleOp module, Phase last,
     }
     if (failed(pm.run(module)))
       return failure();
+    if (options.afterPhase)
+      options.afterPhase(phase);
     if (phase == last)
       break;
   }

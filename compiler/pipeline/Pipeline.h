@@ -22,7 +22,8 @@ struct PipelineOptions {
   int vectorBits = 256;
   bool printIrAfterAll = false;       // every pass, to stderr
   std::string printIrAfter;           // one pass (by argument name), to stderr
-  std::function<void(Phase)> onPhase; // progress reporting
+  std::function<void(Phase)> onPhase;    // progress reporting, before a phase
+  std::function<void(Phase)> afterPhase; // after a phase succeeded
 };
 
 /// The textual MLIR pass pipeline of each phase.

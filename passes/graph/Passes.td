@@ -19,4 +19,18 @@ def OutlineWeightsPass : Pass<"kiln-outline-weights", "::mlir::ModuleOp"> {
   ];
 }
 
+def TieSymbolicDimsPass : Pass<"kiln-tie-symbolic-dims", "::mlir::ModuleOp"> {
+  let summary = "Give one symbol to the dynamic input dims the graph requires to be equal";
+  let description = [{
+    Kernels trust that dynamic dims which meet in an elementwise op, a matrix
+    product's contraction or a normalization are equal. This analysis follows
+    those meetings through the graph (union-find over value dims) and, for
+    every group of graph-input dims that must agree, writes one symbol into
+    their `kiln.dims` (the first name the model gave, else `dim_<k>`). The
+    runtime checks equal symbols across inputs before running anything, so a
+    request that breaks the promise gets an error naming both inputs instead
+    of reading out of bounds.
+  }];
+}
+
 #endif

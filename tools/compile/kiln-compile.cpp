@@ -113,7 +113,6 @@ int main(int argc, char **argv) {
     return fail(error);
   }
   ModuleOp module = *imported.module;
-  kiln::recordSignature(module);
 
   int stop = emits[emitWhat];
   kiln::Phase last = stop == 1 ? kiln::Phase::Graph
@@ -131,6 +130,10 @@ int main(int argc, char **argv) {
   options.printIrAfterAll = printAllIr;
   options.printIrAfter = printAfterName;
   std::vector<std::string> phases = {"import"};
+  options.afterPhase = [&](kiln::Phase p) {
+    if (p == kiln::Phase::Graph)
+      kiln::recordSignature(module);
+  };
   options.onPhase = [&](kiln::Phase p) {
     phases.push_back(kiln::phaseName(p));
     report(kiln::phaseName(p));

@@ -1,0 +1,151 @@
+// Finds the graph-input dims that must be equal at run time and gives each group one symbol.
+#include "passes/graph/Passes.h"
+
+#include "compiler/importer/OnnxImporter.h"
+#include "dialects/graph/IR/Graph.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_TIESYMBOLICDIMSPASS
+#include "passes/graph/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// One dim of one value: (value, axis).
+using DimKey = std::pair<void *, int64_t>;
+
+struct TieSymbolicDimsPass : impl::TieSymbolicDimsPassBase<TieSymbolicDimsPass> {
+  llvm::EquivalenceClasses<DimKey> classes;
+
+  static DimKey key(Value v, int64_t axis) { return {v.getAsOpaquePointer(), axis}; }
+  static bool isDynamic(Value v, int64_t axis) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return axis >= 0 && axis < t.getRank() && t.isDynamicDim(axis);
+  }
+  void tie(Value a, int64_t i, Value b, int64_t j) {
+    if (isDynamic(a, i) && isDynamic(b, j))
+      classes.unionSets(key(a, i), key(b, j));
+  }
+
+  /// Numpy broadcasting: aligned dynamic dims meet; the result follows them.
+  void tieBroadcast(Value result, ValueRange operands) {
+    auto rt = cast<RankedTensorType>(result.getType());
+    for (Value v : operands) {
+      auto t = cast<RankedTensorType>(v.getType());
+      for (int64_t j = 0; j < t.getRank(); ++j)
+        tie(v, j, result, j + rt.getRank() - t.getRank());
+    }
+  }
+
+  /// Ops whose result has the input's shape.
+  void tieSameShape(Value result, Value input) {
+    auto t = cast<RankedTensorType>(input.getType());
+    if (t.getShape() != cast<RankedTensorType>(result.getType()).getShape())
+      return;
+    for (int64_t j = 0; j < t.getRank(); ++j)
+      tie(input, j, result, j);
+  }
+
+  void visit(Operation *op) {
+    using namespace graph;
+    if (op->getNumResults() == 0)
+      return;
+    Value r = op->getResult(0);
+    if (isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, PReluOp, AndOp, OrOp, XorOp, ModOp,
+            EqualOp, LessOp, LessOrEqualOp, GreaterOp, GreaterOrEqualOp, WhereOp>(op)) {
+      tieBroadcast(r, op->getOperands());
+      return;
+    }
+    if (auto mm = dyn_cast<MatMulOp>(op)) {
+      auto a = cast<RankedTensorType>(mm.getLhs().getType());
+      auto b = cast<RankedTensorType>(mm.getRhs().getType());
+      int64_t ka = a.getRank() - 1, kb = b.getRank() == 1 ? 0 : b.getRank() - 2;
+      tie(mm.getLhs(), ka, mm.getRhs(), kb);
+      if (a.getRank() >= 2)
+        tie(mm.getLhs(), a.getRank() - 2, r, cast<RankedTensorType>(r.getType()).getRank() - (b.getRank() == 1 ? 1 : 2));
+      return;
+    }
+    if (auto g = dyn_cast<GemmOp>(op)) {
+      tie(g.getA(), g.getTransA() ? 0 : 1, g.getB(), g.getTransB() ? 1 : 0);
+      tie(g.getA(), g.getTransA() ? 1 : 0, r, 0);
+      return;
+    }
+    if (isa<ConvOp, ConvTransposeOp, MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp, InstanceNormOp>(op)) {
+      tie(op->getOperand(0), 0, r, 0);
+      return;
+    }
+    // Elementwise-shaped ops: the result has the input's dims.
+    if (op->getNumOperands() >= 1 && op->hasTrait<OpTrait::SameOperandsAndResultType>()) {
+      tieSameShape(r, op->getOperand(0));
+      return;
+    }
+    if (isa<SoftmaxOp, LogSoftmaxOp, BatchNormOp, LayerNormOp, CastOp, ClipOp>(op))
+      tieSameShape(r, op->getOperand(0));
+  }
+
+  void runOnOperation() override {
+    auto main = getOperation().lookupSymbol<func::FuncOp>("main");
+    if (!main)
+      return;
+    main.walk([&](Operation *op) { visit(op); });
+
+    // Group the graph inputs' dynamic dims by class.
+    Builder b(&getContext());
+    llvm::DenseMap<DimKey, std::string> nameOf; // class leader -> symbol
+    int64_t fresh = 0;
+    SmallVector<SmallVector<Attribute>> dims(main.getNumArguments());
+    for (unsigned i = 0; i < main.getNumArguments(); ++i) {
+      auto names = main.getArgAttrOfType<ArrayAttr>(i, attrs::kDims);
+      if (names)
+        dims[i].assign(names.begin(), names.end());
+    }
+    // First pass: the model's own names win for their class.
+    for (unsigned i = 0; i < main.getNumArguments(); ++i)
+      for (auto [axis, name] : llvm::enumerate(dims[i])) {
+        Value arg = main.getArgument(i);
+        if (!isDynamic(arg, axis) || !classes.contains(key(arg, axis)))
+          continue;
+        DimKey leader = classes.getLeaderValue(key(arg, axis));
+        StringRef given = cast<StringAttr>(name).getValue();
+        if (!given.empty() && !nameOf.count(leader))
+          nameOf[leader] = given.str();
+      }
+    // Second pass: rewrite every tied input dim to its class's symbol.
+    for (unsigned i = 0; i < main.getNumArguments(); ++i) {
+      bool changed = false;
+      for (auto [axis, name] : llvm::enumerate(dims[i])) {
+        Value arg = main.getArgument(i);
+        if (!isDynamic(arg, axis) || !classes.contains(key(arg, axis)))
+          continue;
+        DimKey leader = classes.getLeaderValue(key(arg, axis));
+        // Only classes that tie at least two input dims matter to the runtime;
+        // a lone dim keeps its own name.
+        int inputsInClass = 0;
+        for (unsigned k = 0; k < main.getNumArguments(); ++k)
+          for (int64_t a = 0; a < (int64_t)dims[k].size(); ++a)
+            if (isDynamic(main.getArgument(k), a) && classes.contains(key(main.getArgument(k), a)) &&
+                classes.getLeaderValue(key(main.getArgument(k), a)) == leader)
+              ++inputsInClass;
+        if (inputsInClass < 2)
+          continue;
+        if (!nameOf.count(leader))
+          nameOf[leader] = "dim_" + std::to_string(fresh++);
+        if (cast<StringAttr>(name).getValue() != nameOf[leader]) {
+          dims[i][axis] = b.getStringAttr(nameOf[leader]);
+          changed = true;
+        }
+      }
+      if (changed)
+        main.setArgAttr(i, attrs::kDims, b.getArrayAttr(dims[i]));
+    }
+  }
+};
+} // namespace
+} // namespace kiln
