@@ -4,6 +4,9 @@
 #include "dialects/graph/IR/Graph.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Matchers.h"
+
+#include <cmath>
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -519,8 +522,33 @@ struct BatchNormPattern : OpConversionPattern<BatchNormOp> {
                                op.getEpsilon().convertToDouble());
     // Per channel first: a = scale / sqrt(var + eps), b = bias - mean * a
     // (C values), then y = x * a + b per element, one FMA instead of a
-    // square root and a division for every element.
+    // square root and a division for every element. With constant
+    // parameters (the usual case) a and b are folded here; computed at run
+    // time, elementwise fusion would put the square root back per element.
     auto paramType = cast<RankedTensorType>(adaptor.getScale().getType());
+    DenseFPElementsAttr sc, bi, mu, va;
+    if (paramType.getElementType().isF32() && matchPattern(adaptor.getScale(), m_Constant(&sc)) &&
+        matchPattern(adaptor.getBias(), m_Constant(&bi)) && matchPattern(adaptor.getMean(), m_Constant(&mu)) &&
+        matchPattern(adaptor.getVariance(), m_Constant(&va))) {
+      double epsilon = op.getEpsilon().convertToDouble();
+      SmallVector<float> av, bv;
+      auto s = sc.getValues<float>(), bb = bi.getValues<float>(), m = mu.getValues<float>(),
+           v = va.getValues<float>();
+      for (int64_t c = 0; c < paramType.getNumElements(); ++c) {
+        float a = s[c] / std::sqrt(v[c] + (float)epsilon);
+        av.push_back(a);
+        bv.push_back(bb[c] - m[c] * a);
+      }
+      Value aC = arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(paramType, ArrayRef<float>(av)));
+      Value bC = arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(paramType, ArrayRef<float>(bv)));
+      AffineMap channel = AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx);
+      SmallVector<bool> none(rank, false);
+      rewriter.replaceOp(op, mapWithReduced(rewriter, loc, x, none, {}, {{aC, channel}, {bC, channel}},
+                                            [](OpBuilder &b, Location l, ValueRange v) {
+                                              return addValues(b, l, mulValues(b, l, v[0], v[1]), v[2]);
+                                            }));
+      return success();
+    }
     Value a = buildElementwise(rewriter, loc, paramType,
                                ValueRange{adaptor.getScale(), adaptor.getVariance()},
                                [eps](OpBuilder &b, Location l, ValueRange v) -> Value {

@@ -74,10 +74,20 @@ Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
   // linalg takes loop bounds from the first operand that has each dim, so
   // cut every input's dynamic dims to the result's: an input larger than its
   // partner then cannot drive the loops past the end of the others.
+  // Only needed when two inputs are dynamic in the same result dim; a slice
+  // also stops elementwise fusion, so unary chains must not get one.
+  SmallVector<int> dynamicInputs(rank, 0);
+  for (Value in : inputs) {
+    auto t = cast<RankedTensorType>(in.getType());
+    for (int64_t j = 0; j < t.getRank(); ++j)
+      if (t.isDynamicDim(j))
+        ++dynamicInputs[j + rank - t.getRank()];
+  }
+  bool ambiguous = llvm::any_of(dynamicInputs, [](int n) { return n > 1; });
   SmallVector<Value> bounded;
   for (Value in : inputs) {
     auto t = cast<RankedTensorType>(in.getType());
-    if (t.hasStaticShape()) {
+    if (!ambiguous || t.hasStaticShape()) {
       bounded.push_back(in);
       continue;
     }
