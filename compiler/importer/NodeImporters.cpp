@@ -997,6 +997,38 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
       return single(create<ModOp>(c, c.input(0), c.input(1), c.intAttr("fmod", 0)));
     };
     t["Pad"] = importPad;
+    t["IsNaN"] = [](NodeContext &c) -> Results {
+      if (failed(require(c, 1)))
+        return failure();
+      return single(create<IsNaNOp>(c, c.input(0)));
+    };
+    t["IsInf"] = [](NodeContext &c) -> Results {
+      if (failed(require(c, 1)))
+        return failure();
+      return single(create<IsInfOp>(c, c.input(0), c.intAttr("detect_positive", 1), c.intAttr("detect_negative", 1)));
+    };
+    t["Hardmax"] = importSoftmaxLike<HardmaxOp>;
+    t["CumSum"] = [](NodeContext &c) -> Results {
+      if (failed(require(c, 2)))
+        return failure();
+      auto axis = c.constantInts(c.input(1), "axis");
+      if (failed(axis))
+        return failure();
+      if (axis->size() != 1)
+        return c.fail("axis must be a single value");
+      return single(create<CumSumOp>(c, c.input(0), (*axis)[0], c.intAttr("exclusive", 0), c.intAttr("reverse", 0)));
+    };
+    t["OneHot"] = [](NodeContext &c) -> Results {
+      if (failed(require(c, 3)))
+        return failure();
+      DenseElementsAttr depthAttr;
+      if (!matchPattern(c.input(1), m_Constant(&depthAttr)) || depthAttr.getNumElements() != 1)
+        return c.fail("depth must be a constant scalar");
+      int64_t depth = isa<FloatType>(depthAttr.getElementType())
+                          ? (int64_t)(*depthAttr.getValues<APFloat>().begin()).convertToDouble()
+                          : (*depthAttr.getValues<APInt>().begin()).getSExtValue();
+      return single(create<OneHotOp>(c, c.input(0), c.input(2), depth, c.intAttr("axis", -1)));
+    };
     t["ArgMax"] = importArg<ArgMaxOp>;
     t["ArgMin"] = importArg<ArgMinOp>;
     t["Trilu"] = importTrilu;

@@ -126,6 +126,43 @@ struct ModPattern : OpConversionPattern<ModOp> {
   }
 };
 
+/// Float classification ops with an i1 result.
+template <typename OpTy>
+struct ClassifyPattern : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    bool pos = true, neg = true;
+    if constexpr (std::is_same_v<OpTy, IsInfOp>) {
+      pos = op.getDetectPositive() != 0;
+      neg = op.getDetectNegative() != 0;
+    }
+    auto type = cast<RankedTensorType>(op.getType());
+    rewriter.replaceOp(op, buildElementwise(
+                               rewriter, op.getLoc(), type, adaptor.getInput(),
+                               [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                 Value x = a[0];
+                                 if constexpr (std::is_same_v<OpTy, IsNaNOp>)
+                                   return arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, x, x);
+                                 auto ft = cast<FloatType>(x.getType());
+                                 auto inf = [&](bool negative) -> Value {
+                                   return arith::ConstantOp::create(
+                                       b, l, b.getFloatAttr(ft, APFloat::getInf(ft.getFloatSemantics(), negative)));
+                                 };
+                                 Value result = arith::ConstantOp::create(b, l, b.getBoolAttr(false));
+                                 if (pos)
+                                   result = arith::OrIOp::create(
+                                       b, l, result, arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, x, inf(false)));
+                                 if (neg)
+                                   result = arith::OrIOp::create(
+                                       b, l, result, arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, x, inf(true)));
+                                 return result;
+                               }));
+    return success();
+  }
+};
+
 /// Expand: an elementwise copy broadcast to the result's shape.
 struct ExpandPattern : OpConversionPattern<ExpandOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -200,7 +237,8 @@ void populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
     Value one = scalarConstant(b, l, t, 1);
     return arith::DivFOp::create(b, l, one, arith::AddFOp::create(b, l, one, e));
   });
-  patterns.add<CastPattern, ExpandPattern, ModPattern>(patterns.getContext());
+  patterns.add<CastPattern, ExpandPattern, ModPattern, ClassifyPattern<IsNaNOp>,
+               ClassifyPattern<IsInfOp>>(patterns.getContext());
 
   using F = arith::CmpFPredicate;
   using I = arith::CmpIPredicate;

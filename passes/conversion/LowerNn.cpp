@@ -312,69 +312,146 @@ struct SoftmaxPattern : OpConversionPattern<SoftmaxOp> {
   }
 };
 
-/// ArgMax/ArgMin: a reduction carrying (best value, its index) along the axis.
+/// The index (i64, kept dims only) of the max (or min) along `axis`: a
+/// reduction carrying (best value, its index).
+Value argReduce(OpBuilder &rewriter, Location loc, Value x, int64_t axis, bool isMax, bool last) {
+  MLIRContext *ctx = rewriter.getContext();
+  auto xt = cast<RankedTensorType>(x.getType());
+  Type et = xt.getElementType();
+  int64_t rank = xt.getRank();
+  SmallVector<bool> reduced(rank, false);
+  reduced[axis] = true;
+  ReductionMaps order = reductionOrder(reduced);
+  SmallVector<AffineExpr> inExprs, outExprs;
+  SmallVector<int64_t> outShape;
+  SmallVector<Value> outDims;
+  for (int64_t i = 0; i < rank; ++i) {
+    inExprs.push_back(getAffineDimExpr(order.position[i], ctx));
+    if (!reduced[i]) {
+      outExprs.push_back(getAffineDimExpr(order.position[i], ctx));
+      outShape.push_back(xt.getDimSize(i));
+      outDims.push_back(dimValue(rewriter, loc, x, i));
+    }
+  }
+  auto valType = RankedTensorType::get(outShape, et);
+  auto idxType = RankedTensorType::get(outShape, rewriter.getI64Type());
+  Value start = isMax ? lowestValue(rewriter, loc, et) : highestValue(rewriter, loc, et);
+  Value vals = filledTensor(rewriter, loc, valType, outDims, start);
+  Value idxs = filledTensor(rewriter, loc, idxType, outDims,
+                            arith::ConstantOp::create(rewriter, loc, rewriter.getI64IntegerAttr(0)));
+  AffineMap inMap = AffineMap::get(rank, 0, inExprs, ctx), outMap = AffineMap::get(rank, 0, outExprs, ctx);
+  SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+  iters[rank - 1] = IteratorType::reduction;
+  int64_t axisPos = order.position[axis];
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{valType, idxType}, ValueRange{x}, ValueRange{vals, idxs},
+      SmallVector<AffineMap>{inMap, outMap, outMap}, iters,
+      [&](OpBuilder &b, Location l, ValueRange a) {
+        Value i = arith::IndexCastOp::create(b, l, b.getI64Type(), linalg::IndexOp::create(b, l, axisPos));
+        Value better;
+        if (isa<FloatType>(et))
+          better = arith::CmpFOp::create(b, l, isMax ? (last ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OGT)
+                                                     : (last ? arith::CmpFPredicate::OLE : arith::CmpFPredicate::OLT),
+                                         a[0], a[1]);
+        else
+          better = arith::CmpIOp::create(b, l, isMax ? (last ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sgt)
+                                                     : (last ? arith::CmpIPredicate::sle : arith::CmpIPredicate::slt),
+                                         a[0], a[1]);
+        // The first element always wins (covers all-NaN rows).
+        Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, i,
+                                            arith::ConstantOp::create(b, l, b.getI64IntegerAttr(0)));
+        better = arith::OrIOp::create(b, l, better, first);
+        linalg::YieldOp::create(b, l, ValueRange{arith::SelectOp::create(b, l, better, a[0], a[1]),
+                                                 arith::SelectOp::create(b, l, better, i, a[2])});
+      });
+  return generic.getResult(1);
+}
+
+/// ArgMax/ArgMin.
 template <typename OpTy>
 struct ArgPattern : OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    constexpr bool isMax = std::is_same_v<OpTy, ArgMaxOp>;
+    Value x = adaptor.getInput();
+    int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + rank : (int64_t)op.getAxis();
+    Value idx = argReduce(rewriter, op.getLoc(), x, axis, std::is_same_v<OpTy, ArgMaxOp>,
+                          op.getSelectLastIndex() != 0);
+    SmallVector<bool> reduced(rank, false);
+    reduced[axis] = true;
+    rewriter.replaceOp(op, toResultShape(rewriter, op.getLoc(), idx, cast<RankedTensorType>(op.getType()), reduced));
+    return success();
+  }
+};
+
+/// Hardmax: 1 where the element is the first maximum along the axis.
+struct HardmaxPattern : OpConversionPattern<HardmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(HardmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = this->getContext();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    int64_t rank = xt.getRank();
+    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + rank : (int64_t)op.getAxis();
+    Value idx = argReduce(rewriter, loc, x, axis, /*isMax=*/true, /*last=*/false);
+    SmallVector<bool> reduced(rank, false);
+    reduced[axis] = true;
+    Type et = xt.getElementType();
+    rewriter.replaceOp(op, mapWithReduced(rewriter, loc, x, reduced, ValueRange{idx}, {},
+                                          [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                            Value i = arith::IndexCastOp::create(b, l, b.getI64Type(),
+                                                                                 linalg::IndexOp::create(b, l, axis));
+                                            Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, i, a[1]);
+                                            return arith::SelectOp::create(b, l, hit, scalarConstant(b, l, et, 1),
+                                                                           scalarConstant(b, l, et, 0));
+                                          }));
+    return success();
+  }
+};
+
+/// CumSum: out[i] = sum of x[j] along the axis for j before i (or after, when
+/// reversed; strictly, when exclusive). A masked reduction over the axis.
+struct CumSumPattern : OpConversionPattern<CumSumOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CumSumOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
     Value x = adaptor.getInput();
     auto xt = cast<RankedTensorType>(x.getType());
     Type et = xt.getElementType();
     int64_t rank = xt.getRank();
     int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + rank : (int64_t)op.getAxis();
-    bool last = op.getSelectLastIndex() != 0;
-    SmallVector<bool> reduced(rank, false);
-    reduced[axis] = true;
-    ReductionMaps order = reductionOrder(reduced);
-    SmallVector<AffineExpr> inExprs, outExprs;
-    SmallVector<int64_t> outShape;
-    SmallVector<Value> outDims;
+    bool exclusive = op.getExclusive() != 0, reverse = op.getReverse() != 0;
+    SmallVector<Value> dims;
+    for (int64_t i = 0; i < rank; ++i)
+      dims.push_back(dimValue(rewriter, loc, x, i));
+    Value init = filledTensor(rewriter, loc, xt, dims, scalarConstant(rewriter, loc, et, 0));
+    // Iteration dims: the output's, then j along the axis.
+    SmallVector<AffineExpr> in, out;
     for (int64_t i = 0; i < rank; ++i) {
-      inExprs.push_back(getAffineDimExpr(order.position[i], ctx));
-      if (!reduced[i]) {
-        outExprs.push_back(getAffineDimExpr(order.position[i], ctx));
-        outShape.push_back(xt.getDimSize(i));
-        outDims.push_back(dimValue(rewriter, loc, x, i));
-      }
+      in.push_back(getAffineDimExpr(i == axis ? rank : i, ctx));
+      out.push_back(getAffineDimExpr(i, ctx));
     }
-    auto valType = RankedTensorType::get(outShape, et);
-    auto idxType = RankedTensorType::get(outShape, rewriter.getI64Type());
-    Value start = isMax ? lowestValue(rewriter, loc, et) : highestValue(rewriter, loc, et);
-    Value vals = filledTensor(rewriter, loc, valType, outDims, start);
-    Value idxs = filledTensor(rewriter, loc, idxType, outDims,
-                              arith::ConstantOp::create(rewriter, loc, rewriter.getI64IntegerAttr(0)));
-    AffineMap inMap = AffineMap::get(rank, 0, inExprs, ctx), outMap = AffineMap::get(rank, 0, outExprs, ctx);
-    SmallVector<IteratorType> iters(rank, IteratorType::parallel);
-    iters[rank - 1] = IteratorType::reduction;
-    int64_t axisPos = order.position[axis];
+    SmallVector<IteratorType> iters(rank + 1, IteratorType::parallel);
+    iters[rank] = IteratorType::reduction;
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{valType, idxType}, ValueRange{x}, ValueRange{vals, idxs},
-        SmallVector<AffineMap>{inMap, outMap, outMap}, iters,
-        [&](OpBuilder &b, Location l, ValueRange a) {
-          Value i = arith::IndexCastOp::create(b, l, b.getI64Type(), linalg::IndexOp::create(b, l, axisPos));
-          Value better;
-          if (isa<FloatType>(et))
-            better = arith::CmpFOp::create(b, l, isMax ? (last ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OGT)
-                                                       : (last ? arith::CmpFPredicate::OLE : arith::CmpFPredicate::OLT),
-                                           a[0], a[1]);
-          else
-            better = arith::CmpIOp::create(b, l, isMax ? (last ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sgt)
-                                                       : (last ? arith::CmpIPredicate::sle : arith::CmpIPredicate::slt),
-                                           a[0], a[1]);
-          // The first element always wins (covers all-NaN rows).
-          Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, i,
-                                              arith::ConstantOp::create(b, l, b.getI64IntegerAttr(0)));
-          better = arith::OrIOp::create(b, l, better, first);
-          linalg::YieldOp::create(b, l, ValueRange{arith::SelectOp::create(b, l, better, a[0], a[1]),
-                                                   arith::SelectOp::create(b, l, better, i, a[2])});
+        rewriter, loc, xt, ValueRange{x}, ValueRange{init},
+        SmallVector<AffineMap>{AffineMap::get(rank + 1, 0, in, ctx), AffineMap::get(rank + 1, 0, out, ctx)},
+        iters, [&](OpBuilder &b, Location l, ValueRange a) {
+          Value i = linalg::IndexOp::create(b, l, axis), j = linalg::IndexOp::create(b, l, rank);
+          arith::CmpIPredicate pred = reverse ? (exclusive ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::sge)
+                                              : (exclusive ? arith::CmpIPredicate::slt : arith::CmpIPredicate::sle);
+          Value take = arith::CmpIOp::create(b, l, pred, j, i);
+          Value term = arith::SelectOp::create(b, l, take, a[0], scalarConstant(b, l, et, 0));
+          linalg::YieldOp::create(b, l, addValues(b, l, a[1], term));
         });
-    rewriter.replaceOp(op, toResultShape(rewriter, loc, generic.getResult(1),
-                                         cast<RankedTensorType>(op.getType()), reduced));
+    rewriter.replaceOp(op, generic.getResult(0));
     return success();
   }
 };
@@ -708,7 +785,8 @@ void populateNnLoweringPatterns(RewritePatternSet &patterns) {
                ReducePattern<ReduceMaxOp>, ReducePattern<ReduceMinOp>, ReducePattern<ReduceProdOp>,
                ReducePattern<ReduceL1Op>, ReducePattern<ReduceL2Op>, ReducePattern<ReduceSumSquareOp>,
                ReducePattern<ReduceLogSumOp>, ReduceLogSumExpPattern,
-               ArgPattern<ArgMaxOp>, ArgPattern<ArgMinOp>, InstanceNormPattern, SoftmaxPattern, LogSoftmaxPattern, LayerNormPattern,
+               ArgPattern<ArgMaxOp>, ArgPattern<ArgMinOp>, InstanceNormPattern, HardmaxPattern,
+               CumSumPattern, SoftmaxPattern, LogSoftmaxPattern, LayerNormPattern,
                BatchNormPattern, GlobalAveragePoolPattern, PoolPattern<MaxPoolOp>,
                PoolPattern<AveragePoolOp>>(patterns.getContext());
 }

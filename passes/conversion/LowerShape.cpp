@@ -474,6 +474,50 @@ struct GatherElementsPattern : OpConversionPattern<GatherElementsOp> {
   }
 };
 
+struct OneHotPattern : OpConversionPattern<OneHotOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OneHotOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value indices = adaptor.getIndices(), values = adaptor.getValues();
+    auto rt = cast<RankedTensorType>(op.getType());
+    int64_t rank = rt.getRank(), depth = op.getDepth();
+    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + rank : (int64_t)op.getAxis();
+    SmallVector<Value> dims;
+    SmallVector<AffineExpr> idxExprs;
+    int64_t next = 0;
+    for (int64_t i = 0; i < rank; ++i) {
+      if (i == axis) {
+        dims.push_back(idx(rewriter, loc, depth));
+        continue;
+      }
+      dims.push_back(dimValue(rewriter, loc, indices, next++));
+      idxExprs.push_back(getAffineDimExpr(i, ctx));
+    }
+    auto vt = cast<RankedTensorType>(values.getType());
+    Value flatValues = reshapeTo(rewriter, loc, values, RankedTensorType::get({2}, vt.getElementType()),
+                                 {idx(rewriter, loc, 2)});
+    Value off = tensor::ExtractOp::create(rewriter, loc, flatValues, ValueRange{idx(rewriter, loc, 0)});
+    Value on = tensor::ExtractOp::create(rewriter, loc, flatValues, ValueRange{idx(rewriter, loc, 1)});
+    Value result = gatherGeneric(
+        rewriter, loc, rt, dims, ValueRange{indices}, {AffineMap::get(rank, 0, idxExprs, ctx)},
+        [&](OpBuilder &b, Location l, ArrayRef<Value> c, ValueRange args) -> Value {
+          Value i = castScalar(b, l, args[0], b.getI64Type());
+          Value d = arith::ConstantOp::create(b, l, b.getI64IntegerAttr(depth));
+          Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i,
+                                            arith::ConstantOp::create(b, l, b.getI64IntegerAttr(0)));
+          i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, d), i);
+          Value pos = arith::IndexCastOp::create(b, l, b.getI64Type(), c[axis]);
+          Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, i, pos);
+          return arith::SelectOp::create(b, l, hit, on, off);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 struct TilePattern : OpConversionPattern<TileOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -632,7 +676,7 @@ void populateShapeLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ConstantPattern, ReshapePattern, RegroupPattern<FlattenOp>,
                RegroupPattern<SqueezeOp>, RegroupPattern<UnsqueezeOp>,
                TransposePattern, ConcatPattern, GatherPattern, SlicePattern,
-               ShapePattern, ConstantOfShapePattern, PadPattern, ResizePattern, TriluPattern, GatherElementsPattern, TilePattern>(
+               ShapePattern, ConstantOfShapePattern, PadPattern, ResizePattern, TriluPattern, GatherElementsPattern, TilePattern, OneHotPattern>(
       patterns.getContext());
 }
 

@@ -272,6 +272,66 @@ def Graph_TileOp : Graph_Op<"tile"> {
   let results = (outs AnyRankedTensor:$result);
 }
 
+def Graph_IsNaNOp : Graph_Op<"is_nan"> {
+  let summary = "True where the input is NaN";
+  let description = [{
+    ```mlir
+    %y = graph.is_nan %x : (tensor<4xf32>) -> tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_IsInfOp : Graph_Op<"is_inf"> {
+  let summary = "True where the input is +inf (detect_positive) or -inf (detect_negative)";
+  let description = [{
+    ```mlir
+    %y = graph.is_inf %x {detect_positive = 1 : i64, detect_negative = 1 : i64} : (tensor<4xf32>) -> tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DefaultValuedAttr<I64Attr, "1">:$detect_positive,
+                   DefaultValuedAttr<I64Attr, "1">:$detect_negative);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_HardmaxOp : Graph_Op<"hardmax"> {
+  let summary = "1 at the first maximum along `axis`, 0 elsewhere";
+  let description = [{
+    ```mlir
+    %y = graph.hardmax %x {axis = -1 : i64} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_CumSumOp : Graph_Op<"cum_sum"> {
+  let summary = "Cumulative sum along `axis` (optionally exclusive and/or reversed)";
+  let description = [{
+    ```mlir
+    %y = graph.cum_sum %x {axis = 0 : i64, exclusive = 0 : i64, reverse = 0 : i64} : (tensor<5xf32>) -> tensor<5xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis,
+                   DefaultValuedAttr<I64Attr, "0">:$exclusive, DefaultValuedAttr<I64Attr, "0">:$reverse);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_OneHotOp : Graph_Op<"one_hot"> {
+  let summary = "One-hot encoding: `values[1]` where the index matches, `values[0]` elsewhere";
+  let description = [{
+    `depth` is a constant; negative indices count from `depth`.
+
+    ```mlir
+    %y = graph.one_hot %i, %v {depth = 10 : i64, axis = -1 : i64} : (tensor<3xi64>, tensor<2xf32>) -> tensor<3x10xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$indices, AnyRankedTensor:$values, I64Attr:$depth,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 def Graph_CastOp : Graph_Op<"cast"> {
   let summary = "Cast to another element type";
   let description = [{

@@ -264,6 +264,59 @@ LogicalResult TileOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   return success();
 }
 
+LogicalResult IsNaNOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  if (!isa<FloatType>(x.getElementType()))
+    return fail(loc, "is_nan needs a floating-point input");
+  types.push_back(x.clone(IntegerType::get(ctx, 1)));
+  return success();
+}
+
+LogicalResult IsInfOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  if (!isa<FloatType>(x.getElementType()))
+    return fail(loc, "is_inf needs a floating-point input");
+  types.push_back(x.clone(IntegerType::get(ctx, 1)));
+  return success();
+}
+
+LogicalResult HardmaxOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  if (failed(normalizeAxis(adaptor.getAxis(), x.getRank())))
+    return fail(loc, "hardmax axis out of range");
+  types.push_back(x);
+  return success();
+}
+
+LogicalResult CumSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  if (failed(normalizeAxis(adaptor.getAxis(), x.getRank())))
+    return fail(loc, "cum_sum axis out of range");
+  types.push_back(x);
+  return success();
+}
+
+LogicalResult OneHotOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto i = rankedType(adaptor.getIndices()), v = rankedType(adaptor.getValues());
+  if (v.getNumElements() != 2)
+    return fail(loc, "one_hot values must hold [off, on]");
+  if (adaptor.getDepth() <= 0)
+    return fail(loc, "one_hot depth must be positive");
+  int64_t outRank = i.getRank() + 1;
+  auto axis = normalizeAxis(adaptor.getAxis(), outRank);
+  if (failed(axis))
+    return fail(loc, "one_hot axis out of range");
+  SmallVector<int64_t> out(i.getShape());
+  out.insert(out.begin() + *axis, adaptor.getDepth());
+  types.push_back(RankedTensorType::get(out, v.getElementType()));
+  return success();
+}
+
 LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {

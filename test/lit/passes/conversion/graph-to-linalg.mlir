@@ -251,3 +251,37 @@ func.func @batch_norm_folded(%x: tensor<1x2x3xf32>) -> tensor<1x2x3xf32> {
       : (tensor<1x2x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3xf32>
   return %0 : tensor<1x2x3xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @cum_sum_exclusive
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: arith.cmpi slt
+// CHECK: arith.select
+func.func @cum_sum_exclusive(%x: tensor<5xf32>) -> tensor<5xf32> {
+  %0 = graph.cum_sum %x {axis = 0 : i64, exclusive = 1 : i64, reverse = 0 : i64} : (tensor<5xf32>) -> tensor<5xf32>
+  return %0 : tensor<5xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @hardmax
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: arith.cmpi eq
+func.func @hardmax(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %0 = graph.hardmax %x {axis = -1 : i64} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @one_hot_and_is_nan
+// CHECK: tensor.extract
+// CHECK: arith.cmpi eq
+// CHECK: arith.cmpf uno
+func.func @one_hot_and_is_nan(%i: tensor<3xi64>, %v: tensor<2xf32>, %x: tensor<4xf32>) -> (tensor<3x10xf32>, tensor<4xi1>) {
+  %0 = graph.one_hot %i, %v {depth = 10 : i64, axis = -1 : i64} : (tensor<3xi64>, tensor<2xf32>) -> tensor<3x10xf32>
+  %1 = graph.is_nan %x : (tensor<4xf32>) -> tensor<4xi1>
+  return %0, %1 : tensor<3x10xf32>, tensor<4xi1>
+}
