@@ -997,6 +997,32 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
       return single(create<ModOp>(c, c.input(0), c.input(1), c.intAttr("fmod", 0)));
     };
     t["Pad"] = importPad;
+    t["NegativeLogLikelihoodLoss"] = [](NodeContext &c) -> Results {
+      if (failed(require(c, 2)))
+        return failure();
+      IntegerAttr ignore;
+      if (c.attr("ignore_index"))
+        ignore = c.b.getI64IntegerAttr(c.intAttr("ignore_index", 0));
+      return single(create<NllLossOp>(c, c.input(0), c.input(1), c.input(2),
+                                      c.b.getStringAttr(c.stringAttr("reduction", "mean")), ignore));
+    };
+    // SoftmaxCrossEntropyLoss = NLL over LogSoftmax along the class axis;
+    // the optional second output is that log-probability tensor.
+    t["SoftmaxCrossEntropyLoss"] = [](NodeContext &c) -> Results {
+      if (failed(require(c, 2)))
+        return failure();
+      auto logp = create<LogSoftmaxOp>(c, c.input(0), (int64_t)1);
+      if (failed(logp))
+        return failure();
+      IntegerAttr ignore;
+      if (c.attr("ignore_index"))
+        ignore = c.b.getI64IntegerAttr(c.intAttr("ignore_index", 0));
+      auto loss = create<NllLossOp>(c, *logp, c.input(1), c.input(2),
+                                    c.b.getStringAttr(c.stringAttr("reduction", "mean")), ignore);
+      if (failed(loss))
+        return failure();
+      return SmallVector<Value>{*loss, *logp};
+    };
     t["IsNaN"] = [](NodeContext &c) -> Results {
       if (failed(require(c, 1)))
         return failure();

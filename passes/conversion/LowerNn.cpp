@@ -456,6 +456,70 @@ struct CumSumPattern : OpConversionPattern<CumSumOp> {
   }
 };
 
+/// NegativeLogLikelihoodLoss: per target element the weighted negated input
+/// at the target class (0 when ignored), then none/sum/mean.
+struct NllLossPattern : OpConversionPattern<NllLossOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NllLossOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value x = adaptor.getInput(), target = adaptor.getTarget(), weight = adaptor.getWeight();
+    auto tt = cast<RankedTensorType>(target.getType());
+    Type et = cast<RankedTensorType>(x.getType()).getElementType();
+    int64_t rank = tt.getRank();
+    SmallVector<Value> dims;
+    for (int64_t i = 0; i < rank; ++i)
+      dims.push_back(dimValue(rewriter, loc, target, i));
+    auto outType = RankedTensorType::get(tt.getShape(), et);
+    Value classes = dimValue(rewriter, loc, x, 1);
+    std::optional<int64_t> ignore = op.getIgnoreIndex();
+    AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{outType, outType}, ValueRange{target},
+        ValueRange{emptyTensor(rewriter, loc, outType, dims), emptyTensor(rewriter, loc, outType, dims)},
+        SmallVector<AffineMap>{id, id, id}, SmallVector<IteratorType>(rank, IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value c64 = castScalar(b, l, a[0], b.getI64Type());
+          Value keep = arith::ConstantOp::create(b, l, b.getBoolAttr(true));
+          if (ignore)
+            keep = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, c64,
+                                         arith::ConstantOp::create(b, l, b.getI64IntegerAttr(*ignore)));
+          // Clamped so that an ignored or bad class never reads out of bounds.
+          Value c = arith::IndexCastOp::create(b, l, b.getIndexType(), c64);
+          Value zero = arith::ConstantIndexOp::create(b, l, 0);
+          c = arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, c, zero),
+                                     arith::SubIOp::create(b, l, classes, arith::ConstantIndexOp::create(b, l, 1)));
+          SmallVector<Value> coords = {linalg::IndexOp::create(b, l, 0), c};
+          for (int64_t d = 1; d < rank; ++d)
+            coords.push_back(linalg::IndexOp::create(b, l, d));
+          Value v = tensor::ExtractOp::create(b, l, x, coords);
+          Value w = weight ? (Value)tensor::ExtractOp::create(b, l, weight, ValueRange{c})
+                           : scalarConstant(b, l, et, 1);
+          w = arith::SelectOp::create(b, l, keep, w, scalarConstant(b, l, et, 0));
+          Value loss = arith::NegFOp::create(b, l, mulValues(b, l, v, w));
+          linalg::YieldOp::create(b, l, ValueRange{loss, w});
+        });
+    Value loss = generic.getResult(0), weights = generic.getResult(1);
+    StringRef reduction = op.getReduction();
+    if (reduction == "none") {
+      rewriter.replaceOp(op, loss);
+      return success();
+    }
+    SmallVector<bool> all(rank, true);
+    Value zero = scalarConstant(rewriter, loc, et, 0);
+    Value sum = reduce(rewriter, loc, loss, all, zero, sumCombine());
+    if (reduction == "mean") {
+      Value wsum = reduce(rewriter, loc, weights, all, zero, sumCombine());
+      sum = buildElementwise(rewriter, loc, cast<RankedTensorType>(sum.getType()), ValueRange{sum, wsum},
+                             [](OpBuilder &b, Location l, ValueRange a) { return divValues(b, l, a[0], a[1]); });
+    }
+    rewriter.replaceOp(op, sum);
+    return success();
+  }
+};
+
 /// log_softmax(x) = x - max - log(sum(exp(x - max))).
 struct LogSoftmaxPattern : OpConversionPattern<LogSoftmaxOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -786,7 +850,7 @@ void populateNnLoweringPatterns(RewritePatternSet &patterns) {
                ReducePattern<ReduceL1Op>, ReducePattern<ReduceL2Op>, ReducePattern<ReduceSumSquareOp>,
                ReducePattern<ReduceLogSumOp>, ReduceLogSumExpPattern,
                ArgPattern<ArgMaxOp>, ArgPattern<ArgMinOp>, InstanceNormPattern, HardmaxPattern,
-               CumSumPattern, SoftmaxPattern, LogSoftmaxPattern, LayerNormPattern,
+               CumSumPattern, NllLossPattern, SoftmaxPattern, LogSoftmaxPattern, LayerNormPattern,
                BatchNormPattern, GlobalAveragePoolPattern, PoolPattern<MaxPoolOp>,
                PoolPattern<AveragePoolOp>>(patterns.getContext());
 }

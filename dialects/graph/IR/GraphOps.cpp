@@ -39,3 +39,21 @@ OpFoldResult ShapeOp::fold(FoldAdaptor) {
   }
   return DenseIntElementsAttr::get(resultType, dims);
 }
+
+/// Same rank and element type, each dim equal or dynamic on either side.
+static bool compatibleRefinement(TypeRange inferred, TypeRange actual) {
+  if (inferred.size() != actual.size())
+    return false;
+  for (auto [a, b] : llvm::zip(inferred, actual)) {
+    auto ta = llvm::dyn_cast<RankedTensorType>(a), tb = llvm::dyn_cast<RankedTensorType>(b);
+    if (!ta || !tb || ta.getElementType() != tb.getElementType() || ta.getRank() != tb.getRank())
+      return false;
+    for (int64_t i = 0; i < ta.getRank(); ++i)
+      if (!ta.isDynamicDim(i) && !tb.isDynamicDim(i) && ta.getDimSize(i) != tb.getDimSize(i))
+        return false;
+  }
+  return true;
+}
+
+bool ReshapeOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return compatibleRefinement(l, r); }
+bool ConstantOfShapeOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return compatibleRefinement(l, r); }

@@ -29,6 +29,14 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+// Ops whose inferred type reads constant operands: folding can make the
+// inferred type more static than the type the op was built with, which stays
+// valid (compatible: same rank and element type, dims equal or dynamic).
+class Graph_RefinableOp<string mnemonic, list<Trait> traits = []>
+    : Op<Graph_Dialect, mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptorWithIsCompatible])> {
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 // Ops whose result type is their operand's (SameOperandsAndResultType infers it).
 class Graph_SameTypeOp<string mnemonic, list<Trait> traits = []>
     : Op<Graph_Dialect, mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
@@ -332,6 +340,21 @@ def Graph_OneHotOp : Graph_Op<"one_hot"> {
   let results = (outs AnyRankedTensor:$result);
 }
 
+def Graph_NllLossOp : Graph_Op<"nll_loss"> {
+  let summary = "NegativeLogLikelihoodLoss: -input[n, target[n, d...], d...] * weight[target]";
+  let description = [{
+    `reduction` is "none" (loss per target element), "sum" or "mean"
+    (divided by the summed weights of the targets not ignored).
+
+    ```mlir
+    %l = graph.nll_loss %x, %t {reduction = "mean"} : (tensor<3x5xf32>, tensor<3xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, TensorOf<[I32, I64]>:$target, Optional<AnyRankedTensor>:$weight,
+                   StrAttr:$reduction, OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 def Graph_CastOp : Graph_Op<"cast"> {
   let summary = "Cast to another element type";
   let description = [{
@@ -583,7 +606,7 @@ def Graph_ConstantOp : Graph_Op<"constant", [ConstantLike]> {
   let hasFolder = 1;
 }
 
-def Graph_ReshapeOp : Graph_Op<"reshape"> {
+def Graph_ReshapeOp : Graph_RefinableOp<"reshape"> {
   let summary = "Reshape to a shape given as a 1-D i64 tensor";
   let description = [{
     A 0 copies the input's dimension (unless `allowzero`), one -1 is inferred.
@@ -599,7 +622,7 @@ def Graph_ReshapeOp : Graph_Op<"reshape"> {
 
 }
 
-def Graph_ConstantOfShapeOp : Graph_Op<"constant_of_shape"> {
+def Graph_ConstantOfShapeOp : Graph_RefinableOp<"constant_of_shape"> {
   let summary = "A tensor of the given (possibly run-time) shape filled with one value";
   let description = [{
     ```mlir

@@ -317,6 +317,21 @@ LogicalResult OneHotOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
+LogicalResult NllLossOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput()), t = rankedType(adaptor.getTarget());
+  if (x.getRank() < 2 || t.getRank() != x.getRank() - 1)
+    return fail(loc, "nll_loss needs input [N, C, d...] and target [N, d...]");
+  StringRef r = adaptor.getReduction();
+  if (r != "none" && r != "sum" && r != "mean")
+    return fail(loc, "unknown reduction '" + r + "'");
+  if (r == "none")
+    types.push_back(RankedTensorType::get(t.getShape(), x.getElementType()));
+  else
+    types.push_back(RankedTensorType::get({}, x.getElementType()));
+  return success();
+}
+
 LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {

@@ -81,3 +81,15 @@ func.func @compare_where_clip_expand(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %lo
   %e = graph.expand %l {shape = array<i64: 4, 1, 1>} : (tensor<2x3xf32>) -> tensor<4x2x3xf32>
   return %e : tensor<4x2x3xf32>
 }
+
+// -----
+
+// A reshape built with a dynamic result stays valid once its shape operand
+// folds to a constant (the inferred type is only more static).
+// CHECK-LABEL: func @reshape_refinable
+// CHECK: graph.reshape {{.*}} -> tensor<?x?xf32>
+func.func @reshape_refinable(%x: tensor<2x6xf32>) -> tensor<?x?xf32> {
+  %s = graph.constant {value = dense<[3, 4]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %0 = graph.reshape %x, %s : (tensor<2x6xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}

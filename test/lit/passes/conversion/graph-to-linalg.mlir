@@ -285,3 +285,17 @@ func.func @one_hot_and_is_nan(%i: tensor<3xi64>, %v: tensor<2xf32>, %x: tensor<4
   %1 = graph.is_nan %x : (tensor<4xf32>) -> tensor<4xi1>
   return %0, %1 : tensor<3x10xf32>, tensor<4xi1>
 }
+
+// -----
+
+// CHECK-LABEL: func @nll_loss_mean
+// CHECK: linalg.generic
+// CHECK: arith.cmpi ne
+// CHECK: tensor.extract
+// CHECK: arith.negf
+// CHECK: linalg.yield {{.*}}, {{.*}} : f32, f32
+// CHECK: arith.divf
+func.func @nll_loss_mean(%x: tensor<3x5xf32>, %t: tensor<3xi64>) -> tensor<f32> {
+  %0 = graph.nll_loss %x, %t {reduction = "mean", ignore_index = 1 : i64} : (tensor<3x5xf32>, tensor<3xi64>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
