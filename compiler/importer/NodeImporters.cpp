@@ -920,6 +920,20 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     t["LogSoftmax"] = importSoftmaxLike<LogSoftmaxOp>;
     t["Sin"] = unary<SinOp>();
     t["Cos"] = unary<CosOp>();
+    t["Tan"] = unary<TanOp>();
+    t["Asin"] = unary<AsinOp>();
+    t["Acos"] = unary<AcosOp>();
+    t["Atan"] = unary<AtanOp>();
+    t["Sinh"] = unary<SinhOp>();
+    t["Cosh"] = unary<CoshOp>();
+    t["Asinh"] = unary<AsinhOp>();
+    t["Acosh"] = unary<AcoshOp>();
+    t["Atanh"] = unary<AtanhOp>();
+    t["BitShift"] = [](NodeContext &c) -> Results {
+      if (failed(require(c, 2)))
+        return failure();
+      return single(create<BitShiftOp>(c, c.input(0), c.input(1), c.stringAttr("direction", "")));
+    };
     t["Sign"] = unary<SignOp>();
     t["Round"] = unary<RoundOp>();
     t["Softplus"] = unary<SoftplusOp>();

@@ -163,6 +163,28 @@ struct ClassifyPattern : OpConversionPattern<OpTy> {
   }
 };
 
+/// BitShift on unsigned integers: shift amounts of the width or more give 0.
+struct BitShiftPattern : OpConversionPattern<BitShiftOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(BitShiftOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    bool left = op.getDirection() == "LEFT";
+    auto type = cast<RankedTensorType>(op.getType());
+    rewriter.replaceOp(op, buildElementwise(
+                               rewriter, op.getLoc(), type, adaptor.getOperands(),
+                               [left](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                 Type t = a[0].getType();
+                                 Value width = scalarConstant(b, l, t, t.getIntOrFloatBitWidth());
+                                 Value tooFar = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, a[1], width);
+                                 Value shifted = left ? (Value)arith::ShLIOp::create(b, l, a[0], a[1])
+                                                      : (Value)arith::ShRUIOp::create(b, l, a[0], a[1]);
+                                 return arith::SelectOp::create(b, l, tooFar, scalarConstant(b, l, t, 0), shifted);
+                               }));
+    return success();
+  }
+};
+
 /// Expand: an elementwise copy broadcast to the result's shape.
 struct ExpandPattern : OpConversionPattern<ExpandOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -237,12 +259,21 @@ void populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
     Value one = scalarConstant(b, l, t, 1);
     return arith::DivFOp::create(b, l, one, arith::AddFOp::create(b, l, one, e));
   });
-  patterns.add<CastPattern, ExpandPattern, ModPattern, ClassifyPattern<IsNaNOp>,
+  patterns.add<CastPattern, ExpandPattern, ModPattern, BitShiftPattern, ClassifyPattern<IsNaNOp>,
                ClassifyPattern<IsInfOp>>(patterns.getContext());
 
   using F = arith::CmpFPredicate;
   using I = arith::CmpIPredicate;
   add<SinOp>(patterns, [](B b, L l, A a) -> Value { return math::SinOp::create(b, l, a[0]); });
+  add<TanOp>(patterns, [](B b, L l, A a) -> Value { return math::TanOp::create(b, l, a[0]); });
+  add<AsinOp>(patterns, [](B b, L l, A a) -> Value { return math::AsinOp::create(b, l, a[0]); });
+  add<AcosOp>(patterns, [](B b, L l, A a) -> Value { return math::AcosOp::create(b, l, a[0]); });
+  add<AtanOp>(patterns, [](B b, L l, A a) -> Value { return math::AtanOp::create(b, l, a[0]); });
+  add<SinhOp>(patterns, [](B b, L l, A a) -> Value { return math::SinhOp::create(b, l, a[0]); });
+  add<CoshOp>(patterns, [](B b, L l, A a) -> Value { return math::CoshOp::create(b, l, a[0]); });
+  add<AsinhOp>(patterns, [](B b, L l, A a) -> Value { return math::AsinhOp::create(b, l, a[0]); });
+  add<AcoshOp>(patterns, [](B b, L l, A a) -> Value { return math::AcoshOp::create(b, l, a[0]); });
+  add<AtanhOp>(patterns, [](B b, L l, A a) -> Value { return math::AtanhOp::create(b, l, a[0]); });
   add<CosOp>(patterns, [](B b, L l, A a) -> Value { return math::CosOp::create(b, l, a[0]); });
   add<RoundOp>(patterns, [](B b, L l, A a) -> Value { return math::RoundEvenOp::create(b, l, a[0]); });
   add<SignOp>(patterns, [](B b, L l, A a) {

@@ -113,6 +113,15 @@ def Graph_IdentityOp : Graph_UnaryOp<"identity", "Identity"> {
 def Graph_SinOp : Graph_UnaryOp<"sin", "Sin">;
 def Graph_CosOp : Graph_UnaryOp<"cos", "Cos">;
 def Graph_SignOp : Graph_UnaryOp<"sign", "Sign">;
+def Graph_TanOp : Graph_UnaryOp<"tan", "Tan">;
+def Graph_AsinOp : Graph_UnaryOp<"asin", "Asin">;
+def Graph_AcosOp : Graph_UnaryOp<"acos", "Acos">;
+def Graph_AtanOp : Graph_UnaryOp<"atan", "Atan">;
+def Graph_SinhOp : Graph_UnaryOp<"sinh", "Sinh">;
+def Graph_CoshOp : Graph_UnaryOp<"cosh", "Cosh">;
+def Graph_AsinhOp : Graph_UnaryOp<"asinh", "Asinh">;
+def Graph_AcoshOp : Graph_UnaryOp<"acosh", "Acosh">;
+def Graph_AtanhOp : Graph_UnaryOp<"atanh", "Atanh">;
 def Graph_RoundOp : Graph_UnaryOp<"round", "Round">;
 def Graph_SoftplusOp : Graph_UnaryOp<"softplus", "Softplus">;
 def Graph_SoftsignOp : Graph_UnaryOp<"softsign", "Softsign">;
@@ -201,6 +210,17 @@ def Graph_ExpandOp : Graph_Op<"expand"> {
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_BitShiftOp : Graph_Op<"bit_shift", [SameOperandsElementType]> {
+  let summary = "Shifts unsigned integers left or right (logical), with broadcasting";
+  let description = [{
+    ```mlir
+    %z = graph.bit_shift %x, %y {direction = "RIGHT"} : (tensor<3xi8>, tensor<3xi8>) -> tensor<3xi8>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs, StrAttr:$direction);
   let results = (outs AnyRankedTensor:$result);
 }
 

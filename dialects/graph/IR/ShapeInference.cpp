@@ -181,6 +181,15 @@ LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *, std::optional<Locati
   return success();
 }
 
+LogicalResult BitShiftOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  if (!isa<IntegerType>(rankedType(adaptor.getLhs()).getElementType()))
+    return fail(loc, "bit_shift needs integers");
+  if (adaptor.getDirection() != "LEFT" && adaptor.getDirection() != "RIGHT")
+    return fail(loc, "bit_shift direction must be LEFT or RIGHT");
+  return inferBinary(loc, adaptor.getLhs(), adaptor.getRhs(), types);
+}
+
 LogicalResult ModOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
                                       SmallVectorImpl<Type> &types) {
   if (!adaptor.getFmod() && isa<FloatType>(rankedType(adaptor.getLhs()).getElementType()))

@@ -299,3 +299,15 @@ func.func @nll_loss_mean(%x: tensor<3x5xf32>, %t: tensor<3xi64>) -> tensor<f32> 
   %0 = graph.nll_loss %x, %t {reduction = "mean", ignore_index = 1 : i64} : (tensor<3x5xf32>, tensor<3xi64>) -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+// CHECK-LABEL: func @bit_shift_right_and_atan
+// CHECK: arith.cmpi uge
+// CHECK: arith.shrui
+// CHECK: math.atan
+func.func @bit_shift_right_and_atan(%x: tensor<3xi8>, %y: tensor<3xi8>, %f: tensor<3xf32>) -> (tensor<3xi8>, tensor<3xf32>) {
+  %0 = graph.bit_shift %x, %y {direction = "RIGHT"} : (tensor<3xi8>, tensor<3xi8>) -> tensor<3xi8>
+  %1 = graph.atan %f : (tensor<3xf32>) -> tensor<3xf32>
+  return %0, %1 : tensor<3xi8>, tensor<3xf32>
+}
