@@ -39,7 +39,24 @@ FailureOr<Value> create(NodeContext &c, Args &&...args) {
     return failure();
   }
   state.types.assign(types.begin(), types.end());
-  return c.b.create(state)->getResult(0);
+  Operation *op = c.b.create(state);
+  // Fold as we go: shape arithmetic on constants becomes constants at once,
+  // so that the ops consuming it (Reshape, ConstantOfShape, ...) get static types.
+  SmallVector<OpFoldResult> folded;
+  if (op->getNumResults() == 1 && !isa<ConstantOp>(op) && succeeded(op->fold(folded)) &&
+      folded.size() == 1) {
+    Value replacement;
+    if (auto v = llvm::dyn_cast<Value>(folded[0]))
+      replacement = v;
+    else if (auto elems = llvm::dyn_cast<ElementsAttr>(llvm::cast<Attribute>(folded[0]));
+             elems && elems.getType() == op->getResult(0).getType())
+      replacement = ConstantOp::create(c.b, c.loc, elems);
+    if (replacement) {
+      op->erase();
+      return replacement;
+    }
+  }
+  return op->getResult(0);
 }
 
 Results single(FailureOr<Value> v) {

@@ -62,10 +62,18 @@ class Graph_BinaryOp<string mnemonic, string onnxName>
   let results = (outs AnyRankedTensor:$result);
 }
 
-def Graph_AddOp : Graph_BinaryOp<"add", "Add">;
-def Graph_SubOp : Graph_BinaryOp<"sub", "Sub">;
-def Graph_MulOp : Graph_BinaryOp<"mul", "Mul">;
-def Graph_DivOp : Graph_BinaryOp<"div", "Div">;
+def Graph_AddOp : Graph_BinaryOp<"add", "Add"> {
+  let hasFolder = 1;
+}
+def Graph_SubOp : Graph_BinaryOp<"sub", "Sub"> {
+  let hasFolder = 1;
+}
+def Graph_MulOp : Graph_BinaryOp<"mul", "Mul"> {
+  let hasFolder = 1;
+}
+def Graph_DivOp : Graph_BinaryOp<"div", "Div"> {
+  let hasFolder = 1;
+}
 def Graph_PowOp : Graph_Op<"pow"> {
   let summary = "Pow with broadcasting";
   let description = [{
@@ -387,6 +395,7 @@ def Graph_CastOp : Graph_Op<"cast"> {
   }];
   let arguments = (ins AnyRankedTensor:$input, TypeAttr:$to);
   let results = (outs AnyRankedTensor:$result);
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -600,10 +609,14 @@ class Graph_ReduceOp<string mnemonic, string onnxName> : Graph_Op<mnemonic> {
 
 }
 def Graph_ReduceMeanOp : Graph_ReduceOp<"reduce_mean", "ReduceMean">;
-def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", "ReduceSum">;
+def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", "ReduceSum"> {
+  let hasFolder = 1;
+}
 def Graph_ReduceMaxOp : Graph_ReduceOp<"reduce_max", "ReduceMax">;
 def Graph_ReduceMinOp : Graph_ReduceOp<"reduce_min", "ReduceMin">;
-def Graph_ReduceProdOp : Graph_ReduceOp<"reduce_prod", "ReduceProd">;
+def Graph_ReduceProdOp : Graph_ReduceOp<"reduce_prod", "ReduceProd"> {
+  let hasFolder = 1;
+}
 def Graph_ReduceL1Op : Graph_ReduceOp<"reduce_l1", "ReduceL1">;
 def Graph_ReduceL2Op : Graph_ReduceOp<"reduce_l2", "ReduceL2">;
 def Graph_ReduceSumSquareOp : Graph_ReduceOp<"reduce_sum_square", "ReduceSumSquare">;
@@ -640,6 +653,7 @@ def Graph_ReshapeOp : Graph_RefinableOp<"reshape"> {
                    DefaultValuedAttr<I64Attr, "0">:$allowzero);
   let results = (outs AnyRankedTensor:$result);
 
+  let hasFolder = 1;
 }
 
 def Graph_ConstantOfShapeOp : Graph_RefinableOp<"constant_of_shape"> {
@@ -651,6 +665,7 @@ def Graph_ConstantOfShapeOp : Graph_RefinableOp<"constant_of_shape"> {
   }];
   let arguments = (ins 1DTensorOf<[I64]>:$shape, ElementsAttr:$value);
   let results = (outs AnyRankedTensor:$result);
+  let hasFolder = 1;
 }
 
 def Graph_TransposeOp : Graph_Op<"transpose"> {
@@ -675,6 +690,7 @@ def Graph_FlattenOp : Graph_Op<"flatten"> {
   let arguments = (ins AnyRankedTensor:$input, DefaultValuedAttr<I64Attr, "1">:$axis);
   let results = (outs AnyRankedTensor:$result);
 
+  let hasFolder = 1;
 }
 
 def Graph_ConcatOp : Graph_Op<"concat", [SameOperandsElementType]> {
@@ -687,6 +703,7 @@ def Graph_ConcatOp : Graph_Op<"concat", [SameOperandsElementType]> {
   let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$axis);
   let results = (outs AnyRankedTensor:$result);
 
+  let hasFolder = 1;
 }
 
 def Graph_GatherOp : Graph_Op<"gather"> {
@@ -700,6 +717,7 @@ def Graph_GatherOp : Graph_Op<"gather"> {
                    DefaultValuedAttr<I64Attr, "0">:$axis);
   let results = (outs AnyRankedTensor:$result);
 
+  let hasFolder = 1;
 }
 
 def Graph_SliceOp : Graph_Op<"slice"> {
@@ -714,6 +732,7 @@ def Graph_SliceOp : Graph_Op<"slice"> {
                    DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$steps);
   let results = (outs AnyRankedTensor:$result);
 
+  let hasFolder = 1;
 }
 
 def Graph_SqueezeOp : Graph_Op<"squeeze"> {
@@ -726,6 +745,7 @@ def Graph_SqueezeOp : Graph_Op<"squeeze"> {
   let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$axes);
   let results = (outs AnyRankedTensor:$result);
 
+  let hasFolder = 1;
 }
 
 def Graph_UnsqueezeOp : Graph_Op<"unsqueeze"> {
@@ -738,6 +758,7 @@ def Graph_UnsqueezeOp : Graph_Op<"unsqueeze"> {
   let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$axes);
   let results = (outs AnyRankedTensor:$result);
 
+  let hasFolder = 1;
 }
 
 def Graph_ShapeOp : Graph_Op<"shape"> {

@@ -1,0 +1,28 @@
+// Folding of shape arithmetic: with static shapes, Shape -> Slice/Gather ->
+// arithmetic -> Concat -> ConstantOfShape chains become constants.
+// RUN: kiln-opt %s -canonicalize | FileCheck %s
+
+// CHECK-LABEL: func @shape_chain
+// CHECK-DAG: %[[S:.*]] = graph.constant {value = dense<[2, 12]> : tensor<2xi64>}
+// CHECK: %[[R:.*]] = graph.reshape %{{.*}}, %[[S]] : (tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<2x12xf32>
+// CHECK: return %[[R]]
+func.func @shape_chain(%x: tensor<2x3x4xf32>) -> tensor<2x12xf32> {
+  %s = graph.shape %x : (tensor<2x3x4xf32>) -> tensor<3xi64>
+  %b = graph.slice %s {starts = array<i64: 0>, ends = array<i64: 1>, axes = array<i64: 0>, steps = array<i64: 1>} : (tensor<3xi64>) -> tensor<1xi64>
+  %i = graph.constant {value = dense<[1, 2]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %hw = graph.gather %s, %i {axis = 0 : i64} : (tensor<3xi64>, tensor<2xi64>) -> tensor<2xi64>
+  %p = graph.reduce_prod %hw {axes = array<i64: 0>, keepdims = 1 : i64} : (tensor<2xi64>) -> tensor<1xi64>
+  %c = graph.concat %b, %p {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %r = graph.reshape %x, %c : (tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<2x12xf32>
+  return %r : tensor<2x12xf32>
+}
+
+// CHECK-LABEL: func @int_arith
+// CHECK: graph.constant {value = dense<[5, 1]> : tensor<2xi64>}
+// CHECK-NOT: graph.sub
+func.func @int_arith() -> tensor<2xi64> {
+  %a = graph.constant {value = dense<[7, 3]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %b = graph.constant {value = dense<2> : tensor<1xi64>} : () -> tensor<1xi64>
+  %0 = graph.sub %a, %b : (tensor<2xi64>, tensor<1xi64>) -> tensor<2xi64>
+  return %0 : tensor<2xi64>
+}
