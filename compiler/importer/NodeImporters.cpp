@@ -475,6 +475,30 @@ Results importSlice(NodeContext &c) {
   } else {
     if (failed(require(c, 3)))
       return failure();
+    DenseIntElementsAttr sAttr, eAttr;
+    if (!matchPattern(c.input(1), m_Constant(&sAttr)) || !matchPattern(c.input(2), m_Constant(&eAttr))) {
+      // Starts/ends computed at run time: axes and steps must still be known.
+      int64_t n = cast<RankedTensorType>(c.input(1).getType()).getDimSize(0);
+      if (n == ShapedType::kDynamic)
+        return c.fail("starts must have a static length");
+      SmallVector<int64_t> dynAxes, dynSteps(n, 1);
+      if (c.input(3)) {
+        auto a = c.constantInts(c.input(3), "axes");
+        if (failed(a))
+          return failure();
+        dynAxes = *a;
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          dynAxes.push_back(i);
+      }
+      if (c.input(4)) {
+        auto st = c.constantInts(c.input(4), "steps");
+        if (failed(st))
+          return failure();
+        dynSteps = *st;
+      }
+      return single(create<DynamicSliceOp>(c, c.input(0), c.input(1), c.input(2), dynAxes, dynSteps));
+    }
     auto s = c.constantInts(c.input(1), "starts");
     auto e = c.constantInts(c.input(2), "ends");
     if (failed(s) || failed(e))

@@ -241,73 +241,101 @@ struct GatherPattern : OpConversionPattern<GatherOp> {
 };
 
 /// Slice: start and size per axis follow ONNX clamping, computed at run time
-/// for dynamic dims; the copy reads input[start + i * step].
+/// (for dynamic dims, or starts/ends that are data); the copy reads
+/// input[start + i * step]. `rawStart(k)`/`rawEnd(k)` give axis k's values.
+Value lowerSlice(OpBuilder &b, Location loc, Value x, RankedTensorType rt, ArrayRef<int64_t> axes,
+                 ArrayRef<int64_t> axisSteps, const std::function<Value(size_t)> &rawStart,
+                 const std::function<Value(size_t)> &rawEnd) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t rank = xt.getRank();
+  SmallVector<Value> starts(rank), sizes(rank);
+  SmallVector<int64_t> steps(rank, 1);
+  for (int64_t i = 0; i < rank; ++i) {
+    starts[i] = idx(b, loc, 0);
+    sizes[i] = dimValue(b, loc, x, i);
+  }
+  auto clamp = [&](Value v, Value lo, Value hi) {
+    return arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, v, lo), hi);
+  };
+  Value zero = idx(b, loc, 0), minusOne = idx(b, loc, -1);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t a = axes[k] < 0 ? axes[k] + rank : axes[k];
+    int64_t step = axisSteps[k];
+    steps[a] = step;
+    Value dim = dimValue(b, loc, x, a);
+    auto wrap = [&](Value v) -> Value {
+      // Values beyond +-2^62 mean "to the end"; clamp before adding dim.
+      v = clamp(v, idx(b, loc, -(int64_t(1) << 62)), idx(b, loc, int64_t(1) << 62));
+      Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, v, zero);
+      return arith::SelectOp::create(b, loc, neg, arith::AddIOp::create(b, loc, v, dim), v);
+    };
+    Value s = wrap(rawStart(k)), e = wrap(rawEnd(k));
+    Value dimMinus1 = arith::SubIOp::create(b, loc, dim, idx(b, loc, 1));
+    Value n;
+    if (step > 0) {
+      s = clamp(s, zero, dim);
+      e = clamp(e, zero, dim);
+      n = arith::CeilDivSIOp::create(b, loc, arith::SubIOp::create(b, loc, e, s), idx(b, loc, step));
+    } else {
+      s = clamp(s, zero, dimMinus1);
+      e = clamp(e, minusOne, dimMinus1);
+      n = arith::CeilDivSIOp::create(b, loc, arith::SubIOp::create(b, loc, s, e), idx(b, loc, -step));
+    }
+    starts[a] = s;
+    sizes[a] = arith::MaxSIOp::create(b, loc, n, zero);
+  }
+  for (int64_t i = 0; i < rank; ++i)
+    if (!rt.isDynamicDim(i))
+      sizes[i] = idx(b, loc, rt.getDimSize(i));
+  Value init = emptyTensor(b, loc, rt, sizes);
+  auto generic = linalg::GenericOp::create(
+      b, loc, rt, ValueRange{}, ValueRange{init},
+      SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, b.getContext())},
+      SmallVector<IteratorType>(rank, IteratorType::parallel), [&](OpBuilder &nb, Location l, ValueRange) {
+        SmallVector<Value> coords;
+        for (int64_t d = 0; d < rank; ++d) {
+          Value i = linalg::IndexOp::create(nb, l, d);
+          Value off = arith::MulIOp::create(nb, l, i, idx(nb, l, steps[d]));
+          coords.push_back(arith::AddIOp::create(nb, l, starts[d], off));
+        }
+        linalg::YieldOp::create(nb, l, tensor::ExtractOp::create(nb, l, x, coords).getResult());
+      });
+  return generic.getResult(0);
+}
+
 struct SlicePattern : OpConversionPattern<SliceOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(SliceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value x = adaptor.getInput();
-    auto xt = cast<RankedTensorType>(x.getType());
-    auto rt = cast<RankedTensorType>(op.getType());
-    int64_t rank = xt.getRank();
-    SmallVector<Value> starts(rank), sizes(rank);
-    SmallVector<int64_t> steps(rank, 1);
-    for (int64_t i = 0; i < rank; ++i) {
-      starts[i] = idx(rewriter, loc, 0);
-      sizes[i] = dimValue(rewriter, loc, x, i);
-    }
-    auto clamp = [&](Value v, Value lo, Value hi) {
-      return arith::MinSIOp::create(rewriter, loc, arith::MaxSIOp::create(rewriter, loc, v, lo), hi);
+    auto constant = [&](ArrayRef<int64_t> values) {
+      return [&, values](size_t k) { return idx(rewriter, loc, values[k]); };
     };
-    for (size_t k = 0; k < op.getAxes().size(); ++k) {
-      int64_t a = op.getAxes()[k] < 0 ? op.getAxes()[k] + rank : op.getAxes()[k];
-      int64_t step = op.getSteps()[k];
-      steps[a] = step;
-      Value dim = dimValue(rewriter, loc, x, a);
-      auto wrap = [&](int64_t v) -> Value {
-        // Values beyond +-2^62 are "to the end"; clamp before adding dim.
-        v = std::clamp<int64_t>(v, -(int64_t(1) << 62), int64_t(1) << 62);
-        Value c = idx(rewriter, loc, v);
-        return v < 0 ? (Value)arith::AddIOp::create(rewriter, loc, c, dim) : c;
+    rewriter.replaceOp(op, lowerSlice(rewriter, loc, adaptor.getInput(), cast<RankedTensorType>(op.getType()),
+                                      op.getAxes(), op.getSteps(), constant(op.getStarts()),
+                                      constant(op.getEnds())));
+    return success();
+  }
+};
+
+/// Slice whose starts and ends are run-time values.
+struct DynamicSlicePattern : OpConversionPattern<DynamicSliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(DynamicSliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto element = [&](Value t) {
+      return [&, t](size_t k) -> Value {
+        Value e = tensor::ExtractOp::create(rewriter, loc, t, ValueRange{idx(rewriter, loc, k)});
+        return arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(),
+                                          castScalar(rewriter, loc, e, rewriter.getI64Type()));
       };
-      Value s = wrap(op.getStarts()[k]), e = wrap(op.getEnds()[k]);
-      Value zero = idx(rewriter, loc, 0), minusOne = idx(rewriter, loc, -1);
-      Value dimMinus1 = arith::SubIOp::create(rewriter, loc, dim, idx(rewriter, loc, 1));
-      Value n;
-      if (step > 0) {
-        s = clamp(s, zero, dim);
-        e = clamp(e, zero, dim);
-        n = arith::CeilDivSIOp::create(rewriter, loc, arith::SubIOp::create(rewriter, loc, e, s),
-                                       idx(rewriter, loc, step));
-      } else {
-        s = clamp(s, zero, dimMinus1);
-        e = clamp(e, minusOne, dimMinus1);
-        n = arith::CeilDivSIOp::create(rewriter, loc, arith::SubIOp::create(rewriter, loc, s, e),
-                                       idx(rewriter, loc, -step));
-      }
-      starts[a] = s;
-      sizes[a] = arith::MaxSIOp::create(rewriter, loc, n, zero);
-    }
-    for (int64_t i = 0; i < rank; ++i)
-      if (!rt.isDynamicDim(i))
-        sizes[i] = idx(rewriter, loc, rt.getDimSize(i));
-    Value init = emptyTensor(rewriter, loc, rt, sizes);
-    auto generic = linalg::GenericOp::create(
-        rewriter, loc, rt, ValueRange{}, ValueRange{init},
-        SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, getContext())},
-        SmallVector<IteratorType>(rank, IteratorType::parallel),
-        [&](OpBuilder &b, Location l, ValueRange) {
-          SmallVector<Value> coords;
-          for (int64_t d = 0; d < rank; ++d) {
-            Value i = linalg::IndexOp::create(b, l, d);
-            Value off = arith::MulIOp::create(b, l, i, idx(b, l, steps[d]));
-            coords.push_back(arith::AddIOp::create(b, l, starts[d], off));
-          }
-          linalg::YieldOp::create(b, l, tensor::ExtractOp::create(b, l, x, coords).getResult());
-        });
-    rewriter.replaceOp(op, generic.getResult(0));
+    };
+    rewriter.replaceOp(op, lowerSlice(rewriter, loc, adaptor.getInput(), cast<RankedTensorType>(op.getType()),
+                                      op.getAxes(), op.getSteps(), element(adaptor.getStarts()),
+                                      element(adaptor.getEnds())));
     return success();
   }
 };
@@ -675,7 +703,7 @@ struct ResizePattern : OpConversionPattern<ResizeOp> {
 void populateShapeLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ConstantPattern, ReshapePattern, RegroupPattern<FlattenOp>,
                RegroupPattern<SqueezeOp>, RegroupPattern<UnsqueezeOp>,
-               TransposePattern, ConcatPattern, GatherPattern, SlicePattern,
+               TransposePattern, ConcatPattern, GatherPattern, SlicePattern, DynamicSlicePattern,
                ShapePattern, ConstantOfShapePattern, PadPattern, ResizePattern, TriluPattern, GatherElementsPattern, TilePattern, OneHotPattern>(
       patterns.getContext());
 }

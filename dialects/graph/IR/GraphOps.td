@@ -735,6 +735,22 @@ def Graph_SliceOp : Graph_Op<"slice"> {
   let hasFolder = 1;
 }
 
+def Graph_DynamicSliceOp : Graph_Op<"dynamic_slice"> {
+  let summary = "Slice whose starts and ends are run-time values (axes and steps constant)";
+  let description = [{
+    The sliced axes are dynamic in the result; ONNX clamping is applied at
+    run time.
+
+    ```mlir
+    %y = graph.dynamic_slice %x, %s, %e {axes = array<i64: 1>, steps = array<i64: 1>}
+        : (tensor<4x8xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x?xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, TensorOf<[I32, I64]>:$starts, TensorOf<[I32, I64]>:$ends,
+                   DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$steps);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 def Graph_SqueezeOp : Graph_Op<"squeeze"> {
   let summary = "Removes size-1 axes (`axes`, or every static size-1 axis when empty)";
   let description = [{

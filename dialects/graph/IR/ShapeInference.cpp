@@ -865,6 +865,30 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult DynamicSliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                               Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  int64_t n = adaptor.getAxes().size();
+  for (Value v : {adaptor.getStarts(), adaptor.getEnds()}) {
+    auto t = rankedType(v);
+    if (t.getRank() != 1 || t.getDimSize(0) != n)
+      return fail(loc, "dynamic_slice starts and ends need one value per axis");
+  }
+  if ((int64_t)adaptor.getSteps().size() != n)
+    return fail(loc, "dynamic_slice needs one step per axis");
+  SmallVector<int64_t> out(x.getShape());
+  SmallVector<bool> seen(x.getRank(), false);
+  for (int64_t k = 0; k < n; ++k) {
+    auto a = normalizeAxis(adaptor.getAxes()[k], x.getRank());
+    if (failed(a) || seen[*a] || adaptor.getSteps()[k] == 0)
+      return fail(loc, "dynamic_slice axes must be distinct and in range, steps non-zero");
+    seen[*a] = true;
+    out[*a] = kDyn;
+  }
+  types.push_back(x.clone(out));
+  return success();
+}
+
 LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,

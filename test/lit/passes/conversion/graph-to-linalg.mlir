@@ -311,3 +311,16 @@ func.func @bit_shift_right_and_atan(%x: tensor<3xi8>, %y: tensor<3xi8>, %f: tens
   %1 = graph.atan %f : (tensor<3xf32>) -> tensor<3xf32>
   return %0, %1 : tensor<3xi8>, tensor<3xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @dynamic_slice
+// CHECK: tensor.extract %{{.*}}[%{{.*}}] : tensor<1xi64>
+// CHECK: arith.select
+// CHECK: arith.ceildivsi
+// CHECK: linalg.generic
+func.func @dynamic_slice(%x: tensor<4x8xf32>, %s: tensor<1xi64>, %e: tensor<1xi64>) -> tensor<4x?xf32> {
+  %0 = graph.dynamic_slice %x, %s, %e {axes = array<i64: 1>, steps = array<i64: 1>}
+      : (tensor<4x8xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x?xf32>
+  return %0 : tensor<4x?xf32>
+}
