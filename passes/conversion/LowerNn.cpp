@@ -282,11 +282,16 @@ struct ReduceLogSumExpPattern : OpConversionPattern<ReduceLogSumExpOp> {
   }
 };
 
-struct SoftmaxPattern : OpConversionPattern<SoftmaxOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// softmax(x) = exp(x - max) / sum(exp(x - max)) and
+/// log_softmax(x) = x - max - log(sum(exp(x - max))) along one axis: both
+/// reduce the max, then the shifted exponentials' sum.
+template <typename OpTy>
+struct SoftmaxLikePattern : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(SoftmaxOp op, OpAdaptor adaptor,
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    constexpr bool isLog = std::is_same_v<OpTy, LogSoftmaxOp>;
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
     auto xt = cast<RankedTensorType>(x.getType());
@@ -303,9 +308,10 @@ struct SoftmaxPattern : OpConversionPattern<SoftmaxOp> {
         });
     Value y = mapWithReduced(rewriter, loc, x, reduced, ValueRange{maxV, sum}, {},
                              [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                               Value e = math::ExpOp::create(
-                                   b, l, arith::SubFOp::create(b, l, a[0], a[1]));
-                               return arith::DivFOp::create(b, l, e, a[2]);
+                               Value shifted = arith::SubFOp::create(b, l, a[0], a[1]);
+                               if (isLog)
+                                 return arith::SubFOp::create(b, l, shifted, math::LogOp::create(b, l, a[2]));
+                               return arith::DivFOp::create(b, l, math::ExpOp::create(b, l, shifted), a[2]);
                              });
     rewriter.replaceOp(op, y);
     return success();
@@ -516,35 +522,6 @@ struct NllLossPattern : OpConversionPattern<NllLossOp> {
                              [](OpBuilder &b, Location l, ValueRange a) { return divValues(b, l, a[0], a[1]); });
     }
     rewriter.replaceOp(op, sum);
-    return success();
-  }
-};
-
-/// log_softmax(x) = x - max - log(sum(exp(x - max))).
-struct LogSoftmaxPattern : OpConversionPattern<LogSoftmaxOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(LogSoftmaxOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value x = adaptor.getInput();
-    auto xt = cast<RankedTensorType>(x.getType());
-    Type et = xt.getElementType();
-    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + xt.getRank() : (int64_t)op.getAxis();
-    SmallVector<bool> reduced(xt.getRank(), false);
-    reduced[axis] = true;
-    Value maxV = reduce(rewriter, loc, x, reduced, lowestValue(rewriter, loc, et), maxCombine());
-    Value sum = reduce(
-        rewriter, loc, x, reduced, scalarConstant(rewriter, loc, et, 0), sumCombine(),
-        ValueRange{maxV}, [](OpBuilder &b, Location l, ValueRange a) -> Value {
-          return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, a[0], a[1]));
-        });
-    Value y = mapWithReduced(rewriter, loc, x, reduced, ValueRange{maxV, sum}, {},
-                             [](OpBuilder &b, Location l, ValueRange a) -> Value {
-                               Value shifted = arith::SubFOp::create(b, l, a[0], a[1]);
-                               return arith::SubFOp::create(b, l, shifted, math::LogOp::create(b, l, a[2]));
-                             });
-    rewriter.replaceOp(op, y);
     return success();
   }
 };
@@ -850,7 +827,7 @@ void populateNnLoweringPatterns(RewritePatternSet &patterns) {
                ReducePattern<ReduceL1Op>, ReducePattern<ReduceL2Op>, ReducePattern<ReduceSumSquareOp>,
                ReducePattern<ReduceLogSumOp>, ReduceLogSumExpPattern,
                ArgPattern<ArgMaxOp>, ArgPattern<ArgMinOp>, InstanceNormPattern, HardmaxPattern,
-               CumSumPattern, NllLossPattern, SoftmaxPattern, LogSoftmaxPattern, LayerNormPattern,
+               CumSumPattern, NllLossPattern, SoftmaxLikePattern<SoftmaxOp>, SoftmaxLikePattern<LogSoftmaxOp>, LayerNormPattern,
                BatchNormPattern, GlobalAveragePoolPattern, PoolPattern<MaxPoolOp>,
                PoolPattern<AveragePoolOp>>(patterns.getContext());
 }
