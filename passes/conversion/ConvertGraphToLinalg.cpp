@@ -24,7 +24,7 @@ struct ConvertGraphToLinalgPass
     target.addIllegalDialect<graph::GraphDialect>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
-                           func::FuncDialect>();
+                           func::FuncDialect, scf::SCFDialect, vector::VectorDialect>();
     RewritePatternSet patterns(ctx);
     populateElementwiseLoweringPatterns(patterns);
     populateContractionLoweringPatterns(patterns);

@@ -3,6 +3,9 @@
 
 #include "dialects/graph/IR/Graph.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -192,6 +195,69 @@ struct GemmPattern : OpConversionPattern<GemmOp> {
   }
 };
 
+/// im2col for 2-D convolutions with unit stride along W and static sizes, as
+/// whole-row vector copies: col[n, g, ic, kh, kw, oh, :] is a contiguous row
+/// of the padded input. Written with vector transfers because LLVM leaves the
+/// equivalent scalar loop unvectorized (it cannot prove the two buffers
+/// apart). Returns null when the shapes do not fit.
+static Value rowCopyIm2Col(OpBuilder &b, Location loc, Value x, Value colInit,
+                           RankedTensorType colType, int64_t icg, ArrayRef<int64_t> strides,
+                           ArrayRef<int64_t> dilations) {
+  // col: [N, G, ICG, KH, KW, OH, OW]
+  if (colType.getRank() != 7 || strides[1] != 1)
+    return {};
+  for (int64_t i = 1; i < 7; ++i)
+    if (colType.isDynamicDim(i))
+      return {};
+  int64_t groups = colType.getDimSize(1), kh = colType.getDimSize(3), kw = colType.getDimSize(4),
+          oh = colType.getDimSize(5), ow = colType.getDimSize(6);
+  if (ow < 4)
+    return {};
+  Type et = colType.getElementType();
+  auto c = [&](OpBuilder &nb, int64_t v) -> Value { return arith::ConstantIndexOp::create(nb, loc, v); };
+  auto blockType = RankedTensorType::get({kh, kw, oh, ow}, et);
+  auto rowType = VectorType::get({ow}, et);
+  SmallVector<OpFoldResult> ubs = {tensor::getMixedSize(b, loc, colInit, 0), b.getIndexAttr(groups),
+                                   b.getIndexAttr(icg)};
+  auto forall = scf::ForallOp::create(b, loc, ubs, ValueRange{colInit}, std::nullopt);
+  OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
+  Value n = forall.getInductionVar(0), g = forall.getInductionVar(1), ic = forall.getInductionVar(2);
+  Value channel = arith::AddIOp::create(fb, loc, arith::MulIOp::create(fb, loc, g, c(fb, icg)), ic);
+  Value pad = arith::ConstantOp::create(fb, loc, fb.getZeroAttr(et));
+  Value block = tensor::EmptyOp::create(fb, loc, blockType.getShape(), et);
+  auto loopKh = scf::ForOp::create(fb, loc, c(fb, 0), c(fb, kh), c(fb, 1), ValueRange{block});
+  OpBuilder b1 = OpBuilder::atBlockBegin(loopKh.getBody());
+  auto loopKw = scf::ForOp::create(b1, loc, c(b1, 0), c(b1, kw), c(b1, 1), ValueRange{loopKh.getRegionIterArg(0)});
+  OpBuilder b2 = OpBuilder::atBlockBegin(loopKw.getBody());
+  auto loopOh = scf::ForOp::create(b2, loc, c(b2, 0), c(b2, oh), c(b2, 1), ValueRange{loopKw.getRegionIterArg(0)});
+  OpBuilder b3 = OpBuilder::atBlockBegin(loopOh.getBody());
+  Value ikh = loopKh.getInductionVar(), ikw = loopKw.getInductionVar(), ioh = loopOh.getInductionVar();
+  Value row = arith::AddIOp::create(b3, loc, arith::MulIOp::create(b3, loc, ioh, c(b3, strides[0])),
+                                    arith::MulIOp::create(b3, loc, ikh, c(b3, dilations[0])));
+  Value colStart = arith::MulIOp::create(b3, loc, ikw, c(b3, dilations[1]));
+  SmallVector<bool> inBounds = {true};
+  Value v = vector::TransferReadOp::create(b3, loc, rowType, x, ValueRange{n, channel, row, colStart}, pad,
+                                           inBounds);
+  Value written = vector::TransferWriteOp::create(b3, loc, v, loopOh.getRegionIterArg(0),
+                                                  ValueRange{ikh, ikw, ioh, c(b3, 0)}, inBounds)
+                      .getResult();
+  scf::YieldOp::create(b3, loc, written);
+  b2.setInsertionPointAfter(loopOh);
+  scf::YieldOp::create(b2, loc, loopOh.getResult(0));
+  b1.setInsertionPointAfter(loopKw);
+  scf::YieldOp::create(b1, loc, loopKw.getResult(0));
+  OpBuilder tb = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
+  SmallVector<OpFoldResult> offsets = {n, g, ic, tb.getIndexAttr(0), tb.getIndexAttr(0), tb.getIndexAttr(0),
+                                       tb.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {tb.getIndexAttr(1), tb.getIndexAttr(1), tb.getIndexAttr(1),
+                                     tb.getIndexAttr(kh), tb.getIndexAttr(kw), tb.getIndexAttr(oh),
+                                     tb.getIndexAttr(ow)};
+  SmallVector<OpFoldResult> unit(7, tb.getIndexAttr(1));
+  tensor::ParallelInsertSliceOp::create(tb, loc, loopKh.getResult(0), forall.getRegionIterArgs()[0], offsets,
+                                        sizes, unit);
+  return forall.getResult(0);
+}
+
 /// Convolution as im2col + matrix product: the input windows are gathered
 /// into col[n, g, ic*K, P] (P = output positions), then
 /// out[n, g, oc, P] += w[g, oc, ic*K] * col[n, g, ic*K, P] with P innermost, a
@@ -269,14 +335,16 @@ struct ConvPattern : OpConversionPattern<ConvOp> {
       xe.push_back(d(3 + spatial + i) * strides[i] + d(3 + i) * dilations[i]);
     SmallVector<AffineMap> colMaps = {AffineMap::get(colRank, 0, xe, ctx),
                                       AffineMap::getMultiDimIdentityMap(colRank, ctx)};
-    Value col = linalg::GenericOp::create(
-                    rewriter, loc, colType, ValueRange{x},
-                    ValueRange{emptyTensor(rewriter, loc, colType, colDims)}, colMaps,
-                    SmallVector<IteratorType>(colRank, IteratorType::parallel),
-                    [](OpBuilder &b, Location l, ValueRange args) {
-                      linalg::YieldOp::create(b, l, args[0]);
-                    })
-                    .getResult(0);
+    Value colInit = emptyTensor(rewriter, loc, colType, colDims);
+    Value col = rowCopyIm2Col(rewriter, loc, x, colInit, colType, icg, strides, dilations);
+    if (!col)
+      col = linalg::GenericOp::create(
+                rewriter, loc, colType, ValueRange{x}, ValueRange{colInit}, colMaps,
+                SmallVector<IteratorType>(colRank, IteratorType::parallel),
+                [](OpBuilder &b, Location l, ValueRange args) {
+                  linalg::YieldOp::create(b, l, args[0]);
+                })
+                .getResult(0);
     auto colFlatType = RankedTensorType::get({rt.getDimSize(0), group, reduction, staticPositions}, et);
     Value colFlat = reshapeTo(rewriter, loc, col, colFlatType, {batch, c(group), c(reduction), positions});
     auto wFlatType = RankedTensorType::get({group, ocg, reduction}, et);

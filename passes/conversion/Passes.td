@@ -13,6 +13,7 @@ def ConvertGraphToLinalgPass : Pass<"kiln-convert-graph-to-linalg", "::mlir::Mod
     names it and its ONNX node.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
 }
 

@@ -27,8 +27,12 @@ func.func @matmul(%a: tensor<?x8xf32>, %b: tensor<8x4xf32>) -> tensor<?x4xf32> {
 
 // CHECK-LABEL: func @conv_padded
 // CHECK: tensor.pad
-// im2col gather, then the product with the output positions innermost.
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]
+// im2col as whole-row vector copies (unit stride along W), then the product
+// with the output positions innermost.
+// CHECK: scf.forall
+// CHECK: vector.transfer_read {{.*}} : tensor<1x3x10x10xf32>, vector<8xf32>
+// CHECK: vector.transfer_write {{.*}} : vector<8xf32>, tensor<3x3x8x8xf32>
+// CHECK: tensor.parallel_insert_slice
 // CHECK: tensor.reshape {{.*}} -> tensor<1x1x27x64xf32>
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]
 // CHECK: arith.mulf {{.*}} fastmath<reassoc,contract>
@@ -189,6 +193,18 @@ func.func @layer_norm_stats(%x: tensor<4x8xf32>, %s: tensor<8xf32>) -> (tensor<4
   %y, %m, %r = graph.layer_norm %x, %s {axis = -1 : i64, epsilon = 1.0e-05 : f32}
       : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
   return %y, %m, %r : tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>
+}
+
+// -----
+
+// A strided convolution keeps the general im2col gather.
+// CHECK-LABEL: func @conv_strided
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]
+// CHECK-NOT: vector.transfer_read
+func.func @conv_strided(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x3x3xf32> {
+  %0 = graph.conv %x, %w {group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>}
+      : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x3x3xf32>
+  return %0 : tensor<1x4x3x3xf32>
 }
 
 // -----
