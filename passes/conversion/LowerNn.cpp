@@ -4,6 +4,8 @@
 #include "dialects/graph/IR/Graph.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
 
 #include <cmath>
@@ -709,6 +711,65 @@ struct GlobalAveragePoolPattern : OpConversionPattern<GlobalAveragePoolOp> {
   }
 };
 
+/// 2-D pooling with unit stride along W and static sizes as whole-row vector
+/// operations: out[n, c, oh, :] combines the rows x[n, c, oh*sh + kh*dh,
+/// kw*dw : kw*dw + OW] over the window, in registers. LLVM does not vectorize
+/// the scalar loop (it cannot prove input and output apart). Null when the
+/// shapes do not fit.
+static Value rowVectorPool(OpBuilder &b, Location loc, Value padded, Value init, RankedTensorType rt,
+                           ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                           ArrayRef<int64_t> dilations, bool isMax) {
+  if (rt.getRank() != 4 || strides[1] != 1 || !isa<FloatType>(rt.getElementType()))
+    return {};
+  for (int64_t i = 1; i < 4; ++i)
+    if (rt.isDynamicDim(i))
+      return {};
+  int64_t channels = rt.getDimSize(1), oh = rt.getDimSize(2), ow = rt.getDimSize(3);
+  if (ow < 4)
+    return {};
+  Type et = rt.getElementType();
+  auto rowType = VectorType::get({ow}, et);
+  auto c = [&](OpBuilder &nb, int64_t v) -> Value { return arith::ConstantIndexOp::create(nb, loc, v); };
+  SmallVector<OpFoldResult> ubs = {tensor::getMixedSize(b, loc, init, 0), b.getIndexAttr(channels)};
+  auto forall = scf::ForallOp::create(b, loc, ubs, ValueRange{init}, std::nullopt);
+  OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
+  Value n = forall.getInductionVar(0), ch = forall.getInductionVar(1);
+  Value pad = arith::ConstantOp::create(fb, loc, fb.getZeroAttr(et));
+  Value plane = tensor::EmptyOp::create(fb, loc, ArrayRef<int64_t>{oh, ow}, et);
+  SmallVector<bool> inBounds = {true};
+  auto rows = scf::ForOp::create(fb, loc, c(fb, 0), c(fb, oh), c(fb, 1), ValueRange{plane});
+  OpBuilder rb = OpBuilder::atBlockBegin(rows.getBody());
+  Value ioh = rows.getInductionVar();
+  Value acc = vector::BroadcastOp::create(
+      rb, loc, rowType,
+      isMax ? lowestValue(rb, loc, et) : scalarConstant(rb, loc, et, 0));
+  for (int64_t kh = 0; kh < kernel[0]; ++kh)
+    for (int64_t kw = 0; kw < kernel[1]; ++kw) {
+      Value row = arith::AddIOp::create(rb, loc, arith::MulIOp::create(rb, loc, ioh, c(rb, strides[0])),
+                                        c(rb, kh * dilations[0]));
+      Value v = vector::TransferReadOp::create(rb, loc, rowType, padded,
+                                               ValueRange{n, ch, row, c(rb, kw * dilations[1])}, pad, inBounds);
+      if (isMax) {
+        Value greater = arith::CmpFOp::create(rb, loc, arith::CmpFPredicate::OGT, v, acc);
+        acc = arith::SelectOp::create(rb, loc, greater, v, acc);
+      } else {
+        acc = arith::AddFOp::create(rb, loc, acc, v);
+      }
+    }
+  Value written = vector::TransferWriteOp::create(rb, loc, acc, rows.getRegionIterArg(0),
+                                                  ValueRange{ioh, c(rb, 0)}, inBounds)
+                      .getResult();
+  scf::YieldOp::create(rb, loc, written);
+  OpBuilder tb = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
+  SmallVector<OpFoldResult> offsets = {n, ch, tb.getIndexAttr(0), tb.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {tb.getIndexAttr(1), tb.getIndexAttr(1), tb.getIndexAttr(oh),
+                                     tb.getIndexAttr(ow)};
+  SmallVector<OpFoldResult> unit(4, tb.getIndexAttr(1));
+  tensor::ParallelInsertSliceOp::create(tb, loc, rows.getResult(0), forall.getRegionIterArgs()[0], offsets,
+                                        sizes, unit);
+  return forall.getResult(0);
+}
+
 /// Max and average pooling: a window reduction over a padded input; the
 /// average divides by the count ONNX prescribes for each output position.
 template <typename OpTy>
@@ -775,14 +836,16 @@ struct PoolPattern : OpConversionPattern<OpTy> {
     SmallVector<IteratorType> iters(numDims, IteratorType::reduction);
     for (int64_t i = 0; i < 2 + spatial; ++i)
       iters[position(i)] = IteratorType::parallel;
-    Value pooled = linalg::GenericOp::create(
-                       rewriter, loc, rt, ValueRange{padded, window}, ValueRange{init}, maps, iters,
-                       [&](OpBuilder &nb, Location nl, ValueRange args) {
-                         Value v = isMax ? maxValues(nb, nl, args[2], args[0])
-                                         : addValues(nb, nl, args[2], args[0]);
-                         linalg::YieldOp::create(nb, nl, v);
-                       })
-                       .getResult(0);
+    Value pooled = rowVectorPool(rewriter, loc, padded, init, rt, kernel, strides, dilations, isMax);
+    if (!pooled)
+      pooled = linalg::GenericOp::create(
+                   rewriter, loc, rt, ValueRange{padded, window}, ValueRange{init}, maps, iters,
+                   [&](OpBuilder &nb, Location nl, ValueRange args) {
+                     Value v = isMax ? maxValues(nb, nl, args[2], args[0])
+                                     : addValues(nb, nl, args[2], args[0]);
+                     linalg::YieldOp::create(nb, nl, v);
+                   })
+                   .getResult(0);
     if constexpr (isMax) {
       rewriter.replaceOp(op, pooled);
     } else {

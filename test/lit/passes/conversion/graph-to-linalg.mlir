@@ -340,3 +340,18 @@ func.func @dynamic_slice(%x: tensor<4x8xf32>, %s: tensor<1xi64>, %e: tensor<1xi6
       : (tensor<4x8xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x?xf32>
   return %0 : tensor<4x?xf32>
 }
+
+// -----
+
+// Unit-stride 2-D max pooling combines whole input rows in vector registers.
+// CHECK-LABEL: func @max_pool_rows
+// CHECK: tensor.pad
+// CHECK: scf.forall
+// CHECK-COUNT-9: vector.transfer_read
+// CHECK: vector.transfer_write
+// CHECK: tensor.parallel_insert_slice
+func.func @max_pool_rows(%x: tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32> {
+  %0 = graph.max_pool %x {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  return %0 : tensor<1x2x8x8xf32>
+}
