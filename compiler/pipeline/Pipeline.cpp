@@ -11,7 +11,9 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/FileSystem.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 
@@ -85,9 +87,41 @@ void registerKilnPasses() {
   registerCpuPasses();
 }
 
+namespace {
+/// Writes the module after every pass to DIR/NNN_<pass>.mlir, numbered across
+/// phases, so a compile's whole history can be diffed file by file.
+struct DumpIrInstrumentation : PassInstrumentation {
+  DumpIrInstrumentation(std::string dir, int &counter) : dir(std::move(dir)), counter(counter) {}
+  void runAfterPass(Pass *pass, Operation *op) override {
+    if (!isa<ModuleOp>(op))
+      op = op->getParentOfType<ModuleOp>();
+    if (!op || op->getParentOp())
+      return;
+    char name[16];
+    std::snprintf(name, sizeof name, "%03d_", ++counter);
+    std::string path = dir + "/" + name + pass->getArgument().str() + ".mlir";
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (ec)
+      return;
+    OpPrintingFlags flags;
+    flags.elideLargeElementsAttrs(16);
+    flags.elideLargeResourceString(64);
+    op->print(os, flags);
+  }
+  std::string dir;
+  int &counter;
+};
+} // namespace
+
 LogicalResult runPipeline(ModuleOp module, Phase last,
                           const PipelineOptions &options) {
   registerKilnPasses();
+  int dumped = 0;
+  if (!options.dumpIrDir.empty() && llvm::sys::fs::create_directories(options.dumpIrDir)) {
+    module.emitError("cannot create --dump-ir-dir '" + options.dumpIrDir + "'");
+    return failure();
+  }
   for (Phase phase : {Phase::Graph, Phase::Linalg, Phase::Bufferized, Phase::Llvm}) {
     if (options.onPhase)
       options.onPhase(phase);
@@ -107,6 +141,10 @@ LogicalResult runPipeline(ModuleOp module, Phase last,
             return all || pass->getArgument() == only;
           },
           /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+    }
+    if (!options.dumpIrDir.empty()) {
+      module.getContext()->disableMultithreading();
+      pm.addInstrumentation(std::make_unique<DumpIrInstrumentation>(options.dumpIrDir, dumped));
     }
     if (failed(pm.run(module)))
       return failure();

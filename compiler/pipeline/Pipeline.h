@@ -22,6 +22,7 @@ struct PipelineOptions {
   int vectorBits = 256;
   bool printIrAfterAll = false;       // every pass, to stderr
   std::string printIrAfter;           // one pass (by argument name), to stderr
+  std::string dumpIrDir;              // one numbered file per pass, e.g. 007_canonicalize.mlir
   std::function<void(Phase)> onPhase;    // progress reporting, before a phase
   std::function<void(Phase)> afterPhase; // after a phase succeeded
 };

@@ -35,6 +35,9 @@ static cl::opt<bool> printAll("mlir-print-ir-after-all", cl::desc("Print the IR 
 static cl::opt<std::string> printAfter("print-ir-after", cl::desc("Print the IR after the named pass"),
                                        cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Do not show progress"), cl::cat(category));
+static cl::opt<std::string> dumpIrDir("dump-ir-dir",
+                                      cl::desc("Write the IR after every pass to DIR/NNN_<pass>.mlir"),
+                                      cl::value_desc("dir"), cl::cat(category));
 static cl::opt<bool> listOps("list-ops", cl::desc("List the ONNX ops the importer supports and exit"),
                              cl::cat(category));
 
@@ -57,7 +60,7 @@ int main(int argc, char **argv) {
   // Copy the options now: parsing pass pipelines later resets LLVM's
   // command-line option values.
   const std::string modelPath = inputPath, outPath = outputPath, emitWhat = emit,
-                    cpuName = targetCpu, printAfterName = printAfter;
+                    cpuName = targetCpu, printAfterName = printAfter, dumpDir = dumpIrDir;
   const bool printAllIr = printAll, beQuiet = quiet;
   if (listOps) {
     std::vector<std::string> names;
@@ -129,6 +132,7 @@ int main(int argc, char **argv) {
   }
   options.printIrAfterAll = printAllIr;
   options.printIrAfter = printAfterName;
+  options.dumpIrDir = dumpDir;
   std::vector<std::string> phases = {"import"};
   options.afterPhase = [&](kiln::Phase p) {
     if (p == kiln::Phase::Graph)
