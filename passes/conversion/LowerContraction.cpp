@@ -157,14 +157,7 @@ struct GemmPattern : OpConversionPattern<GemmOp> {
     if (Value c = adaptor.getC(); c && beta != 0.0) {
       Value betaV = scalarConstant(rewriter, loc, et, beta);
       Value empty = emptyTensor(rewriter, loc, rt, dims);
-      auto ct = cast<RankedTensorType>(c.getType());
-      SmallVector<AffineExpr> exprs;
-      for (int64_t j = 0; j < ct.getRank(); ++j) {
-        int64_t i = j + 2 - ct.getRank();
-        bool bcast = ct.getDimSize(j) == 1 && rt.getDimSize(i) != 1;
-        exprs.push_back(bcast ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(i, ctx));
-      }
-      SmallVector<AffineMap> maps = {AffineMap::get(2, 0, exprs, ctx),
+      SmallVector<AffineMap> maps = {broadcastMap(cast<RankedTensorType>(c.getType()), rt, ctx),
                                      AffineMap::getMultiDimIdentityMap(2, ctx)};
       init = linalg::GenericOp::create(
                  rewriter, loc, rt, ValueRange{c}, ValueRange{empty}, maps,

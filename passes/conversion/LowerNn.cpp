@@ -6,9 +6,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/Matchers.h"
 
-#include <cmath>
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -172,6 +170,28 @@ struct ReduceKind {
   std::function<Value(OpBuilder &, Location, Value)> post; // accumulated -> result
 };
 
+/// Mean and 1/sqrt(variance + eps) over the `reduced` dims (kept-dims
+/// tensors), as LayerNormalization and InstanceNormalization need them.
+std::pair<Value, Value> normStatistics(OpBuilder &b, Location loc, Value x, ArrayRef<bool> reduced,
+                                       double epsilon) {
+  Type et = cast<RankedTensorType>(x.getType()).getElementType();
+  Value count = reducedCount(b, loc, x, reduced, et);
+  Value zero = scalarConstant(b, loc, et, 0);
+  Value mean = divideBy(b, loc, reduce(b, loc, x, reduced, zero, sumCombine()), count);
+  Value sq = reduce(b, loc, x, reduced, zero, sumCombine(), ValueRange{mean},
+                    [](OpBuilder &nb, Location l, ValueRange a) {
+                      Value d = subValues(nb, l, a[0], a[1]);
+                      return mulValues(nb, l, d, d);
+                    });
+  Value eps = scalarConstant(b, loc, et, epsilon);
+  Value rstd = buildElementwise(b, loc, cast<RankedTensorType>(sq.getType()), sq,
+                                [count, eps](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                                  Value var = divValues(nb, l, a[0], count);
+                                  return math::RsqrtOp::create(nb, l, addValues(nb, l, var, eps));
+                                });
+  return {mean, rstd};
+}
+
 template <typename OpTy> ReduceKind reduceKind();
 
 using Fn = std::function<Value(OpBuilder &, Location, Value)>;
@@ -230,7 +250,7 @@ struct ReducePattern : OpConversionPattern<OpTy> {
     Type et = xt.getElementType();
     SmallVector<bool> reduced(xt.getRank(), op.getAxes().empty());
     for (int64_t a : op.getAxes())
-      reduced[a < 0 ? a + xt.getRank() : a] = true;
+      reduced[wrapAxis(a, xt.getRank())] = true;
     ReduceKind kind = reduceKind<OpTy>();
     Value init = kind.init == ReduceKind::Lowest    ? lowestValue(rewriter, loc, et)
                  : kind.init == ReduceKind::Highest ? highestValue(rewriter, loc, et)
@@ -261,7 +281,7 @@ struct ReduceLogSumExpPattern : OpConversionPattern<ReduceLogSumExpOp> {
     Type et = xt.getElementType();
     SmallVector<bool> reduced(xt.getRank(), op.getAxes().empty());
     for (int64_t a : op.getAxes())
-      reduced[a < 0 ? a + xt.getRank() : a] = true;
+      reduced[wrapAxis(a, xt.getRank())] = true;
     Value maxV = reduce(rewriter, loc, x, reduced, lowestValue(rewriter, loc, et), maxCombine());
     // A row of -inf would make x - max NaN; shift by 0 there instead.
     Value shift = buildElementwise(rewriter, loc, cast<RankedTensorType>(maxV.getType()), maxV,
@@ -298,7 +318,7 @@ struct SoftmaxLikePattern : OpConversionPattern<OpTy> {
     Value x = adaptor.getInput();
     auto xt = cast<RankedTensorType>(x.getType());
     Type et = xt.getElementType();
-    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + xt.getRank() : (int64_t)op.getAxis();
+    int64_t axis = wrapAxis(op.getAxis(), xt.getRank());
     SmallVector<bool> reduced(xt.getRank(), false);
     reduced[axis] = true;
     Value maxV = reduce(rewriter, loc, x, reduced, lowestValue(rewriter, loc, et), maxCombine());
@@ -384,7 +404,7 @@ struct ArgPattern : OpConversionPattern<OpTy> {
                   ConversionPatternRewriter &rewriter) const override {
     Value x = adaptor.getInput();
     int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
-    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + rank : (int64_t)op.getAxis();
+    int64_t axis = wrapAxis(op.getAxis(), rank);
     Value idx = argReduce(rewriter, op.getLoc(), x, axis, std::is_same_v<OpTy, ArgMaxOp>,
                           op.getSelectLastIndex() != 0);
     SmallVector<bool> reduced(rank, false);
@@ -404,7 +424,7 @@ struct HardmaxPattern : OpConversionPattern<HardmaxOp> {
     Value x = adaptor.getInput();
     auto xt = cast<RankedTensorType>(x.getType());
     int64_t rank = xt.getRank();
-    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + rank : (int64_t)op.getAxis();
+    int64_t axis = wrapAxis(op.getAxis(), rank);
     Value idx = argReduce(rewriter, loc, x, axis, /*isMax=*/true, /*last=*/false);
     SmallVector<bool> reduced(rank, false);
     reduced[axis] = true;
@@ -434,7 +454,7 @@ struct CumSumPattern : OpConversionPattern<CumSumOp> {
     auto xt = cast<RankedTensorType>(x.getType());
     Type et = xt.getElementType();
     int64_t rank = xt.getRank();
-    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + rank : (int64_t)op.getAxis();
+    int64_t axis = wrapAxis(op.getAxis(), rank);
     bool exclusive = op.getExclusive() != 0, reverse = op.getReverse() != 0;
     SmallVector<Value> dims;
     for (int64_t i = 0; i < rank; ++i)
@@ -539,35 +559,14 @@ struct LayerNormPattern : OpConversionPattern<LayerNormOp> {
     auto xt = cast<RankedTensorType>(x.getType());
     int64_t rank = xt.getRank();
     Type et = xt.getElementType();
-    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + rank : (int64_t)op.getAxis();
+    int64_t axis = wrapAxis(op.getAxis(), rank);
     SmallVector<bool> reduced(rank, false);
     for (int64_t i = axis; i < rank; ++i)
       reduced[i] = true;
-    Value count = reducedCount(rewriter, loc, x, reduced, et);
-    Value zero = scalarConstant(rewriter, loc, et, 0);
-    Value sum = reduce(rewriter, loc, x, reduced, zero, sumCombine());
-    Value mean = divideBy(rewriter, loc, sum, count);
-    Value sq = reduce(rewriter, loc, x, reduced, zero, sumCombine(), ValueRange{mean},
-                      [](OpBuilder &b, Location l, ValueRange a) {
-                        Value d = subValues(b, l, a[0], a[1]);
-                        return mulValues(b, l, d, d);
-                      });
-    Value eps = scalarConstant(rewriter, loc, et, op.getEpsilon().convertToDouble());
-    Value rstd = buildElementwise(rewriter, loc, cast<RankedTensorType>(sq.getType()), sq,
-                                  [count, eps](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                    Value var = divValues(b, l, a[0], count);
-                                    return math::RsqrtOp::create(b, l, addValues(b, l, var, eps));
-                                  });
+    auto [mean, rstd] = normStatistics(rewriter, loc, x, reduced, op.getEpsilon().convertToDouble());
     // Scale and bias broadcast numpy-style against the normalized axes.
     auto trailingMap = [&](Value v) {
-      auto t = cast<RankedTensorType>(v.getType());
-      SmallVector<AffineExpr> exprs;
-      for (int64_t j = 0; j < t.getRank(); ++j) {
-        int64_t i = j + rank - t.getRank();
-        bool bcast = t.getDimSize(j) == 1 && xt.getDimSize(i) != 1;
-        exprs.push_back(bcast ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(i, ctx));
-      }
-      return AffineMap::get(rank, 0, exprs, ctx);
+      return broadcastMap(cast<RankedTensorType>(v.getType()), xt, ctx);
     };
     SmallVector<std::pair<Value, AffineMap>> others = {
         {adaptor.getScale(), trailingMap(adaptor.getScale())}};
@@ -602,20 +601,7 @@ struct InstanceNormPattern : OpConversionPattern<InstanceNormOp> {
     Type et = xt.getElementType();
     SmallVector<bool> reduced(rank, true);
     reduced[0] = reduced[1] = false;
-    Value count = reducedCount(rewriter, loc, x, reduced, et);
-    Value zero = scalarConstant(rewriter, loc, et, 0);
-    Value mean = divideBy(rewriter, loc, reduce(rewriter, loc, x, reduced, zero, sumCombine()), count);
-    Value sq = reduce(rewriter, loc, x, reduced, zero, sumCombine(), ValueRange{mean},
-                      [](OpBuilder &b, Location l, ValueRange a) {
-                        Value d = subValues(b, l, a[0], a[1]);
-                        return mulValues(b, l, d, d);
-                      });
-    Value eps = scalarConstant(rewriter, loc, et, op.getEpsilon().convertToDouble());
-    Value rstd = buildElementwise(rewriter, loc, cast<RankedTensorType>(sq.getType()), sq,
-                                  [count, eps](OpBuilder &b, Location l, ValueRange a) -> Value {
-                                    Value var = divValues(b, l, a[0], count);
-                                    return math::RsqrtOp::create(b, l, addValues(b, l, var, eps));
-                                  });
+    auto [mean, rstd] = normStatistics(rewriter, loc, x, reduced, op.getEpsilon().convertToDouble());
     AffineMap channel = AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx);
     Value y = mapWithReduced(rewriter, loc, x, reduced, ValueRange{mean, rstd},
                              {{adaptor.getScale(), channel}, {adaptor.getBias(), channel}},
@@ -641,34 +627,9 @@ struct BatchNormPattern : OpConversionPattern<BatchNormOp> {
     Value eps = scalarConstant(rewriter, loc, xt.getElementType(),
                                op.getEpsilon().convertToDouble());
     // Per channel first: a = scale / sqrt(var + eps), b = bias - mean * a
-    // (C values), then y = x * a + b per element, one FMA instead of a
-    // square root and a division for every element. With constant
-    // parameters (the usual case) a and b are folded here; computed at run
-    // time, elementwise fusion would put the square root back per element.
+    // (C values), then y = x * a + b per element. Constant parameters never
+    // get here: the graph canonicalizer folds them into a multiply-add.
     auto paramType = cast<RankedTensorType>(adaptor.getScale().getType());
-    DenseFPElementsAttr sc, bi, mu, va;
-    if (paramType.getElementType().isF32() && matchPattern(adaptor.getScale(), m_Constant(&sc)) &&
-        matchPattern(adaptor.getBias(), m_Constant(&bi)) && matchPattern(adaptor.getMean(), m_Constant(&mu)) &&
-        matchPattern(adaptor.getVariance(), m_Constant(&va))) {
-      double epsilon = op.getEpsilon().convertToDouble();
-      SmallVector<float> av, bv;
-      auto s = sc.getValues<float>(), bb = bi.getValues<float>(), m = mu.getValues<float>(),
-           v = va.getValues<float>();
-      for (int64_t c = 0; c < paramType.getNumElements(); ++c) {
-        float a = s[c] / std::sqrt(v[c] + (float)epsilon);
-        av.push_back(a);
-        bv.push_back(bb[c] - m[c] * a);
-      }
-      Value aC = arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(paramType, ArrayRef<float>(av)));
-      Value bC = arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(paramType, ArrayRef<float>(bv)));
-      AffineMap channel = AffineMap::get(rank, 0, {getAffineDimExpr(1, ctx)}, ctx);
-      SmallVector<bool> none(rank, false);
-      rewriter.replaceOp(op, mapWithReduced(rewriter, loc, x, none, {}, {{aC, channel}, {bC, channel}},
-                                            [](OpBuilder &b, Location l, ValueRange v) {
-                                              return addValues(b, l, mulValues(b, l, v[0], v[1]), v[2]);
-                                            }));
-      return success();
-    }
     Value a = buildElementwise(rewriter, loc, paramType,
                                ValueRange{adaptor.getScale(), adaptor.getVariance()},
                                [eps](OpBuilder &b, Location l, ValueRange v) -> Value {

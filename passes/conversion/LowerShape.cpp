@@ -94,7 +94,7 @@ struct RegroupPattern : OpConversionPattern<OpTy> {
     auto rt = cast<RankedTensorType>(op.getType());
     SmallVector<Value> dims;
     if constexpr (std::is_same_v<OpTy, FlattenOp>) {
-      int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + xt.getRank() : (int64_t)op.getAxis();
+      int64_t axis = wrapAxis(op.getAxis(), xt.getRank());
       Value outer = idx(rewriter, loc, 1), inner = idx(rewriter, loc, 1);
       for (int64_t i = 0; i < xt.getRank(); ++i) {
         Value d = dimValue(rewriter, loc, x, i);
@@ -111,7 +111,7 @@ struct RegroupPattern : OpConversionPattern<OpTy> {
         for (int64_t i = 0; i < xt.getRank(); ++i)
           dropped[i] = xt.getDimSize(i) == 1;
       for (int64_t a : op.getAxes())
-        dropped[a < 0 ? a + xt.getRank() : a] = true;
+        dropped[wrapAxis(a, xt.getRank())] = true;
       for (int64_t i = 0; i < xt.getRank(); ++i)
         if (!dropped[i])
           dims.push_back(dimValue(rewriter, loc, x, i));
@@ -120,7 +120,7 @@ struct RegroupPattern : OpConversionPattern<OpTy> {
       int64_t next = 0;
       for (int64_t i = 0; i < rt.getRank(); ++i) {
         bool inserted = llvm::any_of(op.getAxes(), [&](int64_t a) {
-          return (a < 0 ? a + rt.getRank() : a) == i;
+          return wrapAxis(a, rt.getRank()) == i;
         });
         dims.push_back(inserted ? idx(rewriter, loc, 1) : dimValue(rewriter, loc, x, next++));
       }
@@ -178,7 +178,7 @@ struct ConcatPattern : OpConversionPattern<ConcatOp> {
   matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto rt = cast<RankedTensorType>(op.getType());
-    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + rt.getRank() : (int64_t)op.getAxis();
+    int64_t axis = wrapAxis(op.getAxis(), rt.getRank());
     SmallVector<Value> inputs(adaptor.getInputs());
     if (inputs.size() == 1) {
       rewriter.replaceOp(op, inputs[0]);
@@ -201,7 +201,7 @@ struct GatherPattern : OpConversionPattern<GatherOp> {
     auto dt = cast<RankedTensorType>(data.getType());
     auto it = cast<RankedTensorType>(indices.getType());
     auto rt = cast<RankedTensorType>(op.getType());
-    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + dt.getRank() : (int64_t)op.getAxis();
+    int64_t axis = wrapAxis(op.getAxis(), dt.getRank());
     int64_t q = it.getRank(), rank = rt.getRank();
     SmallVector<Value> dims;
     for (int64_t i = 0; i < axis; ++i)
@@ -348,7 +348,7 @@ struct ShapePattern : OpConversionPattern<ShapeOp> {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
     int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
-    int64_t start = (int64_t)op.getStart() < 0 ? (int64_t)op.getStart() + rank : (int64_t)op.getStart();
+    int64_t start = wrapAxis(op.getStart(), rank);
     start = std::clamp<int64_t>(start, 0, rank);
     auto rt = cast<RankedTensorType>(op.getType());
     SmallVector<Value> elems;
@@ -478,7 +478,7 @@ struct GatherElementsPattern : OpConversionPattern<GatherElementsOp> {
     Value data = adaptor.getData(), indices = adaptor.getIndices();
     auto rt = cast<RankedTensorType>(op.getType());
     int64_t rank = rt.getRank();
-    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + rank : (int64_t)op.getAxis();
+    int64_t axis = wrapAxis(op.getAxis(), rank);
     SmallVector<Value> dims;
     for (int64_t i = 0; i < rank; ++i)
       dims.push_back(dimValue(rewriter, loc, indices, i));
@@ -512,7 +512,7 @@ struct OneHotPattern : OpConversionPattern<OneHotOp> {
     Value indices = adaptor.getIndices(), values = adaptor.getValues();
     auto rt = cast<RankedTensorType>(op.getType());
     int64_t rank = rt.getRank(), depth = op.getDepth();
-    int64_t axis = (int64_t)op.getAxis() < 0 ? (int64_t)op.getAxis() + rank : (int64_t)op.getAxis();
+    int64_t axis = wrapAxis(op.getAxis(), rank);
     SmallVector<Value> dims;
     SmallVector<AffineExpr> idxExprs;
     int64_t next = 0;

@@ -51,23 +51,25 @@ SmallVector<Value> broadcastDims(OpBuilder &b, Location loc,
   return dims;
 }
 
+AffineMap broadcastMap(RankedTensorType operand, RankedTensorType result, MLIRContext *ctx) {
+  int64_t rank = result.getRank();
+  SmallVector<AffineExpr> exprs;
+  for (int64_t j = 0; j < operand.getRank(); ++j) {
+    int64_t i = j + rank - operand.getRank();
+    bool broadcast = operand.getDimSize(j) == 1 && result.getDimSize(i) != 1;
+    exprs.push_back(broadcast ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(i, ctx));
+  }
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
 Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
                        ValueRange inputsIn, const BodyFn &body) {
   SmallVector<Value> inputs(inputsIn.begin(), inputsIn.end());
   int64_t rank = resultType.getRank();
   MLIRContext *ctx = b.getContext();
   SmallVector<AffineMap> maps;
-  for (Value in : inputs) {
-    auto t = cast<RankedTensorType>(in.getType());
-    SmallVector<AffineExpr> exprs;
-    for (int64_t j = 0; j < t.getRank(); ++j) {
-      int64_t i = j + rank - t.getRank();
-      bool broadcast = t.getDimSize(j) == 1 && resultType.getDimSize(i) != 1;
-      exprs.push_back(broadcast ? getAffineConstantExpr(0, ctx)
-                                : getAffineDimExpr(i, ctx));
-    }
-    maps.push_back(AffineMap::get(rank, 0, exprs, ctx));
-  }
+  for (Value in : inputs)
+    maps.push_back(broadcastMap(cast<RankedTensorType>(in.getType()), resultType, ctx));
   maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
   SmallVector<Value> dims = broadcastDims(b, loc, resultType, inputs);
   Value init = emptyTensor(b, loc, resultType, dims);

@@ -14,6 +14,10 @@ namespace kiln {
 using BodyFn = std::function<mlir::Value(mlir::OpBuilder &, mlir::Location,
                                          mlir::ValueRange)>;
 
+/// An ONNX axis in [-rank, rank) as an index in [0, rank) (verified ops only).
+/// Takes int64_t so that ODS's unsigned attribute getters convert correctly.
+inline int64_t wrapAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
 /// The size of dimension `i` of `v` as an index value (constant if static).
 mlir::Value dimValue(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                      int64_t i);
@@ -22,6 +26,11 @@ mlir::Value dimValue(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
 mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc,
                         mlir::RankedTensorType type,
                         llvm::ArrayRef<mlir::Value> dims);
+
+/// Indexing map reading `operand` broadcast numpy-style (right-aligned, size-1
+/// dims pinned to 0) over the iteration space of `result`.
+mlir::AffineMap broadcastMap(mlir::RankedTensorType operand, mlir::RankedTensorType result,
+                             mlir::MLIRContext *ctx);
 
 /// An elementwise linalg.generic producing `resultType` from `inputs` that
 /// broadcast numpy-style to it; `body` maps scalar inputs to the result.

@@ -3,7 +3,11 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace kiln::graph;
@@ -244,4 +248,47 @@ OpFoldResult ConstantOfShapeOp::fold(FoldAdaptor a) {
   if (!rt || !rt.hasStaticShape() || !value || rt.getNumElements() > 4096)
     return {};
   return DenseElementsAttr::get(rt, *value.value_begin<Attribute>());
+}
+
+namespace {
+/// Inference BatchNormalization with constant parameters is x * a + b with
+/// a = scale / sqrt(var + eps) and b = bias - mean * a per channel: folded
+/// here, the kernels do one multiply-add per element instead of a square root
+/// and a division.
+struct FoldBatchNormParameters : OpRewritePattern<BatchNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BatchNormOp op, PatternRewriter &rewriter) const override {
+    DenseFPElementsAttr scale, bias, mean, var;
+    auto xt = llvm::cast<RankedTensorType>(op.getInput().getType());
+    if (!xt.getElementType().isF32() || xt.getRank() < 2 || xt.isDynamicDim(1) || !matchPattern(op.getScale(), m_Constant(&scale)) ||
+        !matchPattern(op.getBias(), m_Constant(&bias)) || !matchPattern(op.getMean(), m_Constant(&mean)) ||
+        !matchPattern(op.getVariance(), m_Constant(&var)))
+      return failure();
+    int64_t channels = scale.getNumElements();
+    if (bias.getNumElements() != channels || mean.getNumElements() != channels ||
+        var.getNumElements() != channels)
+      return failure();
+    float eps = op.getEpsilon().convertToFloat();
+    auto s = scale.getValues<float>(), b = bias.getValues<float>(), m = mean.getValues<float>(),
+         v = var.getValues<float>();
+    SmallVector<float> a, shift;
+    for (int64_t c = 0; c < channels; ++c) {
+      a.push_back(s[c] / std::sqrt(v[c] + eps));
+      shift.push_back(b[c] - m[c] * a.back());
+    }
+    // [C, 1, ..., 1] so that numpy broadcasting lines C up with axis 1.
+    SmallVector<int64_t> shape(xt.getRank() - 1, 1);
+    shape[0] = channels;
+    auto type = RankedTensorType::get(shape, rewriter.getF32Type());
+    Value aC = ConstantOp::create(rewriter, op.getLoc(), DenseElementsAttr::get(type, ArrayRef<float>(a)));
+    Value bC = ConstantOp::create(rewriter, op.getLoc(), DenseElementsAttr::get(type, ArrayRef<float>(shift)));
+    Value scaled = MulOp::create(rewriter, op.getLoc(), op.getType(), op.getInput(), aC);
+    rewriter.replaceOpWithNewOp<AddOp>(op, op.getType(), scaled, bC);
+    return success();
+  }
+};
+} // namespace
+
+void BatchNormOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<FoldBatchNormParameters>(context);
 }

@@ -553,6 +553,7 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm"> {
                    DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
   let results = (outs AnyRankedTensor:$result);
 
+  let hasCanonicalizer = 1;
 }
 
 def Graph_LayerNormOp : Graph_Op<"layer_norm"> {

@@ -26,3 +26,22 @@ func.func @int_arith() -> tensor<2xi64> {
   %0 = graph.sub %a, %b : (tensor<2xi64>, tensor<1xi64>) -> tensor<2xi64>
   return %0 : tensor<2xi64>
 }
+
+// Constant BatchNorm parameters fold into one scale and shift per channel:
+// a single multiply-add per element, no square root at run time.
+// RUN: kiln-opt %s -canonicalize -kiln-convert-graph-to-linalg | FileCheck %s --check-prefix=BN
+// BN-LABEL: func @batch_norm_folded
+// BN-DAG: arith.constant dense<{{\[\[}}2.000000e+00], [5.000000e-01]]> : tensor<2x1xf32>
+// BN-DAG: arith.constant dense<{{\[\[}}-2.000000e+00], [1.000000e+00]]> : tensor<2x1xf32>
+// BN-NOT: math.rsqrt
+// BN: arith.mulf
+// BN: arith.addf
+func.func @batch_norm_folded(%x: tensor<1x2x3xf32>) -> tensor<1x2x3xf32> {
+  %s = graph.constant {value = dense<[2.0, 1.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %b = graph.constant {value = dense<[0.0, 1.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %m = graph.constant {value = dense<[1.0, 0.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %v = graph.constant {value = dense<[1.0, 4.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %0 = graph.batch_norm %x, %s, %b, %m, %v {epsilon = 0.0 : f32}
+      : (tensor<1x2x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3xf32>
+  return %0 : tensor<1x2x3xf32>
+}

@@ -250,26 +250,6 @@ func.func @resize_linear(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x8x8xf32> {
 
 // -----
 
-// Constant BatchNorm parameters fold into one scale and shift per channel:
-// a single multiply-add per element, no square root at run time.
-// CHECK-LABEL: func @batch_norm_folded
-// CHECK: arith.constant dense<[2.000000e+00, 5.000000e-01]> : tensor<2xf32>
-// CHECK: arith.constant dense<[-2.000000e+00, 1.000000e+00]> : tensor<2xf32>
-// CHECK-NOT: math.rsqrt
-// CHECK: arith.mulf
-// CHECK: arith.addf
-func.func @batch_norm_folded(%x: tensor<1x2x3xf32>) -> tensor<1x2x3xf32> {
-  %s = graph.constant {value = dense<[2.0, 1.0]> : tensor<2xf32>} : () -> tensor<2xf32>
-  %b = graph.constant {value = dense<[0.0, 1.0]> : tensor<2xf32>} : () -> tensor<2xf32>
-  %m = graph.constant {value = dense<[1.0, 0.0]> : tensor<2xf32>} : () -> tensor<2xf32>
-  %v = graph.constant {value = dense<[1.0, 4.0]> : tensor<2xf32>} : () -> tensor<2xf32>
-  %0 = graph.batch_norm %x, %s, %b, %m, %v {epsilon = 0.0 : f32}
-      : (tensor<1x2x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3xf32>
-  return %0 : tensor<1x2x3xf32>
-}
-
-// -----
-
 // CHECK-LABEL: func @cum_sum_exclusive
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
 // CHECK: arith.cmpi slt
@@ -354,4 +334,19 @@ func.func @max_pool_rows(%x: tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32> {
   %0 = graph.max_pool %x {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
       : (tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
   return %0 : tensor<1x2x8x8xf32>
+}
+
+// -----
+
+// BatchNorm with run-time parameters: the per-channel scale and shift are
+// computed once over C, then one multiply-add per element.
+// CHECK-LABEL: func @batch_norm_runtime
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel"]
+// CHECK: math.rsqrt
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK-NOT: math.rsqrt
+func.func @batch_norm_runtime(%x: tensor<1x2x3xf32>, %s: tensor<2xf32>, %b: tensor<2xf32>, %m: tensor<2xf32>, %v: tensor<2xf32>) -> tensor<1x2x3xf32> {
+  %0 = graph.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32}
+      : (tensor<1x2x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3xf32>
+  return %0 : tensor<1x2x3xf32>
 }
