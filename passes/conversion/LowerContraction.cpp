@@ -208,47 +208,36 @@ static Value rowCopyIm2Col(OpBuilder &b, Location loc, Value x, Value colInit,
     return {};
   Type et = colType.getElementType();
   auto c = [&](OpBuilder &nb, int64_t v) -> Value { return arith::ConstantIndexOp::create(nb, loc, v); };
-  auto blockType = RankedTensorType::get({kh, kw, oh, ow}, et);
   auto rowType = VectorType::get({ow}, et);
   SmallVector<OpFoldResult> ubs = {tensor::getMixedSize(b, loc, colInit, 0), b.getIndexAttr(groups),
                                    b.getIndexAttr(icg)};
-  auto forall = scf::ForallOp::create(b, loc, ubs, ValueRange{colInit}, std::nullopt);
-  OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
-  Value n = forall.getInductionVar(0), g = forall.getInductionVar(1), ic = forall.getInductionVar(2);
-  Value channel = arith::AddIOp::create(fb, loc, arith::MulIOp::create(fb, loc, g, c(fb, icg)), ic);
-  Value pad = arith::ConstantOp::create(fb, loc, fb.getZeroAttr(et));
-  Value block = tensor::EmptyOp::create(fb, loc, blockType.getShape(), et);
-  auto loopKh = scf::ForOp::create(fb, loc, c(fb, 0), c(fb, kh), c(fb, 1), ValueRange{block});
-  OpBuilder b1 = OpBuilder::atBlockBegin(loopKh.getBody());
-  auto loopKw = scf::ForOp::create(b1, loc, c(b1, 0), c(b1, kw), c(b1, 1), ValueRange{loopKh.getRegionIterArg(0)});
-  OpBuilder b2 = OpBuilder::atBlockBegin(loopKw.getBody());
-  auto loopOh = scf::ForOp::create(b2, loc, c(b2, 0), c(b2, oh), c(b2, 1), ValueRange{loopKw.getRegionIterArg(0)});
-  OpBuilder b3 = OpBuilder::atBlockBegin(loopOh.getBody());
-  Value ikh = loopKh.getInductionVar(), ikw = loopKw.getInductionVar(), ioh = loopOh.getInductionVar();
-  Value row = arith::AddIOp::create(b3, loc, arith::MulIOp::create(b3, loc, ioh, c(b3, strides[0])),
-                                    arith::MulIOp::create(b3, loc, ikh, c(b3, dilations[0])));
-  Value colStart = arith::MulIOp::create(b3, loc, ikw, c(b3, dilations[1]));
-  SmallVector<bool> inBounds = {true};
-  Value v = vector::TransferReadOp::create(b3, loc, rowType, x, ValueRange{n, channel, row, colStart}, pad,
-                                           inBounds);
-  Value written = vector::TransferWriteOp::create(b3, loc, v, loopOh.getRegionIterArg(0),
-                                                  ValueRange{ikh, ikw, ioh, c(b3, 0)}, inBounds)
-                      .getResult();
-  scf::YieldOp::create(b3, loc, written);
-  b2.setInsertionPointAfter(loopOh);
-  scf::YieldOp::create(b2, loc, loopOh.getResult(0));
-  b1.setInsertionPointAfter(loopKw);
-  scf::YieldOp::create(b1, loc, loopKw.getResult(0));
-  OpBuilder tb = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
-  SmallVector<OpFoldResult> offsets = {n, g, ic, tb.getIndexAttr(0), tb.getIndexAttr(0), tb.getIndexAttr(0),
-                                       tb.getIndexAttr(0)};
-  SmallVector<OpFoldResult> sizes = {tb.getIndexAttr(1), tb.getIndexAttr(1), tb.getIndexAttr(1),
-                                     tb.getIndexAttr(kh), tb.getIndexAttr(kw), tb.getIndexAttr(oh),
-                                     tb.getIndexAttr(ow)};
-  SmallVector<OpFoldResult> unit(7, tb.getIndexAttr(1));
-  tensor::ParallelInsertSliceOp::create(tb, loc, loopKh.getResult(0), forall.getRegionIterArgs()[0], offsets,
-                                        sizes, unit);
-  return forall.getResult(0);
+  return forallBlocks(b, loc, colInit, ubs, {kh, kw, oh, ow}, [&](OpBuilder &fb, ValueRange ivs, Value block) {
+    Value n = ivs[0], g = ivs[1], ic = ivs[2];
+    Value channel = arith::AddIOp::create(fb, loc, arith::MulIOp::create(fb, loc, g, c(fb, icg)), ic);
+    Value pad = arith::ConstantOp::create(fb, loc, fb.getZeroAttr(et));
+    auto loopKh = scf::ForOp::create(fb, loc, c(fb, 0), c(fb, kh), c(fb, 1), ValueRange{block});
+    OpBuilder b1 = OpBuilder::atBlockBegin(loopKh.getBody());
+    auto loopKw = scf::ForOp::create(b1, loc, c(b1, 0), c(b1, kw), c(b1, 1), ValueRange{loopKh.getRegionIterArg(0)});
+    OpBuilder b2 = OpBuilder::atBlockBegin(loopKw.getBody());
+    auto loopOh = scf::ForOp::create(b2, loc, c(b2, 0), c(b2, oh), c(b2, 1), ValueRange{loopKw.getRegionIterArg(0)});
+    OpBuilder b3 = OpBuilder::atBlockBegin(loopOh.getBody());
+    Value ikh = loopKh.getInductionVar(), ikw = loopKw.getInductionVar(), ioh = loopOh.getInductionVar();
+    Value row = arith::AddIOp::create(b3, loc, arith::MulIOp::create(b3, loc, ioh, c(b3, strides[0])),
+                                      arith::MulIOp::create(b3, loc, ikh, c(b3, dilations[0])));
+    Value colStart = arith::MulIOp::create(b3, loc, ikw, c(b3, dilations[1]));
+    SmallVector<bool> inBounds = {true};
+    Value v = vector::TransferReadOp::create(b3, loc, rowType, x, ValueRange{n, channel, row, colStart}, pad,
+                                             inBounds);
+    Value written = vector::TransferWriteOp::create(b3, loc, v, loopOh.getRegionIterArg(0),
+                                                    ValueRange{ikh, ikw, ioh, c(b3, 0)}, inBounds)
+                        .getResult();
+    scf::YieldOp::create(b3, loc, written);
+    b2.setInsertionPointAfter(loopOh);
+    scf::YieldOp::create(b2, loc, loopOh.getResult(0));
+    b1.setInsertionPointAfter(loopKw);
+    scf::YieldOp::create(b1, loc, loopKw.getResult(0));
+    return loopKh.getResult(0);
+  });
 }
 
 /// Convolution as im2col + matrix product: the input windows are gathered

@@ -692,43 +692,34 @@ static Value rowVectorPool(OpBuilder &b, Location loc, Value padded, Value init,
   auto rowType = VectorType::get({ow}, et);
   auto c = [&](OpBuilder &nb, int64_t v) -> Value { return arith::ConstantIndexOp::create(nb, loc, v); };
   SmallVector<OpFoldResult> ubs = {tensor::getMixedSize(b, loc, init, 0), b.getIndexAttr(channels)};
-  auto forall = scf::ForallOp::create(b, loc, ubs, ValueRange{init}, std::nullopt);
-  OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
-  Value n = forall.getInductionVar(0), ch = forall.getInductionVar(1);
-  Value pad = arith::ConstantOp::create(fb, loc, fb.getZeroAttr(et));
-  Value plane = tensor::EmptyOp::create(fb, loc, ArrayRef<int64_t>{oh, ow}, et);
-  SmallVector<bool> inBounds = {true};
-  auto rows = scf::ForOp::create(fb, loc, c(fb, 0), c(fb, oh), c(fb, 1), ValueRange{plane});
-  OpBuilder rb = OpBuilder::atBlockBegin(rows.getBody());
-  Value ioh = rows.getInductionVar();
-  Value acc = vector::BroadcastOp::create(
-      rb, loc, rowType,
-      isMax ? lowestValue(rb, loc, et) : scalarConstant(rb, loc, et, 0));
-  for (int64_t kh = 0; kh < kernel[0]; ++kh)
-    for (int64_t kw = 0; kw < kernel[1]; ++kw) {
-      Value row = arith::AddIOp::create(rb, loc, arith::MulIOp::create(rb, loc, ioh, c(rb, strides[0])),
-                                        c(rb, kh * dilations[0]));
-      Value v = vector::TransferReadOp::create(rb, loc, rowType, padded,
-                                               ValueRange{n, ch, row, c(rb, kw * dilations[1])}, pad, inBounds);
-      if (isMax) {
-        Value greater = arith::CmpFOp::create(rb, loc, arith::CmpFPredicate::OGT, v, acc);
-        acc = arith::SelectOp::create(rb, loc, greater, v, acc);
-      } else {
-        acc = arith::AddFOp::create(rb, loc, acc, v);
+  return forallBlocks(b, loc, init, ubs, {oh, ow}, [&](OpBuilder &fb, ValueRange ivs, Value plane) {
+    Value n = ivs[0], ch = ivs[1];
+    Value pad = arith::ConstantOp::create(fb, loc, fb.getZeroAttr(et));
+    SmallVector<bool> inBounds = {true};
+    auto rows = scf::ForOp::create(fb, loc, c(fb, 0), c(fb, oh), c(fb, 1), ValueRange{plane});
+    OpBuilder rb = OpBuilder::atBlockBegin(rows.getBody());
+    Value ioh = rows.getInductionVar();
+    Value acc = vector::BroadcastOp::create(rb, loc, rowType,
+                                            isMax ? lowestValue(rb, loc, et) : scalarConstant(rb, loc, et, 0));
+    for (int64_t kh = 0; kh < kernel[0]; ++kh)
+      for (int64_t kw = 0; kw < kernel[1]; ++kw) {
+        Value row = arith::AddIOp::create(rb, loc, arith::MulIOp::create(rb, loc, ioh, c(rb, strides[0])),
+                                          c(rb, kh * dilations[0]));
+        Value v = vector::TransferReadOp::create(rb, loc, rowType, padded,
+                                                 ValueRange{n, ch, row, c(rb, kw * dilations[1])}, pad, inBounds);
+        if (isMax) {
+          Value greater = arith::CmpFOp::create(rb, loc, arith::CmpFPredicate::OGT, v, acc);
+          acc = arith::SelectOp::create(rb, loc, greater, v, acc);
+        } else {
+          acc = arith::AddFOp::create(rb, loc, acc, v);
+        }
       }
-    }
-  Value written = vector::TransferWriteOp::create(rb, loc, acc, rows.getRegionIterArg(0),
-                                                  ValueRange{ioh, c(rb, 0)}, inBounds)
-                      .getResult();
-  scf::YieldOp::create(rb, loc, written);
-  OpBuilder tb = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
-  SmallVector<OpFoldResult> offsets = {n, ch, tb.getIndexAttr(0), tb.getIndexAttr(0)};
-  SmallVector<OpFoldResult> sizes = {tb.getIndexAttr(1), tb.getIndexAttr(1), tb.getIndexAttr(oh),
-                                     tb.getIndexAttr(ow)};
-  SmallVector<OpFoldResult> unit(4, tb.getIndexAttr(1));
-  tensor::ParallelInsertSliceOp::create(tb, loc, rows.getResult(0), forall.getRegionIterArgs()[0], offsets,
-                                        sizes, unit);
-  return forall.getResult(0);
+    Value written = vector::TransferWriteOp::create(rb, loc, acc, rows.getRegionIterArg(0),
+                                                    ValueRange{ioh, c(rb, 0)}, inBounds)
+                        .getResult();
+    scf::YieldOp::create(rb, loc, written);
+    return rows.getResult(0);
+  });
 }
 
 /// Max and average pooling: a window reduction over a padded input; the

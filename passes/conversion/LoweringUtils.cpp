@@ -2,6 +2,7 @@
 #include "passes/conversion/LoweringUtils.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 
 using namespace mlir;
@@ -132,6 +133,28 @@ Value windowCount(OpBuilder &b, Location loc, Value paddedSize, int64_t kernel,
   Value v = arith::SubIOp::create(b, loc, paddedSize, c(dilation * (kernel - 1) + 1));
   v = arith::DivSIOp::create(b, loc, v, c(stride));
   return arith::AddIOp::create(b, loc, v, c(1));
+}
+
+Value forallBlocks(OpBuilder &b, Location loc, Value init, ArrayRef<OpFoldResult> ubs,
+                   ArrayRef<int64_t> blockShape,
+                   const std::function<Value(OpBuilder &, ValueRange, Value)> &fill) {
+  auto type = cast<RankedTensorType>(init.getType());
+  auto forall = scf::ForallOp::create(b, loc, ubs, ValueRange{init}, std::nullopt);
+  OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
+  Value empty = tensor::EmptyOp::create(fb, loc, blockShape, type.getElementType());
+  Value block = fill(fb, forall.getInductionVars(), empty);
+  OpBuilder tb = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
+  SmallVector<OpFoldResult> offsets, sizes, unit(type.getRank(), tb.getIndexAttr(1));
+  for (Value iv : forall.getInductionVars()) {
+    offsets.push_back(iv);
+    sizes.push_back(tb.getIndexAttr(1));
+  }
+  for (int64_t d : blockShape) {
+    offsets.push_back(tb.getIndexAttr(0));
+    sizes.push_back(tb.getIndexAttr(d));
+  }
+  tensor::ParallelInsertSliceOp::create(tb, loc, block, forall.getRegionIterArgs()[0], offsets, sizes, unit);
+  return forall.getResult(0);
 }
 
 Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type,

@@ -54,6 +54,15 @@ mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
 mlir::Value windowCount(mlir::OpBuilder &b, mlir::Location loc, mlir::Value paddedSize,
                         int64_t kernel, int64_t stride, int64_t dilation);
 
+/// An scf.forall over the leading dims of `init` (extents `ubs`): each
+/// iteration fills one block (the trailing dims, `blockShape`) from an empty
+/// tensor with `fill(builder, ivs, block)` and inserts it at the ivs. The
+/// iterations are the parallel work items of the launch.
+mlir::Value forallBlocks(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::Value init,
+    llvm::ArrayRef<mlir::OpFoldResult> ubs, llvm::ArrayRef<int64_t> blockShape,
+    const std::function<mlir::Value(mlir::OpBuilder &, mlir::ValueRange, mlir::Value)> &fill);
+
 /// A tensor of `type` filled with the scalar `value`.
 mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::RankedTensorType type,
