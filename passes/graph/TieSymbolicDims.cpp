@@ -106,39 +106,35 @@ struct TieSymbolicDimsPass : impl::TieSymbolicDimsPassBase<TieSymbolicDimsPass> 
       if (names)
         dims[i].assign(names.begin(), names.end());
     }
-    // First pass: the model's own names win for their class.
+    // The class of every tied, dynamic input dim; how many input dims each
+    // class holds; and the first name the model gave it.
+    auto leaderOf = [&](unsigned i, int64_t axis) -> std::optional<DimKey> {
+      Value arg = main.getArgument(i);
+      if (!isDynamic(arg, axis) || !classes.contains(key(arg, axis)))
+        return std::nullopt;
+      return classes.getLeaderValue(key(arg, axis));
+    };
+    llvm::DenseMap<DimKey, int> inputDims;
     for (unsigned i = 0; i < main.getNumArguments(); ++i)
-      for (auto [axis, name] : llvm::enumerate(dims[i])) {
-        Value arg = main.getArgument(i);
-        if (!isDynamic(arg, axis) || !classes.contains(key(arg, axis)))
-          continue;
-        DimKey leader = classes.getLeaderValue(key(arg, axis));
-        StringRef given = cast<StringAttr>(name).getValue();
-        if (!given.empty() && !nameOf.count(leader))
-          nameOf[leader] = given.str();
-      }
-    // Second pass: rewrite every tied input dim to its class's symbol.
+      for (auto [axis, name] : llvm::enumerate(dims[i]))
+        if (auto leader = leaderOf(i, axis)) {
+          ++inputDims[*leader];
+          StringRef given = cast<StringAttr>(name).getValue();
+          if (!given.empty() && !nameOf.count(*leader))
+            nameOf[*leader] = given.str();
+        }
+    // Rewrite every input dim of a class that ties at least two of them (a
+    // lone dim keeps its own name) to the class's symbol.
     for (unsigned i = 0; i < main.getNumArguments(); ++i) {
       bool changed = false;
-      for (auto [axis, name] : llvm::enumerate(dims[i])) {
-        Value arg = main.getArgument(i);
-        if (!isDynamic(arg, axis) || !classes.contains(key(arg, axis)))
+      for (int64_t axis = 0; axis < (int64_t)dims[i].size(); ++axis) {
+        auto leader = leaderOf(i, axis);
+        if (!leader || inputDims[*leader] < 2)
           continue;
-        DimKey leader = classes.getLeaderValue(key(arg, axis));
-        // Only classes that tie at least two input dims matter to the runtime;
-        // a lone dim keeps its own name.
-        int inputsInClass = 0;
-        for (unsigned k = 0; k < main.getNumArguments(); ++k)
-          for (int64_t a = 0; a < (int64_t)dims[k].size(); ++a)
-            if (isDynamic(main.getArgument(k), a) && classes.contains(key(main.getArgument(k), a)) &&
-                classes.getLeaderValue(key(main.getArgument(k), a)) == leader)
-              ++inputsInClass;
-        if (inputsInClass < 2)
-          continue;
-        if (!nameOf.count(leader))
-          nameOf[leader] = "dim_" + std::to_string(fresh++);
-        if (cast<StringAttr>(name).getValue() != nameOf[leader]) {
-          dims[i][axis] = b.getStringAttr(nameOf[leader]);
+        if (!nameOf.count(*leader))
+          nameOf[*leader] = "dim_" + std::to_string(fresh++);
+        if (cast<StringAttr>(dims[i][axis]).getValue() != nameOf[*leader]) {
+          dims[i][axis] = b.getStringAttr(nameOf[*leader]);
           changed = true;
         }
       }

@@ -25,8 +25,7 @@ ThreadPool::ThreadPool(int32_t threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex);
-    stopping = true;
-    stopping_.store(true, std::memory_order_relaxed);
+    stopping.store(true, std::memory_order_relaxed);
   }
   wake.notify_all();
   for (auto &t : workers)
@@ -84,7 +83,7 @@ void ThreadPool::workerMain() {
       // because a condition-variable wake-up costs more than a small kernel.
       lock.unlock();
       for (int spin = 0; spin < kSpinIterations; ++spin) {
-        if (pending.load(std::memory_order_acquire) > 0 || stopping_.load(std::memory_order_relaxed))
+        if (pending.load(std::memory_order_acquire) > 0 || stopping.load(std::memory_order_relaxed))
           break;
 #if defined(__x86_64__)
         __builtin_ia32_pause();

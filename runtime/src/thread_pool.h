@@ -40,9 +40,9 @@ private:
   std::condition_variable wake;
   std::atomic<int> pending{0};   // jobs in `queue`, readable without the mutex
   std::atomic<int> sleepers{0};  // workers blocked on `wake`
-  std::atomic<bool> stopping_{false};
   std::deque<Job *> queue; // loops that still have unclaimed chunks
-  bool stopping = false;
+  // Written under `mutex` (so waiters see it), read without it while spinning.
+  std::atomic<bool> stopping{false};
   std::vector<std::thread> workers;
 };
 
