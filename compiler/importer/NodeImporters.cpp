@@ -859,15 +859,20 @@ Results importSplit(NodeContext &c) {
   return results;
 }
 
-/// Range with constant start/limit/delta, folded into a constant.
+/// Range: folded into a constant when start/limit/delta are, a graph.range otherwise.
 Results importRange(NodeContext &c) {
   if (failed(require(c, 3)))
     return failure();
   Type et = cast<RankedTensorType>(c.input(0).getType()).getElementType();
   DenseElementsAttr s, l, d;
   if (!matchPattern(c.input(0), m_Constant(&s)) || !matchPattern(c.input(1), m_Constant(&l)) ||
-      !matchPattern(c.input(2), m_Constant(&d)))
-    return c.fail("start, limit and delta must be constants");
+      !matchPattern(c.input(2), m_Constant(&d))) {
+    // Bounds known only at run time (sequence lengths in decoders).
+    for (int i = 0; i < 3; ++i)
+      if (cast<RankedTensorType>(c.input(i).getType()).getRank() != 0)
+        return c.fail("start, limit and delta must be scalars");
+    return single(create<RangeOp>(c, c.input(0), c.input(1), c.input(2)));
+  }
   auto scalar = [](DenseElementsAttr a) {
     return isa<FloatType>(a.getElementType()) ? (*a.getValues<APFloat>().begin()).convertToDouble()
                                               : (double)(*a.getValues<APInt>().begin()).getSExtValue();

@@ -155,6 +155,50 @@ struct ConstantOfShapePattern : OpConversionPattern<ConstantOfShapeOp> {
   }
 };
 
+/// range: n = max(0, ceil((limit - start) / delta)) elements, element i = start + i * delta.
+struct RangePattern : OpConversionPattern<RangeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RangeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto rt = cast<RankedTensorType>(op.getType());
+    Type et = rt.getElementType();
+    Value start = tensor::ExtractOp::create(rewriter, loc, adaptor.getStart());
+    Value limit = tensor::ExtractOp::create(rewriter, loc, adaptor.getLimit());
+    Value delta = tensor::ExtractOp::create(rewriter, loc, adaptor.getDelta());
+    Value diff = subValues(rewriter, loc, limit, start);
+    Value count;
+    if (isa<FloatType>(et)) {
+      Value steps = math::CeilOp::create(rewriter, loc, arith::DivFOp::create(rewriter, loc, diff, delta));
+      count = arith::FPToSIOp::create(rewriter, loc, rewriter.getI64Type(), steps);
+    } else {
+      // A zero delta gives an empty range rather than a division trap.
+      Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getIntegerAttr(et, 0));
+      Value one = arith::ConstantOp::create(rewriter, loc, rewriter.getIntegerAttr(et, 1));
+      Value isZero = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, delta, zero);
+      Value safe = arith::SelectOp::create(rewriter, loc, isZero, one, delta);
+      count = arith::CeilDivSIOp::create(rewriter, loc, diff, safe);
+      count = arith::SelectOp::create(rewriter, loc, isZero, zero, count);
+    }
+    count = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(), count);
+    count = arith::MaxSIOp::create(rewriter, loc, count, idx(rewriter, loc, 0));
+    Value init = emptyTensor(rewriter, loc, rt, {count});
+    MLIRContext *ctx = rewriter.getContext();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{rt}, ValueRange{}, ValueRange{init},
+        ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(1, ctx)},
+        ArrayRef<IteratorType>{IteratorType::parallel},
+        [&](OpBuilder &b, Location l, ValueRange) {
+          Value i = linalg::IndexOp::create(b, l, 0);
+          Value v = castScalar(b, l, arith::IndexCastOp::create(b, l, b.getI64Type(), i), et);
+          linalg::YieldOp::create(b, l, addValues(b, l, start, mulValues(b, l, v, delta)));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 struct TransposePattern : OpConversionPattern<TransposeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -704,7 +748,7 @@ void populateShapeLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ConstantPattern, ReshapePattern, RegroupPattern<FlattenOp>,
                RegroupPattern<SqueezeOp>, RegroupPattern<UnsqueezeOp>,
                TransposePattern, ConcatPattern, GatherPattern, SlicePattern, DynamicSlicePattern,
-               ShapePattern, ConstantOfShapePattern, PadPattern, ResizePattern, TriluPattern, GatherElementsPattern, TilePattern, OneHotPattern>(
+               ShapePattern, ConstantOfShapePattern, RangePattern, PadPattern, ResizePattern, TriluPattern, GatherElementsPattern, TilePattern, OneHotPattern>(
       patterns.getContext());
 }
 

@@ -657,6 +657,22 @@ def Graph_ReshapeOp : Graph_RefinableOp<"reshape"> {
   let hasFolder = 1;
 }
 
+def Graph_RangeOp : Graph_Op<"range", [SameOperandsElementType]> {
+  let summary = "start, start+delta, ... below limit, with run-time bounds (ONNX Range)";
+  let description = [{
+    Scalars in, a 1-D tensor of max(0, ceil((limit - start) / delta)) elements
+    out. Constant bounds are folded by the importer; this op carries bounds
+    that come from shapes at run time (sequence lengths in decoders).
+
+    ```mlir
+    %r = graph.range %start, %limit, %delta : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[I16, I32, I64, F32, F64]>:$start, 0DTensorOf<[I16, I32, I64, F32, F64]>:$limit,
+                       0DTensorOf<[I16, I32, I64, F32, F64]>:$delta);
+  let results = (outs 1DTensorOf<[I16, I32, I64, F32, F64]>:$result);
+}
+
 def Graph_ConstantOfShapeOp : Graph_RefinableOp<"constant_of_shape"> {
   let summary = "A tensor of the given (possibly run-time) shape filled with one value";
   let description = [{

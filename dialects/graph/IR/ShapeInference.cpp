@@ -724,6 +724,12 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult RangeOp::inferReturnTypes(MLIRContext *, std::optional<Location>, Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  types.push_back(RankedTensorType::get({kDyn}, rankedType(adaptor.getStart()).getElementType()));
+  return success();
+}
+
 LogicalResult ConstantOfShapeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                                   Adaptor adaptor, SmallVectorImpl<Type> &types) {
   auto shapeType = rankedType(adaptor.getShape());

@@ -185,6 +185,18 @@ func.func @constant_of_shape_runtime(%s: tensor<2xi64>) -> tensor<?x?xf32> {
 
 // -----
 
+// CHECK-LABEL: func @range_runtime
+// CHECK: arith.ceildivsi
+// CHECK: arith.maxsi
+// CHECK: tensor.empty(%{{.*}}) : tensor<?xi64>
+// CHECK: linalg.index 0
+func.func @range_runtime(%start: tensor<i64>, %limit: tensor<i64>, %delta: tensor<i64>) -> tensor<?xi64> {
+  %0 = graph.range %start, %limit, %delta : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  return %0 : tensor<?xi64>
+}
+
+// -----
+
 // CHECK-LABEL: func @layer_norm_stats
 // CHECK: math.rsqrt
 // CHECK: tensor.reshape {{.*}} -> tensor<4x1xf32>
