@@ -884,6 +884,76 @@ def make_references(name, cfg, model, weights, prompts, use_ort):
                   [len(set(t)) for t in r["tokens"]], margin))
 
 
+def save_tensor(array, name, path):
+    write_bytes(path, numpy_helper.from_array(array, name).SerializeToString())
+
+
+def load_tensor(path):
+    t = TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t), t.name
+
+
+def write_test_data(name, cfg, model, weights, prompts, use_ort):
+    """Single model calls in the ONNX backend-test layout (input_J.pb named
+    after the J-th graph input, output_K.pb from ONNX Runtime through
+    ort_reference.js), cross-checked with numpy:
+      test_data_set_0: prefill of prompt p7 at batch 1 (empty past);
+      test_data_set_1: the first decode call of run b4_mixed (batch 4, left
+      padded, one new token per row, past of length 23 from the prefill)."""
+    d = os.path.join(LM_DIR, name)
+    with open(os.path.join(d, "reference", "index.json")) as f:
+        run = {r["name"]: r for r in json.load(f)["runs"]}["b4_mixed"]
+    w = {k: v.astype(np.float64) for k, v in weights.items()}
+    L, KV, D = cfg["layers"], cfg["kv_heads"], cfg["head_dim"]
+    cases = []
+    ids, mask, pos = left_pad([prompts["p7"]])
+    past = [np.zeros((1, KV, 0, D), dtype=np.float32)] * (2 * L)
+    cases.append((ids, mask, pos, past))
+    ids, mask, pos = left_pad(run["prompts"])
+    empty = [(np.zeros((4, KV, 0, D)),) * 2] * L
+    _, presents = forward(cfg, w, ids, mask, pos, empty)
+    past = [t.astype(np.float32) for kv in presents for t in kv]
+    ids = np.array([[t[0]] for t in run["tokens"]], dtype=np.int64)
+    mask = np.concatenate([mask, np.ones((4, 1), dtype=np.int64)], axis=1)
+    pos = pos[:, -1:] + 1
+    cases.append((ids, mask, pos, past))
+    in_names = [i.name for i in model.graph.input]
+    out_names = [o.name for o in model.graph.output]
+    dirs = []
+    for k, (ids, mask, pos, past) in enumerate(cases):
+        ds = os.path.join(d, "test_data_set_%d" % k)
+        if use_ort and os.path.isdir(ds):
+            shutil.rmtree(ds)
+        os.makedirs(ds, exist_ok=True)
+        for j, (n, a) in enumerate(zip(in_names, [ids, mask, pos] + past)):
+            save_tensor(a, n, os.path.join(ds, "input_%d.pb" % j))
+        dirs.append(ds)
+    if use_ort:
+        subprocess.run(["node", os.path.join(HERE, "ort_reference.js"),
+                        os.path.join(d, "model.onnx")] + dirs, check=True, stdout=subprocess.DEVNULL)
+    for ds, (ids, mask, pos, past) in zip(dirs, cases):
+        pw = [(past[2 * i].astype(np.float64), past[2 * i + 1].astype(np.float64)) for i in range(L)]
+        logits, presents = forward(cfg, w, ids, mask, pos, pw)
+        want = [logits] + [t for kv in presents for t in kv]
+        errs = []
+        for k, (n, ref) in enumerate(zip(out_names, want)):
+            path = os.path.join(ds, "output_%d.pb" % k)
+            if not os.path.exists(path):
+                raise SystemExit("missing %s (run without --no-ort; needs bench/setup.sh)" % path)
+            got, got_name = load_tensor(path)
+            if got_name != n or got.dtype != np.float32 or got.shape != ref.shape:
+                raise SystemExit("%s: got %s %s%s, want %s float32%s" % (
+                    path, got_name, got.dtype, got.shape, n, ref.shape))
+            err = np.abs(got - ref)
+            if not np.all(err <= CHECK_ATOL + CHECK_RTOL * np.abs(ref)):
+                raise SystemExit("%s: ORT and numpy disagree, max abs err %g" % (path, err.max()))
+            errs.append(err.max())
+        print("  %s/%s: input_ids %s, past length %d: ORT == numpy (max abs err %.1e)" % (
+            name, os.path.basename(ds), list(ids.shape), past[0].shape[2], max(errs)))
+
+
 # --------------------------------------------------------------------------
 
 def gen_tiny(use_ort):
@@ -913,6 +983,7 @@ def gen_tiny(use_ort):
             name, nweights, os.path.getsize(os.path.join(d, "model.onnx")), cfg["opset"],
             " ".join(op_types(model))))
         make_references(name, cfg, model, W.arrays, prompts, use_ort)
+        write_test_data(name, cfg, model, W.arrays, prompts, use_ort)
 
 
 def gen_tinyllama(out_dir, layers):
