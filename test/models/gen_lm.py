@@ -28,7 +28,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import numpy as np
@@ -842,6 +841,8 @@ def make_references(name, cfg, model, weights, prompts, use_ort):
         }
         write_bytes(os.path.join(ref, "index.json"), (compact_json(index) + "\n").encode())
     else:
+        if not os.path.exists(os.path.join(ref, "index.json")):
+            raise SystemExit("missing %s/index.json (run without --no-ort; needs bench/setup.sh)" % ref)
         with open(os.path.join(ref, "index.json")) as f:
             runs = json.load(f)["runs"]
     # Checks: numpy agrees on every step, decoding is not degenerate, a padded
