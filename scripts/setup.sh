@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages kiln needs to build and test, when missing.
 set -e
 PKGS="llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 liblld-22-dev libonnx-dev
-libprotobuf-dev protobuf-compiler libonnx-testdata libgtest-dev cmake ninja-build python3 zlib1g-dev libzstd-dev"
+libprotobuf-dev protobuf-compiler libonnx-testdata libgtest-dev cmake ninja-build python3 zlib1g-dev libzstd-dev nlohmann-json3-dev"
 missing=""
 for p in $PKGS; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

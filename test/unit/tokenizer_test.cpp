@@ -1,0 +1,702 @@
+// Tests of the tokenizer (runtime/src/tokenizer.cpp, kiln/tokenizer.h): the ids of GPT-2, Llama 3
+// and Qwen 3 against the ids their own packages' encoders produce (test/models/tokenizers), the
+// split regexes against Hugging Face's, NFC, UTF-8 handling, streaming, and hostile files.
+#include "kiln/tokenizer.h"
+#include "tokenizer.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using nlohmann::json;
+
+std::string readFile(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  EXPECT_TRUE(f.good()) << "cannot read " << path;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+json readJson(const std::string &path) { return json::parse(readFile(path)); }
+
+std::string dataPath(const std::string &name) { return std::string(KILN_TOKENIZER_DATA) + "/" + name; }
+std::string tokenizerPath(const std::string &name) {
+  return std::string(KILN_TOKENIZER_UNPACKED) + "/" + name + ".json";
+}
+
+struct ErrorDeleter {
+  void operator()(kiln_error *e) const { kiln_error_free(e); }
+};
+using ErrorPtr = std::unique_ptr<kiln_error, ErrorDeleter>;
+struct TokenizerDeleter {
+  void operator()(kiln_tokenizer *t) const { kiln_tokenizer_destroy(t); }
+};
+using TokenizerPtr = std::unique_ptr<kiln_tokenizer, TokenizerDeleter>;
+struct StreamDeleter {
+  void operator()(kiln_tokenizer_stream *s) const { kiln_tokenizer_stream_destroy(s); }
+};
+using StreamPtr = std::unique_ptr<kiln_tokenizer_stream, StreamDeleter>;
+
+TokenizerPtr load(const std::string &path) {
+  kiln_tokenizer *t = nullptr;
+  ErrorPtr err(kiln_tokenizer_load(path.c_str(), &t));
+  EXPECT_EQ(err, nullptr) << (err ? kiln_error_message(err.get()) : "");
+  return TokenizerPtr(t);
+}
+
+TokenizerPtr loadJson(const std::string &text) {
+  kiln_tokenizer *t = nullptr;
+  ErrorPtr err(kiln_tokenizer_load_from_memory(text.data(), text.size(), &t));
+  EXPECT_EQ(err, nullptr) << (err ? kiln_error_message(err.get()) : "");
+  return TokenizerPtr(t);
+}
+
+// The error of loading `text`, or "" when it loads.
+std::string loadError(const std::string &text, kiln_error_code *code = nullptr) {
+  kiln_tokenizer *t = reinterpret_cast<kiln_tokenizer *>(1);
+  ErrorPtr err(kiln_tokenizer_load_from_memory(text.data(), text.size(), &t));
+  if (!err) {
+    kiln_tokenizer_destroy(t);
+    return "";
+  }
+  EXPECT_EQ(t, nullptr);
+  if (code)
+    *code = kiln_error_get_code(err.get());
+  return kiln_error_message(err.get());
+}
+
+std::vector<int32_t> encode(const kiln_tokenizer *t, const std::string &text, uint32_t flags) {
+  int32_t *ids = nullptr;
+  size_t n = 0;
+  ErrorPtr err(kiln_tokenizer_encode(t, text.data(), text.size(), flags, &ids, &n));
+  EXPECT_EQ(err, nullptr) << (err ? kiln_error_message(err.get()) : "");
+  std::vector<int32_t> out(ids, ids + n);
+  kiln_tokenizer_ids_free(ids);
+  return out;
+}
+
+std::string decode(const kiln_tokenizer *t, const std::vector<int32_t> &ids, uint32_t flags = 0) {
+  char *text = nullptr;
+  size_t n = 0;
+  ErrorPtr err(kiln_tokenizer_decode(t, ids.data(), ids.size(), flags, &text, &n));
+  EXPECT_EQ(err, nullptr) << (err ? kiln_error_message(err.get()) : "");
+  std::string out(text ? text : "", n);
+  kiln_tokenizer_text_free(text);
+  return out;
+}
+
+bool validUtf8(const std::string &s) { return kiln::unicode::findInvalidUtf8(s) == std::string::npos; }
+
+// Streams `ids` one at a time; checks every piece is valid UTF-8; returns the concatenation.
+std::string streamDecode(const kiln_tokenizer *t, const std::vector<int32_t> &ids, uint32_t flags = 0) {
+  kiln_tokenizer_stream *raw = nullptr;
+  ErrorPtr err(kiln_tokenizer_stream_create(t, flags, &raw));
+  EXPECT_EQ(err, nullptr);
+  StreamPtr stream(raw);
+  std::string all;
+  for (int32_t id : ids) {
+    const char *piece = nullptr;
+    size_t n = 0;
+    ErrorPtr e(kiln_tokenizer_stream_push(stream.get(), id, &piece, &n));
+    EXPECT_EQ(e, nullptr);
+    std::string s(piece, n);
+    EXPECT_TRUE(validUtf8(s)) << "stream emitted invalid UTF-8 after id " << id;
+    all += s;
+  }
+  const char *rest = nullptr;
+  size_t n = 0;
+  ErrorPtr e(kiln_tokenizer_stream_flush(stream.get(), &rest, &n));
+  EXPECT_EQ(e, nullptr);
+  all.append(rest, n);
+  return all;
+}
+
+std::string escaped(const std::string &s) { return json(s).dump(); }
+
+// ------------------------------------------------------------------ the real tokenizers
+
+class ReferenceTest : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(ReferenceTest, IdsEqualThePackageEncoders) {
+  std::string name = GetParam();
+  TokenizerPtr tok = load(tokenizerPath(name));
+  ASSERT_NE(tok, nullptr);
+  json ref = readJson(dataPath(name + ".reference.json"));
+  uint32_t flags = ref["parse_special"].get<bool>() ? KILN_TOKENIZER_PARSE_SPECIAL : 0;
+
+  size_t compared = 0, equal = 0, bytes = 0;
+  for (const char *set : {"cases", "hf_cases"}) {
+    for (const json &c : ref[set]) {
+      std::string text = c["text"].get<std::string>();
+      std::vector<int32_t> expected = c["ids"].get<std::vector<int32_t>>();
+      std::vector<int32_t> got = encode(tok.get(), text, flags);
+      ++compared;
+      bytes += text.size();
+      if (got == expected)
+        ++equal;
+      else
+        ADD_FAILURE() << name << " " << set << " " << escaped(text) << ": got " << json(got).dump()
+                      << ", expected " << json(expected).dump();
+      std::string decoded = c.contains("decoded") ? c["decoded"].get<std::string>() : text;
+      EXPECT_EQ(decode(tok.get(), got), decoded) << name << ": decode(encode(" << escaped(text) << "))";
+      EXPECT_EQ(streamDecode(tok.get(), got), decoded) << name << ": streamed " << escaped(text);
+    }
+  }
+  std::printf("[ %s ] %zu of %zu strings (%zu bytes) equal the reference ids (%s; %zu Hugging Face cases)\n",
+              name.c_str(), equal, compared, bytes, ref["encoder"].get<std::string>().c_str(),
+              ref["hf_cases"].size());
+  EXPECT_EQ(equal, compared);
+
+  // Encode speed on the corpus (Release builds; informational).
+  std::string corpus = readFile(dataPath("corpus.txt"));
+  std::string big;
+  while (big.size() < (4u << 20))
+    big += corpus;
+  auto t0 = std::chrono::steady_clock::now();
+  size_t tokens = encode(tok.get(), big, flags).size();
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("[ %s ] encode: %.1f MB/s (%zu bytes -> %zu tokens in %.3f s, one thread)\n", name.c_str(),
+              big.size() / s / 1e6, big.size(), tokens, s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, ReferenceTest, ::testing::Values("gpt2", "llama3", "qwen3"),
+                         [](const auto &info) { return std::string(info.param); });
+
+TEST(TokenizerLlama3, SpecialTokensAndQueries) {
+  TokenizerPtr tok = load(tokenizerPath("llama3"));
+  ASSERT_NE(tok, nullptr);
+  const kiln_tokenizer *t = tok.get();
+  EXPECT_EQ(kiln_tokenizer_vocab_size(t), 128256u);
+  EXPECT_EQ(kiln_tokenizer_token_to_id(t, "<|begin_of_text|>"), 128000);
+  EXPECT_EQ(kiln_tokenizer_token_to_id(t, "<|eot_id|>"), 128009);
+  EXPECT_EQ(kiln_tokenizer_token_to_id(t, "Hello"), 9906);
+  EXPECT_EQ(kiln_tokenizer_token_to_id(t, "no such token"), -1);
+  EXPECT_STREQ(kiln_tokenizer_id_to_token(t, 128009), "<|eot_id|>");
+  EXPECT_STREQ(kiln_tokenizer_id_to_token(t, 9906), "Hello");
+  EXPECT_EQ(kiln_tokenizer_id_to_token(t, -1), nullptr);
+  EXPECT_EQ(kiln_tokenizer_id_to_token(t, 128256), nullptr);
+  EXPECT_EQ(kiln_tokenizer_is_special(t, 128009), 1);
+  EXPECT_EQ(kiln_tokenizer_is_special(t, 9906), 0);
+
+  std::string chat = "<|start_header_id|>user<|end_header_id|>\n\nHi!<|eot_id|>";
+  std::vector<int32_t> parsed = encode(t, chat, KILN_TOKENIZER_PARSE_SPECIAL);
+  ASSERT_GE(parsed.size(), 4u);
+  EXPECT_EQ(parsed.front(), 128006);
+  EXPECT_EQ(parsed.back(), 128009);
+  // Without PARSE_SPECIAL the markers are plain text.
+  std::vector<int32_t> plain = encode(t, chat, 0);
+  for (int32_t id : plain)
+    EXPECT_LT(id, 128000);
+  EXPECT_EQ(decode(t, plain), chat);
+  // SKIP_SPECIAL drops the markers when decoding, and when streaming.
+  EXPECT_EQ(decode(t, parsed, KILN_TOKENIZER_SKIP_SPECIAL), "user\n\nHi!");
+  EXPECT_EQ(streamDecode(t, parsed, KILN_TOKENIZER_SKIP_SPECIAL), "user\n\nHi!");
+  // This tokenizer.json's post-processor is ByteLevel only: ADD_SPECIAL adds nothing.
+  EXPECT_EQ(encode(t, "Hi", KILN_TOKENIZER_ADD_SPECIAL), encode(t, "Hi", 0));
+}
+
+TEST(TokenizerLlama3, StreamingHoldsBackSplitCharacters) {
+  TokenizerPtr tok = load(tokenizerPath("llama3"));
+  ASSERT_NE(tok, nullptr);
+  std::string text = "Emoji 🧑🏾‍🚀 and 中文 and 𝄞 split across byte tokens: 𓀀𓂀";
+  std::vector<int32_t> ids = encode(tok.get(), text, 0);
+  // At least one token holds part of a character (decoded alone it gives U+FFFD), or the test
+  // proves nothing.
+  auto partialToken = [&](int32_t id) { return decode(tok.get(), {id}).find("\xEF\xBF\xBD") != std::string::npos; };
+  size_t partial = 0;
+  for (int32_t id : ids)
+    partial += partialToken(id);
+  EXPECT_GT(partial, 0u);
+  EXPECT_EQ(streamDecode(tok.get(), ids), text);
+
+  // A sequence cut inside a character: the held-back bytes become one U+FFFD at flush, as decode says.
+  size_t k = 1;
+  while (k < ids.size() && decode(tok.get(), std::vector<int32_t>(ids.begin(), ids.begin() + k)).find("\xEF\xBF\xBD") == std::string::npos)
+    ++k;
+  ASSERT_LT(k, ids.size());
+  std::vector<int32_t> cut(ids.begin(), ids.begin() + k);
+  std::string streamed = streamDecode(tok.get(), cut);
+  EXPECT_EQ(streamed, decode(tok.get(), cut));
+  EXPECT_EQ(streamed.substr(streamed.size() - 3), "\xEF\xBF\xBD");
+  EXPECT_TRUE(validUtf8(streamed));
+}
+
+TEST(TokenizerQwen3, NormalizesToNfcAndKnowsAddedTokens) {
+  TokenizerPtr tok = load(tokenizerPath("qwen3"));
+  ASSERT_NE(tok, nullptr);
+  const kiln_tokenizer *t = tok.get();
+  EXPECT_EQ(kiln_tokenizer_vocab_size(t), 151669u);
+  EXPECT_EQ(encode(t, "cafe\xCC\x81", 0), encode(t, "caf\xC3\xA9", 0));
+  // <think> is an added token that is not special: recognized even without PARSE_SPECIAL.
+  std::vector<int32_t> ids = encode(t, "<think>x</think>", 0);
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_EQ(ids[0], 151667);
+  EXPECT_EQ(ids[2], 151668);
+  EXPECT_EQ(kiln_tokenizer_is_special(t, 151667), 0);
+  EXPECT_EQ(kiln_tokenizer_is_special(t, 151644), 1);
+  // Digits one by one.
+  EXPECT_EQ(encode(t, "2024", 0).size(), 4u);
+}
+
+TEST(TokenizerGpt2, EndOfTextOnlyWithParseSpecial) {
+  TokenizerPtr tok = load(tokenizerPath("gpt2"));
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(kiln_tokenizer_vocab_size(tok.get()), 50257u);
+  EXPECT_EQ(encode(tok.get(), "a<|endoftext|>", KILN_TOKENIZER_PARSE_SPECIAL),
+            (std::vector<int32_t>{64, 50256}));
+  EXPECT_GT(encode(tok.get(), "a<|endoftext|>", 0).size(), 2u);
+}
+
+TEST(TokenizerGpt2, ConcurrentEncodesAgree) {
+  TokenizerPtr tok = load(tokenizerPath("gpt2"));
+  ASSERT_NE(tok, nullptr);
+  std::string corpus = readFile(dataPath("corpus.txt"));
+  std::vector<int32_t> expected = encode(tok.get(), corpus, 0);
+  std::vector<std::thread> threads;
+  std::vector<int> ok(8, 0);
+  for (int k = 0; k < 8; ++k)
+    threads.emplace_back([&, k] {
+      bool same = true;
+      for (int r = 0; r < 5; ++r) {
+        int32_t *ids = nullptr;
+        size_t n = 0;
+        kiln_error *e = kiln_tokenizer_encode(tok.get(), corpus.data(), corpus.size(), 0, &ids, &n);
+        same = same && !e && std::vector<int32_t>(ids, ids + n) == expected;
+        kiln_error_free(e);
+        kiln_tokenizer_ids_free(ids);
+      }
+      ok[k] = same;
+    });
+  for (auto &th : threads)
+    th.join();
+  for (int k = 0; k < 8; ++k)
+    EXPECT_TRUE(ok[k]) << "thread " << k;
+}
+
+// --------------------------------------------------------------- split regexes, NFC, UTF-8
+
+TEST(TokenizerSplit, MatchesHuggingFacePieces) {
+  json ref = readJson(dataPath("splits.reference.json"));
+  size_t compared = 0;
+  for (auto &[name, pattern] : ref.items()) {
+    kiln::SplitPattern p;
+    ASSERT_TRUE(kiln::splitPatternFromRegex(pattern["regex"].get<std::string>(), p)) << name;
+    for (const json &c : pattern["cases"]) {
+      std::string text = c[0].get<std::string>();
+      std::vector<std::pair<size_t, size_t>> ranges;
+      kiln::splitText(p, text, ranges);
+      std::vector<std::string> pieces;
+      for (auto &r : ranges)
+        pieces.push_back(text.substr(r.first, r.second - r.first));
+      EXPECT_EQ(json(pieces), c[1]) << name << " " << escaped(text);
+      ++compared;
+    }
+  }
+  std::printf("[ splits ] %zu strings compared with Hugging Face's Split pre-tokenizer\n", compared);
+  EXPECT_GT(compared, 1000u);
+  kiln::SplitPattern p;
+  EXPECT_FALSE(kiln::splitPatternFromRegex("\\s+", p));
+}
+
+TEST(TokenizerUnicode, NfcEqualsJavaScript) {
+  json ref = readJson(dataPath("nfc.reference.json"));
+  for (const json &c : ref) {
+    std::string in = c[0].get<std::string>(), expected = c[1].get<std::string>(), out;
+    bool changed = kiln::unicode::toNfc(in, out);
+    EXPECT_EQ(changed ? out : in, expected) << escaped(in);
+  }
+  EXPECT_STRNE(kiln::unicode::version(), "");
+}
+
+TEST(TokenizerUnicode, Categories) {
+  using namespace kiln::unicode;
+  EXPECT_EQ(category('a'), kLetter);
+  EXPECT_EQ(category(0x4E2D), kLetter);   // 中
+  EXPECT_EQ(category(0x1D400), kLetter);  // 𝐀
+  EXPECT_EQ(category('7'), kNumber);
+  EXPECT_EQ(category(0x0663), kNumber);   // Arabic-Indic 3
+  EXPECT_EQ(category(0x2163), kNumber);   // Ⅳ
+  EXPECT_EQ(category(' '), kSpace);
+  EXPECT_EQ(category(0x85), kSpace);
+  EXPECT_EQ(category(0x3000), kSpace);
+  EXPECT_EQ(category(0xFEFF), kOther);    // not White_Space
+  EXPECT_EQ(category(0x200B), kOther);
+  EXPECT_EQ(category(0x1F600), kOther);   // 😀
+  EXPECT_EQ(category(0x110000), kOther);
+}
+
+TEST(TokenizerUnicode, InvalidUtf8IsReplacedLikeWhatwg) {
+  using kiln::unicode::findInvalidUtf8;
+  using kiln::unicode::replaceInvalidUtf8;
+  const std::string R = "\xEF\xBF\xBD";
+  struct Case {
+    std::string in, out;
+    size_t bad;
+  } cases[] = {
+      {"abc", "abc", std::string::npos},
+      {"a\x80" "b", "a" + R + "b", 1},
+      {"\xC0\xAF", R + R, 0},                    // overlong
+      {"\xE0\x80\x80", R + R + R, 0},            // overlong, 3 bytes
+      {"\xED\xA0\x80", R + R + R, 0},            // surrogate
+      {"\xF4\x90\x80\x80", R + R + R + R, 0},    // above U+10FFFF
+      {"\xE2\x82" "a", R + "a", 0},              // truncated: one replacement
+      {"\xF0\x9F\x98", R, 0},                    // truncated at the end
+      {"\xF0\x9F\x98\x80", "\xF0\x9F\x98\x80", std::string::npos},
+      {"\xFF\xFE", R + R, 0},
+      {std::string("a\0b", 3), std::string("a\0b", 3), std::string::npos},
+  };
+  for (const Case &c : cases) {
+    EXPECT_EQ(replaceInvalidUtf8(c.in), c.out) << escaped(c.out);
+    EXPECT_EQ(findInvalidUtf8(c.in), c.bad);
+  }
+  // Streaming byte by byte gives the same as replacing at once, for random bytes.
+  std::mt19937 rng(7);
+  for (int round = 0; round < 2000; ++round) {
+    std::string s;
+    size_t n = rng() % 24;
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t r = rng() % 6;
+      s.push_back(char(r == 0 ? 'a' : r == 1 ? 0x80 + rng() % 64 : r == 2 ? 0xC0 + rng() % 64 : rng()));
+    }
+    kiln::unicode::Utf8Stream stream;
+    std::string out;
+    for (char ch : s) {
+      stream.push(&ch, 1, out);
+      EXPECT_TRUE(validUtf8(out));
+    }
+    stream.finish(out);
+    EXPECT_EQ(out, replaceInvalidUtf8(s));
+    EXPECT_TRUE(validUtf8(out));
+  }
+}
+
+// ------------------------------------------------------------- small synthetic tokenizers
+
+// A byte-level BPE tokenizer.json: ids 0..255 are the byte characters (in byte order), then one
+// id per merge, in order.
+json tinyTokenizer(const std::vector<std::pair<std::string, std::string>> &merges,
+                   json preTokenizer = json{{"type", "ByteLevel"}, {"add_prefix_space", false}}) {
+  auto byteChar = [](int b) {
+    int n = 0;
+    for (int c = 0; c < 256; ++c) {
+      bool printable = (c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || c >= 0xAE;
+      if (c == b)
+        return printable ? c : 256 + n;
+      if (!printable)
+        ++n;
+    }
+    return -1;
+  };
+  json vocab = json::object();
+  for (int b = 0; b < 256; ++b) {
+    std::string s;
+    kiln::unicode::appendUtf8(s, uint32_t(byteChar(b)));
+    vocab[s] = b;
+  }
+  json m = json::array();
+  int next = 256;
+  for (auto &[a, b] : merges) {
+    if (!vocab.contains(a + b))
+      vocab[a + b] = next++;
+    m.push_back(a + " " + b);
+  }
+  return json{{"version", "1.0"}, {"added_tokens", json::array()}, {"normalizer", nullptr},
+              {"pre_tokenizer", preTokenizer}, {"post_processor", nullptr},
+              {"decoder", {{"type", "ByteLevel"}}},
+              {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", m}}}};
+}
+
+int32_t idOf(const kiln_tokenizer *t, const char *token) { return kiln_tokenizer_token_to_id(t, token); }
+
+TEST(TokenizerBpe, MergesByRankLeftmostFirst) {
+  // "aaa": (a,a) merges the first pair; "abc": rank decides between (a,b) and (b,c).
+  json j = tinyTokenizer({{"b", "c"}, {"a", "b"}, {"a", "a"}, {"a", "bc"}});
+  TokenizerPtr tok = loadJson(j.dump());
+  ASSERT_NE(tok, nullptr);
+  const kiln_tokenizer *t = tok.get();
+  EXPECT_EQ(encode(t, "aaa", 0), (std::vector<int32_t>{idOf(t, "aa"), 'a'}));
+  EXPECT_EQ(encode(t, "abc", 0), (std::vector<int32_t>{idOf(t, "abc")}));
+  EXPECT_EQ(encode(t, "ab", 0), (std::vector<int32_t>{idOf(t, "ab")}));
+  EXPECT_EQ(encode(t, "aaaa", 0), (std::vector<int32_t>{idOf(t, "aa"), idOf(t, "aa")}));
+  // Without the ByteLevel regex the whole text is one word; a space is byte 0x20 -> "Ġ".
+  EXPECT_EQ(encode(t, "a a", 0), (std::vector<int32_t>{'a', idOf(t, "Ġ"), 'a'}));
+  EXPECT_EQ(idOf(t, "Ġ"), 32);
+}
+
+TEST(TokenizerBpe, IgnoreMergesTakesWholeWordsFromTheVocabulary) {
+  json j = tinyTokenizer({{"a", "b"}, {"ab", "c"}});
+  j["model"]["vocab"]["bc"] = 1000; // reachable only as a whole word
+  TokenizerPtr plain = loadJson(j.dump());
+  j["model"]["ignore_merges"] = true;
+  TokenizerPtr ignoring = loadJson(j.dump());
+  ASSERT_TRUE(plain && ignoring);
+  EXPECT_EQ(encode(plain.get(), "bc", 0), (std::vector<int32_t>{'b', 'c'}));
+  EXPECT_EQ(encode(ignoring.get(), "bc", 0), (std::vector<int32_t>{1000}));
+  EXPECT_EQ(encode(ignoring.get(), "abc", 0), encode(plain.get(), "abc", 0));
+  EXPECT_EQ(kiln_tokenizer_vocab_size(plain.get()), 1001u);
+  // Ids 258..999 have no token: decoding one is an error, as is a negative id.
+  for (int32_t bad : {500, -1, 1001}) {
+    char *text = nullptr;
+    size_t n = 0;
+    ErrorPtr err(kiln_tokenizer_decode(plain.get(), &bad, 1, 0, &text, &n));
+    ASSERT_NE(err, nullptr);
+    EXPECT_EQ(kiln_error_get_code(err.get()), KILN_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(text, nullptr);
+  }
+}
+
+TEST(TokenizerBpe, AddedTokensStripAndSingleWord) {
+  json j = tinyTokenizer({});
+  j["added_tokens"] = json::array({
+      {{"id", 300}, {"content", "<eos>"}, {"special", true}},
+      {{"id", 301}, {"content", "<l>"}, {"special", false}, {"lstrip", true}},
+      {{"id", 302}, {"content", "<r>"}, {"special", false}, {"rstrip", true}},
+      {{"id", 303}, {"content", "cat"}, {"special", false}, {"single_word", true}},
+      {{"id", 304}, {"content", "<eos>x"}, {"special", false}},
+  });
+  TokenizerPtr tok = loadJson(j.dump());
+  ASSERT_NE(tok, nullptr);
+  const kiln_tokenizer *t = tok.get();
+  using V = std::vector<int32_t>;
+  EXPECT_EQ(encode(t, "a<eos>", KILN_TOKENIZER_PARSE_SPECIAL), (V{'a', 300}));
+  // Longest match wins; a special token needs PARSE_SPECIAL, the longer non-special one does not.
+  EXPECT_EQ(encode(t, "<eos>x", KILN_TOKENIZER_PARSE_SPECIAL), (V{304}));
+  EXPECT_EQ(encode(t, "<eos>", 0).size(), 5u);
+  EXPECT_EQ(encode(t, "a  <l>b", 0), (V{'a', 301, 'b'}));
+  EXPECT_EQ(encode(t, "a<r>  b", 0), (V{'a', 302, 'b'}));
+  EXPECT_EQ(encode(t, "a cat b", 0), (V{'a', ' ', 303, ' ', 'b'}));
+  EXPECT_EQ(encode(t, "cats", 0), (V{'c', 'a', 't', 's'}));
+  EXPECT_EQ(encode(t, "(cat)", 0), (V{'(', 303, ')'}));
+  EXPECT_EQ(decode(t, {300, 'a'}), "<eos>a");
+  EXPECT_EQ(decode(t, {300, 'a'}, KILN_TOKENIZER_SKIP_SPECIAL), "a");
+}
+
+TEST(TokenizerBpe, PostProcessorTemplates) {
+  json j = tinyTokenizer({});
+  j["added_tokens"] = json::array({{{"id", 300}, {"content", "<bos>"}, {"special", true}},
+                                   {{"id", 301}, {"content", "<eos>"}, {"special", true}}});
+  j["post_processor"] = {
+      {"type", "Sequence"},
+      {"processors",
+       json::array({{{"type", "ByteLevel"}, {"trim_offsets", false}},
+                    {{"type", "TemplateProcessing"},
+                     {"single", json::array({{{"SpecialToken", {{"id", "<bos>"}, {"type_id", 0}}}},
+                                             {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+                                             {{"SpecialToken", {{"id", "<eos>"}, {"type_id", 0}}}}})},
+                     {"pair", json::array()},
+                     {"special_tokens", {{"<bos>", {{"id", "<bos>"}, {"ids", {300}}, {"tokens", {"<bos>"}}}},
+                                         {"<eos>", {{"id", "<eos>"}, {"ids", {301}}, {"tokens", {"<eos>"}}}}}}}})}};
+  TokenizerPtr tok = loadJson(j.dump());
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(encode(tok.get(), "a", KILN_TOKENIZER_ADD_SPECIAL), (std::vector<int32_t>{300, 'a', 301}));
+  EXPECT_EQ(encode(tok.get(), "", KILN_TOKENIZER_ADD_SPECIAL), (std::vector<int32_t>{300, 301}));
+  EXPECT_EQ(encode(tok.get(), "a", 0), (std::vector<int32_t>{'a'}));
+
+  j["post_processor"] = {{"type", "RobertaProcessing"}, {"cls", {"<bos>", 300}}, {"sep", {"<eos>", 301}}};
+  tok = loadJson(j.dump());
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(encode(tok.get(), "a", KILN_TOKENIZER_ADD_SPECIAL), (std::vector<int32_t>{300, 'a', 301}));
+}
+
+TEST(TokenizerBpe, AddPrefixSpaceAndSplitStages) {
+  json j = tinyTokenizer({{"Ġ", "a"}}, {{"type", "ByteLevel"}, {"add_prefix_space", true}});
+  TokenizerPtr tok = loadJson(j.dump());
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(encode(tok.get(), "a a", 0), (std::vector<int32_t>{256, 256}));
+  EXPECT_EQ(decode(tok.get(), {256, 256}), " a a");
+}
+
+TEST(TokenizerBpe, InvalidUtf8InputFailsOrIsReplaced) {
+  TokenizerPtr tok = loadJson(tinyTokenizer({}).dump());
+  ASSERT_NE(tok, nullptr);
+  std::string bad = "ab\xE2\x82" "c";
+  int32_t *ids = reinterpret_cast<int32_t *>(1);
+  size_t n = 7;
+  ErrorPtr err(kiln_tokenizer_encode(tok.get(), bad.data(), bad.size(), 0, &ids, &n));
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(kiln_error_get_code(err.get()), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_error_message(err.get())).find("not valid UTF-8 (byte 2)"), std::string::npos);
+  EXPECT_EQ(ids, nullptr);
+  EXPECT_EQ(n, 0u);
+  std::vector<int32_t> replaced = encode(tok.get(), bad, KILN_TOKENIZER_REPLACE_INVALID_UTF8);
+  EXPECT_EQ(decode(tok.get(), replaced), "ab\xEF\xBF\xBD" "c");
+  // Empty text and NUL bytes.
+  EXPECT_TRUE(encode(tok.get(), "", 0).empty());
+  ErrorPtr e2(kiln_tokenizer_encode(tok.get(), nullptr, 0, 0, &ids, &n));
+  EXPECT_EQ(e2, nullptr);
+  EXPECT_NE(ids, nullptr);
+  EXPECT_EQ(n, 0u);
+  kiln_tokenizer_ids_free(ids);
+  EXPECT_EQ(encode(tok.get(), std::string("\0\0", 2), 0), (std::vector<int32_t>{0, 0}));
+}
+
+TEST(TokenizerBpe, RandomTextRoundTripsThroughEverySplitPattern) {
+  const char *regexes[] = {
+      R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)",
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"};
+  std::mt19937 rng(11);
+  for (const char *regex : regexes) {
+    json pre = {{"type", "Sequence"},
+                {"pretokenizers", json::array({{{"type", "Split"}, {"pattern", {{"Regex", regex}}},
+                                                {"behavior", "Isolated"}, {"invert", false}},
+                                               {{"type", "ByteLevel"}, {"add_prefix_space", false},
+                                                {"use_regex", false}}})}};
+    TokenizerPtr tok = loadJson(tinyTokenizer({{"Ġ", "t"}, {"h", "e"}, {"Ġt", "he"}}, pre).dump());
+    ASSERT_NE(tok, nullptr);
+    for (int round = 0; round < 300; ++round) {
+      std::string s;
+      size_t n = rng() % 40;
+      for (size_t i = 0; i < n; ++i) {
+        static const uint32_t pool[] = {' ', ' ', '\n', '\r', '\t', 't', 'h', 'e', 'T', '1', '\'', 's',
+                                        0xE9, 0x4E2D, 0x3000, 0x85, 0x1F600, 0x301, 0x663, '!', 0};
+        kiln::unicode::appendUtf8(s, pool[rng() % (sizeof(pool) / sizeof(pool[0]))]);
+      }
+      std::vector<int32_t> ids = encode(tok.get(), s, 0);
+      EXPECT_EQ(decode(tok.get(), ids), s);
+      EXPECT_EQ(streamDecode(tok.get(), ids), s);
+    }
+  }
+}
+
+// ------------------------------------------------------------------------ hostile input
+
+TEST(TokenizerLoad, RejectsHostileFilesWithClearErrors) {
+  std::string good = tinyTokenizer({{"a", "b"}}).dump();
+  EXPECT_EQ(loadError(good), "");
+  auto with = [&](const std::function<void(json &)> &edit) {
+    json j = json::parse(good);
+    edit(j);
+    return j.dump();
+  };
+  struct Case {
+    std::string text;
+    std::string message;
+    kiln_error_code code;
+  };
+  std::vector<Case> cases = {
+      {"", "not valid JSON", KILN_ERROR_INVALID_ARGUMENT},
+      {"{\"model\": ", "not valid JSON", KILN_ERROR_INVALID_ARGUMENT},
+      {"[1, 2]", "must be a JSON object", KILN_ERROR_INVALID_ARGUMENT},
+      {"{}", "has no 'model'", KILN_ERROR_INVALID_ARGUMENT},
+      {std::string(100000, '['), "nests deeper than 64", KILN_ERROR_INVALID_ARGUMENT},
+      {"{\"a\": \"\xFF\"}", "not valid JSON", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["model"] = 5; }), "model must be an object", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["model"]["type"] = "WordPiece"; }), "model 'WordPiece' is not supported", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["model"]["vocab"] = json::array(); }), "model.vocab must be an object", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["model"].erase("vocab"); }), "model has no 'vocab'", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["model"]["vocab"]["x"] = "7"; }), "must be an integer id", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["model"]["vocab"]["x"] = -3; }), "outside [0, 16777215]", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["model"]["vocab"]["x"] = 4000000000ull; }), "outside [0, 16777215]", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["model"]["vocab"]["x"] = 1.5; }), "must be an integer id", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["model"]["vocab"]["x"] = 97; }), "have the same id 97", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["model"]["merges"] = "a b"; }), "model.merges must be an array", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["model"]["merges"].push_back("a"); }), "is not two tokens", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["model"]["merges"].push_back(json::array({1, 2})); }), "must be \"a b\"", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["model"]["merges"].push_back("ab ab"); }), "not in the vocabulary", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["model"]["unk_token"] = "<unk>"; }), "unk_token '<unk>' is not in the vocabulary", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["model"]["dropout"] = 0.1; }), "dropout is not supported", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["model"]["byte_fallback"] = true; }), "byte_fallback is not supported", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["model"]["ignore_merges"] = "yes"; }), "ignore_merges must be a boolean", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["added_tokens"] = json::object(); }), "added_tokens must be an array", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["added_tokens"].push_back({{"id", 5}}); }), "has no 'content'", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["added_tokens"].push_back({{"id", 5}, {"content", ""}}); }), "added token 5 is empty", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["added_tokens"].push_back({{"id", 99999999}, {"content", "x"}}); }), "outside [0, 16777215]", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["normalizer"] = {{"type", "Lowercase"}}; }), "normalizer 'Lowercase' is not supported", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["normalizer"] = 3; }), "normalizer must be an object or null", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["pre_tokenizer"] = nullptr; }), "no ByteLevel pre_tokenizer", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["pre_tokenizer"] = {{"type", "Metaspace"}}; }), "pre_tokenizer 'Metaspace' is not supported", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) {
+         j["pre_tokenizer"] = {{"type", "Sequence"},
+                               {"pretokenizers", json::array({{{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}},
+                                                               {"behavior", "Isolated"}}, j["pre_tokenizer"]})}};
+       }),
+       "unknown Split regex '\\s+'", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", json::array({j["pre_tokenizer"], j["pre_tokenizer"]})}}; }),
+       "after ByteLevel", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["decoder"] = nullptr; }), "has no decoder", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["decoder"] = {{"type", "WordPiece"}}; }), "decoder 'WordPiece' is not supported", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["post_processor"] = {{"type", "TemplateProcessing"}, {"single", json::array({{{"SpecialToken", {{"id", "<x>"}}}}})}}; }),
+       "unknown token '<x>'", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["post_processor"] = {{"type", "Bogus"}}; }), "post_processor 'Bogus' is not supported", KILN_ERROR_INCOMPATIBLE},
+  };
+  for (const Case &c : cases) {
+    kiln_error_code code{};
+    std::string message = loadError(c.text, &code);
+    EXPECT_NE(message.find(c.message), std::string::npos)
+        << "expected '" << c.message << "' in '" << message << "' for " << c.text.substr(0, 200);
+    EXPECT_EQ(code, c.code) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+}
+
+TEST(TokenizerLoad, TruncatedAndRandomFilesNeverCrash) {
+  std::string real = readFile(tokenizerPath("gpt2"));
+  ASSERT_GT(real.size(), 1000000u);
+  for (size_t cut : {size_t(0), size_t(1), size_t(100), real.size() / 2, real.size() - 1})
+    EXPECT_NE(loadError(real.substr(0, cut)), "") << "cut at " << cut;
+  std::mt19937 rng(3);
+  std::string small = tinyTokenizer({{"a", "b"}}).dump();
+  for (int round = 0; round < 300; ++round) {
+    std::string s = small;
+    for (int k = 0; k < 3; ++k)
+      s[rng() % s.size()] = char(rng());
+    loadError(s); // any outcome but a crash
+  }
+}
+
+TEST(TokenizerLoad, FilesAndNullArguments) {
+  kiln_tokenizer *t = reinterpret_cast<kiln_tokenizer *>(1);
+  ErrorPtr err(kiln_tokenizer_load("/nonexistent/tokenizer.json", &t));
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(kiln_error_get_code(err.get()), KILN_ERROR_IO);
+  EXPECT_NE(std::string(kiln_error_message(err.get())).find("/nonexistent/tokenizer.json"), std::string::npos);
+  EXPECT_EQ(t, nullptr);
+  err.reset(kiln_tokenizer_load(KILN_TOKENIZER_DATA, &t));
+  ASSERT_NE(err, nullptr);
+  EXPECT_EQ(kiln_error_get_code(err.get()), KILN_ERROR_IO);
+  err.reset(kiln_tokenizer_load(nullptr, &t));
+  EXPECT_NE(err, nullptr);
+  err.reset(kiln_tokenizer_load("x", nullptr));
+  EXPECT_NE(err, nullptr);
+  kiln_tokenizer_destroy(nullptr);
+  kiln_tokenizer_stream_destroy(nullptr);
+  kiln_tokenizer_ids_free(nullptr);
+  kiln_tokenizer_text_free(nullptr);
+  EXPECT_EQ(kiln_tokenizer_vocab_size(nullptr), 0u);
+  EXPECT_EQ(kiln_tokenizer_token_to_id(nullptr, "a"), -1);
+  int32_t *ids = nullptr;
+  size_t n = 0;
+  err.reset(kiln_tokenizer_encode(nullptr, "a", 1, 0, &ids, &n));
+  EXPECT_NE(err, nullptr);
+
+  // A stream keeps its tokenizer alive.
+  TokenizerPtr tok = loadJson(tinyTokenizer({}).dump());
+  kiln_tokenizer_stream *s = nullptr;
+  err.reset(kiln_tokenizer_stream_create(tok.get(), 0, &s));
+  ASSERT_EQ(err, nullptr);
+  tok.reset();
+  const char *out = nullptr;
+  err.reset(kiln_tokenizer_stream_push(s, 'h', &out, &n));
+  EXPECT_EQ(err, nullptr);
+  EXPECT_STREQ(out, "h");
+  err.reset(kiln_tokenizer_stream_push(s, 99999, &out, &n));
+  EXPECT_NE(err, nullptr);
+  EXPECT_EQ(out, nullptr);
+  kiln_tokenizer_stream_destroy(s);
+}
+
+} // namespace
