@@ -59,7 +59,7 @@ uint64_t Rng::next() {
 // ---- Sampler ----
 
 Sampler::Sampler(const SamplingParams &params)
-    : params_(params), paramsError_(params.validate()), rng_(params.seed) {}
+    : params_(params), paramsError_(params.validate()), error_(paramsError_), rng_(params.seed) {}
 
 int32_t Sampler::fail(const char *message) {
   error_ = message;

@@ -356,6 +356,7 @@ TEST(SamplingValidate, ValidateRejectsOutOfRangeValues) {
 TEST(SamplingValidate, SamplerWithInvalidParamsOrArgumentsReturnsMinusOne) {
   const std::vector<float> logits = {1.0f, 2.0f};
   Sampler bad(params(1, 0, 0.0f));
+  EXPECT_NE(bad.error().find("top_p"), std::string::npos); // known before the first call
   EXPECT_EQ(bad.sample(logits.data(), 2, nullptr, 0), -1);
   EXPECT_NE(bad.error().find("top_p"), std::string::npos);
 
