@@ -137,6 +137,18 @@ LogicalResult writeModelArtifact(const ArtifactInputs &in, const std::string &pa
   };
   readList("inputs", meta.inputs);
   readList("outputs", meta.outputs);
+  // Inputs that kiln-kv-cache-in-place turned into runtime-owned caches.
+  auto inputList = signature.getAs<ArrayAttr>("inputs");
+  for (auto [i, a] : llvm::enumerate(inputList ? inputList : ArrayAttr())) {
+    auto d = cast<DictionaryAttr>(a);
+    if (auto axis = d.getAs<IntegerAttr>(attrs::kKvCache))
+      meta.decoder.caches.push_back({uint32_t(i), uint32_t(axis.getInt())});
+    if (d.get(attrs::kKvPosition)) {
+      meta.decoder.present = true;
+      meta.decoder.positionInput = uint32_t(i);
+    }
+  }
+  meta.decoder.maxContext = in.maxContext;
 
   std::vector<artifact::WeightSource> sources;
   std::vector<std::vector<char>> scratch;

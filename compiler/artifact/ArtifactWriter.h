@@ -17,6 +17,7 @@ struct ArtifactInputs {
   X86TargetInfo target;
   std::vector<std::string> phases;    // pipeline phases run
   std::string compilerVersion;
+  int64_t maxContext = 2048;          // default KV cache capacity of decoders
 };
 
 /// Records @main's input/output signature (names, dtypes, shapes, dim names)

@@ -36,7 +36,8 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
   switch (phase) {
   case Phase::Graph:
     // Fold shapes and constants the importer left, then move weights out.
-    return "builtin.module(canonicalize,cse,kiln-tie-symbolic-dims,kiln-outline-weights)";
+    return std::string("builtin.module(canonicalize,cse,") + (options.kvCache ? "kiln-kv-cache-in-place," : "") +
+           "kiln-tie-symbolic-dims,kiln-outline-weights)";
   case Phase::Linalg:
     return "builtin.module(kiln-convert-graph-to-linalg,canonicalize,cse,"
            "func.func(linalg-fuse-elementwise-ops),canonicalize,cse,"

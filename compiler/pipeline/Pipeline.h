@@ -20,6 +20,9 @@ struct PipelineOptions {
   /// microkernel (512: 8 x 32 floats in 16 of AVX-512's 32 registers; 256:
   /// 4 x 16 floats in 8 of AVX2's 16).
   int vectorBits = 256;
+  /// Decoders with past key/values get a runtime-owned, in-place KV cache
+  /// (kiln-kv-cache-in-place) instead of present outputs.
+  bool kvCache = true;
   bool printIrAfterAll = false;       // every pass, to stderr
   std::string printIrAfter;           // one pass (by argument name), to stderr
   std::string dumpIrDir;              // one numbered file per pass, e.g. 007_canonicalize.mlir

@@ -4,6 +4,7 @@
 #include "dialects/graph/IR/Graph.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -151,6 +152,71 @@ struct ConstantOfShapePattern : OpConversionPattern<ConstantOfShapeOp> {
     auto splat = cast<DenseElementsAttr>(op.getValue());
     Value value = arith::ConstantOp::create(rewriter, loc, cast<TypedAttr>(*splat.value_begin<Attribute>()));
     rewriter.replaceOp(op, filledTensor(rewriter, loc, rt, dims, value));
+    return success();
+  }
+};
+
+/// The cache's leading entries [0, length) along `axis` as a slice (a view after bufferization).
+Value cachePrefix(OpBuilder &b, Location loc, Value cache, int64_t axis, Value length, Type resultType) {
+  auto t = cast<RankedTensorType>(cache.getType());
+  SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0)), strides(t.getRank(), b.getIndexAttr(1));
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, cache);
+  sizes[axis] = length;
+  Value view = tensor::ExtractSliceOp::create(b, loc, cache, offsets, sizes, strides);
+  return view.getType() == resultType ? view : tensor::CastOp::create(b, loc, resultType, view).getResult();
+}
+
+Value cachePosition(OpBuilder &b, Location loc, Value position) {
+  Value p = tensor::ExtractOp::create(b, loc, position);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), p);
+}
+
+/// kv_cache_append: insert_slice of the update into the cache at the position
+/// (in place: the cache is a writable function argument), then the prefix view.
+struct KvCacheAppendPattern : OpConversionPattern<KvCacheAppendOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(KvCacheAppendOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value cache = adaptor.getCache(), update = adaptor.getUpdate();
+    auto ct = cast<RankedTensorType>(cache.getType());
+    int64_t axis = op.getAxis();
+    Value pos = cachePosition(rewriter, loc, adaptor.getPosition());
+    SmallVector<OpFoldResult> offsets(ct.getRank(), rewriter.getIndexAttr(0)),
+        strides(ct.getRank(), rewriter.getIndexAttr(1));
+    offsets[axis] = pos;
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, update);
+    // The runtime keeps position + update within the capacity; a request that
+    // breaks that skips the write rather than writing outside the buffer.
+    Value end = arith::AddIOp::create(rewriter, loc, pos, dimValue(rewriter, loc, update, axis));
+    Value capacity = dimValue(rewriter, loc, cache, axis);
+    Value fits = arith::AndIOp::create(
+        rewriter, loc, arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sle, end, capacity),
+        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sge, pos, idx(rewriter, loc, 0)));
+    auto write = scf::IfOp::create(
+        rewriter, loc, fits,
+        [&](OpBuilder &b, Location l) {
+          Value w = tensor::InsertSliceOp::create(b, l, update, cache, offsets, sizes, strides);
+          scf::YieldOp::create(b, l, w);
+        },
+        [&](OpBuilder &b, Location l) { scf::YieldOp::create(b, l, cache); });
+    Value length = arith::SelectOp::create(rewriter, loc, fits, end,
+                                           arith::MinSIOp::create(rewriter, loc, pos, capacity));
+    length = arith::MaxSIOp::create(rewriter, loc, length, idx(rewriter, loc, 0));
+    rewriter.replaceOp(op, cachePrefix(rewriter, loc, write.getResult(0), axis, length, op.getType()));
+    return success();
+  }
+};
+
+struct KvCachePrefixPattern : OpConversionPattern<KvCachePrefixOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(KvCachePrefixOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value pos = cachePosition(rewriter, loc, adaptor.getPosition());
+    rewriter.replaceOp(op, cachePrefix(rewriter, loc, adaptor.getCache(), op.getAxis(), pos, op.getType()));
     return success();
   }
 };
@@ -748,7 +814,7 @@ void populateShapeLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ConstantPattern, ReshapePattern, RegroupPattern<FlattenOp>,
                RegroupPattern<SqueezeOp>, RegroupPattern<UnsqueezeOp>,
                TransposePattern, ConcatPattern, GatherPattern, SlicePattern, DynamicSlicePattern,
-               ShapePattern, ConstantOfShapePattern, RangePattern, PadPattern, ResizePattern, TriluPattern, GatherElementsPattern, TilePattern, OneHotPattern>(
+               ShapePattern, ConstantOfShapePattern, RangePattern, KvCacheAppendPattern, KvCachePrefixPattern, PadPattern, ResizePattern, TriluPattern, GatherElementsPattern, TilePattern, OneHotPattern>(
       patterns.getContext());
 }
 

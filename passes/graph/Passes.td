@@ -33,4 +33,21 @@ def TieSymbolicDimsPass : Pass<"kiln-tie-symbolic-dims", "::mlir::ModuleOp"> {
   }];
 }
 
+def KvCacheInPlacePass : Pass<"kiln-kv-cache-in-place", "::mlir::ModuleOp"> {
+  let summary = "Turn concat(past, new) -> present into in-place writes to a runtime-owned KV cache";
+  let description = [{
+    Decoders exported with past key/values copy the whole cache every step:
+    `present = concat(past, new)` is both an output and the attention's
+    input. For every graph input used that way (the concat returned as an
+    output and also consumed by the graph), this pass makes the input a cache
+    buffer with room for the whole context (its axis becomes the symbol
+    `kv_capacity`), adds one scalar input `kiln.past_length` (entries already
+    in every cache), writes the new entries in place with
+    `graph.kv_cache_append` (which also views the valid prefix for the
+    attention) and drops the `present` outputs. Other readers of `past` get
+    `graph.kv_cache_prefix`. The runtime owns the caches and advances the
+    position; inputs are marked `kiln.kv_cache` / `kiln.kv_position`.
+  }];
+}
+
 #endif

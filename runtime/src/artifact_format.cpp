@@ -19,7 +19,7 @@ constexpr uint32_t kMaxSections = 16;
 constexpr uint64_t kWeightsSectionAlignment = 4096;
 constexpr uint64_t kCodeSectionAlignment = 64;
 
-enum SectionKind : uint32_t { kMetadataSection = 1, kCodeSection = 2, kWeightsSection = 3 };
+enum SectionKind : uint32_t { kMetadataSection = 1, kCodeSection = 2, kWeightsSection = 3, kDecoderSection = 4 };
 
 uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -89,6 +89,18 @@ std::string encodeMetadata(const Metadata &m) {
   for (const KernelInfo &k : m.kernels) {
     e.str(k.name);
     e.strList(k.sourceNodes);
+  }
+  return std::move(e.bytes);
+}
+
+std::string encodeDecoder(const DecoderInfo &d) {
+  Encoder e;
+  e.u32(d.positionInput);
+  e.i64(d.maxContext);
+  e.u32(uint32_t(d.caches.size()));
+  for (const KvCacheInfo &c : d.caches) {
+    e.u32(c.input);
+    e.u32(c.axis);
   }
   return std::move(e.bytes);
 }
@@ -213,6 +225,19 @@ void decodeMetadata(Decoder &d, Metadata &m) {
     d.fail("metadata has " + std::to_string(d.remaining()) + " unexpected trailing bytes");
 }
 
+void decodeDecoder(Decoder &d, DecoderInfo &info) {
+  info.present = true;
+  info.positionInput = d.u32("decoder position input");
+  info.maxContext = d.i64("decoder max context");
+  info.caches.resize(d.count(8, "kv caches"));
+  for (KvCacheInfo &c : info.caches) {
+    c.input = d.u32("kv cache input");
+    c.axis = d.u32("kv cache axis");
+  }
+  if (d.ok() && d.remaining() != 0)
+    d.fail("decoder section has " + std::to_string(d.remaining()) + " unexpected trailing bytes");
+}
+
 // Element count times element size, or false on overflow / negative dims.
 bool byteSize(uint32_t dtype, const std::vector<int64_t> &dims, uint64_t *out) {
   uint64_t n = dtypeSize(dtype);
@@ -249,6 +274,26 @@ bool checkMetadata(const Metadata &m, uint64_t weightsSize, std::string *error) 
   for (const auto &t : m.outputs)
     if (!checkSig(t, "output"))
       return false;
+  if (m.decoder.present) {
+    const DecoderInfo &d = m.decoder;
+    if (d.positionInput >= m.inputs.size() || m.inputs[d.positionInput].dtype != 7 ||
+        !m.inputs[d.positionInput].dims.empty()) {
+      *error = "decoder position input " + std::to_string(d.positionInput) + " is not an int64 scalar input";
+      return false;
+    }
+    if (d.maxContext < 1 || d.caches.empty()) {
+      *error = "decoder has no caches or a max context below 1";
+      return false;
+    }
+    for (const KvCacheInfo &c : d.caches) {
+      if (c.input >= m.inputs.size() || c.input == d.positionInput || m.inputs[c.input].dtype != 1 ||
+          c.axis >= m.inputs[c.input].dims.size() || m.inputs[c.input].dims[c.axis].size != -1) {
+        *error = "kv cache input " + std::to_string(c.input) + " (axis " + std::to_string(c.axis) +
+                 ") is not a float32 input with a symbolic dim on that axis";
+        return false;
+      }
+    }
+  }
   for (const WeightInfo &w : m.weights) {
     const std::string where = "weight '" + w.name + "'";
     if (w.offset % kWeightAlignment != 0) {
@@ -369,21 +414,27 @@ bool writeArtifact(const std::string &path, Metadata meta, const std::string &co
     return false;
 
   const std::string metadata = encodeMetadata(meta);
-  const uint64_t headerSize = kHeaderFixedSize + 3 * kSectionEntrySize;
+  const std::string decoder = meta.decoder.present ? encodeDecoder(meta.decoder) : std::string();
+  const uint32_t sectionCount = meta.decoder.present ? 4 : 3;
+  const uint64_t headerSize = kHeaderFixedSize + sectionCount * kSectionEntrySize;
   const uint64_t metaOffset = headerSize;
-  const uint64_t codeOffset = alignUp(metaOffset + metadata.size(), kCodeSectionAlignment);
+  // The optional decoder section sits between the metadata and the code.
+  const uint64_t decoderOffset = metaOffset + metadata.size();
+  const uint64_t codeOffset = alignUp(decoderOffset + decoder.size(), kCodeSectionAlignment);
   const uint64_t weightsOffset = alignUp(codeOffset + code.size(), kWeightsSectionAlignment);
   const uint64_t fileSize = weightsOffset + weightsSize;
 
   Encoder header;
   header.bytes.assign(reinterpret_cast<const char *>(kMagic), sizeof(kMagic));
   header.u32(kFormatVersion);
-  header.u32(3);
+  header.u32(sectionCount);
   header.u64(fileSize);
-  const uint64_t sections[3][3] = {{kMetadataSection, metaOffset, metadata.size()},
+  const uint64_t sections[4][3] = {{kMetadataSection, metaOffset, metadata.size()},
                                    {kCodeSection, codeOffset, code.size()},
-                                   {kWeightsSection, weightsOffset, weightsSize}};
-  for (const auto &s : sections) {
+                                   {kWeightsSection, weightsOffset, weightsSize},
+                                   {kDecoderSection, decoderOffset, decoder.size()}};
+  for (uint32_t i = 0; i < sectionCount; ++i) {
+    const auto &s = sections[i];
     header.u32(uint32_t(s[0]));
     header.u32(0);
     header.u64(s[1]);
@@ -406,7 +457,8 @@ bool writeArtifact(const std::string &path, Metadata meta, const std::string &co
   }
   bool ok = writeAll(fd, header.bytes.data(), header.bytes.size(), error) &&
             writeAll(fd, metadata.data(), metadata.size(), error) &&
-            writeZeros(fd, codeOffset - (metaOffset + metadata.size()), error) &&
+            writeAll(fd, decoder.data(), decoder.size(), error) &&
+            writeZeros(fd, codeOffset - (decoderOffset + decoder.size()), error) &&
             writeAll(fd, code.data(), code.size(), error) &&
             writeZeros(fd, weightsOffset - (codeOffset + code.size()), error);
   uint64_t written = weightsOffset;
@@ -468,7 +520,7 @@ bool parseArtifact(const uint8_t *data, uint64_t size, ArtifactView *out, std::s
   struct Section {
     uint64_t offset = 0, size = 0;
     bool present = false;
-  } sections[4];
+  } sections[5];
   for (uint32_t i = 0; i < sectionCount; ++i) {
     const uint32_t kind = h.u32("section kind");
     h.u32("section reserved");
@@ -478,17 +530,17 @@ bool parseArtifact(const uint8_t *data, uint64_t size, ArtifactView *out, std::s
     if (off < headerSize || off > size || len > size - off)
       return fail("artifact section " + std::to_string(i) + " (offset " + std::to_string(off) + ", " +
                   std::to_string(len) + " bytes) lies outside the file (" + std::to_string(size) + " bytes)");
-    if (kind < kMetadataSection || kind > kWeightsSection)
+    if (kind < kMetadataSection || kind > kDecoderSection)
       continue; // unknown sections are skipped, which lets a later version add optional ones
     if (sections[kind].present)
       return fail("artifact has two sections of kind " + std::to_string(kind));
     sections[kind] = {off, len, true};
   }
-  const char *names[] = {"", "metadata", "code", "weights"};
-  for (uint32_t k = kMetadataSection; k <= kWeightsSection; ++k) {
-    if (!sections[k].present)
+  const char *names[] = {"", "metadata", "code", "weights", "decoder"};
+  for (uint32_t k = kMetadataSection; k <= kDecoderSection; ++k) {
+    if (!sections[k].present && k != kDecoderSection)
       return fail(std::string("artifact has no ") + names[k] + " section");
-    for (uint32_t j = k + 1; j <= kWeightsSection; ++j) {
+    for (uint32_t j = k + 1; j <= kDecoderSection; ++j) {
       const Section &a = sections[k], &b = sections[j];
       if (a.size && b.size && a.offset < b.offset + b.size && b.offset < a.offset + a.size)
         return fail(std::string("artifact ") + names[k] + " and " + names[j] + " sections overlap");
@@ -503,6 +555,12 @@ bool parseArtifact(const uint8_t *data, uint64_t size, ArtifactView *out, std::s
   decodeMetadata(md, view.meta);
   if (!md.ok())
     return fail("artifact " + md.error);
+  if (sections[kDecoderSection].present) {
+    Decoder dd(data + sections[kDecoderSection].offset, sections[kDecoderSection].size);
+    decodeDecoder(dd, view.meta.decoder);
+    if (!dd.ok())
+      return fail("artifact " + dd.error);
+  }
   view.meta.formatVersion = version;
   if (!checkMetadata(view.meta, sections[kWeightsSection].size, error)) {
     *error = "artifact metadata: " + *error;

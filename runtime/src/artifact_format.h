@@ -42,6 +42,18 @@ struct KernelInfo {
   std::vector<std::string> sourceNodes; // ONNX node names it came from
 };
 
+// Decoders compiled with a runtime-owned KV cache (optional section 4; docs/artifact.md).
+struct KvCacheInfo {
+  uint32_t input = 0; // index into inputs: a float cache with room for the whole context along `axis`
+  uint32_t axis = 0;
+};
+struct DecoderInfo {
+  bool present = false;
+  uint32_t positionInput = 0; // index into inputs: int64 scalar, entries already in every cache
+  int64_t maxContext = 0;     // default cache capacity in tokens
+  std::vector<KvCacheInfo> caches;
+};
+
 struct Metadata {
   uint32_t formatVersion = kFormatVersion;
   uint32_t abiVersion = 0;       // KILN_ABI_VERSION of the generated code
@@ -58,6 +70,7 @@ struct Metadata {
   std::vector<TensorSignature> outputs;
   std::vector<WeightInfo> weights;      // in the order the entry receives them, after the inputs
   std::vector<KernelInfo> kernels;      // indexed by kernel_id of kiln_abi_context::parallel_for
+  DecoderInfo decoder;
 };
 
 struct WeightSource {

@@ -38,6 +38,14 @@ static cl::opt<bool> quiet("quiet", cl::desc("Do not show progress"), cl::cat(ca
 static cl::opt<std::string> dumpIrDir("dump-ir-dir",
                                       cl::desc("Write the IR after every pass to DIR/NNN_<pass>.mlir"),
                                       cl::value_desc("dir"), cl::cat(category));
+static cl::opt<bool> kvCache("kv-cache",
+                             cl::desc("Give decoders with past key/values a runtime-owned KV cache written in "
+                                      "place (default true; false keeps the present outputs)"),
+                             cl::init(true), cl::cat(category));
+static cl::opt<int64_t> maxContext("max-context",
+                                   cl::desc("Default KV cache capacity in tokens, stored in the artifact "
+                                            "(the runtime may choose another; default 2048)"),
+                                   cl::init(2048), cl::cat(category));
 static cl::opt<bool> listOps("list-ops", cl::desc("List the ONNX ops the importer supports and exit"),
                              cl::cat(category));
 
@@ -61,7 +69,10 @@ int main(int argc, char **argv) {
   // command-line option values.
   const std::string modelPath = inputPath, outPath = outputPath, emitWhat = emit,
                     cpuName = targetCpu, printAfterName = printAfter, dumpDir = dumpIrDir;
-  const bool printAllIr = printAll, beQuiet = quiet;
+  const bool printAllIr = printAll, beQuiet = quiet, useKvCache = kvCache;
+  const int64_t contextTokens = maxContext;
+  if (contextTokens < 1 || contextTokens > (int64_t(1) << 24))
+    return fail("--max-context must be between 1 and 16777216");
   if (listOps) {
     std::vector<std::string> names;
     for (const auto &entry : kiln::nodeImporters())
@@ -133,6 +144,7 @@ int main(int argc, char **argv) {
   options.printIrAfterAll = printAllIr;
   options.printIrAfter = printAfterName;
   options.dumpIrDir = dumpDir;
+  options.kvCache = useKvCache;
   std::vector<std::string> phases = {"import"};
   options.afterPhase = [&](kiln::Phase p) {
     if (p == kiln::Phase::Graph)
@@ -172,7 +184,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   report("writing the artifact");
-  kiln::ArtifactInputs inputs{module, out, info, phases, "kiln " KILN_VERSION};
+  kiln::ArtifactInputs inputs{module, out, info, phases, "kiln " KILN_VERSION, contextTokens};
   if (failed(kiln::writeModelArtifact(inputs, outPath, error))) {
     done();
     return fail(error);

@@ -1,4 +1,5 @@
 // kiln-run: load an artifact, bind input files, run it, print/compare/save outputs, optionally time it.
+#include "generate.h"
 #include "kiln/kiln.hpp"
 #include "tensor_compare.h"
 #include "tensor_file.h"
@@ -20,6 +21,7 @@ using kiln::tools::HostTensor;
 
 const char kUsage[] =
     "usage: kiln-run ARTIFACT [INPUT...] [options]\n"
+    "       kiln-run generate ARTIFACT ... (decoding; see kiln-run generate --help)\n"
     "  INPUT: FILE or NAME=FILE; FILE is .npy or .pb (ONNX TensorProto). Positional files bind in input order.\n"
     "  --test-data-dir DIR   inputs DIR/input_K.pb, expected outputs DIR/output_K.pb (K = 0,1,...)\n"
     "  --expect FILE         expected output (repeatable, in output order; .npy or .pb)\n"
@@ -379,6 +381,8 @@ int fail(const std::string &message) {
 
 int main(int argc, char **argv) {
   try {
+    if (argc >= 2 && std::string(argv[1]) == "generate")
+      return kiln::tools::runGenerate(argc - 2, argv + 2);
     std::optional<Options> options = parseArgs(argc, argv);
     if (!options) {
       std::fputs(kUsage, stdout);

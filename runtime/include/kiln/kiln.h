@@ -39,7 +39,8 @@ typedef enum kiln_error_code {
   KILN_ERROR_INCOMPATIBLE = 4,     /* a valid artifact this runtime or host cannot run */
   KILN_ERROR_OUT_OF_MEMORY = 5,
   KILN_ERROR_INTERNAL = 6,         /* the generated code failed or broke the ABI contract */
-  KILN_ERROR_BUSY = 7              /* the session is already running on another thread */
+  KILN_ERROR_BUSY = 7,             /* the session is already running on another thread */
+  KILN_ERROR_OUT_OF_RANGE = 8      /* a prompt longer than the context, or the KV cache is full */
 } kiln_error_code;
 
 typedef struct kiln_error kiln_error;
@@ -184,9 +185,112 @@ KILN_API void kiln_session_destroy(kiln_session *session);
  * (count, dtype, rank, static dims, symbolic dims consistent across inputs) before any code
  * runs. `outputs` is a caller array of `output_count` (= kiln_model_output_count) slots; on
  * success each receives a new tensor owned by the caller (kiln_tensor_destroy each). On failure
- * every slot is set to NULL. Inputs are only read. */
+ * every slot is set to NULL. Inputs are only read, except the KV caches of a decoder artifact
+ * (kiln_model_is_decoder), which the run updates in place: it writes the new entries at
+ * [kiln.past_length, kiln.past_length + new) along the cache axis. */
 KILN_API kiln_error *kiln_session_run(kiln_session *session, const kiln_tensor *const *inputs,
                                       size_t input_count, kiln_tensor **outputs, size_t output_count);
+
+/* -------------------------------------------------------------- generation */
+
+/* Autoregressive decoding of a decoder artifact: one compiled with a KV cache (kiln-compile's
+ * default for models in the Hugging Face "with past" layout: inputs input_ids, attention_mask,
+ * optional position_ids and past_key_values.*; output logits). The generator owns the caches,
+ * with room for max_context tokens per sequence, and writes each step's keys and values into
+ * them in place; nothing already cached is copied again. */
+KILN_API int kiln_model_is_decoder(const kiln_model *model);
+
+typedef struct kiln_generator kiln_generator;
+
+typedef struct kiln_generator_options {
+  size_t struct_size;  /* set by kiln_generator_options_init */
+  int64_t max_context; /* cache capacity in tokens per sequence (prompt + new); 0: the artifact's */
+} kiln_generator_options;
+KILN_API void kiln_generator_options_init(kiln_generator_options *options);
+
+/* Fails with KILN_ERROR_INVALID_ARGUMENT naming the input when the artifact is not a decoder or
+ * has an input the generator cannot feed. Holds a reference to the model. */
+KILN_API kiln_error *kiln_generator_create(kiln_model *model, const kiln_generator_options *options,
+                                           kiln_generator **out_generator);
+KILN_API void kiln_generator_destroy(kiln_generator *generator);
+/* The vocabulary size (the logits' last dim) and the cache capacity in tokens. */
+KILN_API int32_t kiln_generator_vocab_size(const kiln_generator *generator);
+KILN_API int64_t kiln_generator_max_context(const kiln_generator *generator);
+
+typedef struct kiln_sampling_params {
+  float temperature;        /* 0: greedy (argmax, lowest id on ties) */
+  int32_t top_k;            /* keep the k most likely tokens; 0: off */
+  float top_p;              /* nucleus: smallest set with this much probability; 1: off */
+  float min_p;              /* drop tokens below min_p * the top probability; 0: off */
+  float repetition_penalty; /* > 1 discourages tokens already in the sequence; 1: off */
+  uint64_t seed;            /* the same seed gives the same tokens */
+} kiln_sampling_params;
+KILN_API void kiln_sampling_params_init(kiln_sampling_params *params);
+
+/* Step by step. start() runs the prompts (a batch of `batch` sequences, left-padded to the
+ * longest) through the model; each next() then writes one new token per sequence into
+ * tokens[batch]: the first from the prompt's logits, later ones after one decode step that feeds
+ * the previous tokens. Errors: a prompt that is empty or longer than the context, a token id
+ * outside the vocabulary, a full cache (KILN_ERROR_OUT_OF_RANGE), bad sampling parameters. */
+KILN_API kiln_error *kiln_generator_start(kiln_generator *generator, const int32_t *const *prompts,
+                                          const size_t *prompt_lengths, size_t batch,
+                                          const kiln_sampling_params *sampling);
+KILN_API kiln_error *kiln_generator_next(kiln_generator *generator, int32_t *tokens);
+/* Logits of the last position of every sequence from the last model run, [batch][vocab],
+ * borrowed until the next call; NULL before start(). */
+KILN_API const float *kiln_generator_logits(const kiln_generator *generator);
+/* Tokens in the cache of every sequence (padded prompt + fed tokens). */
+KILN_API int64_t kiln_generator_position(const kiln_generator *generator);
+/* Stops a running kiln_generate() after its current step. Safe from any thread. */
+KILN_API void kiln_generator_cancel(kiln_generator *generator);
+
+typedef enum kiln_finish_reason {
+  KILN_FINISH_NONE = 0,      /* still running */
+  KILN_FINISH_STOP_TOKEN = 1,
+  KILN_FINISH_LENGTH = 2,    /* max_new_tokens reached */
+  KILN_FINISH_CANCELLED = 3, /* kiln_generator_cancel or the callback asked to stop */
+  KILN_FINISH_CONTEXT = 4    /* the cache is full */
+} kiln_finish_reason;
+
+/* Called for every new token of every live sequence, in order; return nonzero to stop. */
+typedef int (*kiln_token_callback)(void *user_data, size_t sequence, int32_t token);
+
+typedef struct kiln_generate_options {
+  size_t struct_size;              /* set by kiln_generate_options_init */
+  kiln_sampling_params sampling;
+  int32_t max_new_tokens;          /* per sequence; default 64 */
+  const int32_t *stop_tokens;      /* a sequence ends at the first of these (included) */
+  size_t stop_token_count;
+  kiln_token_callback on_token;    /* may be NULL */
+  void *user_data;
+} kiln_generate_options;
+KILN_API void kiln_generate_options_init(kiln_generate_options *options);
+
+typedef struct kiln_generation_stats {
+  size_t prompt_tokens;            /* sum over sequences, padding excluded */
+  size_t new_tokens;               /* sum over sequences */
+  size_t steps;                    /* model runs after the prompt */
+  double time_to_first_token_ms;   /* start() and the first sample */
+  double decode_ms;                /* all later steps */
+  double inter_token_median_ms;    /* per decode step */
+  double inter_token_p99_ms;
+  double tokens_per_second;        /* new tokens after the first / decode time */
+} kiln_generation_stats;
+
+typedef struct kiln_generation kiln_generation;
+/* Runs start() and next() until every sequence has finished. On success *out_generation holds
+ * the new tokens (kiln_generation_destroy it). A cancelled run is a success with finish reason
+ * KILN_FINISH_CANCELLED. */
+KILN_API kiln_error *kiln_generate(kiln_generator *generator, const int32_t *const *prompts,
+                                   const size_t *prompt_lengths, size_t batch,
+                                   const kiln_generate_options *options, kiln_generation **out_generation);
+KILN_API size_t kiln_generation_batch(const kiln_generation *generation);
+/* The new tokens of sequence `index` (stop token included); borrowed from the generation. */
+KILN_API const int32_t *kiln_generation_tokens(const kiln_generation *generation, size_t index,
+                                               size_t *out_count);
+KILN_API kiln_finish_reason kiln_generation_finish_reason(const kiln_generation *generation, size_t index);
+KILN_API void kiln_generation_stats_get(const kiln_generation *generation, kiln_generation_stats *out_stats);
+KILN_API void kiln_generation_destroy(kiln_generation *generation);
 
 /* --------------------------------------------------------------- profiling */
 

@@ -1,0 +1,302 @@
+// kiln-run generate: autoregressive decoding with a decoder artifact, streaming text or ids to stdout.
+#include "generate.h"
+
+#include "kiln/kiln.h"
+#include "kiln/tokenizer.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <sys/resource.h>
+#include <vector>
+
+namespace kiln::tools {
+namespace {
+
+const char kGenerateUsage[] =
+    "usage: kiln-run generate ARTIFACT (--prompt TEXT --tokenizer FILE | --prompt-ids IDS) [options]\n"
+    "\n"
+    "Decodes with a decoder artifact (a model in the \"with past\" layout compiled with a KV cache)\n"
+    "and streams the new text (or ids) to stdout.\n"
+    "\n"
+    "  --prompt TEXT          prompt text, encoded with --tokenizer (repeatable: one sequence each)\n"
+    "  --prompt-ids IDS       prompt token ids, comma separated (repeatable: one sequence each)\n"
+    "  --tokenizer FILE       a Hugging Face tokenizer.json (byte-level BPE)\n"
+    "  --max-new-tokens N     per sequence (default 64)\n"
+    "  --temperature X        0 = greedy (default)\n"
+    "  --top-k N --top-p X --min-p X --repetition-penalty X --seed N\n"
+    "  --stop-id ID           end a sequence at this token (repeatable); the tokenizer's EOS\n"
+    "                         (<|endoftext|>, </s>, <|eot_id|>...) is added unless --no-eos\n"
+    "  --max-context N        KV cache capacity in tokens (default: the artifact's)\n"
+    "  --threads N            kernel threads (default: all cores)\n"
+    "  --ids                  print token ids instead of text\n"
+    "  --stats                print a JSON line of statistics to stderr at the end\n"
+    "  --quiet                print nothing but --stats\n";
+
+struct GenerateOptions {
+  std::string artifact, tokenizer;
+  std::vector<std::string> prompts;
+  std::vector<std::vector<int32_t>> promptIds;
+  int64_t maxNewTokens = 64, maxContext = 0;
+  int32_t threads = 0;
+  kiln_sampling_params sampling{};
+  std::vector<int32_t> stopIds;
+  bool noEos = false, ids = false, stats = false, quiet = false;
+};
+
+[[noreturn]] void usage(const std::string &msg) { throw std::runtime_error(msg); }
+
+int64_t toInt(const std::string &flag, const std::string &v, int64_t lo, int64_t hi) {
+  errno = 0;
+  char *end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end || errno || x < lo || x > hi)
+    usage("invalid value for " + flag + ": '" + v + "'");
+  return x;
+}
+
+double toDouble(const std::string &flag, const std::string &v) {
+  char *end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end || x != x)
+    usage("invalid value for " + flag + ": '" + v + "'");
+  return x;
+}
+
+std::vector<int32_t> parseIds(const std::string &v) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    ids.push_back(int32_t(toInt("--prompt-ids", item, INT32_MIN, INT32_MAX)));
+  if (ids.empty())
+    usage("--prompt-ids needs at least one id");
+  return ids;
+}
+
+struct ErrorOwner {
+  kiln_error *e;
+  ~ErrorOwner() { kiln_error_free(e); }
+};
+void check(kiln_error *e) {
+  if (!e)
+    return;
+  ErrorOwner owner{e};
+  throw std::runtime_error(kiln_error_message(e));
+}
+
+// Streams each new token of sequence 0..n-1 to stdout (text through the tokenizer's stream decoder).
+struct Printer {
+  kiln_tokenizer *tokenizer = nullptr;
+  std::vector<kiln_tokenizer_stream *> streams;
+  bool ids = false, quiet = false, multi = false;
+  std::string error;
+
+  static int onToken(void *self, size_t seq, int32_t token) {
+    auto *p = static_cast<Printer *>(self);
+    if (p->quiet)
+      return 0;
+    if (p->ids || !p->tokenizer) {
+      if (p->multi)
+        std::printf("[%zu] %d\n", seq, token);
+      else
+        std::printf("%d ", token);
+    } else {
+      const char *text = nullptr;
+      size_t len = 0;
+      if (kiln_error *e = kiln_tokenizer_stream_push(p->streams[seq], token, &text, &len)) {
+        p->error = kiln_error_message(e);
+        kiln_error_free(e);
+        return 1;
+      }
+      if (p->multi && len)
+        std::printf("[%zu] ", seq);
+      std::fwrite(text, 1, len, stdout);
+      if (p->multi && len)
+        std::printf("\n");
+    }
+    std::fflush(stdout);
+    return 0;
+  }
+};
+
+int32_t specialId(kiln_tokenizer *t, std::initializer_list<const char *> names) {
+  for (const char *n : names) {
+    int32_t id = kiln_tokenizer_token_to_id(t, n);
+    if (id >= 0)
+      return id;
+  }
+  return -1;
+}
+
+} // namespace
+
+int runGenerate(int argc, char **argv) {
+  GenerateOptions o;
+  kiln_sampling_params_init(&o.sampling);
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        usage(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kGenerateUsage, stdout);
+      return 0;
+    } else if (a == "--prompt")
+      o.prompts.push_back(value());
+    else if (a == "--prompt-ids")
+      o.promptIds.push_back(parseIds(value()));
+    else if (a == "--tokenizer")
+      o.tokenizer = value();
+    else if (a == "--max-new-tokens")
+      o.maxNewTokens = toInt(a, value(), 1, INT32_MAX);
+    else if (a == "--max-context")
+      o.maxContext = toInt(a, value(), 1, int64_t(1) << 24);
+    else if (a == "--threads")
+      o.threads = int32_t(toInt(a, value(), 0, 4096));
+    else if (a == "--temperature")
+      o.sampling.temperature = float(toDouble(a, value()));
+    else if (a == "--top-k")
+      o.sampling.top_k = int32_t(toInt(a, value(), 0, INT32_MAX));
+    else if (a == "--top-p")
+      o.sampling.top_p = float(toDouble(a, value()));
+    else if (a == "--min-p")
+      o.sampling.min_p = float(toDouble(a, value()));
+    else if (a == "--repetition-penalty")
+      o.sampling.repetition_penalty = float(toDouble(a, value()));
+    else if (a == "--seed")
+      o.sampling.seed = uint64_t(toInt(a, value(), 0, INT64_MAX));
+    else if (a == "--stop-id")
+      o.stopIds.push_back(int32_t(toInt(a, value(), 0, INT32_MAX)));
+    else if (a == "--no-eos")
+      o.noEos = true;
+    else if (a == "--ids")
+      o.ids = true;
+    else if (a == "--stats")
+      o.stats = true;
+    else if (a == "--quiet")
+      o.quiet = true;
+    else if (!a.empty() && a[0] == '-')
+      usage("unknown option '" + a + "' (see kiln-run generate --help)");
+    else if (o.artifact.empty())
+      o.artifact = a;
+    else
+      usage("unexpected argument '" + a + "'");
+  }
+  if (o.artifact.empty())
+    usage("no artifact given (see kiln-run generate --help)");
+  if (o.prompts.empty() == o.promptIds.empty())
+    usage("give the prompts either as --prompt (with --tokenizer) or as --prompt-ids");
+  if (!o.prompts.empty() && o.tokenizer.empty())
+    usage("--prompt needs --tokenizer");
+
+  std::unique_ptr<kiln_tokenizer, void (*)(kiln_tokenizer *)> tokenizer(nullptr, kiln_tokenizer_destroy);
+  if (!o.tokenizer.empty()) {
+    kiln_tokenizer *t = nullptr;
+    check(kiln_tokenizer_load(o.tokenizer.c_str(), &t));
+    tokenizer.reset(t);
+    if (!o.noEos) {
+      int32_t eos = specialId(t, {"<|endoftext|>", "</s>", "<|eot_id|>", "<|end_of_text|>", "<|im_end|>", "<eos>"});
+      if (eos >= 0)
+        o.stopIds.push_back(eos);
+    }
+  }
+  std::vector<std::vector<int32_t>> prompts = o.promptIds;
+  for (const std::string &text : o.prompts) {
+    int32_t *ids = nullptr;
+    size_t count = 0;
+    check(kiln_tokenizer_encode(tokenizer.get(), text.data(), text.size(), KILN_TOKENIZER_ADD_SPECIAL, &ids, &count));
+    prompts.emplace_back(ids, ids + count);
+    kiln_tokenizer_ids_free(ids);
+  }
+
+  kiln_model_options mo;
+  kiln_model_options_init(&mo);
+  mo.num_threads = o.threads;
+  kiln_model *model = nullptr;
+  check(kiln_model_load(o.artifact.c_str(), &mo, &model));
+  std::unique_ptr<kiln_model, void (*)(kiln_model *)> modelOwner(model, kiln_model_destroy);
+  kiln_generator_options go;
+  kiln_generator_options_init(&go);
+  go.max_context = o.maxContext;
+  kiln_generator *gen = nullptr;
+  check(kiln_generator_create(model, &go, &gen));
+  std::unique_ptr<kiln_generator, void (*)(kiln_generator *)> genOwner(gen, kiln_generator_destroy);
+
+  Printer printer;
+  printer.tokenizer = tokenizer.get();
+  printer.ids = o.ids;
+  printer.quiet = o.quiet;
+  printer.multi = prompts.size() > 1;
+  for (size_t s = 0; tokenizer && s < prompts.size(); ++s) {
+    kiln_tokenizer_stream *st = nullptr;
+    check(kiln_tokenizer_stream_create(tokenizer.get(), KILN_TOKENIZER_SKIP_SPECIAL, &st));
+    printer.streams.push_back(st);
+  }
+  struct StreamsOwner {
+    std::vector<kiln_tokenizer_stream *> &s;
+    ~StreamsOwner() {
+      for (auto *p : s)
+        kiln_tokenizer_stream_destroy(p);
+    }
+  } streamsOwner{printer.streams};
+
+  kiln_generate_options opts;
+  kiln_generate_options_init(&opts);
+  opts.sampling = o.sampling;
+  opts.max_new_tokens = int32_t(o.maxNewTokens);
+  opts.stop_tokens = o.stopIds.data();
+  opts.stop_token_count = o.stopIds.size();
+  opts.on_token = &Printer::onToken;
+  opts.user_data = &printer;
+  std::vector<const int32_t *> ptrs;
+  std::vector<size_t> lens;
+  for (const auto &p : prompts) {
+    ptrs.push_back(p.data());
+    lens.push_back(p.size());
+  }
+  kiln_generation *result = nullptr;
+  check(kiln_generate(gen, ptrs.data(), lens.data(), prompts.size(), &opts, &result));
+  std::unique_ptr<kiln_generation, void (*)(kiln_generation *)> resultOwner(result, kiln_generation_destroy);
+  if (!printer.error.empty())
+    throw std::runtime_error("decoding tokens: " + printer.error);
+  if (!o.quiet) {
+    for (size_t s = 0; s < printer.streams.size(); ++s) {
+      const char *text = nullptr;
+      size_t len = 0;
+      check(kiln_tokenizer_stream_flush(printer.streams[s], &text, &len));
+      std::fwrite(text, 1, len, stdout);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  if (o.stats) {
+    kiln_generation_stats st;
+    kiln_generation_stats_get(result, &st);
+    struct rusage ru {};
+    getrusage(RUSAGE_SELF, &ru);
+    static const char *reasons[] = {"none", "stop_token", "length", "cancelled", "context"};
+    std::string finish = "[";
+    for (size_t s = 0; s < prompts.size(); ++s)
+      finish += std::string(s ? "," : "") + "\"" + reasons[kiln_generation_finish_reason(result, s)] + "\"";
+    finish += "]";
+    std::fprintf(stderr,
+                 "{\"batch\": %zu, \"prompt_tokens\": %zu, \"new_tokens\": %zu, \"time_to_first_token_ms\": %.3f, "
+                 "\"inter_token_median_ms\": %.3f, \"inter_token_p99_ms\": %.3f, \"tokens_per_second\": %.2f, "
+                 "\"peak_memory_mb\": %.1f, \"finish\": %s}\n",
+                 prompts.size(), st.prompt_tokens, st.new_tokens, st.time_to_first_token_ms,
+                 st.inter_token_median_ms, st.inter_token_p99_ms, st.tokens_per_second, ru.ru_maxrss / 1024.0,
+                 finish.c_str());
+  }
+  return 0;
+}
+
+} // namespace kiln::tools
