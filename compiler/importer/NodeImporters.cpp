@@ -701,6 +701,9 @@ Results importClip(NodeContext &c) {
 Results importExpand(NodeContext &c) {
   if (failed(require(c, 2)))
     return failure();
+  DenseElementsAttr constant;
+  if (!matchPattern(c.input(1), m_Constant(&constant)))
+    return single(create<DynamicExpandOp>(c, c.input(0), c.input(1)));
   auto shape = c.constantInts(c.input(1), "shape");
   if (failed(shape))
     return failure();

@@ -221,6 +221,47 @@ struct KvCachePrefixPattern : OpConversionPattern<KvCachePrefixOp> {
   }
 };
 
+/// dynamic_expand: each result dim is max(input dim, shape entry) (one of them is 1 or they agree).
+struct DynamicExpandPattern : OpConversionPattern<DynamicExpandOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(DynamicExpandOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    auto rt = cast<RankedTensorType>(op.getType());
+    int64_t rank = rt.getRank(), lead = rank - xt.getRank();
+    int64_t shapeLen = cast<RankedTensorType>(adaptor.getShape().getType()).getDimSize(0);
+    SmallVector<Value> dims;
+    for (int64_t i = 0; i < rank; ++i) {
+      if (!rt.isDynamicDim(i)) {
+        dims.push_back(idx(rewriter, loc, rt.getDimSize(i)));
+        continue;
+      }
+      Value d = idx(rewriter, loc, 1);
+      int64_t k = i - (rank - shapeLen);
+      if (k >= 0) {
+        Value e = tensor::ExtractOp::create(rewriter, loc, adaptor.getShape(), ValueRange{idx(rewriter, loc, k)});
+        d = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(), e);
+      }
+      if (i >= lead)
+        d = arith::MaxSIOp::create(rewriter, loc, d, dimValue(rewriter, loc, x, i - lead));
+      dims.push_back(d);
+    }
+    MLIRContext *ctx = rewriter.getContext();
+    Value init = emptyTensor(rewriter, loc, rt, dims);
+    SmallVector<AffineMap> maps = {broadcastMap(xt, rt, ctx), AffineMap::getMultiDimIdentityMap(rank, ctx)};
+    SmallVector<IteratorType> iters(rank, IteratorType::parallel);
+    auto generic = linalg::GenericOp::create(rewriter, loc, TypeRange{rt}, ValueRange{x}, ValueRange{init}, maps, iters,
+                                             [](OpBuilder &b, Location l, ValueRange a) {
+                                               linalg::YieldOp::create(b, l, a[0]);
+                                             });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 /// range: n = max(0, ceil((limit - start) / delta)) elements, element i = start + i * delta.
 struct RangePattern : OpConversionPattern<RangeOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -814,7 +855,7 @@ void populateShapeLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ConstantPattern, ReshapePattern, RegroupPattern<FlattenOp>,
                RegroupPattern<SqueezeOp>, RegroupPattern<UnsqueezeOp>,
                TransposePattern, ConcatPattern, GatherPattern, SlicePattern, DynamicSlicePattern,
-               ShapePattern, ConstantOfShapePattern, RangePattern, KvCacheAppendPattern, KvCachePrefixPattern, PadPattern, ResizePattern, TriluPattern, GatherElementsPattern, TilePattern, OneHotPattern>(
+               ShapePattern, ConstantOfShapePattern, RangePattern, DynamicExpandPattern, KvCacheAppendPattern, KvCachePrefixPattern, PadPattern, ResizePattern, TriluPattern, GatherElementsPattern, TilePattern, OneHotPattern>(
       patterns.getContext());
 }
 

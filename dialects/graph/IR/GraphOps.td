@@ -221,6 +221,22 @@ def Graph_ExpandOp : Graph_Op<"expand"> {
   let results = (outs AnyRankedTensor:$result);
 }
 
+def Graph_DynamicExpandOp : Graph_Op<"dynamic_expand"> {
+  let summary = "Broadcasts the input to a shape known at run time (numpy rules)";
+  let description = [{
+    ONNX Expand whose shape comes from the data (decoders expand key/value
+    heads to the sequence length). Result dims whose size the types fix are
+    static; the others are dynamic. A dynamic input dim is assumed to match
+    its output dim unless it is statically 1.
+
+    ```mlir
+    %y = graph.dynamic_expand %x, %s : (tensor<?x2x1x?x16xf32>, tensor<5xi64>) -> tensor<?x2x?x?x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, 1DTensorOf<[I64]>:$shape);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 def Graph_BitShiftOp : Graph_Op<"bit_shift", [SameOperandsElementType]> {
   let summary = "Shifts unsigned integers left or right (logical), with broadcasting";
   let description = [{

@@ -172,6 +172,24 @@ LogicalResult ExpandOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
+LogicalResult DynamicExpandOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  auto s = rankedType(adaptor.getShape());
+  if (s.isDynamicDim(0))
+    return fail(loc, "dynamic_expand needs a shape of static length");
+  int64_t rank = std::max<int64_t>(x.getRank(), s.getDimSize(0));
+  // Only an input dim of static size > 1 fixes the result's size.
+  SmallVector<int64_t> dims(rank, kDyn);
+  for (int64_t j = 0; j < x.getRank(); ++j) {
+    int64_t d = x.getDimSize(j);
+    if (d != kDyn && d != 1)
+      dims[j + rank - x.getRank()] = d;
+  }
+  types.push_back(x.clone(dims));
+  return success();
+}
+
 LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                              Adaptor adaptor, SmallVectorImpl<Type> &types) {
   auto x = rankedType(adaptor.getInput());
