@@ -413,6 +413,16 @@ using unicode::kNumber;
 using unicode::kOther;
 using unicode::kSpace;
 
+constexpr std::array<uint8_t, 128> kAsciiCategory = [] {
+  std::array<uint8_t, 128> t{};
+  for (int c = 0; c < 128; ++c)
+    t[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ? kLetter
+           : c >= '0' && c <= '9'                           ? kNumber
+           : (c >= 0x09 && c <= 0x0D) || c == ' '           ? kSpace
+                                                            : kOther;
+  return t;
+}();
+
 // The text being split, one entry per code point (off has one more: the end).
 struct CodePoints {
   std::vector<uint32_t> cp;
@@ -427,7 +437,7 @@ struct CodePoints {
       off.push_back(uint32_t(i));
       uint32_t c = unicode::decodeUtf8(text, i);
       cp.push_back(c);
-      cls.push_back(uint8_t(unicode::category(c)));
+      cls.push_back(uint8_t(c < 0x80 ? kAsciiCategory[c] : unicode::category(c)));
     }
     off.push_back(uint32_t(text.size()));
   }
@@ -616,37 +626,105 @@ private:
   size_t mask_ = 0;
 };
 
-// Words -> ids, shared by all threads (sharded locks); a full shard is cleared.
-class WordCache {
-public:
-  static constexpr size_t kMaxWordBytes = 128;
-  bool find(std::string_view word, std::vector<int32_t> &out) const {
-    Shard &s = shard(word);
-    std::lock_guard<std::mutex> lock(s.mutex);
-    auto it = s.map.find(std::string(word));
-    if (it == s.map.end())
-      return false;
-    out.insert(out.end(), it->second.begin(), it->second.end());
-    return true;
+uint64_t hashBytes(std::string_view s) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
+  size_t i = 0;
+  auto mix = [&](uint64_t v) {
+    h = (h ^ v) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
+  };
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t v;
+    std::memcpy(&v, s.data() + i, 8);
+    mix(v);
   }
-  void put(std::string_view word, const int32_t *ids, size_t n) const {
-    Shard &s = shard(word);
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (s.map.size() >= kMaxEntriesPerShard)
-      s.map.clear();
-    s.map.emplace(std::string(word), std::vector<int32_t>(ids, ids + n));
+  if (i < s.size()) {
+    uint64_t v = 0;
+    std::memcpy(&v, s.data() + i, s.size() - i);
+    mix(v);
+  }
+  h *= 0x94D049BB133111EBull;
+  return (h ^ (h >> 32)) | 1; // never 0, the empty slot
+}
+
+// Byte strings -> short id sequences, open addressing over flat arrays (no allocation per lookup).
+class WordTable {
+public:
+  explicit WordTable(size_t capacity = 0) { reset(capacity); }
+  void reset(size_t capacity) {
+    size_t cap = 16;
+    while (cap < capacity * 2)
+      cap <<= 1;
+    slots_.assign(cap, Slot{});
+    keys_.clear();
+    ids_.clear();
+    count_ = 0;
+  }
+  size_t size() const { return count_; }
+  size_t capacity() const { return slots_.size() / 2; }
+  bool find(std::string_view key, uint64_t hash, std::vector<int32_t> &out) const {
+    for (size_t i = hash & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
+      const Slot &s = slots_[i];
+      if (s.hash == 0)
+        return false;
+      if (s.hash == hash && s.keyLen == key.size() &&
+          std::memcmp(keys_.data() + s.keyOff, key.data(), key.size()) == 0) {
+        out.insert(out.end(), ids_.begin() + s.idsOff, ids_.begin() + s.idsOff + s.idsLen);
+        return true;
+      }
+    }
+  }
+  // Adds key -> ids unless the key is present or the table is full (then returns false).
+  bool insert(std::string_view key, uint64_t hash, const int32_t *ids, size_t n) {
+    if (count_ >= capacity())
+      return false;
+    size_t i = hash & (slots_.size() - 1);
+    for (; slots_[i].hash != 0; i = (i + 1) & (slots_.size() - 1))
+      if (slots_[i].hash == hash && slots_[i].keyLen == key.size() &&
+          std::memcmp(keys_.data() + slots_[i].keyOff, key.data(), key.size()) == 0)
+        return false;
+    slots_[i] = Slot{hash, uint32_t(keys_.size()), uint32_t(key.size()), uint32_t(ids_.size()), uint32_t(n)};
+    keys_.append(key);
+    ids_.insert(ids_.end(), ids, ids + n);
+    ++count_;
+    return true;
   }
 
 private:
-  static constexpr size_t kShards = 16, kMaxEntriesPerShard = 8192;
+  struct Slot {
+    uint64_t hash = 0;
+    uint32_t keyOff = 0, keyLen = 0, idsOff = 0, idsLen = 0;
+  };
+  std::vector<Slot> slots_;
+  std::string keys_;
+  std::vector<int32_t> ids_;
+  size_t count_ = 0;
+};
+
+// Words -> ids, shared by all threads (sharded locks); a full shard starts over.
+class WordCache {
+public:
+  static constexpr size_t kMaxWordBytes = 128;
+  bool find(std::string_view word, uint64_t hash, std::vector<int32_t> &out) const {
+    Shard &s = shards_[hash >> 60];
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return s.table.find(word, hash, out);
+  }
+  void put(std::string_view word, uint64_t hash, const int32_t *ids, size_t n) const {
+    Shard &s = shards_[hash >> 60];
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.table.size() >= s.table.capacity())
+      s.table.reset(kEntriesPerShard);
+    s.table.insert(word, hash, ids, n);
+  }
+
+private:
+  static constexpr size_t kEntriesPerShard = 4096;
   struct Shard {
     std::mutex mutex;
-    std::unordered_map<std::string, std::vector<int32_t>> map;
+    WordTable table; // grows to kEntriesPerShard on first use
   };
-  Shard &shard(std::string_view word) const {
-    return shards_[std::hash<std::string_view>()(word) % kShards];
-  }
-  mutable Shard shards_[kShards];
+  mutable Shard shards_[16];
 };
 
 struct AddedToken {
@@ -693,7 +771,7 @@ struct Tokenizer::Impl {
   std::vector<uint8_t> present;     // by id: 1 = has a token
   std::vector<uint8_t> special;     // by id: 1 = special added token
   std::unordered_map<std::string, int32_t> vocab;      // model vocabulary, token -> id
-  std::unordered_map<std::string, int32_t> vocabBytes; // raw bytes -> id (for ignore_merges)
+  WordTable vocabBytes;                                // raw bytes -> id (for ignore_merges)
   std::array<int32_t, 256> byteIds{};                  // single byte -> id (-1 if absent)
   MergeMap merges;
   int32_t unkId = -1;
@@ -791,20 +869,16 @@ void Tokenizer::Impl::encodeWord(std::string_view word, std::vector<int32_t> &ou
     out.push_back(byteIds[uint8_t(word[0])]);
     return;
   }
-  if (ignoreMerges) {
-    auto it = vocabBytes.find(std::string(word));
-    if (it != vocabBytes.end()) {
-      out.push_back(it->second);
-      return;
-    }
-  }
+  uint64_t hash = hashBytes(word);
+  if (ignoreMerges && vocabBytes.find(word, hash, out))
+    return;
   bool cacheable = word.size() <= WordCache::kMaxWordBytes;
-  if (cacheable && cache.find(word, out))
+  if (cacheable && cache.find(word, hash, out))
     return;
   size_t start = out.size();
   bpe(word, out);
   if (cacheable)
-    cache.put(word, out.data() + start, out.size() - start);
+    cache.put(word, hash, out.data() + start, out.size() - start);
 }
 
 void Tokenizer::Impl::encodePiece(size_t stage, std::string_view piece,
@@ -1324,9 +1398,11 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
       }
       m.bytes[id] = mapped ? std::move(raw) : s;
     }
-    for (auto &[token, id] : m.vocab)
-      if (m.ignoreMerges)
-        m.vocabBytes.emplace(m.bytes[id], id);
+    if (m.ignoreMerges) {
+      m.vocabBytes.reset(m.vocab.size());
+      for (auto &[token, id] : m.vocab)
+        m.vocabBytes.insert(m.bytes[id], hashBytes(m.bytes[id]), &id, 1);
+    }
     for (uint32_t b = 0; b < 256; ++b) {
       std::string ch;
       unicode::appendUtf8(ch, b2c[b]);
