@@ -1,4 +1,6 @@
 // Autoregressive decoding over a decoder artifact: runtime-owned KV caches, prefill, decode steps, sampling.
+#include "generator.h"
+
 #include "error.h"
 #include "model.h"
 #include "sampling.h"
@@ -19,14 +21,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-// One cache input: its signature dims resolved per batch, and the buffer the generator owns.
-struct CacheSlot {
-  size_t input = 0;
-  size_t axis = 0;
-  std::vector<int64_t> dims; // -1: the batch; -2: the capacity
-  std::vector<int64_t> shape;
-  std::vector<float> data;
-};
+using kiln::runtime::CacheSlot;
 
 // Owns a kiln_tensor for the duration of one run.
 struct TensorPtr {
@@ -35,35 +30,6 @@ struct TensorPtr {
 };
 
 } // namespace
-
-struct kiln_generator {
-  kiln_model *model = nullptr;
-  kiln_session *session = nullptr;
-  int64_t capacity = 0;
-  int32_t vocab = 0;
-  size_t idsInput = 0, maskInput = 0, positionInput = 0;
-  long positionIdsInput = -1; // optional
-  size_t logitsOutput = 0;
-  std::vector<CacheSlot> caches;
-  std::atomic<bool> cancelled{false};
-
-  // The batch being decoded.
-  size_t batch = 0;
-  int64_t position = 0;                   // entries in every cache (padding included)
-  std::vector<std::vector<int64_t>> mask; // per sequence, one entry per cached position
-  std::vector<int64_t> nextPositionId;    // per sequence
-  std::vector<std::vector<int32_t>> history;
-  std::vector<int32_t> lastTokens;
-  std::vector<kiln::Sampler> samplers;
-  std::vector<float> logits; // [batch][vocab], last position of the last run
-  bool logitsFresh = false;  // the prompt's logits have not been sampled yet
-  double lastRunMs = 0;
-
-  ~kiln_generator() {
-    kiln_session_destroy(session);
-    kiln_model_destroy(model);
-  }
-};
 
 namespace {
 

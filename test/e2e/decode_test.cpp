@@ -1,0 +1,354 @@
+// Decoding end to end: the tiny gpt2 and llama decoders (test/models/lm) compiled with kiln-compile
+// and decoded with the generator API, against ONNX Runtime's greedy tokens and logits.
+#include "generator.h"
+#include "kiln/kiln.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+const std::string kModels = KILN_LM_MODELS;   // test/models/lm
+const std::string kOut = KILN_DECODE_TEST_DIR; // artifacts go here
+
+std::string artifactFor(const std::string &family) { return kOut + "/" + family + ".kiln"; }
+
+struct Error {
+  kiln_error *e;
+  ~Error() { kiln_error_free(e); }
+  explicit operator bool() const { return e != nullptr; }
+  std::string message() const { return e ? kiln_error_message(e) : ""; }
+  kiln_error_code code() const { return e ? kiln_error_get_code(e) : kiln_error_code(0); }
+};
+
+class Decoder {
+public:
+  explicit Decoder(const std::string &family, int64_t maxContext = 0) {
+    kiln_model_options mo;
+    kiln_model_options_init(&mo);
+    mo.num_threads = 1;
+    Error e{kiln_model_load(artifactFor(family).c_str(), &mo, &model)};
+    if (e)
+      ADD_FAILURE() << e.message();
+    kiln_generator_options go;
+    kiln_generator_options_init(&go);
+    go.max_context = maxContext;
+    Error g{kiln_generator_create(model, &go, &gen)};
+    if (g)
+      ADD_FAILURE() << g.message();
+  }
+  ~Decoder() {
+    kiln_generator_destroy(gen);
+    kiln_model_destroy(model);
+  }
+  kiln_model *model = nullptr;
+  kiln_generator *gen = nullptr;
+};
+
+nlohmann::json readIndex(const std::string &family) {
+  std::ifstream f(kModels + "/" + family + "/reference/index.json");
+  return nlohmann::json::parse(f);
+}
+
+std::vector<float> readFloats(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), v.size() * 4);
+  return v;
+}
+
+struct Prompts {
+  std::vector<std::vector<int32_t>> ids;
+  std::vector<const int32_t *> ptrs;
+  std::vector<size_t> lens;
+  void add(std::vector<int32_t> p) {
+    ids.push_back(std::move(p));
+    ptrs.clear();
+    lens.clear();
+    for (auto &x : ids) {
+      ptrs.push_back(x.data());
+      lens.push_back(x.size());
+    }
+  }
+};
+
+class DecodeTest : public ::testing::TestWithParam<std::string> {};
+
+// Every reference run: tokens equal ORT's at every step, logits within tolerance at every step.
+TEST_P(DecodeTest, GreedyTokensAndLogitsMatchOnnxRuntime) {
+  const std::string family = GetParam();
+  nlohmann::json index = readIndex(family);
+  const int vocab = index["vocab_size"];
+  Decoder d(family);
+  ASSERT_NE(d.gen, nullptr);
+  ASSERT_EQ(kiln_generator_vocab_size(d.gen), vocab);
+  for (const auto &run : index["runs"]) {
+    SCOPED_TRACE(run["name"].get<std::string>());
+    const size_t batch = run["batch"];
+    Prompts p;
+    for (const auto &prompt : run["prompts"])
+      p.add(prompt.get<std::vector<int32_t>>());
+    std::vector<float> ref = readFloats(kModels + "/" + family + "/reference/" + run["logits_file"].get<std::string>());
+    const size_t steps = run["tokens"][0].size();
+    ASSERT_EQ(ref.size(), steps * batch * vocab);
+    kiln_sampling_params greedy;
+    kiln_sampling_params_init(&greedy);
+    Error e{kiln_generator_start(d.gen, p.ptrs.data(), p.lens.data(), batch, &greedy)};
+    ASSERT_FALSE(e) << e.message();
+    std::vector<int32_t> tokens(batch);
+    double worst = 0;
+    for (size_t s = 0; s < steps; ++s) {
+      Error n{kiln_generator_next(d.gen, tokens.data())};
+      ASSERT_FALSE(n) << n.message();
+      const float *logits = kiln_generator_logits(d.gen);
+      ASSERT_NE(logits, nullptr);
+      for (size_t b = 0; b < batch; ++b) {
+        ASSERT_EQ(tokens[b], run["tokens"][b][s].get<int32_t>()) << "step " << s << " row " << b;
+        for (int v = 0; v < vocab; ++v) {
+          float want = ref[(s * batch + b) * vocab + v], got = logits[b * vocab + v];
+          double err = std::fabs(double(got) - want);
+          worst = std::max(worst, err);
+          ASSERT_LE(err, 1e-4 + 1e-3 * std::fabs(want)) << "step " << s << " row " << b << " id " << v;
+        }
+      }
+    }
+    RecordProperty(run["name"].get<std::string>() + "_max_abs_logit_error", std::to_string(worst));
+  }
+}
+
+// A decode step writes the new entries into the generator's cache and leaves every cached entry
+// where it was, bit for bit: nothing already there is copied.
+TEST_P(DecodeTest, DecodeStepWritesOnlyNewCacheEntries) {
+  Decoder d(GetParam(), 64);
+  ASSERT_NE(d.gen, nullptr);
+  Prompts p;
+  p.add({5, 17, 300, 42, 99, 7, 256});
+  Error e{kiln_generator_start(d.gen, p.ptrs.data(), p.lens.data(), 1, nullptr)};
+  ASSERT_FALSE(e) << e.message();
+  ASSERT_EQ(kiln_generator_position(d.gen), 7);
+  int32_t token = 0;
+  Error first{kiln_generator_next(d.gen, &token)}; // samples from the prompt's logits: no model run
+  ASSERT_FALSE(first);
+  ASSERT_FALSE(d.gen->caches.empty());
+  for (int step = 0; step < 3; ++step) {
+    const int64_t pos = kiln_generator_position(d.gen);
+    std::vector<std::vector<float>> before;
+    std::vector<const float *> where;
+    for (const auto &c : d.gen->caches) {
+      before.push_back(c.data);
+      where.push_back(c.data.data());
+    }
+    Error n{kiln_generator_next(d.gen, &token)};
+    ASSERT_FALSE(n) << n.message();
+    ASSERT_EQ(kiln_generator_position(d.gen), pos + 1);
+    for (size_t k = 0; k < d.gen->caches.size(); ++k) {
+      const auto &c = d.gen->caches[k];
+      ASSERT_EQ(c.data.data(), where[k]) << "the cache moved";
+      // Shape [1, heads, capacity, head_dim], cache axis 2.
+      ASSERT_EQ(c.axis, 2u);
+      const int64_t heads = c.shape[1], cap = c.shape[2], dim = c.shape[3];
+      size_t changedOld = 0, newWritten = 0, beyond = 0;
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t t = 0; t < cap; ++t)
+          for (int64_t x = 0; x < dim; ++x) {
+            size_t i = size_t((h * cap + t) * dim + x);
+            if (t < pos)
+              changedOld += std::memcmp(&c.data[i], &before[k][i], 4) != 0;
+            else if (t == pos)
+              newWritten += c.data[i] != 0.0f;
+            else
+              beyond += c.data[i] != 0.0f;
+          }
+      EXPECT_EQ(changedOld, 0u) << "cache " << k << " step " << step;
+      EXPECT_GT(newWritten, size_t(heads * dim / 2)) << "cache " << k << " step " << step;
+      EXPECT_EQ(beyond, 0u) << "cache " << k << " step " << step;
+    }
+  }
+}
+
+std::vector<int32_t> sampleRun(kiln_generator *gen, uint64_t seed) {
+  kiln_generate_options o;
+  kiln_generate_options_init(&o);
+  o.sampling.temperature = 0.9f;
+  o.sampling.top_k = 50;
+  o.sampling.top_p = 0.95f;
+  o.sampling.repetition_penalty = 1.1f;
+  o.sampling.seed = seed;
+  o.max_new_tokens = 32;
+  Prompts p;
+  p.add({72, 101, 108, 108, 111});
+  kiln_generation *g = nullptr;
+  Error e{kiln_generate(gen, p.ptrs.data(), p.lens.data(), 1, &o, &g)};
+  EXPECT_FALSE(e) << e.message();
+  size_t n = 0;
+  const int32_t *t = kiln_generation_tokens(g, 0, &n);
+  std::vector<int32_t> out(t, t + n);
+  kiln_generation_destroy(g);
+  return out;
+}
+
+TEST_P(DecodeTest, SeededSamplingIsReproducible) {
+  Decoder d(GetParam());
+  ASSERT_NE(d.gen, nullptr);
+  std::vector<int32_t> a = sampleRun(d.gen, 7), b = sampleRun(d.gen, 7), c = sampleRun(d.gen, 8);
+  ASSERT_EQ(a.size(), 32u);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
+struct CancelState {
+  kiln_generator *gen;
+  std::atomic<int> seen{0};
+  std::atomic<bool> cancelled{false};
+  std::vector<int32_t> streamed;
+};
+
+TEST_P(DecodeTest, CancelFromAnotherThreadStopsAfterTheCurrentStep) {
+  Decoder d(GetParam());
+  ASSERT_NE(d.gen, nullptr);
+  CancelState st;
+  st.gen = d.gen;
+  std::thread canceller([&] {
+    while (st.seen.load() < 5)
+      std::this_thread::yield();
+    kiln_generator_cancel(st.gen);
+    st.cancelled = true;
+  });
+  kiln_generate_options o;
+  kiln_generate_options_init(&o);
+  o.max_new_tokens = 200;
+  o.user_data = &st;
+  o.on_token = [](void *user, size_t, int32_t token) {
+    auto *s = static_cast<CancelState *>(user);
+    s->streamed.push_back(token);
+    if (++s->seen == 5)
+      while (!s->cancelled.load()) // hold the loop until the other thread has cancelled
+        std::this_thread::yield();
+    return 0;
+  };
+  Prompts p;
+  p.add({1, 2, 3});
+  kiln_generation *g = nullptr;
+  Error e{kiln_generate(d.gen, p.ptrs.data(), p.lens.data(), 1, &o, &g)};
+  canceller.join();
+  ASSERT_FALSE(e) << e.message();
+  size_t n = 0;
+  const int32_t *t = kiln_generation_tokens(g, 0, &n);
+  EXPECT_EQ(n, 5u);
+  EXPECT_EQ(kiln_generation_finish_reason(g, 0), KILN_FINISH_CANCELLED);
+  EXPECT_EQ(std::vector<int32_t>(t, t + n), st.streamed); // the callback saw every token, in order
+  kiln_generation_destroy(g);
+}
+
+TEST_P(DecodeTest, StopTokenEndsTheSequenceAndIsIncluded) {
+  const std::string family = GetParam();
+  nlohmann::json run = readIndex(family)["runs"][0];
+  std::vector<int32_t> greedy = run["tokens"][0];
+  Decoder d(family);
+  ASSERT_NE(d.gen, nullptr);
+  int32_t stop = greedy[9];
+  size_t firstStop = std::find(greedy.begin(), greedy.end(), stop) - greedy.begin();
+  kiln_generate_options o;
+  kiln_generate_options_init(&o);
+  o.stop_tokens = &stop;
+  o.stop_token_count = 1;
+  Prompts p;
+  p.add(run["prompts"][0].get<std::vector<int32_t>>());
+  kiln_generation *g = nullptr;
+  Error e{kiln_generate(d.gen, p.ptrs.data(), p.lens.data(), 1, &o, &g)};
+  ASSERT_FALSE(e) << e.message();
+  size_t n = 0;
+  const int32_t *t = kiln_generation_tokens(g, 0, &n);
+  EXPECT_EQ(std::vector<int32_t>(t, t + n), std::vector<int32_t>(greedy.begin(), greedy.begin() + firstStop + 1));
+  EXPECT_EQ(kiln_generation_finish_reason(g, 0), KILN_FINISH_STOP_TOKEN);
+  kiln_generation_stats st;
+  kiln_generation_stats_get(g, &st);
+  EXPECT_EQ(st.new_tokens, n);
+  EXPECT_EQ(st.prompt_tokens, 1u);
+  kiln_generation_destroy(g);
+}
+
+TEST_P(DecodeTest, BadRequestsAreErrorsNotCrashes) {
+  Decoder d(GetParam(), 16);
+  ASSERT_NE(d.gen, nullptr);
+  std::vector<int32_t> longPrompt(20, 3);
+  Prompts tooLong;
+  tooLong.add(longPrompt);
+  Error e1{kiln_generator_start(d.gen, tooLong.ptrs.data(), tooLong.lens.data(), 1, nullptr)};
+  EXPECT_EQ(e1.code(), KILN_ERROR_OUT_OF_RANGE);
+  EXPECT_NE(e1.message().find("does not fit the context of 16"), std::string::npos) << e1.message();
+
+  Prompts badId;
+  badId.add({1, 2, 512});
+  Error e2{kiln_generator_start(d.gen, badId.ptrs.data(), badId.lens.data(), 1, nullptr)};
+  EXPECT_EQ(e2.code(), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(e2.message().find("token 2 is id 512, outside the vocabulary"), std::string::npos) << e2.message();
+
+  Prompts ok;
+  ok.add({1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+  kiln_sampling_params bad;
+  kiln_sampling_params_init(&bad);
+  bad.temperature = -1;
+  Error e3{kiln_generator_start(d.gen, ok.ptrs.data(), ok.lens.data(), 1, &bad)};
+  EXPECT_EQ(e3.code(), KILN_ERROR_INVALID_ARGUMENT);
+
+  int32_t token = 0;
+  Error early{kiln_generator_next(d.gen, &token)}; // the failed starts left nothing to decode
+  EXPECT_EQ(early.code(), KILN_ERROR_INVALID_ARGUMENT);
+
+  // The cache holds 16 tokens: 10 prompt tokens, then 6 decode steps fill it.
+  Error s{kiln_generator_start(d.gen, ok.ptrs.data(), ok.lens.data(), 1, nullptr)};
+  ASSERT_FALSE(s) << s.message();
+  int produced = 0;
+  kiln_error_code last = kiln_error_code(0);
+  for (int i = 0; i < 20; ++i) {
+    Error n{kiln_generator_next(d.gen, &token)};
+    if (n) {
+      last = n.code();
+      break;
+    }
+    ++produced;
+  }
+  EXPECT_EQ(produced, 7); // the prompt's token, then one per free slot
+  EXPECT_EQ(last, KILN_ERROR_OUT_OF_RANGE);
+
+  // kiln_generate ends such a sequence with KILN_FINISH_CONTEXT instead.
+  kiln_generate_options o;
+  kiln_generate_options_init(&o);
+  o.max_new_tokens = 100;
+  kiln_generation *g = nullptr;
+  Error gen{kiln_generate(d.gen, ok.ptrs.data(), ok.lens.data(), 1, &o, &g)};
+  ASSERT_FALSE(gen) << gen.message();
+  size_t n = 0;
+  kiln_generation_tokens(g, 0, &n);
+  EXPECT_EQ(n, 7u);
+  EXPECT_EQ(kiln_generation_finish_reason(g, 0), KILN_FINISH_CONTEXT);
+  kiln_generation_destroy(g);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, DecodeTest, ::testing::Values("gpt2", "llama"));
+
+TEST(DecodeSetup, ModelWithoutCacheIsRefused) {
+  kiln_model *model = nullptr;
+  Error e{kiln_model_load((kOut + "/mlp.kiln").c_str(), nullptr, &model)};
+  ASSERT_FALSE(e) << e.message();
+  EXPECT_EQ(kiln_model_is_decoder(model), 0);
+  kiln_generator *gen = nullptr;
+  Error g{kiln_generator_create(model, nullptr, &gen)};
+  EXPECT_EQ(g.code(), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(g.message().find("not a decoder"), std::string::npos) << g.message();
+  EXPECT_EQ(gen, nullptr);
+  kiln_model_destroy(model);
+}
+
+} // namespace
