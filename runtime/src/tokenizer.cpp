@@ -40,6 +40,7 @@ struct UnicodeTriple {
 constexpr size_t kMaxJsonBytes = size_t(1) << 30;
 constexpr int kMaxJsonDepth = 64;
 constexpr int64_t kMaxTokenId = (int64_t(1) << 24) - 1;
+constexpr size_t kMaxIdGap = 1 << 16;
 
 TokenizerError invalid(const std::string &message) {
   return TokenizerError(KILN_ERROR_INVALID_ARGUMENT, message);
@@ -568,6 +569,8 @@ void splitText(SplitPattern pattern, std::string_view text,
   cps.load(text);
   pieces.clear();
   splitCodePoints(pattern, cps, pieces);
+  if (cps.cp.capacity() > (1u << 20)) // do not keep a huge text's buffers for the thread's life
+    cps = CodePoints();
 }
 
 // ------------------------------------------------------------------------------------ model
@@ -860,6 +863,10 @@ void Tokenizer::Impl::bpe(std::string_view word, std::vector<int32_t> &out) cons
   }
   for (int32_t i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[i].next)
     out.push_back(symbols[i].id);
+  if (symbols.capacity() > (1u << 20)) {
+    symbols = std::vector<Symbol>();
+    heap = std::vector<Candidate>();
+  }
 }
 
 void Tokenizer::Impl::encodeWord(std::string_view word, std::vector<int32_t> &out) const {
@@ -1351,7 +1358,12 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
         m.added.push_back(std::move(t));
       }
     }
+    // Memory follows the largest id: gaps without a token are allowed, but not unbounded ones.
     size_t size = size_t(maxId + 1);
+    if (size > m.vocab.size() + m.added.size() + kMaxIdGap)
+      throw invalid("tokenizer.json: the largest id, " + std::to_string(maxId) + ", leaves more than " +
+                    std::to_string(kMaxIdGap) + " ids without a token (" +
+                    std::to_string(m.vocab.size() + m.added.size()) + " tokens)");
     m.tokens.assign(size, std::string());
     m.present.assign(size, 0);
     m.special.assign(size, 0);

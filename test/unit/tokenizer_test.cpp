@@ -602,6 +602,7 @@ TEST(TokenizerLoad, RejectsHostileFilesWithClearErrors) {
       {with([](json &j) { j["model"]["vocab"]["x"] = -3; }), "outside [0, 16777215]", KILN_ERROR_INVALID_ARGUMENT},
       {with([](json &j) { j["model"]["vocab"]["x"] = 4000000000ull; }), "outside [0, 16777215]", KILN_ERROR_INVALID_ARGUMENT},
       {with([](json &j) { j["model"]["vocab"]["x"] = 1.5; }), "must be an integer id", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["model"]["vocab"]["x"] = 16000000; }), "leaves more than 65536 ids without a token", KILN_ERROR_INVALID_ARGUMENT},
       {with([](json &j) { j["model"]["vocab"]["x"] = 97; }), "have the same id 97", KILN_ERROR_INVALID_ARGUMENT},
       {with([](json &j) { j["model"]["merges"] = "a b"; }), "model.merges must be an array", KILN_ERROR_INVALID_ARGUMENT},
       {with([](json &j) { j["model"]["merges"].push_back("a"); }), "is not two tokens", KILN_ERROR_INVALID_ARGUMENT},
