@@ -94,7 +94,9 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
       if (!llvm::all_of(cache.getUsers(), [&](Operation *u) { return u == append; })) {
         b.setInsertionPointToStart(&main.getBody().front());
         auto prefix = graph::KvCachePrefixOp::create(b, cache.getLoc(), cache, pos, b.getI64IntegerAttr(c.axis));
-        cache.replaceUsesWithIf(prefix.getResult(), [&](OpOperand &u) { return u.getOwner() != append; });
+        cache.replaceUsesWithIf(prefix.getResult(), [&](OpOperand &u) {
+          return u.getOwner() != append && u.getOwner() != prefix;
+        });
       }
       // The runtime allocates the capacity; name its dim and mark the input as a cache.
       SmallVector<Attribute> dims;

@@ -100,3 +100,19 @@ func.func @range(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<f32>) -> tensor<?x
   %0 = graph.range %a, %b, %c : (tensor<f32>, tensor<f32>, tensor<f32>) -> tensor<?xf32>
   return %0 : tensor<?xf32>
 }
+
+// CHECK-LABEL: func @kv_cache
+// CHECK: graph.kv_cache_append
+// CHECK: graph.kv_cache_prefix
+func.func @kv_cache(%c: tensor<1x2x?x4xf32>, %n: tensor<1x2x1x4xf32>, %p: tensor<i64>) -> (tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>) {
+  %0 = graph.kv_cache_append %c, %n, %p {axis = 2 : i64} : (tensor<1x2x?x4xf32>, tensor<1x2x1x4xf32>, tensor<i64>) -> tensor<1x2x?x4xf32>
+  %1 = graph.kv_cache_prefix %c, %p {axis = 2 : i64} : (tensor<1x2x?x4xf32>, tensor<i64>) -> tensor<1x2x?x4xf32>
+  return %0, %1 : tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>
+}
+
+// CHECK-LABEL: func @dynamic_expand
+// CHECK: graph.dynamic_expand
+func.func @dynamic_expand(%x: tensor<2x1xf32>, %s: tensor<3xi64>) -> tensor<?x2x?xf32> {
+  %0 = graph.dynamic_expand %x, %s : (tensor<2x1xf32>, tensor<3xi64>) -> tensor<?x2x?xf32>
+  return %0 : tensor<?x2x?xf32>
+}

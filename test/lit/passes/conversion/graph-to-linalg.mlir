@@ -197,6 +197,41 @@ func.func @range_runtime(%start: tensor<i64>, %limit: tensor<i64>, %delta: tenso
 
 // -----
 
+// The write goes into the cache (in place after bufferization) only when it fits.
+// CHECK-LABEL: func @kv_cache_append
+// CHECK: %[[POS:.*]] = arith.index_cast
+// CHECK: arith.cmpi sle
+// CHECK: scf.if
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0, %[[POS]], 0]
+// CHECK: tensor.extract_slice
+func.func @kv_cache_append(%cache: tensor<1x2x?x4xf32>, %new: tensor<1x2x?x4xf32>, %pos: tensor<i64>) -> tensor<1x2x?x4xf32> {
+  %0 = graph.kv_cache_append %cache, %new, %pos {axis = 2 : i64} : (tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>, tensor<i64>) -> tensor<1x2x?x4xf32>
+  return %0 : tensor<1x2x?x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @kv_cache_prefix
+// CHECK: %[[POS:.*]] = arith.index_cast
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, 0, 0] [1, 2, %[[POS]], 4] [1, 1, 1, 1]
+func.func @kv_cache_prefix(%cache: tensor<1x2x?x4xf32>, %pos: tensor<i64>) -> tensor<1x2x?x4xf32> {
+  %0 = graph.kv_cache_prefix %cache, %pos {axis = 2 : i64} : (tensor<1x2x?x4xf32>, tensor<i64>) -> tensor<1x2x?x4xf32>
+  return %0 : tensor<1x2x?x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @dynamic_expand
+// CHECK: tensor.extract
+// CHECK: arith.maxsi
+// CHECK: linalg.generic
+func.func @dynamic_expand(%x: tensor<?x2x1x?x4xf32>, %s: tensor<5xi64>) -> tensor<?x2x?x?x4xf32> {
+  %0 = graph.dynamic_expand %x, %s : (tensor<?x2x1x?x4xf32>, tensor<5xi64>) -> tensor<?x2x?x?x4xf32>
+  return %0 : tensor<?x2x?x?x4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @layer_norm_stats
 // CHECK: math.rsqrt
 // CHECK: tensor.reshape {{.*}} -> tensor<4x1xf32>
