@@ -973,7 +973,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, uint32_t flags) co
     for (size_t i = 0; i < text.size(); ++i) {
       if (!m.trie.first[uint8_t(text[i])])
         continue;
-      // Longest added token starting at i.
+      // Longest added token starting at i (leftmost-longest, like Hugging Face's Aho-Corasick).
       int32_t best = -1;
       size_t bestEnd = 0;
       uint32_t node = 0;
@@ -985,17 +985,20 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, uint32_t flags) co
         if (!child)
           break;
         node = child;
-        int32_t t = m.trie.nodes[node].token;
-        if (t >= 0 && (parseSpecial || !m.added[t].special)) {
-          best = t;
+        if (m.trie.nodes[node].token >= 0) {
+          best = m.trie.nodes[node].token;
           bestEnd = j + 1;
         }
       }
       if (best < 0)
         continue;
       const AddedToken &tok = m.added[best];
-      if (tok.singleWord && !m.wordBoundary(text, i, bestEnd))
+      // A match that is not taken (a special token without PARSE_SPECIAL, a single_word token
+      // inside a word) stays text, and the search goes on after it, as Hugging Face's does.
+      if ((tok.special && !parseSpecial) || (tok.singleWord && !m.wordBoundary(text, i, bestEnd))) {
+        i = bestEnd - 1;
         continue;
+      }
       size_t begin = i, end = bestEnd;
       if (tok.lstrip) {
         while (begin > sectionStart) {

@@ -466,6 +466,8 @@ TEST(TokenizerBpe, AddedTokensStripAndSingleWord) {
       {{"id", 302}, {"content", "<r>"}, {"special", false}, {"rstrip", true}},
       {{"id", 303}, {"content", "cat"}, {"special", false}, {"single_word", true}},
       {{"id", 304}, {"content", "<eos>x"}, {"special", false}},
+      {{"id", 305}, {"content", "atx"}, {"special", false}},
+      {{"id", 306}, {"content", "<eo"}, {"special", false}},
   });
   TokenizerPtr tok = loadJson(j.dump());
   ASSERT_NE(tok, nullptr);
@@ -480,6 +482,12 @@ TEST(TokenizerBpe, AddedTokensStripAndSingleWord) {
   EXPECT_EQ(encode(t, "a cat b", 0), (V{'a', ' ', 303, ' ', 'b'}));
   EXPECT_EQ(encode(t, "cats", 0), (V{'c', 'a', 't', 's'}));
   EXPECT_EQ(encode(t, "(cat)", 0), (V{'(', 303, ')'}));
+  // A match that is not taken stays text and hides the matches inside it (Hugging Face's
+  // non-overlapping search): "cat" fails single_word in "catx", so "atx" is not found either;
+  // without PARSE_SPECIAL "<eos>" is text, so "<eo" inside it is not matched.
+  EXPECT_EQ(encode(t, "catx", 0), (V{'c', 'a', 't', 'x'}));
+  EXPECT_EQ(encode(t, "xatx", 0), (V{'x', 305}));
+  EXPECT_EQ(encode(t, "<eoa", 0), (V{306, 'a'}));
   EXPECT_EQ(decode(t, {300, 'a'}), "<eos>a");
   EXPECT_EQ(decode(t, {300, 'a'}, KILN_TOKENIZER_SKIP_SPECIAL), "a");
 }
