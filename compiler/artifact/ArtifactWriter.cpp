@@ -167,6 +167,7 @@ LogicalResult writeModelArtifact(const ArtifactInputs &in, const std::string &pa
       error = "internal: weight '" + w.name + "' has no readable bytes";
       return failure();
     }
+    src.dropAfterWrite = in.isFileBacked && in.isFileBacked(src.data, src.size);
     meta.weights.push_back(w);
     sources.push_back(src);
   }

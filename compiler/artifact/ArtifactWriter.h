@@ -6,6 +6,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@ struct ArtifactInputs {
   std::vector<std::string> phases;    // pipeline phases run
   std::string compilerVersion;
   int64_t maxContext = 2048;          // default KV cache capacity of decoders
+  /// Whether weight bytes lie in a memory-mapped file (then streamed and released page by page).
+  std::function<bool(const void *, size_t)> isFileBacked;
 };
 
 /// Records @main's input/output signature (names, dtypes, shapes, dim names)

@@ -19,6 +19,17 @@ public:
   std::string modelDir; // canonical directory of the model file
   onnx::ModelProto model;
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> mappedFiles;
+
+  /// True when [data, data + size) lies in a memory-mapped external data file
+  /// (its pages can be dropped from memory and read again from the file).
+  bool isMapped(const void *data, size_t size) const {
+    auto *p = static_cast<const char *>(data);
+    for (const auto &f : mappedFiles)
+      if (f->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap && p >= f->getBufferStart() &&
+          size <= size_t(f->getBufferEnd() - p))
+        return true;
+    return false;
+  }
 };
 
 /// ONNX TensorProto.DataType -> MLIR element type (unsigned ints map to

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <fcntl.h>
 #include <string_view>
+#include <algorithm>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -348,6 +350,25 @@ bool writeZeros(int fd, uint64_t size, std::string *error) {
   return true;
 }
 
+bool writeWeight(int fd, const WeightSource &w, std::string *error) {
+  if (!w.dropAfterWrite)
+    return writeAll(fd, w.data, w.size, error);
+  const uint64_t chunk = uint64_t(64) << 20;
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const auto *p = static_cast<const uint8_t *>(w.data);
+  for (uint64_t done = 0; done < w.size; done += chunk) {
+    const uint64_t n = std::min(chunk, w.size - done);
+    if (!writeAll(fd, p + done, n, error))
+      return false;
+    // Drop the whole pages of what was just written; a partial page at either end stays.
+    uintptr_t begin = (reinterpret_cast<uintptr_t>(p + done) + page - 1) / page * page;
+    uintptr_t end = reinterpret_cast<uintptr_t>(p + done + n) / page * page;
+    if (end > begin)
+      ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+  }
+  return true;
+}
+
 } // namespace
 
 uint32_t dtypeSize(uint32_t dtype) {
@@ -464,7 +485,7 @@ bool writeArtifact(const std::string &path, Metadata meta, const std::string &co
   uint64_t written = weightsOffset;
   for (size_t i = 0; ok && i < weights.size(); ++i) {
     ok = writeZeros(fd, meta.weights[i].offset - (written - weightsOffset), error) &&
-         writeAll(fd, weights[i].data, weights[i].size, error);
+         writeWeight(fd, weights[i], error);
     written = weightsOffset + meta.weights[i].offset + weights[i].size;
   }
   if (ok && ::fsync(fd) != 0) {

@@ -76,6 +76,9 @@ struct Metadata {
 struct WeightSource {
   const void *data = nullptr; // bytes to stream into the weights section (e.g. from a mapped model)
   uint64_t size = 0;
+  // The bytes are a read-only file mapping: once written, their pages are dropped from the
+  // process (madvise), so streaming gigabytes of weights never holds them all in memory.
+  bool dropAfterWrite = false;
 };
 
 // Writes the artifact to `path` (via a temporary file renamed into place). Offsets and sizes of

@@ -185,6 +185,7 @@ int main(int argc, char **argv) {
   }
   report("writing the artifact");
   kiln::ArtifactInputs inputs{module, out, info, phases, "kiln " KILN_VERSION, contextTokens};
+  inputs.isFileBacked = [source = imported.source](const void *p, size_t n) { return source->isMapped(p, n); };
   if (failed(kiln::writeModelArtifact(inputs, outPath, error))) {
     done();
     return fail(error);
