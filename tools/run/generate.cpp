@@ -35,6 +35,7 @@ const char kGenerateUsage[] =
     "                         (<|endoftext|>, </s>, <|eot_id|>...) is added unless --no-eos\n"
     "  --max-context N        KV cache capacity in tokens (default: the artifact's)\n"
     "  --threads N            kernel threads (default: all cores)\n"
+    "  --warmup W             decode W times untimed first (benchmarks; output only from the last)\n"
     "  --ids                  print token ids instead of text\n"
     "  --stats                print a JSON line of statistics to stderr at the end\n"
     "  --quiet                print nothing but --stats\n";
@@ -45,6 +46,7 @@ struct GenerateOptions {
   std::vector<std::vector<int32_t>> promptIds;
   int64_t maxNewTokens = 64, maxContext = 0;
   int32_t threads = 0;
+  int64_t warmup = 0;
   kiln_sampling_params sampling{};
   std::vector<int32_t> stopIds;
   bool noEos = false, ids = false, stats = false, quiet = false;
@@ -160,6 +162,8 @@ int runGenerate(int argc, char **argv) {
       o.maxNewTokens = toInt(a, value(), 1, INT32_MAX);
     else if (a == "--max-context")
       o.maxContext = toInt(a, value(), 1, int64_t(1) << 24);
+    else if (a == "--warmup")
+      o.warmup = toInt(a, value(), 0, 1000);
     else if (a == "--threads")
       o.threads = int32_t(toInt(a, value(), 0, 4096));
     else if (a == "--temperature")
@@ -262,6 +266,13 @@ int runGenerate(int argc, char **argv) {
   for (const auto &p : prompts) {
     ptrs.push_back(p.data());
     lens.push_back(p.size());
+  }
+  for (int64_t w = 0; w < o.warmup; ++w) {
+    kiln_generate_options quiet = opts;
+    quiet.on_token = nullptr;
+    kiln_generation *warm = nullptr;
+    check(kiln_generate(gen, ptrs.data(), lens.data(), prompts.size(), &quiet, &warm));
+    kiln_generation_destroy(warm);
   }
   kiln_generation *result = nullptr;
   check(kiln_generate(gen, ptrs.data(), lens.data(), prompts.size(), &opts, &result));
