@@ -154,6 +154,7 @@ LogicalResult writeModelArtifact(const ArtifactInputs &in, const std::string &pa
   std::vector<std::vector<char>> scratch;
   auto weights = module->getAttrOfType<ArrayAttr>(attrs::kWeights);
   auto weightNames = module->getAttrOfType<ArrayAttr>(attrs::kWeightNames);
+  auto layouts = module->getAttrOfType<ArrayAttr>(attrs::kWeightLayouts);
   scratch.reserve(weights ? weights.size() : 0);
   for (size_t i = 0; weights && i < weights.size(); ++i) {
     auto type = cast<ShapedType>(cast<TypedAttr>(weights[i]).getType());
@@ -168,6 +169,15 @@ LogicalResult writeModelArtifact(const ArtifactInputs &in, const std::string &pa
       return failure();
     }
     src.dropAfterWrite = in.isFileBacked && in.isFileBacked(src.data, src.size);
+    // Stored as column panels: the entry receives [N/B, K, B].
+    auto layout = layouts && i < layouts.size() ? dyn_cast<DenseI64ArrayAttr>(layouts[i]) : DenseI64ArrayAttr();
+    if (layout && layout.size() == 3) {
+      src.rows = layout[0];
+      src.cols = layout[1];
+      src.panel = layout[2];
+      src.elementSize = type.getElementTypeBitWidth() / 8;
+      w.dims = {layout[1] / layout[2], layout[0], layout[2]};
+    }
     meta.weights.push_back(w);
     sources.push_back(src);
   }

@@ -40,6 +40,8 @@ constexpr const char *kDtype = "kiln.dtype";   // ONNX TensorProto.DataType
 constexpr const char *kDims = "kiln.dims";     // dim_param names ("" if static)
 constexpr const char *kWeights = "kiln.weights"; // module: [ElementsAttr...]
 constexpr const char *kWeightNames = "kiln.weight_names";
+// Set by kiln-pack-matmul-weights: per weight, [] (as imported) or [K, N, B] (stored as [N/B, K, B]).
+constexpr const char *kWeightLayouts = "kiln.weight_layouts";
 // Set by kiln-kv-cache-in-place on @main's arguments.
 constexpr const char *kKvCache = "kiln.kv_cache";       // a KV cache input: the axis entries are appended on
 constexpr const char *kKvPosition = "kiln.kv_position"; // the scalar input: entries already in every cache

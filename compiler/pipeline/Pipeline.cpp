@@ -37,10 +37,10 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
   case Phase::Graph:
     // Fold shapes and constants the importer left, then move weights out.
     return std::string("builtin.module(canonicalize,cse,") + (options.kvCache ? "kiln-kv-cache-in-place," : "") +
-           "kiln-tie-symbolic-dims,kiln-outline-weights)";
+           "kiln-tie-symbolic-dims,kiln-outline-weights,kiln-pack-matmul-weights)";
   case Phase::Linalg:
     return "builtin.module(kiln-convert-graph-to-linalg,canonicalize,cse,"
-           "func.func(linalg-fuse-elementwise-ops),canonicalize,cse,"
+           "func.func(kiln-fuse-elementwise),canonicalize,cse,"
            "func.func(kiln-tile-contractions),canonicalize,cse,"
            "func.func(kiln-vectorize-contractions" + microkernel + "),canonicalize,cse)";
   case Phase::Bufferized:

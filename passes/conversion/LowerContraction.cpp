@@ -57,6 +57,57 @@ Value channelBiasInit(OpBuilder &b, Location loc, RankedTensorType rt, ArrayRef<
       .getResult(0);
 }
 
+/// packed_matmul: C viewed as [..., M, N/B, B] += A[..., M, K] * W[N/B, K, B],
+/// iteration dims (batch..., m, panel, k, column), then C collapsed to [..., M, N].
+/// The generic is marked kiln.packed_rhs so that tiling takes one panel per tile.
+struct PackedMatMulPattern : OpConversionPattern<PackedMatMulOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PackedMatMulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value a = adaptor.getLhs(), w = adaptor.getRhs();
+    auto at = cast<RankedTensorType>(a.getType()), wt = cast<RankedTensorType>(w.getType());
+    auto rt = cast<RankedTensorType>(op.getType());
+    int64_t outer = at.getRank() - 1; // batch dims and m
+    // Columns innermost: a loop nest that is not vectorized by kiln still
+    // streams the panel and the output contiguously.
+    int64_t panel = outer, k = outer + 1, col = outer + 2, numDims = outer + 3;
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> ae, oe;
+    for (int64_t i = 0; i < outer; ++i) {
+      ae.push_back(d(i));
+      oe.push_back(d(i));
+    }
+    ae.push_back(d(k));
+    oe.append({d(panel), d(col)});
+    SmallVector<AffineMap> maps = {AffineMap::get(numDims, 0, ae, ctx),
+                                   AffineMap::get(numDims, 0, {d(panel), d(k), d(col)}, ctx),
+                                   AffineMap::get(numDims, 0, oe, ctx)};
+    SmallVector<IteratorType> iters(numDims, IteratorType::parallel);
+    iters[k] = IteratorType::reduction;
+    SmallVector<int64_t> shape3(rt.getShape().drop_back());
+    shape3.append({wt.getDimSize(0), wt.getDimSize(2)});
+    auto t3 = RankedTensorType::get(shape3, rt.getElementType());
+    SmallVector<Value> dims;
+    for (int64_t i = 0; i < outer; ++i)
+      dims.push_back(dimValue(rewriter, loc, a, i));
+    dims.append({arith::ConstantIndexOp::create(rewriter, loc, wt.getDimSize(0)),
+                 arith::ConstantIndexOp::create(rewriter, loc, wt.getDimSize(2))});
+    Value zero = scalarConstant(rewriter, loc, rt.getElementType(), 0);
+    Value init = filledTensor(rewriter, loc, t3, dims, zero);
+    Value product = contraction(rewriter, loc, a, w, init, maps, iters);
+    product.getDefiningOp()->setAttr("kiln.packed_rhs", rewriter.getUnitAttr());
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t i = 0; i < outer; ++i)
+      groups.push_back({i});
+    groups.push_back({outer, outer + 1});
+    rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(op, rt, product, groups);
+    return success();
+  }
+};
+
 struct MatMulPattern : OpConversionPattern<MatMulOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -469,7 +520,7 @@ struct ConvTransposePattern : OpConversionPattern<ConvTransposeOp> {
 } // namespace
 
 void populateContractionLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<MatMulPattern, GemmPattern, ConvPattern, ConvTransposePattern>(patterns.getContext());
+  patterns.add<MatMulPattern, PackedMatMulPattern, GemmPattern, ConvPattern, ConvTransposePattern>(patterns.getContext());
 }
 
 } // namespace kiln

@@ -4,6 +4,19 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FuseElementwisePass : Pass<"kiln-fuse-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "Fuse elementwise linalg chains, keeping matrix products' operands unfused";
+  let description = [{
+    MLIR's elementwise fusion (linalg-fuse-elementwise-ops, with its reshape
+    propagation and constant folding) with one difference: a producer is
+    never fused into an operand of a contraction (a matmul-like generic),
+    because the fused body recomputes the producer for every output column
+    and stops kiln-vectorize-contractions from forming its microkernel.
+  }];
+  let dependentDialects = ["::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def TileContractionsPass : Pass<"kiln-tile-contractions", "::mlir::func::FuncOp"> {
   let summary = "Tile matrix products and convolutions into parallel cache-sized blocks";
   let description = [{

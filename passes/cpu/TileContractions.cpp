@@ -34,6 +34,13 @@ struct TileContractionsPass : impl::TileContractionsPassBase<TileContractionsPas
     SmallVector<int64_t> sizes(iters.size(), 0);
     for (int64_t d : parallel)
       sizes[d] = 1;
+    if (op->hasAttr("kiln.packed_rhs") && parallel.size() >= 3) {
+      // (..., m, panel, column): one weight panel per tile, whole, so the
+      // tile's weights are one contiguous stream; rows as usual.
+      sizes[parallel.back()] = op.getStaticLoopRanges()[parallel.back()];
+      sizes[parallel[parallel.size() - 3]] = outerTile;
+      return sizes;
+    }
     sizes[parallel.back()] = innerTile;
     sizes[parallel[parallel.size() - 2]] = outerTile;
     return sizes;

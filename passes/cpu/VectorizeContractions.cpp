@@ -31,8 +31,6 @@ std::optional<Microkernel> match(linalg::GenericOp op) {
     return std::nullopt;
   Microkernel mk;
   mk.extents = op.getStaticLoopRanges();
-  if (llvm::any_of(mk.extents, ShapedType::isDynamic))
-    return std::nullopt;
   SmallVector<int64_t> parallel, reduction;
   for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray()))
     (it == utils::IteratorType::parallel ? parallel : reduction).push_back(d);
@@ -40,7 +38,20 @@ std::optional<Microkernel> match(linalg::GenericOp op) {
     return std::nullopt;
   mk.r = reduction[0];
   mk.j = parallel.back();
-  mk.i = parallel[parallel.size() - 2];
+  // The row dim: the innermost other parallel dim that the lhs reads and the
+  // rhs does not (a packed rhs adds a panel dim between rows and columns).
+  SmallVector<AffineMap> indexing = op.getIndexingMapsArray();
+  for (int64_t d : llvm::reverse(ArrayRef<int64_t>(parallel).drop_back()))
+    if (usesDim(indexing[0], d) && !usesDim(indexing[1], d)) {
+      mk.i = d;
+      break;
+    }
+  if (mk.i < 0)
+    return std::nullopt;
+  // Only the row extent may be dynamic (the edge tile of a dynamic batch or sequence).
+  for (auto [d, e] : llvm::enumerate(mk.extents))
+    if (ShapedType::isDynamic(e) && int64_t(d) != mk.i)
+      return std::nullopt;
   for (int64_t d : parallel)
     if (d != mk.i && d != mk.j && mk.extents[d] != 1)
       return std::nullopt;
@@ -80,16 +91,16 @@ struct VectorizeContractionsPass
   }
 
   void rewrite(linalg::GenericOp op, const Microkernel &mk) {
-    int64_t rows = fit(this->rows, mk.extents[mk.i]);
     int64_t cols = fit(this->columns, mk.extents[mk.j]);
     if (cols < 4)
       return;
+    bool dynamicRows = ShapedType::isDynamic(mk.extents[mk.i]);
+    int64_t rows = dynamicRows ? this->rows : fit(this->rows, mk.extents[mk.i]);
     OpBuilder b(op);
     Location loc = op.getLoc();
     auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
     Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[1], init = op.getDpsInits()[0];
-    auto vecType = VectorType::get({cols}, b.getF32Type());
     Value zero = c(0);
     // Indices of an operand at the iteration point {i, j, r} (others 0).
     auto indices = [&](AffineMap map, Value iv, Value jv, Value rv) {
@@ -100,47 +111,74 @@ struct VectorizeContractionsPass
       }
       return idx;
     };
+    // The row extent: static, or the size of the output dim that i indexes.
+    Value extent;
+    if (!dynamicRows) {
+      extent = c(mk.extents[mk.i]);
+    } else {
+      for (auto [pos, e] : llvm::enumerate(maps[2].getResults()))
+        if (cast<AffineDimExpr>(e).getPosition() == mk.i)
+          extent = tensor::DimOp::create(b, loc, init, pos);
+    }
     SmallVector<bool> inBounds = {true};
-    auto rowLoop = scf::ForOp::create(b, loc, c(0), c(mk.extents[mk.i]), c(rows), ValueRange{init});
-    b.setInsertionPointToStart(rowLoop.getBody());
-    Value i0 = rowLoop.getInductionVar();
-    auto colLoop = scf::ForOp::create(b, loc, c(0), c(mk.extents[mk.j]), c(cols),
-                                      ValueRange{rowLoop.getRegionIterArg(0)});
-    b.setInsertionPointToStart(colLoop.getBody());
-    Value j0 = colLoop.getInductionVar();
-    Value acc = colLoop.getRegionIterArg(0);
-    SmallVector<Value> rowIdx, accs;
     Value pad = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-    for (int64_t k = 0; k < rows; ++k) {
-      rowIdx.push_back(arith::AddIOp::create(b, loc, i0, c(k)));
-      accs.push_back(vector::TransferReadOp::create(
-          b, loc, vecType, acc, indices(maps[2], rowIdx[k], j0, zero), pad, inBounds));
-    }
-    // The reduction streams one rhs vector and `rows` lhs scalars per step;
-    // the accumulators stay in registers as loop-carried values.
-    auto redLoop = scf::ForOp::create(b, loc, c(0), c(mk.extents[mk.r]), c(1), accs);
-    {
-      OpBuilder rb = OpBuilder::atBlockBegin(redLoop.getBody());
-      Value r = redLoop.getInductionVar();
-      Value bv = vector::TransferReadOp::create(rb, loc, vecType, rhs,
-                                                indices(maps[1], zero, j0, r), pad, inBounds);
-      SmallVector<Value> next;
-      for (int64_t k = 0; k < rows; ++k) {
-        Value a = tensor::ExtractOp::create(rb, loc, lhs, indices(maps[0], rowIdx[k], zero, r));
-        Value av = vector::BroadcastOp::create(rb, loc, vecType, a);
-        next.push_back(vector::FMAOp::create(rb, loc, av, bv, redLoop.getRegionIterArg(k)));
+    // Rows [lb, ub) in blocks of `block` rows: for each block of `cols`
+    // columns, the reduction streams one rhs vector and `block` lhs scalars per
+    // step; the accumulators stay in registers as loop-carried values.
+    auto emitRows = [&](Value lb, Value ub, int64_t block, Value carried) -> Value {
+      // A single row (decoding: one token) has registers to spare: take up to
+      // 64 columns per pass so each weight row segment is read in one go.
+      int64_t blockCols = block == 1 ? fit(64, mk.extents[mk.j]) : cols;
+      auto vecType = VectorType::get({blockCols}, b.getF32Type());
+      auto rowLoop = scf::ForOp::create(b, loc, lb, ub, c(block), ValueRange{carried});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(rowLoop.getBody());
+      Value i0 = rowLoop.getInductionVar();
+      auto colLoop = scf::ForOp::create(b, loc, c(0), c(mk.extents[mk.j]), c(blockCols),
+                                        ValueRange{rowLoop.getRegionIterArg(0)});
+      b.setInsertionPointToStart(colLoop.getBody());
+      Value j0 = colLoop.getInductionVar();
+      Value acc = colLoop.getRegionIterArg(0);
+      SmallVector<Value> rowIdx, accs;
+      for (int64_t k = 0; k < block; ++k) {
+        rowIdx.push_back(arith::AddIOp::create(b, loc, i0, c(k)));
+        accs.push_back(vector::TransferReadOp::create(
+            b, loc, vecType, acc, indices(maps[2], rowIdx[k], j0, zero), pad, inBounds));
       }
-      scf::YieldOp::create(rb, loc, next);
+      auto redLoop = scf::ForOp::create(b, loc, c(0), c(mk.extents[mk.r]), c(1), accs);
+      {
+        OpBuilder rb = OpBuilder::atBlockBegin(redLoop.getBody());
+        Value r = redLoop.getInductionVar();
+        Value bv = vector::TransferReadOp::create(rb, loc, vecType, rhs,
+                                                  indices(maps[1], zero, j0, r), pad, inBounds);
+        SmallVector<Value> next;
+        for (int64_t k = 0; k < block; ++k) {
+          Value a = tensor::ExtractOp::create(rb, loc, lhs, indices(maps[0], rowIdx[k], zero, r));
+          Value av = vector::BroadcastOp::create(rb, loc, vecType, a);
+          next.push_back(vector::FMAOp::create(rb, loc, av, bv, redLoop.getRegionIterArg(k)));
+        }
+        scf::YieldOp::create(rb, loc, next);
+      }
+      Value result = acc;
+      for (int64_t k = 0; k < block; ++k)
+        result = vector::TransferWriteOp::create(b, loc, redLoop.getResult(k), result,
+                                                 indices(maps[2], rowIdx[k], j0, zero), inBounds)
+                     .getResult();
+      scf::YieldOp::create(b, loc, result);
+      b.setInsertionPointAfter(colLoop);
+      scf::YieldOp::create(b, loc, colLoop.getResult(0));
+      return rowLoop.getResult(0);
+    };
+    Value result;
+    if (!dynamicRows) {
+      result = emitRows(zero, extent, rows, init);
+    } else {
+      // Whole blocks of `rows`, then the remaining rows one at a time.
+      Value whole = arith::SubIOp::create(b, loc, extent, arith::RemSIOp::create(b, loc, extent, c(rows)));
+      result = emitRows(zero, whole, rows, init);
+      result = emitRows(whole, extent, 1, result);
     }
-    Value result = acc;
-    for (int64_t k = 0; k < rows; ++k)
-      result = vector::TransferWriteOp::create(b, loc, redLoop.getResult(k), result,
-                                               indices(maps[2], rowIdx[k], j0, zero), inBounds)
-                   .getResult();
-    scf::YieldOp::create(b, loc, result);
-    b.setInsertionPointAfter(colLoop);
-    scf::YieldOp::create(b, loc, colLoop.getResult(0));
-    op.getResult(0).replaceAllUsesWith(rowLoop.getResult(0));
+    op.getResult(0).replaceAllUsesWith(result);
     op.erase();
   }
 

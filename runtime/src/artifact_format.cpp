@@ -350,21 +350,54 @@ bool writeZeros(int fd, uint64_t size, std::string *error) {
   return true;
 }
 
+// Drops the whole pages of [p, p + n) from the process (they stay in the page cache).
+void dropPages(const void *p, uint64_t n) {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (end > begin)
+    ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+}
+
+// A [rows, cols] matrix written as column panels [cols / panel, rows, panel], through a bounded buffer.
+bool writePanels(int fd, const WeightSource &w, std::string *error) {
+  const uint64_t segment = w.panel * w.elementSize, rowBytes = w.cols * w.elementSize;
+  const uint64_t flushAt = std::max<uint64_t>(segment, uint64_t(16) << 20);
+  const auto *src = static_cast<const uint8_t *>(w.data);
+  std::string buffer;
+  buffer.reserve(flushAt);
+  for (uint64_t p = 0; p < w.cols / w.panel; ++p)
+    for (uint64_t r = 0; r < w.rows; ++r) {
+      buffer.append(reinterpret_cast<const char *>(src + r * rowBytes + p * segment), segment);
+      if (buffer.size() >= flushAt) {
+        if (!writeAll(fd, buffer.data(), buffer.size(), error))
+          return false;
+        buffer.clear();
+      }
+    }
+  bool ok = writeAll(fd, buffer.data(), buffer.size(), error);
+  if (ok && w.dropAfterWrite)
+    dropPages(w.data, w.size);
+  return ok;
+}
+
 bool writeWeight(int fd, const WeightSource &w, std::string *error) {
+  if (w.panel > 0) {
+    if (w.elementSize == 0 || w.cols % w.panel != 0 || w.rows * w.cols * w.elementSize != w.size) {
+      *error = "a packed weight's shape does not match its bytes";
+      return false;
+    }
+    return writePanels(fd, w, error);
+  }
   if (!w.dropAfterWrite)
     return writeAll(fd, w.data, w.size, error);
   const uint64_t chunk = uint64_t(64) << 20;
-  const long page = ::sysconf(_SC_PAGESIZE);
   const auto *p = static_cast<const uint8_t *>(w.data);
   for (uint64_t done = 0; done < w.size; done += chunk) {
     const uint64_t n = std::min(chunk, w.size - done);
     if (!writeAll(fd, p + done, n, error))
       return false;
-    // Drop the whole pages of what was just written; a partial page at either end stays.
-    uintptr_t begin = (reinterpret_cast<uintptr_t>(p + done) + page - 1) / page * page;
-    uintptr_t end = reinterpret_cast<uintptr_t>(p + done + n) / page * page;
-    if (end > begin)
-      ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+    dropPages(p + done, n);
   }
   return true;
 }

@@ -79,6 +79,9 @@ struct WeightSource {
   // The bytes are a read-only file mapping: once written, their pages are dropped from the
   // process (madvise), so streaming gigabytes of weights never holds them all in memory.
   bool dropAfterWrite = false;
+  // When panel > 0 the bytes are a row-major [rows, cols] matrix of elementSize-byte elements,
+  // written as column panels [cols / panel, rows, panel] (kiln-pack-matmul-weights).
+  uint64_t rows = 0, cols = 0, panel = 0, elementSize = 0;
 };
 
 // Writes the artifact to `path` (via a temporary file renamed into place). Offsets and sizes of

@@ -430,6 +430,24 @@ def Graph_MatMulOp : Graph_Op<"matmul", [SameOperandsElementType]> {
 
 }
 
+def Graph_PackedMatMulOp : Graph_Op<"packed_matmul", [SameOperandsElementType]> {
+  let summary = "MatMul whose right operand is a weight stored in column panels";
+  let description = [{
+    `lhs` [..., M, K] times a [K, N] matrix stored as `rhs` [N / B, K, B]:
+    panel p holds columns [p*B, (p+1)*B) of every row, contiguously. A cache
+    tile of the product then reads its weights as one sequential stream
+    instead of K strided rows, which is what decoding (M = 1) and prefill are
+    bound by. kiln-pack-matmul-weights introduces it for constant weights;
+    the artifact stores them packed.
+
+    ```mlir
+    %c = graph.packed_matmul %a, %w : (tensor<?x?x2048xf32>, tensor<88x2048x64xf32>) -> tensor<?x?x5632xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, 3DTensorOf<[F32]>:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 def Graph_GemmOp : Graph_Op<"gemm"> {
   let summary = "alpha * op(A) * op(B) + beta * C";
   let description = [{

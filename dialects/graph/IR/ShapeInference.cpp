@@ -367,6 +367,20 @@ LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
   return success();
 }
 
+LogicalResult PackedMatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                               SmallVectorImpl<Type> &types) {
+  auto a = rankedType(adaptor.getLhs()), w = rankedType(adaptor.getRhs());
+  if (a.getRank() < 2 || !w.hasStaticShape())
+    return fail(loc, "packed_matmul needs a lhs of rank >= 2 and a static packed weight");
+  int64_t k = a.getDimSize(a.getRank() - 1);
+  if (k != kDyn && k != w.getDimSize(1))
+    return fail(loc, "packed_matmul contracts " + Twine(k) + " with " + Twine(w.getDimSize(1)));
+  SmallVector<int64_t> dims(a.getShape());
+  dims.back() = w.getDimSize(0) * w.getDimSize(2);
+  types.push_back(a.clone(dims));
+  return success();
+}
+
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,

@@ -232,6 +232,21 @@ func.func @dynamic_expand(%x: tensor<?x2x1x?x4xf32>, %s: tensor<5xi64>) -> tenso
 
 // -----
 
+// A panel-packed weight: C viewed as [M, N/B, B], iteration (m, panel, k, column), then collapsed.
+// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2)>
+// CHECK-DAG: #[[W:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, d2, d3)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-LABEL: func @packed_matmul
+// CHECK: linalg.generic {indexing_maps = [#[[A]], #[[W]], #[[C]]], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+// CHECK-SAME: kiln.packed_rhs
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1, 2]] : tensor<?x3x16xf32> into tensor<?x48xf32>
+func.func @packed_matmul(%a: tensor<?x8xf32>, %w: tensor<3x8x16xf32>) -> tensor<?x48xf32> {
+  %0 = graph.packed_matmul %a, %w : (tensor<?x8xf32>, tensor<3x8x16xf32>) -> tensor<?x48xf32>
+  return %0 : tensor<?x48xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @layer_norm_stats
 // CHECK: math.rsqrt
 // CHECK: tensor.reshape {{.*}} -> tensor<4x1xf32>

@@ -25,9 +25,18 @@ func.func @tile(%a: tensor<16x32xf32>, %b: tensor<32x64xf32>, %c: tensor<16x64xf
   return %0 : tensor<16x64xf32>
 }
 
-// A dynamic tile is left to the scalar loops.
+// A tile with a dynamic row count (the edge of a dynamic batch or sequence):
+// whole blocks of 4 rows (the default microkernel), then the remaining rows one at a time.
 // CHECK-LABEL: func @dynamic
-// CHECK: linalg.generic
+// CHECK: %[[M:.*]] = tensor.dim %arg2, %c0
+// CHECK: %[[REM:.*]] = arith.remsi %[[M]], %c4
+// CHECK: %[[WHOLE:.*]] = arith.subi %[[M]], %[[REM]]
+// CHECK: scf.for %{{.*}} = %c0 to %[[WHOLE]] step %c4
+// CHECK-COUNT-4: vector.fma
+// CHECK: scf.for %{{.*}} = %[[WHOLE]] to %[[M]] step %c1
+// CHECK: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK-NOT: linalg.generic
 func.func @dynamic(%a: tensor<?x32xf32>, %b: tensor<32x64xf32>, %c: tensor<?x64xf32>) -> tensor<?x64xf32> {
   %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "reduction", "parallel"]}
       ins(%a, %b : tensor<?x32xf32>, tensor<32x64xf32>) outs(%c : tensor<?x64xf32>) attrs = {kiln.tile_sizes = array<i64: 16, 0, 64>} {
