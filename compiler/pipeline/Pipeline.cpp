@@ -36,7 +36,7 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
   switch (phase) {
   case Phase::Graph:
     // Fold shapes and constants the importer left, then move weights out.
-    return std::string("builtin.module(canonicalize,cse,") + (options.kvCache ? "kiln-kv-cache-in-place," : "") +
+    return std::string("builtin.module(canonicalize,cse,") + (options.kvCache ? "kiln-kv-cache-in-place,kiln-last-position-logits," : "") +
            "kiln-tie-symbolic-dims,kiln-outline-weights,kiln-pack-matmul-weights)";
   case Phase::Linalg:
     return "builtin.module(kiln-convert-graph-to-linalg,canonicalize,cse,"

@@ -30,7 +30,9 @@ def TileContractionsPass : Pass<"kiln-tile-contractions", "::mlir::func::FuncOp"
   }];
   let options = [
     Option<"innerTile", "inner-tile", "int64_t", "64", "Tile of the innermost parallel dim">,
-    Option<"outerTile", "outer-tile", "int64_t", "16", "Tile of the parallel dim before it">
+    Option<"outerTile", "outer-tile", "int64_t", "16", "Tile of the parallel dim before it">,
+    Option<"packedRows", "packed-rows", "int64_t", "64",
+           "Rows per tile of a product with a panel-packed weight (kiln.packed_rhs)">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::affine::AffineDialect",
                            "::mlir::tensor::TensorDialect"];

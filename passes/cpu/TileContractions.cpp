@@ -36,9 +36,11 @@ struct TileContractionsPass : impl::TileContractionsPassBase<TileContractionsPas
       sizes[d] = 1;
     if (op->hasAttr("kiln.packed_rhs") && parallel.size() >= 3) {
       // (..., m, panel, column): one weight panel per tile, whole, so the
-      // tile's weights are one contiguous stream; rows as usual.
+      // tile's weights are one contiguous stream, and `packedRows` rows, so
+      // that a prompt's rows share each panel while it is in cache (the
+      // panels of a large weight come from memory once per row tile).
       sizes[parallel.back()] = op.getStaticLoopRanges()[parallel.back()];
-      sizes[parallel[parallel.size() - 3]] = outerTile;
+      sizes[parallel[parallel.size() - 3]] = packedRows;
       return sizes;
     }
     sizes[parallel.back()] = innerTile;

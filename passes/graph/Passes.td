@@ -51,6 +51,19 @@ def PackMatmulWeightsPass : Pass<"kiln-pack-matmul-weights", "::mlir::ModuleOp">
   ];
 }
 
+def LastPositionLogitsPass : Pass<"kiln-last-position-logits", "::mlir::ModuleOp"> {
+  let summary = "Compute a decoder's logits for the last position only";
+  let description = [{
+    Generation reads the logits of each sequence's last position; a prompt of
+    S tokens otherwise pays S products with the output head ([H, vocab], the
+    largest weight of a small model). When the output named `logits` is a
+    matmul of a [batch, sequence, H] hidden state read by nothing else, the
+    hidden state is sliced to its last position first, and `logits` becomes
+    [batch, 1, vocab]. Runs with kiln-kv-cache-in-place (the decoder
+    interface); `kiln-compile --kv-cache=false` keeps every position.
+  }];
+}
+
 def KvCacheInPlacePass : Pass<"kiln-kv-cache-in-place", "::mlir::ModuleOp"> {
   let summary = "Turn concat(past, new) -> present into in-place writes to a runtime-owned KV cache";
   let description = [{

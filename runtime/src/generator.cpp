@@ -155,13 +155,15 @@ kiln_error *runStep(kiln_generator &g, const std::vector<int64_t> &tokens, const
   for (size_t i = 0; i < outputs.size(); ++i)
     results[i].t = outputs[i];
   const kiln_tensor *logits = outputs[g.logitsOutput];
+  // Every position, or (kiln-last-position-logits) only the last.
   const int64_t *shape = kiln_tensor_shape(logits);
-  if (shape[0] != b || shape[1] != len || shape[2] != g.vocab)
+  const int64_t rows = shape[1];
+  if (shape[0] != b || (rows != len && rows != 1) || shape[2] != g.vocab)
     return makeError(KILN_ERROR_INTERNAL, "logits came back with an unexpected shape");
   const float *data = static_cast<const float *>(kiln_tensor_data_const(logits));
   g.logits.resize(size_t(b) * g.vocab);
   for (int64_t s = 0; s < b; ++s)
-    std::memcpy(&g.logits[size_t(s) * g.vocab], data + (s * len + len - 1) * g.vocab, sizeof(float) * g.vocab);
+    std::memcpy(&g.logits[size_t(s) * g.vocab], data + (s * rows + rows - 1) * g.vocab, sizeof(float) * g.vocab);
   g.position = total;
   return nullptr;
 }
