@@ -96,6 +96,16 @@ struct VectorizeContractionsPass
       return;
     bool dynamicRows = ShapedType::isDynamic(mk.extents[mk.i]);
     int64_t rows = dynamicRows ? this->rows : fit(this->rows, mk.extents[mk.i]);
+    // A whole 64-column weight panel with 512-bit vectors: 6 rows x 64
+    // columns (24 accumulators + 4 panel vectors + 1 broadcast of the 32
+    // registers) read each panel row once per 6 rows, at 24 FMAs per 10
+    // loads instead of 16.
+    bool widePanel = op->hasAttr("kiln.packed_rhs") && this->columns >= 32 && mk.extents[mk.j] == 64;
+    if (widePanel) {
+      cols = 64;
+      rows = 6;
+      dynamicRows = true; // whole blocks, then the rest row by row
+    }
     OpBuilder b(op);
     Location loc = op.getLoc();
     auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
@@ -113,7 +123,7 @@ struct VectorizeContractionsPass
     };
     // The row extent: static, or the size of the output dim that i indexes.
     Value extent;
-    if (!dynamicRows) {
+    if (!ShapedType::isDynamic(mk.extents[mk.i])) {
       extent = c(mk.extents[mk.i]);
     } else {
       for (auto [pos, e] : llvm::enumerate(maps[2].getResults()))

@@ -47,3 +47,27 @@ func.func @dynamic(%a: tensor<?x32xf32>, %b: tensor<32x64xf32>, %c: tensor<?x64x
   } -> tensor<?x64xf32>
   return %0 : tensor<?x64xf32>
 }
+
+// With 512-bit vectors a whole 64-column weight panel is taken 6 rows at a
+// time (6 x 4 = 24 accumulator registers), then the remaining rows one at a time.
+// RUN: kiln-opt %s --pass-pipeline='builtin.module(func.func(kiln-vectorize-contractions{rows=8 columns=32}))' | FileCheck %s --check-prefix=WIDE
+#pa = affine_map<(d0, d1, d2, d3) -> (d0, d2)>
+#pw = affine_map<(d0, d1, d2, d3) -> (d1, d2, d3)>
+#pc = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-LABEL: func @packed_panel
+// WIDE-LABEL: func @packed_panel
+// WIDE: scf.for %{{.*}} step %c6
+// WIDE-COUNT-6: vector.fma {{.*}} : vector<64xf32>
+// WIDE: scf.for %{{.*}} step %c1
+// WIDE: vector.fma {{.*}} : vector<64xf32>
+func.func @packed_panel(%a: tensor<?x32xf32>, %w: tensor<1x32x64xf32>, %c: tensor<?x1x64xf32>) -> tensor<?x1x64xf32> {
+  %0 = linalg.generic {indexing_maps = [#pa, #pw, #pc], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+      ins(%a, %w : tensor<?x32xf32>, tensor<1x32x64xf32>) outs(%c : tensor<?x1x64xf32>)
+      attrs = {kiln.tile_sizes = array<i64: 64, 1, 0, 64>, kiln.packed_rhs} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x1x64xf32>
+  return %0 : tensor<?x1x64xf32>
+}
