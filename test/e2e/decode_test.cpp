@@ -2,6 +2,7 @@
 // and decoded with the generator API, against ONNX Runtime's greedy tokens and logits.
 #include "generator.h"
 #include "kiln/kiln.h"
+#include "kiln/kiln.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -334,6 +335,39 @@ TEST_P(DecodeTest, BadRequestsAreErrorsNotCrashes) {
   EXPECT_EQ(n, 7u);
   EXPECT_EQ(kiln_generation_finish_reason(g, 0), KILN_FINISH_CONTEXT);
   kiln_generation_destroy(g);
+}
+
+// The C++ wrapper: the same greedy tokens, streamed through a lambda, and errors as exceptions.
+TEST_P(DecodeTest, CppWrapperGeneratesAndThrows) {
+  const std::string family = GetParam();
+  nlohmann::json run = readIndex(family)["runs"][3]; // batch 4
+  kiln::Model model = kiln::Model::load(artifactFor(family), 1);
+  kiln::Generator gen(model);
+  std::vector<std::vector<int32_t>> prompts;
+  for (const auto &p : run["prompts"])
+    prompts.push_back(p.get<std::vector<int32_t>>());
+  kiln_generate_options o = kiln::Generator::defaultOptions();
+  o.max_new_tokens = 16;
+  std::vector<std::vector<int32_t>> streamed(prompts.size());
+  kiln::Generation g = gen.generate(prompts, o, [&](size_t s, int32_t t) {
+    streamed[s].push_back(t);
+    return true;
+  });
+  ASSERT_EQ(g.tokens.size(), prompts.size());
+  for (size_t s = 0; s < prompts.size(); ++s) {
+    std::vector<int32_t> want = run["tokens"][s];
+    want.resize(16);
+    EXPECT_EQ(g.tokens[s], want) << "row " << s;
+    EXPECT_EQ(streamed[s], want) << "row " << s;
+    EXPECT_EQ(g.finish[s], KILN_FINISH_LENGTH);
+  }
+  EXPECT_EQ(g.stats.new_tokens, 16 * prompts.size());
+  try {
+    gen.start({{1, 2, 100000}});
+    FAIL() << "expected kiln::Error";
+  } catch (const kiln::Error &e) {
+    EXPECT_EQ(e.code(), KILN_ERROR_INVALID_ARGUMENT);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DecodeTest, ::testing::Values("gpt2", "llama"));

@@ -4,6 +4,7 @@
 
 #include "kiln/kiln.h"
 
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <stdexcept>
@@ -187,6 +188,95 @@ public:
 private:
   std::unique_ptr<kiln_session, detail::SessionDeleter> s_;
   size_t outputCount_ = 0;
+};
+
+// The result of Generator::generate: new tokens and finish reason per sequence, and statistics.
+struct Generation {
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<kiln_finish_reason> finish;
+  kiln_generation_stats stats{};
+};
+
+// Decoding with a decoder artifact (see kiln.h "generation"). One per thread; keeps its model alive.
+class Generator {
+public:
+  explicit Generator(const Model &model, int64_t maxContext = 0) {
+    kiln_generator_options options;
+    kiln_generator_options_init(&options);
+    options.max_context = maxContext;
+    kiln_generator *g = nullptr;
+    check(kiln_generator_create(model.get(), &options, &g));
+    g_.reset(g);
+  }
+
+  kiln_generator *get() const { return g_.get(); }
+  int32_t vocabSize() const { return kiln_generator_vocab_size(get()); }
+  int64_t maxContext() const { return kiln_generator_max_context(get()); }
+  void cancel() { kiln_generator_cancel(get()); } // from any thread
+
+  static kiln_sampling_params greedy() {
+    kiln_sampling_params p;
+    kiln_sampling_params_init(&p);
+    return p;
+  }
+
+  // Step by step: start() runs the prompts, each next() returns one token per sequence.
+  void start(const std::vector<std::vector<int32_t>> &prompts, const kiln_sampling_params &sampling = greedy()) {
+    std::vector<const int32_t *> ptrs;
+    std::vector<size_t> lens;
+    for (const auto &p : prompts) {
+      ptrs.push_back(p.data());
+      lens.push_back(p.size());
+    }
+    batch_ = prompts.size();
+    check(kiln_generator_start(get(), ptrs.data(), lens.data(), prompts.size(), &sampling));
+  }
+  std::vector<int32_t> next() {
+    std::vector<int32_t> tokens(batch_);
+    check(kiln_generator_next(get(), tokens.data()));
+    return tokens;
+  }
+
+  // The whole loop. onToken(sequence, token) is called for each new token; return false to stop.
+  Generation generate(const std::vector<std::vector<int32_t>> &prompts, kiln_generate_options options,
+                      std::function<bool(size_t, int32_t)> onToken = {}) {
+    std::vector<const int32_t *> ptrs;
+    std::vector<size_t> lens;
+    for (const auto &p : prompts) {
+      ptrs.push_back(p.data());
+      lens.push_back(p.size());
+    }
+    if (onToken) {
+      options.user_data = &onToken;
+      options.on_token = [](void *user, size_t seq, int32_t token) {
+        return (*static_cast<std::function<bool(size_t, int32_t)> *>(user))(seq, token) ? 0 : 1;
+      };
+    }
+    kiln_generation *g = nullptr;
+    check(kiln_generate(get(), ptrs.data(), lens.data(), prompts.size(), &options, &g));
+    Generation out;
+    for (size_t s = 0; s < kiln_generation_batch(g); ++s) {
+      size_t n = 0;
+      const int32_t *t = kiln_generation_tokens(g, s, &n);
+      out.tokens.emplace_back(t, t + n);
+      out.finish.push_back(kiln_generation_finish_reason(g, s));
+    }
+    kiln_generation_stats_get(g, &out.stats);
+    kiln_generation_destroy(g);
+    return out;
+  }
+  static kiln_generate_options defaultOptions() {
+    kiln_generate_options o;
+    kiln_generate_options_init(&o);
+    return o;
+  }
+
+private:
+  struct Deleter {
+    void operator()(kiln_generator *g) const { kiln_generator_destroy(g); }
+  };
+  std::unique_ptr<kiln_generator, Deleter> g_;
+  size_t batch_ = 0;
 };
 
 } // namespace kiln
