@@ -158,6 +158,11 @@ public:
       s = str(what);
     return l;
   }
+  // A section must be consumed exactly.
+  void expectEnd(const char *section) {
+    if (ok() && remaining() != 0)
+      fail(std::string(section) + " has " + std::to_string(remaining()) + " unexpected trailing bytes");
+  }
   void fail(std::string msg) {
     if (error.empty())
       error = std::move(msg);
@@ -223,8 +228,7 @@ void decodeMetadata(Decoder &d, Metadata &m) {
     k.name = d.str("kernel name");
     k.sourceNodes = d.strList("kernel source nodes");
   }
-  if (d.ok() && d.remaining() != 0)
-    d.fail("metadata has " + std::to_string(d.remaining()) + " unexpected trailing bytes");
+  d.expectEnd("metadata");
 }
 
 void decodeDecoder(Decoder &d, DecoderInfo &info) {
@@ -236,8 +240,7 @@ void decodeDecoder(Decoder &d, DecoderInfo &info) {
     c.input = d.u32("kv cache input");
     c.axis = d.u32("kv cache axis");
   }
-  if (d.ok() && d.remaining() != 0)
-    d.fail("decoder section has " + std::to_string(d.remaining()) + " unexpected trailing bytes");
+  d.expectEnd("decoder section");
 }
 
 // Element count times element size, or false on overflow / negative dims.

@@ -274,3 +274,85 @@ TEST(ArtifactFormat, RandomAndMutatedBytesNeverCrash) {
   }
   SUCCEED() << accepted << " mutated files still parsed";
 }
+
+namespace {
+Metadata decoderMetadata() {
+  Metadata m = richMetadata();
+  m.inputs = {{"input_ids", 7, {{-1, "batch"}, {-1, "seq"}}},
+              {"past_key_values.0.key", 1, {{-1, "batch"}, {2, ""}, {-1, "kv_capacity"}, {16, ""}}},
+              {"kiln.past_length", 7, {}}};
+  m.decoder.present = true;
+  m.decoder.positionInput = 2;
+  m.decoder.maxContext = 256;
+  m.decoder.caches = {{1, 2}};
+  return m;
+}
+} // namespace
+
+// The optional decoder section survives a round trip; an artifact without one has none.
+TEST(ArtifactFormat, DecoderSectionRoundTrip) {
+  TempDir dir;
+  Fixture f;
+  std::string error;
+  ASSERT_TRUE(writeArtifact(dir.file("d.kiln"), decoderMetadata(), "CODE", f.sources(), &error)) << error;
+  ArtifactView view;
+  ASSERT_TRUE(parse(kiln::test::readFile(dir.file("d.kiln")), &view, &error)) << error;
+  ASSERT_TRUE(view.meta.decoder.present);
+  EXPECT_EQ(view.meta.decoder.positionInput, 2u);
+  EXPECT_EQ(view.meta.decoder.maxContext, 256);
+  ASSERT_EQ(view.meta.decoder.caches.size(), 1u);
+  EXPECT_EQ(view.meta.decoder.caches[0].input, 1u);
+  EXPECT_EQ(view.meta.decoder.caches[0].axis, 2u);
+  ArtifactView plain;
+  ASSERT_TRUE(parse(writeRich(dir, "plain.kiln"), &plain, &error)) << error;
+  EXPECT_FALSE(plain.meta.decoder.present);
+}
+
+// Decoder sections that contradict the signature are refused by the writer (and so by the reader).
+TEST(ArtifactFormat, DecoderSectionMustMatchTheSignature) {
+  TempDir dir;
+  Fixture f;
+  std::string error;
+  Metadata notScalar = decoderMetadata();
+  notScalar.decoder.positionInput = 0; // int64 but not a scalar
+  EXPECT_FALSE(writeArtifact(dir.file("a.kiln"), notScalar, "CODE", f.sources(), &error));
+  EXPECT_NE(error.find("position input"), std::string::npos) << error;
+  Metadata staticAxis = decoderMetadata();
+  staticAxis.decoder.caches = {{1, 1}}; // dim 1 is static
+  EXPECT_FALSE(writeArtifact(dir.file("b.kiln"), staticAxis, "CODE", f.sources(), &error));
+  Metadata outOfRange = decoderMetadata();
+  outOfRange.decoder.caches = {{9, 2}};
+  EXPECT_FALSE(writeArtifact(dir.file("c.kiln"), outOfRange, "CODE", f.sources(), &error));
+  Metadata noContext = decoderMetadata();
+  noContext.decoder.maxContext = 0;
+  EXPECT_FALSE(writeArtifact(dir.file("d.kiln"), noContext, "CODE", f.sources(), &error));
+}
+
+// A weight written as column panels: panel p holds columns [p*B, (p+1)*B) of every row.
+TEST(ArtifactFormat, PackedWeightIsWrittenAsColumnPanels) {
+  TempDir dir;
+  Metadata m = richMetadata();
+  std::vector<float> w(4 * 8); // [4 rows, 8 cols], value = row * 10 + col
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 8; ++c)
+      w[r * 8 + c] = float(r * 10 + c);
+  m.weights = {WeightInfo{"w", 1, {2, 4, 4}, 0, 0}};
+  WeightSource src{w.data(), w.size() * 4};
+  src.rows = 4;
+  src.cols = 8;
+  src.panel = 4;
+  src.elementSize = 4;
+  std::string error;
+  ASSERT_TRUE(writeArtifact(dir.file("p.kiln"), m, "CODE", {src}, &error)) << error;
+  std::string bytes = kiln::test::readFile(dir.file("p.kiln"));
+  ArtifactView view;
+  ASSERT_TRUE(parse(bytes, &view, &error)) << error;
+  const float *packed = reinterpret_cast<const float *>(view.weights + view.meta.weights[0].offset);
+  for (int p = 0; p < 2; ++p)
+    for (int r = 0; r < 4; ++r)
+      for (int j = 0; j < 4; ++j)
+        EXPECT_EQ(packed[(p * 4 + r) * 4 + j], float(r * 10 + p * 4 + j)) << p << " " << r << " " << j;
+  WeightSource bad = src;
+  bad.cols = 6; // not a multiple of the panel
+  EXPECT_FALSE(writeArtifact(dir.file("q.kiln"), m, "CODE", {bad}, &error));
+}
