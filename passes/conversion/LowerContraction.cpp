@@ -116,16 +116,36 @@ struct MatMulPattern : OpConversionPattern<MatMulOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = getContext();
     Value a = adaptor.getLhs(), bv = adaptor.getRhs();
+    // A rhs that only swaps its last two dims (attention's Q x K^T) is read
+    // in place through the contraction's indexing map rather than copied.
+    bool transB = false;
+    if (auto tr = bv.getDefiningOp<linalg::TransposeOp>()) {
+      ArrayRef<int64_t> perm = tr.getPermutation();
+      int64_t r = perm.size();
+      transB = r >= 2 && perm[r - 1] == r - 2 && perm[r - 2] == r - 1;
+      for (int64_t i = 0; transB && i < r - 2; ++i)
+        transB = perm[i] == i;
+      if (transB)
+        bv = tr.getInput();
+    }
     auto at = cast<RankedTensorType>(a.getType()), bt = cast<RankedTensorType>(bv.getType());
     auto rt = cast<RankedTensorType>(op.getType());
     bool aVec = at.getRank() == 1, bVec = bt.getRank() == 1;
     int64_t batch = rt.getRank() - (aVec ? 0 : 1) - (bVec ? 0 : 1);
     // Iteration dims: batch..., [m], k, [n]. With n innermost the inner loop
-    // streams a row of B and of C contiguously, which LLVM vectorizes.
+    // streams a row of B and of C contiguously, which LLVM vectorizes. A
+    // transposed B is read along k instead: batch..., [m], n, k (dot products
+    // over contiguous rows of A and B).
     int64_t next = batch;
     int64_t m = aVec ? -1 : next++;
-    int64_t k = next++;
-    int64_t n = bVec ? -1 : next++;
+    int64_t k = -1, n = -1;
+    if (transB) {
+      n = next++;
+      k = next++;
+    } else {
+      k = next++;
+      n = bVec ? -1 : next++;
+    }
     int64_t numDims = next;
     auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
     auto batchExprs = [&](RankedTensorType t, int64_t own) {
@@ -144,9 +164,13 @@ struct MatMulPattern : OpConversionPattern<MatMulOp> {
     ae.push_back(d(k));
     SmallVector<AffineExpr> be = bVec ? SmallVector<AffineExpr>{}
                                       : batchExprs(bt, bt.getRank() - 2);
-    be.push_back(d(k));
-    if (!bVec)
-      be.push_back(d(n));
+    if (transB) {
+      be.append({d(n), d(k)});
+    } else {
+      be.push_back(d(k));
+      if (!bVec)
+        be.push_back(d(n));
+    }
     SmallVector<AffineExpr> oe;
     for (int64_t i = 0; i < batch; ++i)
       oe.push_back(d(i));
@@ -180,7 +204,7 @@ struct MatMulPattern : OpConversionPattern<MatMulOp> {
     if (!aVec)
       dims.push_back(dimValue(rewriter, loc, a, at.getRank() - 2));
     if (!bVec)
-      dims.push_back(dimValue(rewriter, loc, bv, bt.getRank() - 1));
+      dims.push_back(dimValue(rewriter, loc, bv, bt.getRank() - (transB ? 2 : 1)));
     Value zero = scalarConstant(rewriter, loc, rt.getElementType(), 0);
     Value init = filledTensor(rewriter, loc, rt, dims, zero);
     rewriter.replaceOp(op, contraction(rewriter, loc, a, bv, init, maps, iters));
