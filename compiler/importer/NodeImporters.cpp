@@ -19,10 +19,16 @@ using Results = FailureOr<SmallVector<Value>>;
 /// Creates OpTy from builder arguments, inferring its result type without the
 /// fatal error that ODS builders raise when inference fails: a malformed
 /// model must give an error, not an abort.
-template <typename OpTy, typename... Args>
-FailureOr<Value> create(NodeContext &c, Args &&...args) {
+/// (NumResults: how many results OpTy has; their types are inferred below,
+/// the builder gets placeholders.)
+template <typename OpTy, unsigned NumResults = 1, typename... Args>
+FailureOr<Operation *> createOperation(NodeContext &c, Args &&...args) {
   OperationState state(c.loc, OpTy::getOperationName());
-  OpTy::build(c.b, state, c.b.getNoneType(), std::forward<Args>(args)...);
+  if constexpr (NumResults == 1)
+    OpTy::build(c.b, state, c.b.getNoneType(), std::forward<Args>(args)...);
+  else
+    OpTy::build(c.b, state, TypeRange(SmallVector<Type>(NumResults, c.b.getNoneType())),
+                std::forward<Args>(args)...);
   SmallVector<Type> types;
   if (failed(OpTy::inferReturnTypes(
           c.b.getContext(), state.location, state.operands,
@@ -39,7 +45,15 @@ FailureOr<Value> create(NodeContext &c, Args &&...args) {
     return failure();
   }
   state.types.assign(types.begin(), types.end());
-  Operation *op = c.b.create(state);
+  return c.b.create(state);
+}
+
+template <typename OpTy, typename... Args>
+FailureOr<Value> create(NodeContext &c, Args &&...args) {
+  auto created = createOperation<OpTy>(c, std::forward<Args>(args)...);
+  if (failed(created))
+    return failure();
+  Operation *op = *created;
   // Fold as we go: shape arithmetic on constants becomes constants at once,
   // so that the ops consuming it (Reshape, ConstantOfShape, ...) get static types.
   SmallVector<OpFoldResult> folded;
@@ -820,6 +834,48 @@ Results importCastLike(NodeContext &c) {
 
 /// Split into the node's outputs along `axis`: sizes from the `split`
 /// attribute/input, or equal parts.
+/// ScatterElements, and Scatter (opsets 9-10: the same op without reduction).
+Results importScatterElements(NodeContext &c) {
+  if (failed(require(c, 3)))
+    return failure();
+  std::string reduction = c.opset >= 16 ? c.stringAttr("reduction", "none") : "none";
+  return single(create<ScatterElementsOp>(c, c.input(0), c.input(1), c.input(2), c.intAttr("axis", 0),
+                                          StringRef(reduction)));
+}
+
+Results importScatterND(NodeContext &c) {
+  if (failed(require(c, 3)))
+    return failure();
+  std::string reduction = c.opset >= 16 ? c.stringAttr("reduction", "none") : "none";
+  return single(create<ScatterNDOp>(c, c.input(0), c.input(1), c.input(2), StringRef(reduction)));
+}
+
+/// TopK: k is an attribute before opset 10, then a one-element input (static
+/// when it is a constant); largest and sorted arrive in opset 11. Results
+/// are always sorted, which an unsorted request also accepts.
+Results importTopK(NodeContext &c) {
+  if (failed(require(c, c.opset >= 10 ? 2 : 1)))
+    return failure();
+  Value k = c.opset >= 10 ? c.input(1) : c.i64Constant({c.intAttr("k", 0)});
+  auto kt = cast<RankedTensorType>(k.getType());
+  if (!kt.getElementType().isInteger(64))
+    return c.fail("k must be int64");
+  auto op = createOperation<TopKOp, 2>(c, c.input(0), k, c.intAttr("axis", -1), c.intAttr("largest", 1),
+                                    c.intAttr("sorted", 1));
+  if (failed(op))
+    return failure();
+  return SmallVector<Value>((*op)->getResults());
+}
+
+Results importEinsum(NodeContext &c) {
+  if (c.inputs.empty() || llvm::is_contained(c.inputs, Value()))
+    return c.fail("einsum needs its operands");
+  if (!c.attr("equation"))
+    return c.fail("missing attribute 'equation'");
+  std::string equation = c.stringAttr("equation", "");
+  return single(create<EinsumOp>(c, ValueRange(c.inputs), StringRef(equation)));
+}
+
 Results importSplit(NodeContext &c) {
   if (failed(require(c, 1)))
     return failure();
@@ -1126,6 +1182,16 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
         return failure();
       return single(create<GatherElementsOp>(c, c.input(0), c.input(1), c.intAttr("axis", 0)));
     };
+    t["GatherND"] = [](NodeContext &c) -> Results {
+      if (failed(require(c, 2)))
+        return failure();
+      return single(create<GatherNDOp>(c, c.input(0), c.input(1), c.intAttr("batch_dims", 0)));
+    };
+    t["ScatterElements"] = importScatterElements;
+    t["Scatter"] = importScatterElements;
+    t["ScatterND"] = importScatterND;
+    t["TopK"] = importTopK;
+    t["Einsum"] = importEinsum;
     t["Tile"] = importTile;
     t["Size"] = importSize;
     t["CastLike"] = importCastLike;

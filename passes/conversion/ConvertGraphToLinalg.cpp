@@ -30,6 +30,7 @@ struct ConvertGraphToLinalgPass
     populateContractionLoweringPatterns(patterns);
     populateNnLoweringPatterns(patterns);
     populateShapeLoweringPatterns(patterns);
+    populateScatterGatherLoweringPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -27,6 +27,19 @@ mlir::FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 int64_t slidingWindowSize(int64_t in, int64_t kernel, int64_t padBegin,
                           int64_t padEnd, int64_t stride, int64_t dilation,
                           bool ceilMode);
+
+/// An Einsum equation resolved against its operands' ranks: one label per
+/// dim of each operand and of the result. Letters keep their character code;
+/// the dims an ellipsis stands for get kEllipsisLabel + position, right-aligned
+/// across operands. The implicit form's result is the ellipsis dims, then the
+/// letters used once, in alphabetical order (ONNX, numpy).
+struct EinsumSpec {
+  static constexpr int64_t kEllipsisLabel = 1000;
+  llvm::SmallVector<llvm::SmallVector<int64_t>> inputs;
+  llvm::SmallVector<int64_t> output;
+};
+mlir::FailureOr<EinsumSpec> parseEinsum(llvm::StringRef equation,
+                                        llvm::ArrayRef<int64_t> ranks);
 } // namespace kiln::graph
 
 #endif

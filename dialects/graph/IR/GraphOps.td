@@ -313,6 +313,79 @@ def Graph_GatherElementsOp : Graph_Op<"gather_elements"> {
   let results = (outs AnyRankedTensor:$result);
 }
 
+def Graph_GatherNDOp : Graph_Op<"gather_nd"> {
+  let summary = "Gathers slices of `data` addressed by the last axis of `indices` (ONNX GatherND)";
+  let description = [{
+    The first `batch_dims` axes of data and indices are shared; the last axis
+    of indices (static) holds coordinates into the next axes of data. Result
+    shape: indices.shape[:-1] + data.shape[batch_dims + k:].
+
+    ```mlir
+    %y = graph.gather_nd %d, %i {batch_dims = 0 : i64} : (tensor<2x2xf32>, tensor<2x2xi64>) -> tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, TensorOf<[I32, I64]>:$indices,
+                   DefaultValuedAttr<I64Attr, "0">:$batch_dims);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_ScatterElementsOp : Graph_Op<"scatter_elements"> {
+  let summary = "A copy of `data` with `updates` written (or combined) at `indices` along `axis`";
+  let description = [{
+    ONNX ScatterElements (and the older Scatter); `reduction` is one of
+    none, add, mul, max, min.
+
+    ```mlir
+    %y = graph.scatter_elements %d, %i, %u {axis = 1 : i64, reduction = "add"} : (tensor<1x5xf32>, tensor<1x2xi64>, tensor<1x2xf32>) -> tensor<1x5xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, TensorOf<[I32, I64]>:$indices, AnyRankedTensor:$updates,
+                   DefaultValuedAttr<I64Attr, "0">:$axis, StrAttr:$reduction);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_ScatterNDOp : Graph_Op<"scatter_nd"> {
+  let summary = "A copy of `data` with slices of `updates` written (or combined) at the coordinates in `indices`";
+  let description = [{
+    ONNX ScatterND; `reduction` is one of none, add, mul, max, min.
+
+    ```mlir
+    %y = graph.scatter_nd %d, %i, %u {reduction = "none"} : (tensor<8xf32>, tensor<4x1xi64>, tensor<4xf32>) -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, TensorOf<[I64]>:$indices, AnyRankedTensor:$updates,
+                   StrAttr:$reduction);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_TopKOp : Graph_Op<"top_k"> {
+  let summary = "The k largest (or smallest) elements along `axis` and their i64 indices";
+  let description = [{
+    `k` is a one-element i64 tensor; when it is a constant the result has a
+    static size along the axis, otherwise min(k, dim) is taken at run time.
+    Results are always sorted; equal values keep the lower index first.
+
+    ```mlir
+    %v, %i = graph.top_k %x, %k {axis = 1 : i64, largest = 1 : i64, sorted = 1 : i64} : (tensor<3x4xf32>, tensor<1xi64>) -> (tensor<3x?xf32>, tensor<3x?xi64>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, TensorOf<[I64]>:$k,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis, DefaultValuedAttr<I64Attr, "1">:$largest,
+                   DefaultValuedAttr<I64Attr, "1">:$sorted);
+  let results = (outs AnyRankedTensor:$values, AnyRankedTensor:$indices);
+}
+
+def Graph_EinsumOp : Graph_Op<"einsum"> {
+  let summary = "Einstein summation over operands by an explicit or implicit equation (ONNX Einsum)";
+  let description = [{
+    ```mlir
+    %y = graph.einsum %a, %b {equation = "bij,bjk->bik"} : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, StrAttr:$equation);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 def Graph_TileOp : Graph_Op<"tile"> {
   let summary = "Repeats the input `repeats[i]` times along each axis";
   let description = [{

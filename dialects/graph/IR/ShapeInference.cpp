@@ -3,6 +3,11 @@
 #include "dialects/graph/IR/Graph.h"
 
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace kiln::graph;
@@ -61,6 +66,102 @@ FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
       return failure();
   }
   return out;
+}
+
+FailureOr<EinsumSpec> parseEinsum(StringRef equation, ArrayRef<int64_t> ranks) {
+  std::string eq;
+  for (char ch : equation)
+    if (ch != ' ')
+      eq.push_back(ch);
+  StringRef lhs = eq, rhs;
+  bool explicitOutput = false;
+  size_t arrow = lhs.find("->");
+  if (arrow != StringRef::npos) {
+    rhs = lhs.substr(arrow + 2);
+    lhs = lhs.substr(0, arrow);
+    explicitOutput = true;
+  }
+  SmallVector<StringRef> terms;
+  lhs.split(terms, ',');
+  if (terms.size() != ranks.size())
+    return failure();
+  // Each term: letters with at most one "..."; returns the letters before and
+  // after it (and whether it was there).
+  struct Term {
+    std::string before, after;
+    bool ellipsis = false;
+  };
+  auto splitTerm = [](StringRef t) -> FailureOr<Term> {
+    Term term;
+    size_t dots = t.find("...");
+    StringRef before = t, after;
+    if (dots != StringRef::npos) {
+      term.ellipsis = true;
+      before = t.substr(0, dots);
+      after = t.substr(dots + 3);
+    }
+    for (StringRef part : {before, after})
+      for (char ch : part)
+        if (!llvm::isAlpha(ch))
+          return failure();
+    term.before = before.str();
+    term.after = after.str();
+    return term;
+  };
+  EinsumSpec spec;
+  int64_t ellipsisDims = 0;
+  SmallVector<Term> parsed;
+  for (auto [t, rank] : llvm::zip(terms, ranks)) {
+    auto term = splitTerm(t);
+    if (failed(term))
+      return failure();
+    int64_t letters = term->before.size() + term->after.size();
+    if (term->ellipsis ? letters > rank : letters != rank)
+      return failure();
+    ellipsisDims = std::max(ellipsisDims, rank - letters);
+    parsed.push_back(*term);
+  }
+  std::map<char, int> uses;
+  for (auto [term, rank] : llvm::zip(parsed, ranks)) {
+    SmallVector<int64_t> labels;
+    for (char ch : term.before)
+      labels.push_back(ch), ++uses[ch];
+    int64_t own = rank - (int64_t)(term.before.size() + term.after.size());
+    for (int64_t j = 0; j < own; ++j)
+      labels.push_back(EinsumSpec::kEllipsisLabel + ellipsisDims - own + j);
+    for (char ch : term.after)
+      labels.push_back(ch), ++uses[ch];
+    spec.inputs.push_back(labels);
+  }
+  auto ellipsisLabels = [&](SmallVector<int64_t> &out) {
+    for (int64_t j = 0; j < ellipsisDims; ++j)
+      out.push_back(EinsumSpec::kEllipsisLabel + j);
+  };
+  if (explicitOutput) {
+    auto term = splitTerm(rhs);
+    if (failed(term) || (!term->ellipsis && ellipsisDims > 0))
+      return failure();
+    for (char ch : term->before)
+      spec.output.push_back(ch);
+    if (term->ellipsis)
+      ellipsisLabels(spec.output);
+    for (char ch : term->after)
+      spec.output.push_back(ch);
+    for (char ch : term->before + term->after)
+      if (!uses.count(ch))
+        return failure();
+  } else {
+    ellipsisLabels(spec.output);
+    for (auto [ch, n] : uses) // std::map: alphabetical (upper case first, as ASCII)
+      if (n == 1)
+        spec.output.push_back(ch);
+  }
+  // A result label may appear once only.
+  llvm::SmallDenseSet<int64_t> seen;
+  for (int64_t label : spec.output)
+    if (!seen.insert(label).second)
+      return failure();
+  return spec;
 }
 
 FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
@@ -271,6 +372,134 @@ LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *, std::optional<Lo
   if (failed(normalizeAxis(adaptor.getAxis(), d.getRank())))
     return fail(loc, "axis out of range");
   types.push_back(RankedTensorType::get(i.getShape(), d.getElementType()));
+  return success();
+}
+
+LogicalResult GatherNDOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                           Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto d = rankedType(adaptor.getData()), i = rankedType(adaptor.getIndices());
+  int64_t r = d.getRank(), q = i.getRank(), b = adaptor.getBatchDims();
+  if (q < 1 || r < 1)
+    return fail(loc, "gather_nd needs data and indices of rank >= 1");
+  if (b < 0 || b >= std::min(q, r))
+    return fail(loc, "batch_dims out of range");
+  int64_t k = i.getDimSize(q - 1);
+  if (k == kDyn)
+    return fail(loc, "gather_nd needs a static last dimension of indices");
+  if (k < 1 || b + k > r)
+    return fail(loc, "gather_nd index tuples are longer than the data's rank");
+  for (int64_t j = 0; j < b; ++j)
+    if (d.getDimSize(j) != kDyn && i.getDimSize(j) != kDyn && d.getDimSize(j) != i.getDimSize(j))
+      return fail(loc, "gather_nd batch dimensions differ");
+  SmallVector<int64_t> out(i.getShape().drop_back());
+  llvm::append_range(out, d.getShape().drop_front(b + k));
+  types.push_back(RankedTensorType::get(out, d.getElementType()));
+  return success();
+}
+
+static LogicalResult checkReduction(std::optional<Location> loc, StringRef reduction) {
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min")
+    return fail(loc, "unknown scatter reduction '" + reduction + "'");
+  return success();
+}
+
+LogicalResult ScatterElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                  Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto d = rankedType(adaptor.getData()), i = rankedType(adaptor.getIndices()),
+       u = rankedType(adaptor.getUpdates());
+  if (d.getRank() != i.getRank() || i.getRank() != u.getRank())
+    return fail(loc, "data, indices and updates must have the same rank");
+  if (failed(verifyCompatibleShape(i.getShape(), u.getShape())))
+    return fail(loc, "indices and updates must have the same shape");
+  if (d.getElementType() != u.getElementType())
+    return fail(loc, "data and updates must have the same element type");
+  if (failed(normalizeAxis(adaptor.getAxis(), d.getRank())))
+    return fail(loc, "axis out of range");
+  if (failed(checkReduction(loc, adaptor.getReduction())))
+    return failure();
+  types.push_back(d);
+  return success();
+}
+
+LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto d = rankedType(adaptor.getData()), i = rankedType(adaptor.getIndices()),
+       u = rankedType(adaptor.getUpdates());
+  int64_t r = d.getRank(), q = i.getRank();
+  if (q < 1 || r < 1)
+    return fail(loc, "scatter_nd needs data and indices of rank >= 1");
+  int64_t k = i.getDimSize(q - 1);
+  if (k == kDyn || k < 1 || k > r)
+    return fail(loc, "scatter_nd needs a static index length in [1, rank(data)]");
+  SmallVector<int64_t> expected(i.getShape().drop_back());
+  llvm::append_range(expected, d.getShape().drop_front(k));
+  if (failed(verifyCompatibleShape(expected, u.getShape())))
+    return fail(loc, "updates must have shape indices.shape[:-1] + data.shape[k:]");
+  if (d.getElementType() != u.getElementType())
+    return fail(loc, "data and updates must have the same element type");
+  if (failed(checkReduction(loc, adaptor.getReduction())))
+    return failure();
+  types.push_back(d);
+  return success();
+}
+
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput()), kt = rankedType(adaptor.getK());
+  auto axis = normalizeAxis(adaptor.getAxis(), x.getRank());
+  if (failed(axis))
+    return fail(loc, "axis out of range");
+  if (kt.hasStaticShape() && kt.getNumElements() != 1)
+    return fail(loc, "top_k needs a single k");
+  SmallVector<int64_t> out(x.getShape());
+  out[*axis] = kDyn;
+  if (auto k = constantInts(adaptor.getK())) {
+    int64_t n = x.getDimSize(*axis);
+    if ((*k)[0] < 0 || (n != kDyn && (*k)[0] > n))
+      return fail(loc, "k out of range");
+    out[*axis] = (*k)[0];
+  }
+  types.push_back(x.clone(out));
+  types.push_back(RankedTensorType::get(out, IntegerType::get(ctx, 64)));
+  return success();
+}
+
+LogicalResult EinsumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  if (adaptor.getInputs().empty())
+    return fail(loc, "einsum needs at least one operand");
+  SmallVector<int64_t> ranks;
+  Type et = rankedType(adaptor.getInputs()[0]).getElementType();
+  for (Value v : adaptor.getInputs()) {
+    ranks.push_back(rankedType(v).getRank());
+    if (rankedType(v).getElementType() != et)
+      return fail(loc, "einsum operands must have one element type");
+  }
+  auto spec = parseEinsum(adaptor.getEquation(), ranks);
+  if (failed(spec))
+    return fail(loc, "invalid einsum equation '" + adaptor.getEquation() + "'");
+  llvm::DenseMap<int64_t, int64_t> sizes;
+  for (auto [v, labels] : llvm::zip(adaptor.getInputs(), spec->inputs)) {
+    auto t = rankedType(v);
+    for (auto [dim, label] : llvm::enumerate(labels)) {
+      int64_t size = t.getDimSize(dim);
+      auto [it, inserted] = sizes.try_emplace(label, size);
+      if (inserted || size == kDyn)
+        continue;
+      if (it->second == kDyn)
+        it->second = size;
+      else if (it->second != size)
+        return fail(loc, "einsum operands disagree on the size of a label");
+    }
+  }
+  SmallVector<int64_t> out;
+  for (int64_t label : spec->output) {
+    if (!sizes.count(label))
+      return fail(loc, "einsum result label is not in any operand");
+    out.push_back(sizes[label]);
+  }
+  types.push_back(RankedTensorType::get(out, et));
   return success();
 }
 

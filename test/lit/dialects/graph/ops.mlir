@@ -116,3 +116,56 @@ func.func @dynamic_expand(%x: tensor<2x1xf32>, %s: tensor<3xi64>) -> tensor<?x2x
   %0 = graph.dynamic_expand %x, %s : (tensor<2x1xf32>, tensor<3xi64>) -> tensor<?x2x?xf32>
   return %0 : tensor<?x2x?xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @gather_nd
+// CHECK: graph.gather_nd {{.*}} -> tensor<?x2x2xf32>
+// CHECK: graph.gather_nd {{.*}}batch_dims = 1 : i64{{.*}} -> tensor<2xi32>
+func.func @gather_nd(%d: tensor<2x2x2xf32>, %i: tensor<?x1xi64>, %e: tensor<2x2xi32>, %j: tensor<2x1xi64>) -> (tensor<?x2x2xf32>, tensor<2xi32>) {
+  %0 = graph.gather_nd %d, %i : (tensor<2x2x2xf32>, tensor<?x1xi64>) -> tensor<?x2x2xf32>
+  %1 = graph.gather_nd %e, %j {batch_dims = 1 : i64} : (tensor<2x2xi32>, tensor<2x1xi64>) -> tensor<2xi32>
+  return %0, %1 : tensor<?x2x2xf32>, tensor<2xi32>
+}
+
+// -----
+
+// CHECK-LABEL: func @scatter
+// CHECK: graph.scatter_elements {{.*}}reduction = "add"{{.*}} -> tensor<3x3xf32>
+// CHECK: graph.scatter_nd {{.*}}reduction = "mul"{{.*}} -> tensor<4x4x4xf32>
+func.func @scatter(%d: tensor<3x3xf32>, %i: tensor<2x3xi64>, %u: tensor<2x3xf32>,
+                   %e: tensor<4x4x4xf32>, %j: tensor<2x1xi64>, %v: tensor<2x4x4xf32>) -> (tensor<3x3xf32>, tensor<4x4x4xf32>) {
+  %0 = graph.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = "add"} : (tensor<3x3xf32>, tensor<2x3xi64>, tensor<2x3xf32>) -> tensor<3x3xf32>
+  %1 = graph.scatter_nd %e, %j, %v {reduction = "mul"} : (tensor<4x4x4xf32>, tensor<2x1xi64>, tensor<2x4x4xf32>) -> tensor<4x4x4xf32>
+  return %0, %1 : tensor<3x3xf32>, tensor<4x4x4xf32>
+}
+
+// -----
+
+// A constant k gives a static size along the axis, a run-time k a dynamic one.
+// CHECK-LABEL: func @top_k
+// CHECK: graph.top_k {{.*}} -> (tensor<3x2xf32>, tensor<3x2xi64>)
+// CHECK: graph.top_k {{.*}} -> (tensor<?x4xf32>, tensor<?x4xi64>)
+func.func @top_k(%x: tensor<3x4xf32>, %k: tensor<1xi64>) -> (tensor<3x2xf32>, tensor<3x2xi64>, tensor<?x4xf32>, tensor<?x4xi64>) {
+  %c = graph.constant {value = dense<2> : tensor<1xi64>} : () -> tensor<1xi64>
+  %v, %i = graph.top_k %x, %c {axis = -1 : i64} : (tensor<3x4xf32>, tensor<1xi64>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  %w, %j = graph.top_k %x, %k {axis = 0 : i64, largest = 0 : i64} : (tensor<3x4xf32>, tensor<1xi64>) -> (tensor<?x4xf32>, tensor<?x4xi64>)
+  return %v, %i, %w, %j : tensor<3x2xf32>, tensor<3x2xi64>, tensor<?x4xf32>, tensor<?x4xi64>
+}
+
+// -----
+
+// Explicit and implicit (alphabetical, ellipsis first) results.
+// CHECK-LABEL: func @einsum
+// CHECK: graph.einsum {{.*}} -> tensor<2x3x5xf32>
+// CHECK: graph.einsum {{.*}} -> tensor<f32>
+// CHECK: graph.einsum {{.*}} -> tensor<3x2xf32>
+// CHECK: graph.einsum {{.*}} -> tensor<7x4xf32>
+func.func @einsum(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>, %v: tensor<5xf32>, %m: tensor<2x3xf32>, %d: tensor<7x4x4xf32>)
+    -> (tensor<2x3x5xf32>, tensor<f32>, tensor<3x2xf32>, tensor<7x4xf32>) {
+  %0 = graph.einsum %a, %b {equation = "bij, bjk -> bik"} : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+  %1 = graph.einsum %v, %v {equation = "i,i"} : (tensor<5xf32>, tensor<5xf32>) -> tensor<f32>
+  %2 = graph.einsum %m {equation = "ji"} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %3 = graph.einsum %d {equation = "...ii->...i"} : (tensor<7x4x4xf32>) -> tensor<7x4xf32>
+  return %0, %1, %2, %3 : tensor<2x3x5xf32>, tensor<f32>, tensor<3x2xf32>, tensor<7x4xf32>
+}

@@ -412,3 +412,77 @@ func.func @batch_norm_runtime(%x: tensor<1x2x3xf32>, %s: tensor<2xf32>, %b: tens
       : (tensor<1x2x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3xf32>
   return %0 : tensor<1x2x3xf32>
 }
+
+// -----
+
+// GatherND reads data at clamped coordinates taken from the index tuples.
+// CHECK-LABEL: func @gather_nd
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: tensor.extract
+// CHECK: arith.minsi
+// CHECK: tensor.extract
+// CHECK-NOT: graph.
+func.func @gather_nd(%d: tensor<3x4xf32>, %i: tensor<?x1xi64>) -> tensor<?x4xf32> {
+  %0 = graph.gather_nd %d, %i : (tensor<3x4xf32>, tensor<?x1xi64>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+// ScatterElements as a gather over the updates along the axis, on the slice
+// of data they reach; unmatched (also out-of-range) indices change nothing.
+// CHECK-LABEL: func @scatter_elements
+// CHECK: tensor.extract_slice
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: arith.cmpi eq
+// CHECK: arith.addf
+// CHECK: arith.select
+// CHECK: tensor.insert_slice
+// CHECK-NOT: graph.
+func.func @scatter_elements(%d: tensor<3x5xf32>, %i: tensor<2x2xi64>, %u: tensor<2x2xf32>) -> tensor<3x5xf32> {
+  %0 = graph.scatter_elements %d, %i, %u {axis = 1 : i64, reduction = "add"} : (tensor<3x5xf32>, tensor<2x2xi64>, tensor<2x2xf32>) -> tensor<3x5xf32>
+  return %0 : tensor<3x5xf32>
+}
+
+// -----
+
+// ScatterND: each output element reduces over the index tuples.
+// CHECK-LABEL: func @scatter_nd
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: tensor.extract
+// CHECK: arith.cmpi eq
+// CHECK: arith.mulf
+// CHECK: arith.select
+// CHECK-NOT: graph.
+func.func @scatter_nd(%d: tensor<4x3xf32>, %i: tensor<2x1xi64>, %u: tensor<2x3xf32>) -> tensor<4x3xf32> {
+  %0 = graph.scatter_nd %d, %i, %u {reduction = "mul"} : (tensor<4x3xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// TopK: ranks along the axis (ties to the lower index), then slot r takes rank r.
+// CHECK-LABEL: func @top_k
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: arith.cmpf ogt
+// CHECK: arith.cmpf oeq
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-NOT: graph.
+func.func @top_k(%x: tensor<3x4xf32>, %k: tensor<1xi64>) -> (tensor<3x?xf32>, tensor<3x?xi64>) {
+  %v, %i = graph.top_k %x, %k {axis = 1 : i64} : (tensor<3x4xf32>, tensor<1xi64>) -> (tensor<3x?xf32>, tensor<3x?xi64>)
+  return %v, %i : tensor<3x?xf32>, tensor<3x?xi64>
+}
+
+// -----
+
+// Einsum: result labels parallel, the others reductions, one generic.
+// CHECK-LABEL: func @einsum
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK-NOT: graph.
+func.func @einsum(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) -> tensor<2x3x5xf32> {
+  %0 = graph.einsum %a, %b {equation = "bij,bjk->bik"} : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+  return %0 : tensor<2x3x5xf32>
+}
