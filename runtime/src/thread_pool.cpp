@@ -13,7 +13,10 @@ struct ThreadPool::Job {
   int64_t count;
   int64_t chunk;
   std::atomic<int64_t> next{0};
-  int helpers = 0; // workers inside runChunks; guarded by the pool mutex
+  // Workers inside runChunks. Changed only under the pool mutex; read without it while the
+  // caller spins for the last chunks.
+  std::atomic<int> helpers{0};
+  bool callerSleeping = false; // guarded by the pool mutex
   std::condition_variable helpersDone;
 };
 
@@ -72,7 +75,20 @@ void ThreadPool::parallelFor(kiln_abi_kernel_fn fn, void *captures, int64_t coun
     queue.erase(it);
     pending.fetch_sub(1, std::memory_order_relaxed);
   }
-  job.helpersDone.wait(lock, [&] { return job.helpers == 0; });
+  if (job.helpers.load(std::memory_order_acquire) == 0)
+    return;
+  // A helper is finishing its last chunk, usually within microseconds: spin for it first,
+  // because sleeping on the condition variable costs a wake-up of tens of microseconds, more
+  // than a small kernel (it is what made two threads slower than one on small models).
+  lock.unlock();
+  for (int spin = 0; spin < kSpinIterations && job.helpers.load(std::memory_order_acquire) != 0; ++spin) {
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+  lock.lock();
+  job.callerSleeping = true;
+  job.helpersDone.wait(lock, [&] { return job.helpers.load(std::memory_order_acquire) == 0; });
 }
 
 void ThreadPool::workerMain() {
@@ -97,7 +113,7 @@ void ThreadPool::workerMain() {
     if (stopping)
       return;
     Job *job = queue.front();
-    ++job->helpers;
+    job->helpers.fetch_add(1, std::memory_order_relaxed);
     lock.unlock();
     runChunks(*job);
     lock.lock();
@@ -107,7 +123,10 @@ void ThreadPool::workerMain() {
       queue.erase(it);
       pending.fetch_sub(1, std::memory_order_relaxed);
     }
-    if (--job->helpers == 0)
+    // The caller may return (and `job` leave its stack) as soon as this reaches 0, so read
+    // callerSleeping before; both happen under the mutex, which the sleeping caller needs too.
+    bool wakeCaller = job->callerSleeping;
+    if (job->helpers.fetch_sub(1, std::memory_order_acq_rel) == 1 && wakeCaller)
       job->helpersDone.notify_all();
   }
 }
