@@ -183,9 +183,16 @@ struct VectorizeContractionsPass
     if (!dynamicRows) {
       result = emitRows(zero, extent, rows, init);
     } else {
-      // Whole blocks of `rows`, then the remaining rows one at a time.
+      // Whole blocks of `rows`, then pairs, then a last single row: a lone
+      // row streams the whole weight block for few FMAs, so pair them up.
       Value whole = arith::SubIOp::create(b, loc, extent, arith::RemSIOp::create(b, loc, extent, c(rows)));
       result = emitRows(zero, whole, rows, init);
+      if (rows > 2) {
+        Value left = arith::SubIOp::create(b, loc, extent, whole);
+        Value pairs = arith::SubIOp::create(b, loc, extent, arith::RemSIOp::create(b, loc, left, c(2)));
+        result = emitRows(whole, pairs, 2, result);
+        whole = pairs;
+      }
       result = emitRows(whole, extent, 1, result);
     }
     op.getResult(0).replaceAllUsesWith(result);

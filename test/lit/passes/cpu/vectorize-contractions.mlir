@@ -26,14 +26,18 @@ func.func @tile(%a: tensor<16x32xf32>, %b: tensor<32x64xf32>, %c: tensor<16x64xf
 }
 
 // A tile with a dynamic row count (the edge of a dynamic batch or sequence):
-// whole blocks of 4 rows (the default microkernel), then the remaining rows one at a time.
+// whole blocks of 4 rows (the default microkernel), then pairs, then a last single row.
 // CHECK-LABEL: func @dynamic
 // CHECK: %[[M:.*]] = tensor.dim %arg2, %c0
 // CHECK: %[[REM:.*]] = arith.remsi %[[M]], %c4
 // CHECK: %[[WHOLE:.*]] = arith.subi %[[M]], %[[REM]]
 // CHECK: scf.for %{{.*}} = %c0 to %[[WHOLE]] step %c4
 // CHECK-COUNT-4: vector.fma
-// CHECK: scf.for %{{.*}} = %[[WHOLE]] to %[[M]] step %c1
+// CHECK: %[[REM2:.*]] = arith.remsi %{{.*}}, %c2
+// CHECK: %[[PAIRS:.*]] = arith.subi %[[M]], %[[REM2]]
+// CHECK: scf.for %{{.*}} = %[[WHOLE]] to %[[PAIRS]] step %c2
+// CHECK-COUNT-2: vector.fma
+// CHECK: scf.for %{{.*}} = %[[PAIRS]] to %[[M]] step %c1
 // CHECK: vector.fma
 // CHECK-NOT: vector.fma
 // CHECK-NOT: linalg.generic
