@@ -87,10 +87,30 @@ std::string checkOutput(const kiln::artifact::TensorSignature &sig, const kiln_a
   return {};
 }
 
+// A decoder's `kiln.past_length` must lie within every cache's capacity (the generated code
+// writes the new entries from there on).
+std::string checkCachePosition(const kiln::artifact::Metadata &meta, const kiln_tensor *const *inputs) {
+  const auto &d = meta.decoder;
+  if (!d.present)
+    return {};
+  const kiln_tensor *pos = inputs[d.positionInput];
+  int64_t past = 0;
+  std::memcpy(&past, pos->data, sizeof past);
+  for (const auto &c : d.caches) {
+    const int64_t capacity = inputs[c.input]->shape[c.axis];
+    if (past < 0 || past > capacity)
+      return "input '" + meta.inputs[d.positionInput].name + "' is " + std::to_string(past) +
+             ", outside the capacity of cache '" + meta.inputs[c.input].name + "' (" + std::to_string(capacity) + ")";
+  }
+  return {};
+}
+
 kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputCount, kiln_tensor **outputs) {
   kiln_model &m = *s.model;
   const auto &meta = m.view.meta;
   std::string why = kiln::runtime::validateInputs(meta.inputs, inputs, inputCount);
+  if (why.empty())
+    why = checkCachePosition(meta, inputs);
   if (!why.empty())
     return makeError(KILN_ERROR_INVALID_ARGUMENT, why);
 

@@ -370,6 +370,58 @@ TEST_P(DecodeTest, CppWrapperGeneratesAndThrows) {
   }
 }
 
+// kiln_session_run on a decoder artifact: a past length outside the caches is refused, naming it.
+TEST_P(DecodeTest, SessionRefusesAPastLengthOutsideTheCache) {
+  kiln_model *model = nullptr;
+  Error e{kiln_model_load(artifactFor(GetParam()).c_str(), nullptr, &model)};
+  ASSERT_FALSE(e) << e.message();
+  kiln_session *session = nullptr;
+  Error se{kiln_session_create(model, &session)};
+  ASSERT_FALSE(se) << se.message();
+  const int64_t capacity = 8;
+  std::vector<std::vector<char>> storage;
+  std::vector<kiln_tensor *> owned;
+  int64_t *pastLength = nullptr;
+  for (size_t i = 0; i < kiln_model_input_count(model); ++i) {
+    kiln_tensor_info info;
+    Error ie{kiln_model_input_info(model, i, &info)};
+    ASSERT_FALSE(ie);
+    std::vector<int64_t> shape;
+    std::string name = info.name;
+    for (size_t d = 0; d < info.rank; ++d)
+      shape.push_back(info.dims[d] >= 0 ? info.dims[d] : name == "attention_mask" && d == 1 ? 2 : d == 2 ? capacity : 1);
+    size_t count = 1;
+    for (int64_t x : shape)
+      count *= size_t(x);
+    storage.emplace_back(count * kiln_dtype_size(info.dtype), 0);
+    kiln_tensor *t = nullptr;
+    Error we{kiln_tensor_wrap(info.dtype, shape.data(), shape.size(), storage.back().data(), storage.back().size(), &t)};
+    ASSERT_FALSE(we) << we.message();
+    owned.push_back(t);
+    if (name == "kiln.past_length")
+      pastLength = reinterpret_cast<int64_t *>(storage.back().data());
+  }
+  ASSERT_NE(pastLength, nullptr);
+  std::vector<const kiln_tensor *> inputs(owned.begin(), owned.end());
+  std::vector<kiln_tensor *> outputs(kiln_model_output_count(model), nullptr);
+  for (int64_t bad : {int64_t(-1), capacity + 1}) {
+    *pastLength = bad;
+    Error re{kiln_session_run(session, inputs.data(), inputs.size(), outputs.data(), outputs.size())};
+    EXPECT_EQ(re.code(), KILN_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(re.message().find("input 'kiln.past_length' is " + std::to_string(bad)), std::string::npos)
+        << re.message();
+  }
+  *pastLength = 1; // 1 cached + 1 new token = the mask's 2 columns
+  Error ok{kiln_session_run(session, inputs.data(), inputs.size(), outputs.data(), outputs.size())};
+  EXPECT_FALSE(ok) << ok.message();
+  for (kiln_tensor *t : outputs)
+    kiln_tensor_destroy(t);
+  for (kiln_tensor *t : owned)
+    kiln_tensor_destroy(t);
+  kiln_session_destroy(session);
+  kiln_model_destroy(model);
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, DecodeTest, ::testing::Values("gpt2", "llama"));
 
 TEST(DecodeSetup, ModelWithoutCacheIsRefused) {
