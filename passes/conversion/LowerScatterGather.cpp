@@ -9,6 +9,8 @@
 
 #include "dialects/graph/IR/Graph.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -79,13 +81,22 @@ struct GatherNDPattern : OpConversionPattern<GatherNDOp> {
       dims.push_back(dimValue(rewriter, loc, indices, i));
     for (int64_t i = batch + k; i < r; ++i)
       dims.push_back(dataDims[i]);
+    // Clamping needs an element to clamp to; guard reads only where an
+    // addressed axis may be empty (not statically positive).
+    bool mayBeEmpty = false;
+    for (int64_t i = 0; i < batch + k; ++i)
+      mayBeEmpty |= !(cast<RankedTensorType>(data.getType()).getDimSize(i) > 0);
     auto generic = linalg::GenericOp::create(
         rewriter, loc, rt, ValueRange{}, ValueRange{emptyTensor(rewriter, loc, rt, dims)},
         SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, getContext())},
         SmallVector<IteratorType>(rank, IteratorType::parallel),
         [&](OpBuilder &b, Location l, ValueRange) {
           SmallVector<Value> c = loopIndices(b, l, rank);
-          SmallVector<Value> src(c.begin(), c.begin() + batch);
+          SmallVector<Value> src;
+          // Batch coordinates come from the indices' extent: clamped too, in
+          // case a dynamic batch dim of indices exceeds the data's.
+          for (int64_t j = 0; j < batch; ++j)
+            src.push_back(clampIndex(b, l, c[j], dataDims[j]));
           SmallVector<Value> at(c.begin(), c.begin() + (q - 1));
           at.push_back(Value());
           for (int64_t j = 0; j < k; ++j) {
@@ -95,7 +106,24 @@ struct GatherNDPattern : OpConversionPattern<GatherNDOp> {
             src.push_back(clampIndex(b, l, wrapIndex(b, l, raw, size), size));
           }
           src.append(c.begin() + (q - 1), c.end());
-          linalg::YieldOp::create(b, l, tensor::ExtractOp::create(b, l, data, src).getResult());
+          if (!mayBeEmpty) {
+            linalg::YieldOp::create(b, l, tensor::ExtractOp::create(b, l, data, src).getResult());
+            return;
+          }
+          // An empty addressed axis has no element to clamp to: yield zero.
+          Value nonEmpty = arith::ConstantIntOp::create(b, l, 1, 1);
+          for (int64_t j = 0; j < batch + k; ++j)
+            nonEmpty = arith::AndIOp::create(
+                b, l, nonEmpty, arith::CmpIOp::create(b, l, arith::CmpIPredicate::sgt, dataDims[j], idx(b, l, 0)));
+          auto guarded = scf::IfOp::create(
+              b, l, nonEmpty,
+              [&](OpBuilder &tb, Location tl) {
+                scf::YieldOp::create(tb, tl, tensor::ExtractOp::create(tb, tl, data, src).getResult());
+              },
+              [&](OpBuilder &eb, Location el) {
+                scf::YieldOp::create(eb, el, scalarConstant(eb, el, rt.getElementType(), 0));
+              });
+          linalg::YieldOp::create(b, l, guarded.getResult(0));
         });
     rewriter.replaceOp(op, generic.getResult(0));
     return success();
@@ -124,19 +152,22 @@ struct ScatterElementsPattern : OpConversionPattern<ScatterElementsOp> {
     // data), cut to data's so that even a malformed shape stays in bounds.
     SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0)), sizes, updSizes,
         strides(rank, rewriter.getIndexAttr(1));
+    auto minSize = [&](Value x, Value y) -> OpFoldResult {
+      std::optional<int64_t> sx = getConstantIntValue(getAsOpFoldResult(x)),
+                             sy = getConstantIntValue(getAsOpFoldResult(y));
+      if (sx && sy)
+        return rewriter.getIndexAttr(std::min(*sx, *sy));
+      return arith::MinSIOp::create(rewriter, loc, x, y).getResult();
+    };
     for (int64_t i = 0; i < rank; ++i) {
-      Value u = dimValue(rewriter, loc, indices, i);
+      OpFoldResult u = minSize(dimValue(rewriter, loc, indices, i), dimValue(rewriter, loc, updates, i));
       if (i == axis) {
         sizes.push_back(getAsOpFoldResult(axisDim));
-        updSizes.push_back(getAsOpFoldResult(u));
+        updSizes.push_back(u);
         continue;
       }
-      std::optional<int64_t> su = getConstantIntValue(getAsOpFoldResult(u)),
-                             sd = getConstantIntValue(getAsOpFoldResult(dimValue(rewriter, loc, data, i)));
-      OpFoldResult s = su && sd ? OpFoldResult(rewriter.getIndexAttr(std::min(*su, *sd)))
-                                : OpFoldResult(arith::MinSIOp::create(rewriter, loc, u,
-                                                                      dimValue(rewriter, loc, data, i))
-                                                   .getResult());
+      OpFoldResult s = minSize(getValueOrCreateConstantIndexOp(rewriter, loc, u),
+                               dimValue(rewriter, loc, data, i));
       sizes.push_back(s);
       updSizes.push_back(s);
     }
@@ -225,7 +256,9 @@ struct ScatterNDPattern : OpConversionPattern<ScatterNDOp> {
 /// elements come before it: better values, or equal values at lower
 /// indices, so ties keep the lower index first), then each output slot r
 /// takes the element of rank r. O(n^2) along the axis; fine for the small
-/// axes TopK sees outside of sampling, which the runtime does itself.
+/// axes TopK sees outside of sampling, which the runtime does itself. A NaN
+/// is unordered: ranks may then repeat and a slot keep its zero fill, but
+/// every read and write stays inside the tensors.
 struct TopKPattern : OpConversionPattern<TopKOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult

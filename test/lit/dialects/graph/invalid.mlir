@@ -90,3 +90,58 @@ func.func @float_mod(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<2xf32> {
   %0 = graph.mod %a, %b {fmod = 0 : i64} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+func.func @bad_gather_nd(%d: tensor<2x2xf32>, %i: tensor<3x?xi64>) -> tensor<3xf32> {
+  // expected-error @+2 {{gather_nd needs a static last dimension of indices}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.gather_nd %d, %i : (tensor<2x2xf32>, tensor<3x?xi64>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @bad_scatter_reduction(%d: tensor<3xf32>, %i: tensor<2xi64>, %u: tensor<2xf32>) -> tensor<3xf32> {
+  // expected-error @+2 {{unknown scatter reduction 'sub'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.scatter_elements %d, %i, %u {reduction = "sub"} : (tensor<3xf32>, tensor<2xi64>, tensor<2xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @bad_scatter_nd_updates(%d: tensor<4x3xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf32>) -> tensor<4x3xf32> {
+  // expected-error @+2 {{updates must have shape indices.shape[:-1] + data.shape[k:]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.scatter_nd %d, %i, %u {reduction = "none"} : (tensor<4x3xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @bad_top_k(%x: tensor<3x4xf32>) -> (tensor<3x5xf32>, tensor<3x5xi64>) {
+  %k = graph.constant {value = dense<5> : tensor<1xi64>} : () -> tensor<1xi64>
+  // expected-error @+2 {{k out of range}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %v, %i = graph.top_k %x, %k {axis = 1 : i64} : (tensor<3x4xf32>, tensor<1xi64>) -> (tensor<3x5xf32>, tensor<3x5xi64>)
+  return %v, %i : tensor<3x5xf32>, tensor<3x5xi64>
+}
+
+// -----
+
+func.func @bad_einsum(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) -> tensor<2x5xf32> {
+  // expected-error @+2 {{einsum operands disagree on the size of a label}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.einsum %a, %b {equation = "ij,jk->ik"} : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+func.func @bad_einsum_equation(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{invalid einsum equation 'ijk->i'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.einsum %a {equation = "ijk->i"} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
