@@ -376,23 +376,39 @@ struct EinsumPattern : OpConversionPattern<EinsumOp> {
         if (loopOf.try_emplace(label, loopLabels.size()).second)
           loopLabels.push_back(label);
     int64_t loops = loopLabels.size();
+    // An ellipsis dim of static size 1 broadcasts (reads index 0) where
+    // another operand has that label larger.
+    llvm::DenseMap<int64_t, int64_t> largest;
+    for (auto [v, labels] : llvm::zip(inputs, spec->inputs))
+      for (auto [dim, label] : llvm::enumerate(labels)) {
+        int64_t size = cast<RankedTensorType>(v.getType()).getDimSize(dim);
+        int64_t &l = largest.try_emplace(label, 1).first->second;
+        if (l != ShapedType::kDynamic && (size == ShapedType::kDynamic || size > l))
+          l = size;
+      }
+    auto broadcasts = [&](Value v, int64_t dim, int64_t label) {
+      return label >= EinsumSpec::kEllipsisLabel &&
+             cast<RankedTensorType>(v.getType()).getDimSize(dim) == 1 && largest[label] != 1;
+    };
     SmallVector<AffineMap> maps;
-    for (const auto &labels : spec->inputs) {
+    for (auto [v, labels] : llvm::zip(inputs, spec->inputs)) {
       SmallVector<AffineExpr> exprs;
-      for (int64_t label : labels)
-        exprs.push_back(getAffineDimExpr(loopOf[label], ctx));
+      for (auto [dim, label] : llvm::enumerate(labels))
+        exprs.push_back(broadcasts(v, dim, label) ? getAffineConstantExpr(0, ctx)
+                                                  : getAffineDimExpr(loopOf[label], ctx));
       maps.push_back(AffineMap::get(loops, 0, exprs, ctx));
     }
     SmallVector<AffineExpr> outExprs;
     for (int64_t i = 0; i < outLoops; ++i)
       outExprs.push_back(getAffineDimExpr(i, ctx));
     maps.push_back(AffineMap::get(loops, 0, outExprs, ctx));
-    // The result's dims: the size of each label in the first operand that has it.
+    // The result's dims: the size of each label in the first operand that
+    // has it and does not broadcast it.
     SmallVector<Value> dims;
     for (int64_t label : spec->output) {
       for (auto [v, labels] : llvm::zip(inputs, spec->inputs)) {
         auto *pos = llvm::find(labels, label);
-        if (pos != labels.end()) {
+        if (pos != labels.end() && !broadcasts(v, pos - labels.begin(), label)) {
           dims.push_back(dimValue(rewriter, loc, v, pos - labels.begin()));
           break;
         }

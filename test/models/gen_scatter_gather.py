@@ -152,3 +152,6 @@ save("einsum_ellipsis_broadcast_rank", "Einsum", [("e", e), ("f", f)],
      [("y", np.einsum("...ij,...jk->...ik", e, f))], {"equation": "...ij,...jk->...ik"}, 12)
 sq = rng.standard_normal((4, 4)).astype(np.float32)
 save("einsum_trace", "Einsum", [("x", sq)], [("y", np.einsum("ii", sq))], {"equation": "ii"}, 12)
+g = rng.standard_normal((2, 1, 4, 5)).astype(np.float32)
+save("einsum_ellipsis_broadcast_one", "Einsum", [("g", g), ("f", f)],
+     [("y", np.einsum("...ij,...jk->...ik", g, f))], {"equation": "...ij,...jk->...ik"}, 12)

@@ -489,6 +489,8 @@ LogicalResult EinsumOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
         continue;
       if (it->second == kDyn)
         it->second = size;
+      else if (label >= EinsumSpec::kEllipsisLabel && (size == 1 || it->second == 1))
+        it->second = std::max(it->second, size); // ellipsis dims broadcast numpy-style
       else if (it->second != size)
         return fail(loc, "einsum operands disagree on the size of a label");
     }

@@ -169,3 +169,13 @@ func.func @einsum(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>, %v: tensor<5xf32
   %3 = graph.einsum %d {equation = "...ii->...i"} : (tensor<7x4x4xf32>) -> tensor<7x4xf32>
   return %0, %1, %2, %3 : tensor<2x3x5xf32>, tensor<f32>, tensor<3x2xf32>, tensor<7x4xf32>
 }
+
+// -----
+
+// Ellipsis dims broadcast numpy-style (1 against 3).
+// CHECK-LABEL: func @einsum_broadcast
+// CHECK: graph.einsum {{.*}} -> tensor<2x3x4x2xf32>
+func.func @einsum_broadcast(%a: tensor<2x1x4x5xf32>, %b: tensor<3x5x2xf32>) -> tensor<2x3x4x2xf32> {
+  %0 = graph.einsum %a, %b {equation = "...ij,...jk->...ik"} : (tensor<2x1x4x5xf32>, tensor<3x5x2xf32>) -> tensor<2x3x4x2xf32>
+  return %0 : tensor<2x3x4x2xf32>
+}

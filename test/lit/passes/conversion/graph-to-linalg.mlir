@@ -486,3 +486,14 @@ func.func @einsum(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) -> tensor<2x3x5x
   %0 = graph.einsum %a, %b {equation = "bij,bjk->bik"} : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
   return %0 : tensor<2x3x5xf32>
 }
+
+// -----
+
+// A broadcast ellipsis dim (size 1) is read at index 0.
+// CHECK-DAG: #[[BCAST:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, 0, d2, d4)>
+// CHECK-LABEL: func @einsum_broadcast
+// CHECK: linalg.generic {indexing_maps = [#[[BCAST]],
+func.func @einsum_broadcast(%a: tensor<2x1x4x5xf32>, %b: tensor<3x5x2xf32>) -> tensor<2x3x4x2xf32> {
+  %0 = graph.einsum %a, %b {equation = "...ij,...jk->...ik"} : (tensor<2x1x4x5xf32>, tensor<3x5x2xf32>) -> tensor<2x3x4x2xf32>
+  return %0 : tensor<2x3x4x2xf32>
+}
