@@ -18,9 +18,9 @@ done
 LM=test/models/lm/llama
 echo "== kiln-compile $LM/model.onnx -o build/demo/llama.kiln --max-context 256"
 $B/kiln-compile $LM/model.onnx -o build/demo/llama.kiln --max-context 256
-echo "== kiln-run generate build/demo/llama.kiln --tokenizer $LM/tokenizer.json --prompt 'The quick brown fox' --stats"
+echo "== kiln-run generate build/demo/llama.kiln --tokenizer $LM/tokenizer.json --prompt 'The weather today' --stats"
 echo "   (a tiny model with random weights: the text is not meant to make sense; greedy tokens equal ONNX Runtime's)"
-$B/kiln-run generate build/demo/llama.kiln --tokenizer $LM/tokenizer.json --prompt "The quick brown fox" \
+$B/kiln-run generate build/demo/llama.kiln --tokenizer $LM/tokenizer.json --prompt "The weather today" \
   --max-new-tokens 32 --stats
 echo "== the same with sampling, two prompts at once, token ids"
 $B/kiln-run generate build/demo/llama.kiln --prompt-ids 84,104,101 --prompt-ids 72,105,44,32,119 \
