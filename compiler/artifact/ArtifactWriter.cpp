@@ -149,6 +149,8 @@ LogicalResult writeModelArtifact(const ArtifactInputs &in, const std::string &pa
     }
   }
   meta.decoder.maxContext = in.maxContext;
+  if (auto rows = module->getAttrOfType<IntegerAttr>(attrs::kMaxPositions))
+    meta.decoder.maxContext = std::min<int64_t>(meta.decoder.maxContext, rows.getInt());
 
   std::vector<artifact::WeightSource> sources;
   std::vector<std::vector<char>> scratch;

@@ -108,6 +108,20 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
       main.setArgAttr(c.arg, attrs::kKvCache, b.getI64IntegerAttr(c.axis));
       main.setArgAttr(c.arg, "bufferization.writable", b.getBoolAttr(true));
     }
+    // A learned position table (Gather(table, position_ids)) has no rows past its end: record
+    // its size so that the artifact's context is capped there.
+    for (unsigned i = 0; i < main.getNumArguments(); ++i) {
+      auto name = main.getArgAttrOfType<StringAttr>(i, attrs::kName);
+      if (!name || name.getValue() != "position_ids")
+        continue;
+      for (Operation *user : main.getArgument(i).getUsers())
+        if (auto g = dyn_cast<graph::GatherOp>(user))
+          if (g.getIndices() == main.getArgument(i) && g.getData().getDefiningOp<graph::ConstantOp>()) {
+            int64_t rows = cast<RankedTensorType>(g.getData().getType()).getDimSize(0);
+            if (rows > 0)
+              getOperation()->setAttr(attrs::kMaxPositions, b.getI64IntegerAttr(rows));
+          }
+    }
     // The present outputs are the caches themselves now.
     ret->eraseOperands(dropResults);
     if (failed(main.eraseResults(dropResults)))

@@ -105,8 +105,11 @@ kiln_error *configure(kiln_generator &g, const kiln_generator_options *options) 
   if (options && options->struct_size >= offsetof(kiln_generator_options, max_context) + sizeof(int64_t) &&
       options->max_context != 0)
     g.capacity = options->max_context;
-  if (g.capacity < 1 || g.capacity > (int64_t(1) << 24))
-    return invalid("max_context " + std::to_string(g.capacity) + " is outside [1, 16777216]");
+  // The artifact's context is a limit, not only a default: a model with a learned position
+  // table has no positions beyond it (kiln-compile caps --max-context at the table's size).
+  if (g.capacity < 1 || g.capacity > m.decoder.maxContext)
+    return invalid("max_context " + std::to_string(g.capacity) + " is outside [1, " +
+                   std::to_string(m.decoder.maxContext) + "], the context the artifact was compiled for");
   return nullptr;
 }
 

@@ -89,6 +89,14 @@ void printText(const ArtifactView &v, uint64_t fileSize) {
   std::printf("outputs:\n");
   for (const auto &t : m.outputs)
     std::printf("  %s: %s%s\n", t.name.c_str(), dtypeName(t.dtype), dimsString(t.dims).c_str());
+  if (m.decoder.present) {
+    std::vector<std::string> caches;
+    for (const auto &c : m.decoder.caches)
+      caches.push_back(m.inputs[c.input].name);
+    std::printf("decoder:          KV cache in place, context %lld tokens, position input %s\n",
+                static_cast<long long>(m.decoder.maxContext), m.inputs[m.decoder.positionInput].name.c_str());
+    std::printf("  caches: %s\n", join(caches, ", ").c_str());
+  }
   std::printf("weights:          %zu tensors, %llu bytes\n", m.weights.size(),
               static_cast<unsigned long long>(v.weightsSize));
   std::printf("code:             %llu bytes\n", static_cast<unsigned long long>(v.codeSize));
@@ -113,6 +121,14 @@ void printJson(const ArtifactView &v, uint64_t fileSize) {
   std::printf("  \"passes\": %s,\n  \"entry_symbol\": %s,\n", jsonList(m.passes).c_str(), json(m.entrySymbol).c_str());
   std::printf("  \"inputs\": %s,\n  \"outputs\": %s,\n", jsonSignature(m.inputs).c_str(),
               jsonSignature(m.outputs).c_str());
+  if (m.decoder.present) {
+    std::vector<std::string> caches;
+    for (const auto &c : m.decoder.caches)
+      caches.push_back(m.inputs[c.input].name);
+    std::printf("  \"decoder\": {\"max_context\": %lld, \"position_input\": %s, \"caches\": %s},\n",
+                static_cast<long long>(m.decoder.maxContext), json(m.inputs[m.decoder.positionInput].name).c_str(),
+                jsonList(caches).c_str());
+  }
   std::printf("  \"weights\": [");
   for (size_t i = 0; i < m.weights.size(); ++i) {
     const auto &w = m.weights[i];

@@ -204,7 +204,8 @@ typedef struct kiln_generator kiln_generator;
 
 typedef struct kiln_generator_options {
   size_t struct_size;  /* set by kiln_generator_options_init */
-  int64_t max_context; /* cache capacity in tokens per sequence (prompt + new); 0: the artifact's */
+  int64_t max_context; /* cache capacity in tokens per sequence (prompt + new); 0: the artifact's,
+                          which is also the most it may be (kiln-compile --max-context) */
 } kiln_generator_options;
 KILN_API void kiln_generator_options_init(kiln_generator_options *options);
 
