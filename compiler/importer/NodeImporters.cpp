@@ -389,7 +389,10 @@ template <typename OpTy> NodeImporter reduce(int64_t axesInputSince) {
       return failure();
     SmallVector<int64_t> axes;
     if (c.opset >= axesInputSince) {
-      if (c.input(1)) {
+      auto axesType = c.input(1) ? dyn_cast<RankedTensorType>(c.input(1).getType()) : RankedTensorType();
+      if (axesType && axesType.hasStaticShape() && axesType.getNumElements() == 0) {
+        // An empty axes tensor needs no values: its length alone says "default axes".
+      } else if (c.input(1)) {
         auto v = c.constantInts(c.input(1), "axes");
         if (failed(v))
           return failure();
@@ -631,6 +634,202 @@ Results importMatMul(NodeContext &c) {
   return single(create<MatMulOp>(c, c.input(0), c.input(1)));
 }
 
+// GlobalMaxPool is ReduceMax over the spatial axes, kept as size 1: the
+// reduction's lowering (compare+select, dynamic dims) serves it unchanged.
+Results importGlobalMaxPool(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  int64_t rank = rankOf(c.input(0));
+  if (rank < 3)
+    return c.fail("input must be N x C x spatial dims (rank >= 3)");
+  SmallVector<int64_t> axes;
+  for (int64_t i = 2; i < rank; ++i)
+    axes.push_back(i);
+  return single(create<ReduceMaxOp>(c, c.input(0), axes, (int64_t)1));
+}
+
+// EyeLike depends on its input's shape only: with a static shape it is a
+// constant (ones where col - row == k), built here once.
+Results importEyeLike(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  auto xt = cast<RankedTensorType>(c.input(0).getType());
+  if (xt.getRank() != 2 || !xt.hasStaticShape())
+    return c.fail("input must be a 2-D tensor of static shape");
+  Type et = xt.getElementType();
+  if (c.attr("dtype")) {
+    int64_t dtype = c.intAttr("dtype", 0);
+    et = onnxElementType(c.b.getContext(), dtype);
+    if (!et)
+      return c.fail("unsupported dtype " + Twine(dtype));
+  }
+  if (!et.isIntOrFloat())
+    return c.fail("unsupported element type");
+  int64_t rows = xt.getDimSize(0), cols = xt.getDimSize(1), k = c.intAttr("k", 0);
+  auto type = RankedTensorType::get({rows, cols}, et);
+  DenseElementsAttr value;
+  if (auto ft = dyn_cast<FloatType>(et)) {
+    SmallVector<APFloat> v(rows * cols, APFloat::getZero(ft.getFloatSemantics()));
+    for (int64_t r = 0; r < rows; ++r)
+      if (r + k >= 0 && r + k < cols)
+        v[r * cols + r + k] = APFloat::getOne(ft.getFloatSemantics());
+    value = DenseElementsAttr::get(type, v);
+  } else {
+    unsigned width = et.getIntOrFloatBitWidth();
+    SmallVector<APInt> v(rows * cols, APInt(width, 0));
+    for (int64_t r = 0; r < rows; ++r)
+      if (r + k >= 0 && r + k < cols)
+        v[r * cols + r + k] = APInt(width, 1);
+    value = DenseElementsAttr::get(type, v);
+  }
+  return single(create<ConstantOp>(c, value));
+}
+
+/// The ONNX element type of the node's input `i` as the model declares it
+/// (graph input, initializer, value_info, or a Constant or Cast node of the
+/// main graph), or 0 when not declared. kiln's tensors keep no signedness
+/// (uint8 and int8 are both i8), so ops whose meaning depends on it ask here.
+int32_t declaredOnnxType(NodeContext &c, size_t i) {
+  if ((int)i >= c.node.input_size())
+    return 0;
+  const std::string &name = c.node.input(i);
+  const onnx::GraphProto &g = c.source.model.graph();
+  for (const auto &t : g.initializer())
+    if (t.name() == name)
+      return t.data_type();
+  for (const auto *list : {&g.input(), &g.value_info(), &g.output()})
+    for (const auto &v : *list)
+      if (v.name() == name && v.type().has_tensor_type())
+        return v.type().tensor_type().elem_type();
+  for (const auto &n : g.node()) {
+    if (n.output_size() != 1 || n.output(0) != name)
+      continue;
+    for (const auto &a : n.attribute()) {
+      if (n.op_type() == "Constant" && a.name() == "value" && a.has_t())
+        return a.t().data_type();
+      if (n.op_type() == "Cast" && a.name() == "to")
+        return int32_t(a.i());
+    }
+  }
+  return 0;
+}
+
+/// Integer quantized values as floats of type `ft`; an unsigned 8-bit tensor
+/// (stored as signless i8, converted as signed) gets 256 added where negative.
+FailureOr<Value> quantizedToFloat(NodeContext &c, Value v, Type ft, bool isUnsigned) {
+  auto f = create<CastOp>(c, v, ft);
+  if (failed(f) || !isUnsigned)
+    return f;
+  auto scalar = RankedTensorType::get({}, ft);
+  Value zero = ConstantOp::create(c.b, c.loc, DenseElementsAttr::get(scalar, FloatAttr::get(ft, 0.0).getValue()));
+  Value wrap = ConstantOp::create(c.b, c.loc, DenseElementsAttr::get(scalar, FloatAttr::get(ft, 256.0).getValue()));
+  auto negative = create<LessOp>(c, *f, zero);
+  auto shifted = create<AddOp>(c, *f, wrap);
+  if (failed(negative) || failed(shifted))
+    return failure();
+  return create<WhereOp>(c, *negative, *shifted, *f);
+}
+
+/// A per-axis scale or zero point (1-D, one entry per channel of `axis`)
+/// reshaped to broadcast against a rank-`rank` tensor; per-tensor ones unchanged.
+FailureOr<Value> alongAxis(NodeContext &c, Value v, int64_t rank, int64_t axis) {
+  auto vt = cast<RankedTensorType>(v.getType());
+  if (vt.getRank() == 0 || (vt.getRank() == 1 && vt.getDimSize(0) == 1 && rank != 1))
+    return v;
+  if (vt.getRank() != 1)
+    return c.fail("scale and zero point must be scalars or 1-D (blocked quantization is not supported)");
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank)
+    return c.fail("axis out of range");
+  SmallVector<int64_t> shape(rank, 1);
+  shape[axis] = vt.getDimSize(0);
+  return create<ReshapeOp>(c, v, c.i64Constant(shape), (int64_t)0);
+}
+
+// DequantizeLinear: y = (x - zero_point) * scale, per tensor or per axis.
+Results importDequantizeLinear(NodeContext &c) {
+  if (failed(require(c, 2)))
+    return failure();
+  if (c.attr("block_size") && c.intAttr("block_size", 0) != 0)
+    return c.fail("blocked quantization is not supported");
+  Value x = c.input(0), scale = c.input(1), zp = c.input(2);
+  Type ft = cast<RankedTensorType>(scale.getType()).getElementType();
+  if (!isa<FloatType>(ft))
+    return c.fail("scale must be a float tensor");
+  int64_t rank = rankOf(x), axis = c.intAttr("axis", 1);
+  auto xf = quantizedToFloat(c, x, ft, declaredOnnxType(c, 0) == onnx::TensorProto::UINT8);
+  auto s = alongAxis(c, scale, rank, axis);
+  if (failed(xf) || failed(s))
+    return failure();
+  Value centered = *xf;
+  if (zp) {
+    auto zf = quantizedToFloat(c, zp, ft, declaredOnnxType(c, 2) == onnx::TensorProto::UINT8);
+    if (failed(zf))
+      return failure();
+    auto z = alongAxis(c, *zf, rank, axis);
+    if (failed(z))
+      return failure();
+    auto d = create<SubOp>(c, *xf, *z);
+    if (failed(d))
+      return failure();
+    centered = *d;
+  }
+  return single(create<MulOp>(c, centered, *s));
+}
+
+// QuantizeLinear: y = saturate(round_half_even(x / scale) + zero_point) into
+// int8 or uint8 (uint8 when the zero point is absent).
+Results importQuantizeLinear(NodeContext &c) {
+  if (failed(require(c, 2)))
+    return failure();
+  if (c.attr("block_size") && c.intAttr("block_size", 0) != 0)
+    return c.fail("blocked quantization is not supported");
+  Value x = c.input(0), scale = c.input(1), zp = c.input(2);
+  Type ft = cast<RankedTensorType>(x.getType()).getElementType();
+  if (!isa<FloatType>(ft) || cast<RankedTensorType>(scale.getType()).getElementType() != ft)
+    return c.fail("input and scale must be float tensors of one type");
+  int32_t outType = zp ? declaredOnnxType(c, 2) : onnx::TensorProto::UINT8;
+  if (zp && !cast<RankedTensorType>(zp.getType()).getElementType().isInteger(8))
+    return c.fail("only int8 and uint8 outputs are supported");
+  if (outType != onnx::TensorProto::UINT8 && outType != onnx::TensorProto::INT8)
+    return c.fail("only int8 and uint8 outputs are supported (zero point type unknown)");
+  bool isUnsigned = outType == onnx::TensorProto::UINT8;
+  int64_t rank = rankOf(x), axis = c.intAttr("axis", 1);
+  auto s = alongAxis(c, scale, rank, axis);
+  if (failed(s))
+    return failure();
+  auto q = create<DivOp>(c, x, *s);
+  if (failed(q))
+    return failure();
+  q = create<RoundOp>(c, *q);
+  if (failed(q))
+    return failure();
+  if (zp) {
+    auto zf = quantizedToFloat(c, zp, ft, isUnsigned);
+    if (failed(zf))
+      return failure();
+    auto z = alongAxis(c, *zf, rank, axis);
+    if (failed(z))
+      return failure();
+    q = create<AddOp>(c, *q, *z);
+    if (failed(q))
+      return failure();
+  }
+  auto scalar = RankedTensorType::get({}, ft);
+  Value lo = ConstantOp::create(c.b, c.loc, DenseElementsAttr::get(scalar, FloatAttr::get(ft, isUnsigned ? 0.0 : -128.0).getValue()));
+  Value hi = ConstantOp::create(c.b, c.loc, DenseElementsAttr::get(scalar, FloatAttr::get(ft, isUnsigned ? 255.0 : 127.0).getValue()));
+  q = create<ClipOp>(c, *q, lo, hi);
+  if (failed(q))
+    return failure();
+  // Through i32, whose low byte is the uint8 bit pattern too (a direct
+  // float -> i8 conversion of 200 would overflow).
+  q = create<CastOp>(c, *q, c.b.getI32Type());
+  if (failed(q))
+    return failure();
+  return single(create<CastOp>(c, *q, c.b.getIntegerType(8)));
+}
+
 Results importGlobalAveragePool(NodeContext &c) {
   if (failed(require(c, 1)))
     return failure();
@@ -796,14 +995,18 @@ Results importTrilu(NodeContext &c) {
   if (failed(require(c, 1)))
     return failure();
   int64_t k = 0;
-  if (c.input(1)) {
-    auto kv = c.constantInts(c.input(1), "k");
-    if (failed(kv))
-      return failure();
-    if (!kv->empty())
-      k = (*kv)[0];
+  Value kValue;
+  if (Value kIn = c.input(1)) {
+    DenseIntElementsAttr kAttr;
+    if (matchPattern(kIn, m_Constant(&kAttr))) {
+      if (!kAttr.empty())
+        k = (*kAttr.getValues<APInt>().begin()).getSExtValue();
+    } else {
+      // A computed offset only moves the mask, never the shape: read it at run time.
+      kValue = kIn;
+    }
   }
-  return single(create<TriluOp>(c, c.input(0), c.intAttr("upper", 1), k));
+  return single(create<TriluOp>(c, c.input(0), kValue, c.intAttr("upper", 1), k));
 }
 
 Results importTile(NodeContext &c) {
@@ -1019,6 +1222,10 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     t["MaxPool"] = importPool<MaxPoolOp>;
     t["AveragePool"] = importPool<AveragePoolOp>;
     t["GlobalAveragePool"] = importGlobalAveragePool;
+    t["GlobalMaxPool"] = importGlobalMaxPool;
+    t["EyeLike"] = importEyeLike;
+    t["DequantizeLinear"] = importDequantizeLinear;
+    t["QuantizeLinear"] = importQuantizeLinear;
     t["BatchNormalization"] = importBatchNorm;
     t["LayerNormalization"] = importLayerNorm;
     t["Softmax"] = importSoftmaxLike<SoftmaxOp>;
@@ -1156,12 +1363,54 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     t["CumSum"] = [](NodeContext &c) -> Results {
       if (failed(require(c, 2)))
         return failure();
-      auto axis = c.constantInts(c.input(1), "axis");
-      if (failed(axis))
+      int64_t exclusive = c.intAttr("exclusive", 0), reverse = c.intAttr("reverse", 0);
+      Value x = c.input(0), axisIn = c.input(1);
+      DenseIntElementsAttr axisAttr;
+      if (matchPattern(axisIn, m_Constant(&axisAttr))) {
+        if (axisAttr.getNumElements() != 1)
+          return c.fail("axis must be a single value");
+        return single(create<CumSumOp>(c, x, (*axisAttr.getValues<APInt>().begin()).getSExtValue(),
+                                       exclusive, reverse));
+      }
+      // The axis is computed by the model. It never changes the shape, and
+      // there are only rank many valid axes: compute each sum and let the
+      // run-time axis choose (a rank-1 input has a single choice).
+      auto at = cast<RankedTensorType>(axisIn.getType());
+      auto xt = cast<RankedTensorType>(x.getType());
+      if (!at.hasStaticShape() || at.getNumElements() != 1 || !isa<IntegerType>(at.getElementType()))
+        return c.fail("axis must be a single integer value");
+      int64_t rank = xt.getRank();
+      if (rank == 0)
+        return c.fail("cum_sum input must have rank >= 1");
+      auto result = create<CumSumOp>(c, x, rank - 1, exclusive, reverse);
+      if (failed(result))
         return failure();
-      if (axis->size() != 1)
-        return c.fail("axis must be a single value");
-      return single(create<CumSumOp>(c, c.input(0), (*axis)[0], c.intAttr("exclusive", 0), c.intAttr("reverse", 0)));
+      auto scalarType = RankedTensorType::get({}, at.getElementType());
+      unsigned width = at.getElementType().getIntOrFloatBitWidth();
+      for (int64_t a = rank - 2; a >= 0; --a) {
+        auto sum = create<CumSumOp>(c, x, a, exclusive, reverse);
+        if (failed(sum))
+          return failure();
+        Value cond;
+        for (int64_t v : {a, a - rank}) {
+          Value cst = ConstantOp::create(c.b, c.loc, DenseElementsAttr::get(scalarType, APInt(width, v, true)));
+          auto eq = create<EqualOp>(c, axisIn, cst);
+          if (failed(eq))
+            return failure();
+          if (cond) {
+            auto both = create<OrOp>(c, cond, *eq);
+            if (failed(both))
+              return failure();
+            cond = *both;
+          } else {
+            cond = *eq;
+          }
+        }
+        result = create<WhereOp>(c, cond, *sum, *result);
+        if (failed(result))
+          return failure();
+      }
+      return single(result);
     };
     t["OneHot"] = [](NodeContext &c) -> Results {
       if (failed(require(c, 3)))

@@ -601,6 +601,14 @@ struct TriluPattern : OpConversionPattern<TriluOp> {
       return rewriter.notifyMatchFailure(op, "trilu needs rank >= 2");
     bool upper = op.getUpper() != 0;
     int64_t k = op.getK();
+    // A run-time offset: its single element, read once outside the loop nest.
+    Value kDyn;
+    if (Value kv = adaptor.getKValue()) {
+      auto kt = cast<RankedTensorType>(kv.getType());
+      SmallVector<Value> zeros(kt.getRank(), arith::ConstantIndexOp::create(rewriter, loc, 0));
+      Value k64 = tensor::ExtractOp::create(rewriter, loc, kv, zeros);
+      kDyn = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(), k64);
+    }
     SmallVector<Value> dims;
     for (int64_t i = 0; i < rank; ++i)
       dims.push_back(dimValue(rewriter, loc, x, i));
@@ -611,7 +619,7 @@ struct TriluPattern : OpConversionPattern<TriluOp> {
           // keep when (col - row) >= k (upper) or <= k (lower)
           Value diff = arith::SubIOp::create(b, l, c[rank - 1], c[rank - 2]);
           Value keep = arith::CmpIOp::create(b, l, upper ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle,
-                                             diff, idx(b, l, k));
+                                             diff, kDyn ? kDyn : idx(b, l, k));
           return arith::SelectOp::create(b, l, keep, args[0],
                                          scalarConstant(b, l, rt.getElementType(), 0));
         });

@@ -143,6 +143,13 @@ std::string inputList(const std::vector<kiln::TensorInfo> &infos) {
 }
 
 // Binds NAME=FILE arguments by name and the others to the remaining inputs in signature order.
+/// numpy has no bfloat16, so ONNX's test data stores bfloat16 tensors as
+/// uint16 bit patterns; where the model says bfloat16, read the bits as such.
+void bfloat16FromUint16(HostTensor &t, kiln_dtype wanted) {
+  if (wanted == KILN_DTYPE_BFLOAT16 && t.dtype == KILN_DTYPE_UINT16)
+    t.dtype = KILN_DTYPE_BFLOAT16;
+}
+
 std::vector<HostTensor> bindInputs(const Options &o, const std::vector<kiln::TensorInfo> &infos) {
   const size_t n = infos.size();
   std::vector<std::optional<HostTensor>> bound(n);
@@ -179,6 +186,7 @@ std::vector<HostTensor> bindInputs(const Options &o, const std::vector<kiln::Ten
       throw UsageError{"no file for input '" + infos[k].name + "' (the model takes " + std::to_string(n) +
                        " input" + (n == 1 ? "" : "s") + ": " + inputList(infos) + ")"};
     result.push_back(std::move(*bound[k]));
+    bfloat16FromUint16(result.back(), infos[k].dtype);
   }
   return result;
 }
@@ -306,8 +314,10 @@ int runMain(const Options &o) {
     throw UsageError{std::to_string(expectFiles.size()) + " expected outputs given; the model has " +
                      std::to_string(outputInfos.size())};
   std::vector<HostTensor> expected;
-  for (const auto &f : expectFiles)
+  for (const auto &f : expectFiles) {
     expected.push_back(readTensor(f));
+    bfloat16FromUint16(expected.back(), outputInfos[expected.size() - 1].dtype);
+  }
 
   std::vector<kiln::Tensor> inputs;
   for (const HostTensor &h : hostInputs)

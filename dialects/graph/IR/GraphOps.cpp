@@ -165,6 +165,19 @@ OpFoldResult DivOp::fold(FoldAdaptor a) {
                        });
 }
 
+// Shape arithmetic negates axis counts (ONNX's expanded LayerNormalization
+// builds its reduced shape from -axis): fold small int constants.
+OpFoldResult NegOp::fold(FoldAdaptor a) {
+  auto rt = foldableIntType(getType());
+  auto x = intValues(a.getInput());
+  if (!rt || !x)
+    return {};
+  SmallVector<int64_t> out;
+  for (int64_t v : *x)
+    out.push_back(-v);
+  return makeInts(rt, out);
+}
+
 OpFoldResult ReshapeOp::fold(FoldAdaptor a) { return refold(getType(), a.getInput()); }
 OpFoldResult FlattenOp::fold(FoldAdaptor a) { return refold(getType(), a.getInput()); }
 OpFoldResult SqueezeOp::fold(FoldAdaptor a) { return refold(getType(), a.getInput()); }

@@ -105,7 +105,9 @@ class Graph_UnaryOp<string mnemonic, string onnxName>
 def Graph_SqrtOp : Graph_UnaryOp<"sqrt", "Sqrt">;
 def Graph_ExpOp : Graph_UnaryOp<"exp", "Exp">;
 def Graph_LogOp : Graph_UnaryOp<"log", "Log">;
-def Graph_NegOp : Graph_UnaryOp<"neg", "Neg">;
+def Graph_NegOp : Graph_UnaryOp<"neg", "Neg"> {
+  let hasFolder = 1;
+}
 def Graph_AbsOp : Graph_UnaryOp<"abs", "Abs">;
 def Graph_ReciprocalOp : Graph_UnaryOp<"reciprocal", "Reciprocal">;
 def Graph_FloorOp : Graph_UnaryOp<"floor", "Floor">;
@@ -289,15 +291,20 @@ class Graph_ArgOp<string mnemonic, string onnxName> : Graph_Op<mnemonic> {
 def Graph_ArgMaxOp : Graph_ArgOp<"arg_max", "ArgMax">;
 def Graph_ArgMinOp : Graph_ArgOp<"arg_min", "ArgMin">;
 
-def Graph_TriluOp : Graph_SameTypeOp<"trilu"> {
+def Graph_TriluOp : Graph_Op<"trilu"> {
   let summary = "Keeps the upper or lower triangle (diagonal offset k) of the last two axes";
   let description = [{
+    The offset is the attribute `k`, or, when the model computes it (ONNX's
+    `k` input is not a constant), the optional scalar operand `k_value`
+    (int64), read at run time; it never changes the result's shape.
+
     ```mlir
     %y = graph.trilu %x {upper = 1 : i64, k = 0 : i64} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %z = graph.trilu %x, %k {upper = 0 : i64} : (tensor<4x4xf32>, tensor<1xi64>) -> tensor<4x4xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$input, DefaultValuedAttr<I64Attr, "1">:$upper,
-                   DefaultValuedAttr<I64Attr, "0">:$k);
+  let arguments = (ins AnyRankedTensor:$input, Optional<AnyRankedTensor>:$k_value,
+                   DefaultValuedAttr<I64Attr, "1">:$upper, DefaultValuedAttr<I64Attr, "0">:$k);
   let results = (outs AnyRankedTensor:$result);
 }
 

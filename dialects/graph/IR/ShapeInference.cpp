@@ -549,6 +549,18 @@ LogicalResult HardmaxOp::inferReturnTypes(MLIRContext *, std::optional<Location>
   return success();
 }
 
+LogicalResult TriluOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  if (Value k = adaptor.getKValue()) {
+    auto kt = rankedType(k);
+    if (!kt.hasStaticShape() || kt.getNumElements() != 1 || !kt.getElementType().isInteger(64))
+      return fail(loc, "trilu k must be a single int64 value");
+  }
+  types.push_back(x);
+  return success();
+}
+
 LogicalResult CumSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
   auto x = rankedType(adaptor.getInput());

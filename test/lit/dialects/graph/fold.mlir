@@ -45,3 +45,16 @@ func.func @batch_norm_folded(%x: tensor<1x2x3xf32>) -> tensor<1x2x3xf32> {
       : (tensor<1x2x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x3xf32>
   return %0 : tensor<1x2x3xf32>
 }
+
+// Neg of an int constant folds (an axis count turned into a shape length);
+// a float Neg stays.
+// CHECK-LABEL: func @neg_fold
+// CHECK-DAG: graph.constant {value = dense<[1, -3]> : tensor<2xi64>}
+// CHECK-DAG: graph.neg %arg0 : (tensor<2xf32>) -> tensor<2xf32>
+// CHECK-NOT: graph.neg
+func.func @neg_fold(%x: tensor<2xf32>) -> (tensor<2xi64>, tensor<2xf32>) {
+  %c = graph.constant {value = dense<[-1, 3]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %n = graph.neg %c : (tensor<2xi64>) -> tensor<2xi64>
+  %f = graph.neg %x : (tensor<2xf32>) -> tensor<2xf32>
+  return %n, %f : tensor<2xi64>, tensor<2xf32>
+}

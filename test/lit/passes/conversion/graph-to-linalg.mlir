@@ -312,6 +312,18 @@ func.func @resize_linear(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x8x8xf32> {
 
 // -----
 
+// CHECK-LABEL: func @trilu_runtime_k
+// CHECK: %[[K:.*]] = tensor.extract %arg1[%{{.*}}] : tensor<1xi64>
+// CHECK: %[[KI:.*]] = arith.index_cast %[[K]] : i64 to index
+// CHECK: linalg.generic
+// CHECK: arith.cmpi sge, %{{.*}}, %[[KI]] : index
+func.func @trilu_runtime_k(%x: tensor<3x4xf32>, %k: tensor<1xi64>) -> tensor<3x4xf32> {
+  %0 = graph.trilu %x, %k {upper = 1 : i64} : (tensor<3x4xf32>, tensor<1xi64>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @cum_sum_exclusive
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
 // CHECK: arith.cmpi slt
