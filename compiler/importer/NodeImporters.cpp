@@ -329,11 +329,90 @@ Results importGemm(NodeContext &c) {
                                c.b.getI64IntegerAttr(c.intAttr("transB", 0))));
 }
 
+FailureOr<Value> alongAxis(NodeContext &c, Value v, int64_t rank, int64_t axis);
+
+// BatchNormalization with training_mode=1 normalizes with the batch's own
+// statistics (mean and population variance over every axis but the
+// channels) and returns the running statistics moved towards them:
+// running = input * momentum + batch * (1 - momentum).
+Results importBatchNormTraining(NodeContext &c) {
+  Value x = c.input(0), scale = c.input(1), bias = c.input(2), inMean = c.input(3), inVar = c.input(4);
+  auto xt = cast<RankedTensorType>(x.getType());
+  Type ft = xt.getElementType();
+  int64_t rank = xt.getRank();
+  if (!isa<FloatType>(ft) || rank < 2)
+    return c.fail("training mode needs a float input of rank >= 2");
+  for (Value v : {scale, bias, inMean, inVar}) {
+    auto vt = cast<RankedTensorType>(v.getType());
+    if (vt.getRank() != 1 || vt.getElementType() != ft)
+      return c.fail("scale, B, mean and var must be 1-D tensors of the input's type");
+  }
+  SmallVector<int64_t> axes{0};
+  for (int64_t i = 2; i < rank; ++i)
+    axes.push_back(i);
+  auto scalar = RankedTensorType::get({}, ft);
+  auto cst = [&](double v) -> Value {
+    return ConstantOp::create(c.b, c.loc, DenseElementsAttr::get(scalar, FloatAttr::get(ft, v).getValue()));
+  };
+  double momentum = c.floatAttr("momentum", 0.9f);
+  auto mean = create<ReduceMeanOp>(c, x, axes, (int64_t)1);
+  if (failed(mean))
+    return failure();
+  auto d = create<SubOp>(c, x, *mean);
+  if (failed(d))
+    return failure();
+  auto sq = create<MulOp>(c, *d, *d);
+  if (failed(sq))
+    return failure();
+  auto var = create<ReduceMeanOp>(c, *sq, axes, (int64_t)1);
+  if (failed(var))
+    return failure();
+  auto ve = create<AddOp>(c, *var, cst(c.floatAttr("epsilon", 1e-5f)));
+  if (failed(ve))
+    return failure();
+  auto sd = create<SqrtOp>(c, *ve);
+  if (failed(sd))
+    return failure();
+  auto norm = create<DivOp>(c, *d, *sd);
+  auto s = alongAxis(c, scale, rank, 1), b = alongAxis(c, bias, rank, 1);
+  if (failed(norm) || failed(s) || failed(b))
+    return failure();
+  auto y = create<MulOp>(c, *norm, *s);
+  if (failed(y))
+    return failure();
+  y = create<AddOp>(c, *y, *b);
+  if (failed(y))
+    return failure();
+  SmallVector<Value> results{*y};
+  Value channels = c.i64Constant({xt.getDimSize(1)});
+  for (auto [batch, running] : {std::pair{*mean, inMean}, std::pair{*var, inVar}}) {
+    if (results.size() >= (size_t)c.node.output_size() || c.node.output(results.size()).empty())
+      break;
+    if (xt.isDynamicDim(1))
+      return c.fail("training outputs need a static channel count");
+    auto flat = create<ReshapeOp>(c, batch, channels, (int64_t)0);
+    if (failed(flat))
+      return failure();
+    auto kept = create<MulOp>(c, running, cst(momentum));
+    auto moved = create<MulOp>(c, *flat, cst(1.0 - momentum));
+    if (failed(kept) || failed(moved))
+      return failure();
+    auto r = create<AddOp>(c, *kept, *moved);
+    if (failed(r))
+      return failure();
+    results.push_back(*r);
+  }
+  for (int i = (int)results.size(); i < c.node.output_size(); ++i)
+    if (!c.node.output(i).empty())
+      return c.fail("only Y, running_mean and running_var are supported");
+  return results;
+}
+
 Results importBatchNorm(NodeContext &c) {
   if (failed(require(c, 5)))
     return failure();
   if (c.intAttr("training_mode", 0) != 0)
-    return c.fail("training_mode=1 is not supported");
+    return importBatchNormTraining(c);
   for (int i = 1; i < c.node.output_size(); ++i)
     if (!c.node.output(i).empty())
       return c.fail("training outputs (running mean/var) are not supported");
@@ -610,10 +689,27 @@ Results importIdentityLike(NodeContext &c) {
   }
   if (c.node.op_type() == "Dropout" && c.intAttr("is_test", 1) == 0 && c.opset < 7)
     return c.fail("is_test=0 (random dropout) is not supported");
-  for (int i = 1; i < c.node.output_size(); ++i)
+  auto y = create<IdentityOp>(c, c.input(0));
+  if (failed(y))
+    return failure();
+  SmallVector<Value> results{*y};
+  // Dropout's mask (opset 12+: bool) keeps every element at inference: all
+  // true, in the input's shape (a constant once the shape folds).
+  if (c.node.op_type() == "Dropout" && c.opset >= 12 && c.node.output_size() == 2 &&
+      !c.node.output(1).empty()) {
+    auto shape = create<ShapeOp>(c, c.input(0), (int64_t)0, IntegerAttr());
+    if (failed(shape))
+      return failure();
+    auto one = DenseElementsAttr::get(RankedTensorType::get({1}, c.b.getI1Type()), true);
+    auto mask = create<ConstantOfShapeOp>(c, *shape, one);
+    if (failed(mask))
+      return failure();
+    results.push_back(*mask);
+  }
+  for (int i = (int)results.size(); i < c.node.output_size(); ++i)
     if (!c.node.output(i).empty())
       return c.fail("only the first output is supported");
-  return single(create<IdentityOp>(c, c.input(0)));
+  return results;
 }
 
 Results importGather(NodeContext &c) {
