@@ -18,24 +18,43 @@ namespace {
 using utils::IteratorType;
 using Combine = std::function<Value(OpBuilder &, Location, Value acc, Value x)>;
 
-/// Map from the full iteration space (kept dims first, then reduced dims) to
-/// the input's dims, and from it to the kept dims.
-struct ReductionMaps {
-  SmallVector<int64_t> position; // input dim -> iteration dim
+/// The iteration space of a reduction of `input` over the `reduced` dims:
+/// kept dims first, then reduced ones. `position` maps an input dim to its
+/// iteration dim; the maps read the input and the kept dims; the kept dims'
+/// static shape and run-time sizes size the result.
+struct ReductionSpace {
+  SmallVector<int64_t> position;
   int64_t numKept = 0;
+  AffineMap inMap, outMap;
+  SmallVector<int64_t> outShape;
+  SmallVector<Value> outDims;
 };
 
-ReductionMaps reductionOrder(ArrayRef<bool> reduced) {
-  ReductionMaps m;
-  m.position.resize(reduced.size());
-  for (size_t i = 0; i < reduced.size(); ++i)
+ReductionSpace reductionSpace(OpBuilder &b, Location loc, Value input, ArrayRef<bool> reduced) {
+  MLIRContext *ctx = b.getContext();
+  auto it = cast<RankedTensorType>(input.getType());
+  int64_t rank = it.getRank();
+  ReductionSpace s;
+  s.position.resize(rank);
+  for (int64_t i = 0; i < rank; ++i)
     if (!reduced[i])
-      m.position[i] = m.numKept++;
-  int64_t next = m.numKept;
-  for (size_t i = 0; i < reduced.size(); ++i)
+      s.position[i] = s.numKept++;
+  int64_t next = s.numKept;
+  for (int64_t i = 0; i < rank; ++i)
     if (reduced[i])
-      m.position[i] = next++;
-  return m;
+      s.position[i] = next++;
+  SmallVector<AffineExpr> inExprs, outExprs;
+  for (int64_t i = 0; i < rank; ++i) {
+    inExprs.push_back(getAffineDimExpr(s.position[i], ctx));
+    if (!reduced[i]) {
+      outExprs.push_back(getAffineDimExpr(s.position[i], ctx));
+      s.outShape.push_back(it.getDimSize(i));
+      s.outDims.push_back(dimValue(b, loc, input, i));
+    }
+  }
+  s.inMap = AffineMap::get(rank, 0, inExprs, ctx);
+  s.outMap = AffineMap::get(rank, 0, outExprs, ctx);
+  return s;
 }
 
 /// Reduces `input` over the `reduced` dims; the result keeps the other dims.
@@ -45,34 +64,20 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<bool> reduced,
              Value initScalar, const Combine &combine,
              ValueRange extra = {},
              std::function<Value(OpBuilder &, Location, ValueRange)> pre = {}) {
-  MLIRContext *ctx = b.getContext();
   auto it = cast<RankedTensorType>(input.getType());
   int64_t rank = it.getRank();
-  ReductionMaps order = reductionOrder(reduced);
-  SmallVector<AffineExpr> inExprs, outExprs;
-  SmallVector<int64_t> outShape;
-  SmallVector<Value> outDims;
-  for (int64_t i = 0; i < rank; ++i) {
-    inExprs.push_back(getAffineDimExpr(order.position[i], ctx));
-    if (!reduced[i]) {
-      outExprs.push_back(getAffineDimExpr(order.position[i], ctx));
-      outShape.push_back(it.getDimSize(i));
-      outDims.push_back(dimValue(b, loc, input, i));
-    }
-  }
-  auto outType = RankedTensorType::get(outShape, it.getElementType());
-  Value init = filledTensor(b, loc, outType, outDims, initScalar);
-  AffineMap inMap = AffineMap::get(rank, 0, inExprs, ctx);
-  AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
+  ReductionSpace space = reductionSpace(b, loc, input, reduced);
+  auto outType = RankedTensorType::get(space.outShape, it.getElementType());
+  Value init = filledTensor(b, loc, outType, space.outDims, initScalar);
   SmallVector<Value> inputs = {input};
-  SmallVector<AffineMap> maps = {inMap};
+  SmallVector<AffineMap> maps = {space.inMap};
   for (Value e : extra) {
     inputs.push_back(e);
-    maps.push_back(outMap);
+    maps.push_back(space.outMap);
   }
-  maps.push_back(outMap);
+  maps.push_back(space.outMap);
   SmallVector<IteratorType> iters(rank, IteratorType::parallel);
-  for (int64_t i = order.numKept; i < rank; ++i)
+  for (int64_t i = space.numKept; i < rank; ++i)
     iters[i] = IteratorType::reduction;
   return linalg::GenericOp::create(
              b, loc, outType, inputs, ValueRange{init}, maps, iters,
@@ -343,37 +348,24 @@ struct SoftmaxLikePattern : OpConversionPattern<OpTy> {
 /// The index (i64, kept dims only) of the max (or min) along `axis`: a
 /// reduction carrying (best value, its index).
 Value argReduce(OpBuilder &rewriter, Location loc, Value x, int64_t axis, bool isMax, bool last) {
-  MLIRContext *ctx = rewriter.getContext();
   auto xt = cast<RankedTensorType>(x.getType());
   Type et = xt.getElementType();
   int64_t rank = xt.getRank();
   SmallVector<bool> reduced(rank, false);
   reduced[axis] = true;
-  ReductionMaps order = reductionOrder(reduced);
-  SmallVector<AffineExpr> inExprs, outExprs;
-  SmallVector<int64_t> outShape;
-  SmallVector<Value> outDims;
-  for (int64_t i = 0; i < rank; ++i) {
-    inExprs.push_back(getAffineDimExpr(order.position[i], ctx));
-    if (!reduced[i]) {
-      outExprs.push_back(getAffineDimExpr(order.position[i], ctx));
-      outShape.push_back(xt.getDimSize(i));
-      outDims.push_back(dimValue(rewriter, loc, x, i));
-    }
-  }
-  auto valType = RankedTensorType::get(outShape, et);
-  auto idxType = RankedTensorType::get(outShape, rewriter.getI64Type());
+  ReductionSpace space = reductionSpace(rewriter, loc, x, reduced);
+  auto valType = RankedTensorType::get(space.outShape, et);
+  auto idxType = RankedTensorType::get(space.outShape, rewriter.getI64Type());
   Value start = isMax ? lowestValue(rewriter, loc, et) : highestValue(rewriter, loc, et);
-  Value vals = filledTensor(rewriter, loc, valType, outDims, start);
-  Value idxs = filledTensor(rewriter, loc, idxType, outDims,
+  Value vals = filledTensor(rewriter, loc, valType, space.outDims, start);
+  Value idxs = filledTensor(rewriter, loc, idxType, space.outDims,
                             arith::ConstantOp::create(rewriter, loc, rewriter.getI64IntegerAttr(0)));
-  AffineMap inMap = AffineMap::get(rank, 0, inExprs, ctx), outMap = AffineMap::get(rank, 0, outExprs, ctx);
   SmallVector<IteratorType> iters(rank, IteratorType::parallel);
   iters[rank - 1] = IteratorType::reduction;
-  int64_t axisPos = order.position[axis];
+  int64_t axisPos = space.position[axis];
   auto generic = linalg::GenericOp::create(
       rewriter, loc, TypeRange{valType, idxType}, ValueRange{x}, ValueRange{vals, idxs},
-      SmallVector<AffineMap>{inMap, outMap, outMap}, iters,
+      SmallVector<AffineMap>{space.inMap, space.outMap, space.outMap}, iters,
       [&](OpBuilder &b, Location l, ValueRange a) {
         Value i = arith::IndexCastOp::create(b, l, b.getI64Type(), linalg::IndexOp::create(b, l, axisPos));
         Value better;

@@ -149,9 +149,7 @@ kiln_error *runStep(kiln_generator &g, const std::vector<int64_t> &tokens, const
   for (auto &t : owned)
     inputs.push_back(t.t);
   std::vector<kiln_tensor *> outputs(m.outputs.size(), nullptr);
-  auto start = Clock::now();
   e = kiln_session_run(g.session, inputs.data(), inputs.size(), outputs.data(), outputs.size());
-  g.lastRunMs = msSince(start);
   if (e)
     return e;
   std::vector<TensorPtr> results(outputs.size());

@@ -43,7 +43,6 @@ struct kiln_generator {
   std::vector<kiln::Sampler> samplers;
   std::vector<float> logits; // [batch][vocab], last position of the last run
   bool logitsFresh = false;  // the prompt's logits have not been sampled yet
-  double lastRunMs = 0;
 
   ~kiln_generator() {
     kiln_session_destroy(session);

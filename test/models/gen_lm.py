@@ -34,6 +34,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+# File helpers shared with the other model generator in this folder.
+from gen_models import load_tensor, save_model, save_tensor, write_bytes
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 LM_DIR = os.path.join(HERE, "lm")
@@ -761,18 +764,6 @@ def read_logits(path, steps, batch, vocab):
     return a.reshape(steps, batch, vocab)
 
 
-def write_bytes(path, data):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
-
-
-def save_model(model, path):
-    onnx.checker.check_model(model)
-    onnx.shape_inference.infer_shapes(model, strict_mode=True)
-    write_bytes(path, model.SerializeToString())
-
-
 def compact_json(obj, indent=""):
     """JSON with one key per line and each list of numbers (or of such lists,
     one per line) kept short."""
@@ -883,17 +874,6 @@ def make_references(name, cfg, model, weights, prompts, use_ort):
               "distinct tokens %s, min top-2 margin %.2e" % (
                   name, r["name"], r["batch"], r["prompt_lengths"], NEW_TOKENS, err.max(),
                   [len(set(t)) for t in r["tokens"]], margin))
-
-
-def save_tensor(array, name, path):
-    write_bytes(path, numpy_helper.from_array(array, name).SerializeToString())
-
-
-def load_tensor(path):
-    t = TensorProto()
-    with open(path, "rb") as f:
-        t.ParseFromString(f.read())
-    return numpy_helper.to_array(t), t.name
 
 
 def write_test_data(name, cfg, model, weights, prompts, use_ort):
