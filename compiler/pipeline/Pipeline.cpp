@@ -35,12 +35,17 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
   std::string microkernel = options.vectorBits >= 512 ? "{rows=8 columns=32}" : "{rows=4 columns=16}";
   switch (phase) {
   case Phase::Graph:
-    // Fold shapes and constants the importer left, then move weights out.
-    return std::string("builtin.module(canonicalize,cse,") + (options.kvCache ? "kiln-kv-cache-in-place,kiln-last-position-logits," : "") +
+  {
+    // Fold shapes and constants the importer left, recognize composite
+    // patterns (passes/fusion/), then move weights out.
+    std::string fusions = "";
+    return std::string("builtin.module(canonicalize,cse,") + (options.fuse ? fusions : "") +
+           (options.kvCache ? "kiln-kv-cache-in-place,kiln-last-position-logits," : "") +
            "kiln-tie-symbolic-dims,kiln-outline-weights,kiln-pack-matmul-weights)";
+  }
   case Phase::Linalg:
-    return "builtin.module(kiln-convert-graph-to-linalg,canonicalize,cse,"
-           "func.func(kiln-fuse-elementwise),canonicalize,cse,"
+    return std::string("builtin.module(kiln-convert-graph-to-linalg,canonicalize,cse,") +
+           (options.fuse ? "func.func(kiln-fuse-elementwise),canonicalize,cse," : "") +
            "func.func(kiln-tile-contractions),canonicalize,cse,"
            "func.func(kiln-vectorize-contractions" + microkernel + "),canonicalize,cse)";
   case Phase::Bufferized:

@@ -23,6 +23,13 @@ struct PipelineOptions {
   /// Decoders with past key/values get a runtime-owned, in-place KV cache
   /// (kiln-kv-cache-in-place) instead of present outputs.
   bool kvCache = true;
+  /// Graph pattern fusions (norms, GELU, SiLU, attention) and elementwise
+  /// fusion; false keeps one kernel per ONNX-level op (to compare plans and
+  /// bisect fusion bugs).
+  bool fuse = true;
+  /// Place intermediates in one per-run arena by liveness (kiln-plan-memory);
+  /// false leaves each one to malloc (to bisect planner bugs).
+  bool planMemory = true;
   bool printIrAfterAll = false;       // every pass, to stderr
   std::string printIrAfter;           // one pass (by argument name), to stderr
   std::string dumpIrDir;              // one numbered file per pass, e.g. 007_canonicalize.mlir

@@ -46,6 +46,14 @@ static cl::opt<int64_t> maxContext("max-context",
                                    cl::desc("Default KV cache capacity in tokens, stored in the artifact "
                                             "(the runtime may choose another; default 2048)"),
                                    cl::init(2048), cl::cat(category));
+static cl::opt<bool> fuse("fusion",
+                          cl::desc("Fuse composite patterns (norms, GELU, SiLU, attention) and elementwise chains "
+                                   "(default true; false: one kernel per op, to compare or bisect)"),
+                          cl::init(true), cl::cat(category));
+static cl::opt<bool> planMemory("memory-plan",
+                                cl::desc("Place intermediates in one arena by liveness (default true; false: "
+                                         "malloc each, to bisect)"),
+                                cl::init(true), cl::cat(category));
 static cl::opt<bool> listOps("list-ops", cl::desc("List the ONNX ops the importer supports and exit"),
                              cl::cat(category));
 
@@ -69,7 +77,8 @@ int main(int argc, char **argv) {
   // command-line option values.
   const std::string modelPath = inputPath, outPath = outputPath, emitWhat = emit,
                     cpuName = targetCpu, printAfterName = printAfter, dumpDir = dumpIrDir;
-  const bool printAllIr = printAll, beQuiet = quiet, useKvCache = kvCache;
+  const bool printAllIr = printAll, beQuiet = quiet, useKvCache = kvCache, useFusion = fuse,
+             usePlan = planMemory;
   const int64_t contextTokens = maxContext;
   if (contextTokens < 1 || contextTokens > (int64_t(1) << 24))
     return fail("--max-context must be between 1 and 16777216");
@@ -145,6 +154,8 @@ int main(int argc, char **argv) {
   options.printIrAfter = printAfterName;
   options.dumpIrDir = dumpDir;
   options.kvCache = useKvCache;
+  options.fuse = useFusion;
+  options.planMemory = usePlan;
   std::vector<std::string> phases = {"import"};
   options.afterPhase = [&](kiln::Phase p) {
     if (p == kiln::Phase::Graph)
