@@ -5,6 +5,7 @@
 #include "dialects/graph/IR/Graph.h"
 #include "passes/conversion/Passes.h"
 #include "passes/cpu/Passes.h"
+#include "passes/fusion/Passes.h"
 #include "passes/graph/Passes.h"
 
 #include "mlir/InitAllDialects.h"
@@ -89,6 +90,7 @@ void registerKilnPasses() {
   done = true;
   registerAllPasses();
   registerGraphPasses();
+  registerFusionPasses();
   registerConversionPasses();
   registerCpuPasses();
 }

@@ -1,0 +1,77 @@
+// Matching helpers shared by the graph fusion patterns.
+#include "passes/fusion/FusionUtils.h"
+
+#include "mlir/IR/Matchers.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace kiln::fusion {
+
+std::optional<double> splatValue(Value v) {
+  auto cst = v.getDefiningOp<graph::ConstantOp>();
+  if (!cst)
+    return std::nullopt;
+  auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
+  if (!dense || !dense.isSplat())
+    return std::nullopt;
+  Type et = dense.getElementType();
+  if (isa<FloatType>(et))
+    return dense.getSplatValue<APFloat>().convertToDouble();
+  if (auto it = dyn_cast<IntegerType>(et); it && it.getWidth() > 1)
+    return static_cast<double>(dense.getSplatValue<APInt>().getSExtValue());
+  return std::nullopt;
+}
+
+bool isConstantNear(Value v, double expected, double tolerance) {
+  std::optional<double> c = splatValue(v);
+  return c && std::fabs(*c - expected) <= tolerance * std::max(1.0, std::fabs(expected));
+}
+
+Value otherOperand(Operation *op, Value known) {
+  if (!op || op->getNumOperands() != 2)
+    return {};
+  if (op->getOperand(0) == known)
+    return op->getOperand(1);
+  if (op->getOperand(1) == known)
+    return op->getOperand(0);
+  return {};
+}
+
+bool isFloatTensor(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && t.getRank() >= 1 && isa<FloatType>(t.getElementType());
+}
+
+bool isLastAxisMean(Operation *op) {
+  auto mean = dyn_cast_or_null<graph::ReduceMeanOp>(op);
+  if (!mean || mean.getKeepdims() != 1)
+    return false;
+  int64_t rank = cast<RankedTensorType>(mean.getInput().getType()).getRank();
+  ArrayRef<int64_t> axes = mean.getAxes();
+  if (axes.empty())
+    return rank == 1;
+  return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1);
+}
+
+bool usedOnlyBy(Value v, ArrayRef<Operation *> allowed) {
+  for (Operation *user : v.getUsers())
+    if (!llvm::is_contained(allowed, user))
+      return false;
+  return true;
+}
+
+bool keepsType(Operation *op, Value v) {
+  return op && op->getNumResults() == 1 && op->getResult(0).getType() == v.getType();
+}
+
+Value squaredOperand(Operation *op) {
+  if (auto pow = dyn_cast_or_null<graph::PowOp>(op))
+    return isConstantNear(pow.getRhs(), 2.0, kExact) && keepsType(op, pow.getLhs()) ? pow.getLhs() : Value();
+  if (auto mul = dyn_cast_or_null<graph::MulOp>(op))
+    return mul.getLhs() == mul.getRhs() ? mul.getLhs() : Value();
+  return {};
+}
+
+} // namespace kiln::fusion
