@@ -1,17 +1,28 @@
 #!/usr/bin/env python3
 """Benchmark kiln against ONNX Runtime on the same models, inputs and threads.
 
-    bench/run.py --bin build/bin                      # default cases, threads 1 and 2
+    bench/run.py --bin build/bin                      # the bench suite, threads 1 and 2
+    bench/run.py --bin build/bin --threads 1,2 --rounds 3 --markdown
+    bench/run.py --bin build/bin --cases small        # the tiny test/models cases
     bench/run.py --bin build/bin --cases cnn:1 --threads 1,2,4 --rounds 5 --markdown
     bench/run.py --no-kiln                            # ORT side only (no kiln build)
 
-A case is NAME:K = test/models/NAME with the inputs of its test_data_set_K
-(K=0 is batch 1, K=1 is batch 7), or DIR:K for any test directory. Defaults:
-mlp:0 mlp:1 cnn:0 cnn:1.
+Cases (--cases, comma-separated; default `bench`):
+  bench          = bench:mlp,bench:resnet,bench:bert,bench:gpt
+  bench:NAME     a model of bench/models/gen_bench_models.py (MLP 768/3072, ResNet-18-style
+                 CNN on 224x224, BERT-style encoder and GPT-style decoder at seq 128; batch 1),
+                 generated into --models-dir (default bench/models/out) with Debian's
+                 /usr/bin/python3 (onnx, numpy) when missing or outdated
+  small          = mlp:0,mlp:1,cnn:0,cnn:1
+  NAME:K         test/models/NAME with the inputs of its test_data_set_K
+                 (K=0 is batch 1, K=1 is batch 7)
+  DIR:K          any test directory (DIR/model.onnx, DIR/test_data_set_K)
 
-For each model: `kiln-compile model.onnx -o TMP/x.kiln --quiet` once, then a
-correctness check `kiln-run x.kiln --test-data-dir DS --quiet` (skip with
---no-check). Then for each thread count and each of --rounds rounds, it runs
+For each model: `kiln-compile model.onnx -o TMP/x.kiln --quiet` once (time and peak RSS
+recorded), then a correctness check `kiln-run x.kiln --test-data-dir DS --quiet --rtol R
+--atol A` against the data set's reference outputs, which are ONNX Runtime's (skip with
+--no-check; tolerances: --rtol/--atol, default 1e-3/1e-4 for bench models, kiln-run's
+1e-3/1e-5 otherwise). Then for each thread count and each of --rounds rounds, it runs
 
     kiln-run x.kiln INPUT.pb... --iterations N --warmup W --threads T
     node bench/ort_bench.js model.onnx INPUT.pb... --iterations N --warmup W --threads T
@@ -19,7 +30,11 @@ correctness check `kiln-run x.kiln --test-data-dir DS --quiet` (skip with
 alternating which goes first, each a fresh process. Both print
 `latency_ms median=.. p90=.. min=.. max=.. iterations=N threads=T`. The table
 shows, per case and thread count, the median over rounds of each round's median
-and p90, and kiln/ORT = kiln median / ORT median (below 1: kiln is faster).
+and p90, kiln/ORT = kiln median / ORT median (below 1: kiln is faster), and the
+peak resident memory of each process (ru_maxrss from wait4, maximum over rounds;
+ORT's figure includes Node.js itself, whose baseline with onnxruntime-node loaded
+is printed in the header). N and W default per case (bench models: see
+BENCH_MODELS; others 200/20); --iterations/--warmup override them all.
 
 ORT needs onnxruntime-node in bench/node_modules: run bench/setup.sh once
 (the only step that needs network). Standard library only.
@@ -31,11 +46,14 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -43,7 +61,19 @@ MODELS = os.path.join(REPO, "test", "models")
 ORT_BENCH = os.path.join(HERE, "ort_bench.js")
 LATENCY_RE = re.compile(r"latency_ms\s+median=([0-9.eE+-]+)\s+p90=([0-9.eE+-]+)"
                         r"\s+min=([0-9.eE+-]+)\s+max=([0-9.eE+-]+)")
-DEFAULT_CASES = "mlp:0,mlp:1,cnn:0,cnn:1"
+CHECK_RE = re.compile(r"^output '(.*)': (ok|MISMATCH) \((.*)\)$", re.M)
+MAX_ABS_RE = re.compile(r"max abs err ([0-9.eE+-]+|nan|inf)")
+BENCH_GEN = os.path.join(HERE, "models", "gen_bench_models.py")
+BENCH_OUT = os.path.join(HERE, "models", "out")
+# Bench models and their default (iterations, warm-up) per round: a few seconds per process
+# on a 2-core machine.
+BENCH_MODELS = {"mlp": (200, 20), "resnet": (30, 5), "bert": (50, 5), "gpt": (50, 5)}
+BENCH_TOL = (1e-3, 1e-4)          # rtol, atol of the check for bench models
+KILN_RUN_TOL = (1e-3, 1e-5)       # kiln-run's own defaults, for the other cases
+SMALL_ITER = (200, 20)
+ALIASES = {"bench": ",".join("bench:" + n for n in BENCH_MODELS),
+           "small": "mlp:0,mlp:1,cnn:0,cnn:1"}
+DEFAULT_CASES = "bench"
 
 
 def parse_args():
@@ -53,10 +83,17 @@ def parse_args():
     ap.add_argument("--bin", default=os.environ.get("KILN_BIN"),
                     help="directory with kiln-compile and kiln-run (default: $KILN_BIN)")
     ap.add_argument("--cases", default=DEFAULT_CASES,
-                    help="comma-separated NAME:K or DIR:K (default: %s)" % DEFAULT_CASES)
+                    help="comma-separated bench, bench:NAME, small, NAME:K or DIR:K (default: %s)"
+                    % DEFAULT_CASES)
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
-    ap.add_argument("--iterations", type=int, default=200, help="timed runs per round (default 200)")
-    ap.add_argument("--warmup", type=int, default=20, help="warm-up runs per round (default 20)")
+    ap.add_argument("--iterations", type=int,
+                    help="timed runs per round (default per case: bench models %s, others %d)" % (
+                        ", ".join("%s %d" % (n, it) for n, (it, _) in BENCH_MODELS.items()),
+                        SMALL_ITER[0]))
+    ap.add_argument("--warmup", type=int,
+                    help="warm-up runs per round (default per case: bench models %s, others %d)" % (
+                        ", ".join("%s %d" % (n, w) for n, (_, w) in BENCH_MODELS.items()),
+                        SMALL_ITER[1]))
     ap.add_argument("--rounds", type=int, default=3,
                     help="alternating kiln/ORT rounds per case and thread count (default 3)")
     ap.add_argument("--taskset", metavar="CPUS",
@@ -65,6 +102,22 @@ def parse_args():
     ap.add_argument("--no-kiln", action="store_true", help="time ORT only")
     ap.add_argument("--no-ort", action="store_true", help="time kiln only")
     ap.add_argument("--no-check", action="store_true", help="skip kiln's correctness check")
+    ap.add_argument("--rtol", type=float, help="check tolerance (default: 1e-3)")
+    ap.add_argument("--atol", type=float,
+                    help="check tolerance (default: 1e-4 for bench models, 1e-5 otherwise)")
+    ap.add_argument("--models-dir", default=BENCH_OUT,
+                    help="where the bench models live / are generated (default bench/models/out)")
+    ap.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3")
+                    else "python3",
+                    help="Python with onnx and numpy, for gen_bench_models.py (default %(default)s)")
+    ap.add_argument("--no-generate", action="store_true",
+                    help="do not (re)generate bench models; use what --models-dir has")
+    ap.add_argument("--compile-args", metavar="ARGS", default="",
+                    help="extra kiln-compile arguments for every case, one string "
+                    "(e.g. --compile-args=--kv-cache=false)")
+    ap.add_argument("--kiln-commit", metavar="TEXT",
+                    help="what --bin was built from, for the header and JSON (default: this "
+                    "checkout's HEAD, +uncommitted if its sources have changes)")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--json", metavar="FILE", help="write all measurements as JSON")
     args = ap.parse_args()
@@ -76,8 +129,10 @@ def parse_args():
         args.threads = [int(t) for t in args.threads.split(",") if t.strip()]
     except ValueError:
         ap.error("--threads wants integers, e.g. 1,2")
-    if not args.threads or min(args.threads) < 1 or args.rounds < 1 or args.iterations < 1:
-        ap.error("threads, rounds and iterations must be at least 1")
+    if not args.threads or min(args.threads) < 1 or args.rounds < 1 or \
+            (args.iterations is not None and args.iterations < 1) or \
+            (args.warmup is not None and args.warmup < 0):
+        ap.error("threads, rounds and iterations must be at least 1, warmup at least 0")
     return args
 
 
@@ -125,15 +180,49 @@ def tensor_dims(path):
 
 # --- cases ------------------------------------------------------------------
 
+def expand_cases(spec):
+    out = []
+    for item in spec.split(","):
+        item = item.strip()
+        if item:
+            out.extend(expand_cases(ALIASES[item]) if item in ALIASES else [item])
+    return out
+
+
 class Case(object):
-    def __init__(self, spec):
-        if ":" not in spec:
-            raise SystemExit("bench/run.py: error: case '%s' is not NAME:K or DIR:K" % spec)
-        where, k = spec.rsplit(":", 1)
-        test_dir = where if os.path.isdir(where) and os.sep in where else os.path.join(MODELS, where)
-        self.name = os.path.basename(os.path.normpath(test_dir))
+    def __init__(self, spec, args):
+        self.bench = spec.startswith("bench:")
+        if self.bench:
+            name = spec.split(":", 1)[1]
+            if name not in BENCH_MODELS:
+                raise SystemExit("bench/run.py: error: no bench model '%s' (have %s)" % (
+                    name, ", ".join(BENCH_MODELS)))
+            test_dir, k = os.path.join(args.models_dir, name), "0"
+            self.name = "bench/" + name
+            self.bench_name = name
+            self.iterations, self.warmup = BENCH_MODELS[name]
+            self.rtol, self.atol = BENCH_TOL
+        else:
+            if ":" not in spec:
+                raise SystemExit("bench/run.py: error: case '%s' is not bench:NAME, NAME:K or "
+                                 "DIR:K" % spec)
+            where, k = spec.rsplit(":", 1)
+            test_dir = where if os.path.isdir(where) and os.sep in where else os.path.join(MODELS, where)
+            self.name = os.path.basename(os.path.normpath(test_dir))
+            self.iterations, self.warmup = SMALL_ITER
+            self.rtol, self.atol = KILN_RUN_TOL
+        if args.iterations is not None:
+            self.iterations = args.iterations
+        if args.warmup is not None:
+            self.warmup = args.warmup
+        if args.rtol is not None:
+            self.rtol = args.rtol
+        if args.atol is not None:
+            self.atol = args.atol
         self.model = os.path.join(test_dir, "model.onnx")
         self.data_dir = os.path.join(test_dir, "test_data_set_%s" % k)
+
+    def load(self):
         if not os.path.isfile(self.model) or not os.path.isdir(self.data_dir):
             raise SystemExit("bench/run.py: error: no %s or %s" % (self.model, self.data_dir))
         pat = re.compile(r"^input_(\d+)\.pb$")
@@ -144,28 +233,95 @@ class Case(object):
         self.batch = dims[0] if dims else "-"
 
 
+def generate_bench_models(cases, args):
+    names = [c.bench_name for c in cases if c.bench]
+    if not names or args.no_generate:
+        return
+    cmd = [args.python, BENCH_GEN, "--out", args.models_dir, "--if-stale"] + names
+    print("# " + " ".join(cmd), file=sys.stderr)
+    sys.stderr.flush()
+    if subprocess.call(cmd, stdout=sys.stderr) != 0:
+        raise SystemExit("bench/run.py: error: generating the bench models failed (the generator "
+                         "needs onnx and numpy: --python, and onnxruntime-node: bench/setup.sh)")
+
+
 def run(cmd, timeout):
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           timeout=timeout, universal_newlines=True)
-        return p.returncode, p.stdout
-    except subprocess.TimeoutExpired:
-        return None, "timed out after %.0fs" % timeout
-    except OSError as e:
-        return None, str(e)
+    """Run cmd to completion: (exit code or None, stdout+stderr, peak RSS in KiB, seconds).
+
+    The child is reaped with os.wait4, whose rusage is that process's own (ru_maxrss: its
+    peak resident set; taskset execs the command in the same process)."""
+    with tempfile.TemporaryFile() as out:
+        t0 = time.monotonic()
+        try:
+            p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        except OSError as e:
+            return None, str(e), None, 0.0
+        timed_out = []
+        timer = threading.Timer(timeout, lambda: (timed_out.append(1), p.kill()))
+        timer.start()
+        try:
+            _, status, usage = os.wait4(p.pid, 0)
+        finally:
+            timer.cancel()
+        seconds = time.monotonic() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read().decode("utf-8", "replace")
+    if timed_out:
+        return None, "timed out after %.0fs" % timeout, usage.ru_maxrss, seconds
+    return p.returncode, text, usage.ru_maxrss, seconds
 
 
-def latency(rc, out):
+def last_line(out):
+    lines = [l for l in out.strip().splitlines() if l.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+def first_error(out):
+    for l in out.splitlines():
+        if "error" in l.lower():
+            return l.strip()
+    return last_line(out)
+
+
+def check_result(rc, out):
+    """Parse kiln-run --test-data-dir: (status, max abs err over outputs, detail)."""
+    found = CHECK_RE.findall(out)
+    errs = []
+    for _, _, detail in found:
+        m = MAX_ABS_RE.search(detail)
+        if m:
+            errs.append(float(m.group(1)))
+    max_abs = max(errs) if errs else None
+    if rc == 0 and found:
+        return "ok", max_abs, ""
+    bad = ["%s: %s" % (n, d) for n, ok, d in found if ok != "ok"]
+    return "FAIL", max_abs, "; ".join(bad) if bad else "exit %s: %s" % (rc, last_line(out))
+
+
+def latency(rc, out, rss_kib, seconds):
     m = LATENCY_RE.search(out)
     if rc != 0 or not m:
-        last = [l for l in out.strip().splitlines() if l.strip()]
-        return None, "exit %s: %s" % (rc, last[-1] if last else "(no output)")
-    return dict(zip(("median", "p90", "min", "max"), (float(x) for x in m.groups()))), None
+        return None, "exit %s: %s" % (rc, last_line(out))
+    res = dict(zip(("median", "p90", "min", "max"), (float(x) for x in m.groups())))
+    res["peak_rss_kib"] = rss_kib
+    res["process_s"] = round(seconds, 3)
+    return res, None
+
+
+def loadavg():
+    """The 1-minute load average (other work on the machine skews the figures)."""
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def environment(args):
     env = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
            "host_cpus": os.cpu_count(), "platform": platform.platform()}
+    env["loadavg_start"] = loadavg()
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -174,18 +330,33 @@ def environment(args):
                     break
     except OSError:
         pass
-    try:
-        env["kiln_commit"] = subprocess.check_output(
-            ["git", "-C", REPO, "rev-parse", "--short", "HEAD"], stderr=subprocess.DEVNULL,
-            universal_newlines=True).strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
+    if args.kiln_commit:
+        env["kiln_commit"] = args.kiln_commit
+    else:
+        # The checkout's HEAD, marked when the compiler's sources have uncommitted changes
+        # (then --bin may hold a build of something else: say what with --kiln-commit).
+        try:
+            head = subprocess.check_output(
+                ["git", "-C", REPO, "rev-parse", "--short", "HEAD"], stderr=subprocess.DEVNULL,
+                universal_newlines=True).strip()
+            dirty = subprocess.check_output(
+                ["git", "-C", REPO, "status", "--porcelain", "--", ".", ":!bench", ":!docs"],
+                stderr=subprocess.DEVNULL, universal_newlines=True).strip()
+            env["kiln_commit"] = head + ("+uncommitted" if dirty else "")
+        except (OSError, subprocess.CalledProcessError):
+            pass
     if not args.no_ort:
-        rc, out = run(["node", "-e", "const p=require('path');let v='';for(const d of "
-                       "[process.env.KILN_ORT_NODE_MODULES||'', p.join(%r,'node_modules')])"
-                       "{try{v=require(p.join(d,'onnxruntime-node','package.json')).version;"
-                       "break}catch(e){}}console.log(v)" % HERE], 60)
+        rc, out, _, _ = run(["node", "-e", "const p=require('path');let v='';for(const d of "
+                             "[process.env.KILN_ORT_NODE_MODULES||'', p.join(%r,'node_modules')])"
+                             "{try{v=require(p.join(d,'onnxruntime-node','package.json')).version;"
+                             "break}catch(e){}}console.log(v)" % HERE], 60)
         env["onnxruntime_node"] = out.strip() if rc == 0 else None
+        rc, out, _, _ = run(["node", "--version"], 60)
+        env["node"] = out.strip() if rc == 0 else None
+        # Node.js with onnxruntime-node loaded and no session: the floor of ORT's peak RSS.
+        rc, out, rss, _ = run(["node", "-e", "require(%r).loadOrt()" % os.path.join(
+            MODELS, "tensor_proto.js")], 60)
+        env["node_ort_baseline_rss_kib"] = rss if rc == 0 else None
     return env
 
 
@@ -195,9 +366,27 @@ def fmt(x):
     return "%.3f" % x if x < 100 else "%.1f" % x
 
 
+def mib(kib):
+    return "-" if kib is None else "%.0f" % (kib / 1024.0)
+
+
+def print_table(header, table, markdown):
+    if markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "|".join("---" if i < 1 else "---:" for i in range(len(header))) + "|")
+        for line in table:
+            print("| " + " | ".join(line) + " |")
+    else:
+        widths = [max(len(h), *(len(l[i]) for l in table)) for i, h in enumerate(header)]
+        print("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))))
+        for line in table:
+            print("  ".join(c.rjust(w) if i else c.ljust(w)
+                            for i, (c, w) in enumerate(zip(line, widths))))
+
+
 def main():
     args = parse_args()
-    cases = [Case(s.strip()) for s in args.cases.split(",") if s.strip()]
+    cases = [Case(spec, args) for spec in expand_cases(args.cases)]
     prefix = ["taskset", "-c", args.taskset] if args.taskset else []
     if not args.no_ort and shutil.which("node") is None:
         raise SystemExit("bench/run.py: error: node not found (or pass --no-ort)")
@@ -207,45 +396,69 @@ def main():
         for b in (kc, kr):
             if not os.access(b, os.X_OK):
                 raise SystemExit("bench/run.py: error: %s is not executable" % b)
+    generate_bench_models(cases, args)
+    for case in cases:
+        case.load()
 
     env = environment(args)
     print("# %s, %s CPUs (%s), onnxruntime-node %s, kiln %s" % (
         env.get("cpu", "?"), env["host_cpus"], env["date"], env.get("onnxruntime_node", "-"),
         env.get("kiln_commit", "?")))
-    print("# iterations=%d warmup=%d rounds=%d threads=%s%s" % (
-        args.iterations, args.warmup, args.rounds, ",".join(map(str, args.threads)),
-        (" taskset=" + args.taskset) if args.taskset else ""))
+    iters = sorted(set("%s=%d/%d" % (c.name, c.iterations, c.warmup) for c in cases),
+                   key=lambda x: [c.name for c in cases].index(x.split("=")[0]))
+    print("# iterations/warmup per round: %s; rounds=%d threads=%s%s%s" % (
+        " ".join(iters), args.rounds, ",".join(map(str, args.threads)),
+        (" taskset=" + args.taskset) if args.taskset else "",
+        (" kiln-compile " + args.compile_args) if args.compile_args else ""))
+    if env.get("node_ort_baseline_rss_kib"):
+        print("# ORT peak RSS includes Node.js: node %s with onnxruntime-node loaded and no "
+              "session peaks at %s MiB" % (env.get("node", "?"), mib(env["node_ort_baseline_rss_kib"])))
     sys.stdout.flush()
 
     tmp = tempfile.mkdtemp(prefix="kiln-bench-")
-    artifacts, problems = {}, {}
+    artifacts, problems, compiles, checks = {}, {}, {}, {}
     rows = []
     try:
         for case in cases:
             key = case.model
             if not args.no_kiln and key not in artifacts:
                 art = os.path.join(tmp, "%d.kiln" % len(artifacts))
-                rc, out = run([kc, case.model, "-o", art, "--quiet"], args.timeout)
+                rc, out, rss, secs = run([kc, case.model, "-o", art, "--quiet"]
+                                         + shlex.split(args.compile_args), args.timeout)
                 artifacts[key] = art if rc == 0 else None
+                compiles[key] = {"ok": rc == 0, "seconds": round(secs, 2), "peak_rss_kib": rss}
                 if rc != 0:
-                    problems[key] = "compile failed: " + (out.strip().splitlines() or ["?"])[-1]
+                    problems[key] = "kiln-compile failed (exit %s): %s" % (rc, first_error(out))
+                    compiles[key]["error"] = out.strip()[-4000:]
                     print("%s: %s" % (case.name, problems[key]), file=sys.stderr)
+                else:
+                    print("  compiled %s in %.1f s (peak RSS %s MiB)" % (case.name, secs, mib(rss)),
+                          file=sys.stderr)
             check = "no-build" if key in problems else None
-            if not args.no_kiln and artifacts.get(key) and not args.no_check:
-                rc, out = run([kr, artifacts[key], "--test-data-dir", case.data_dir, "--quiet"],
-                              args.timeout)
-                check = "ok" if rc == 0 else "FAIL"
-                if rc != 0:
-                    print("%s %s: kiln-run check failed (exit %s): %s" % (
-                        case.name, os.path.basename(case.data_dir), rc,
-                        (out.strip().splitlines() or [""])[-1]), file=sys.stderr)
+            ckey = (key, case.data_dir)
+            if not args.no_kiln and artifacts.get(key) and not args.no_check and ckey not in checks:
+                rc, out, _, _ = run([kr, artifacts[key], "--test-data-dir", case.data_dir, "--quiet",
+                                     "--rtol", repr(case.rtol), "--atol", repr(case.atol)],
+                                    args.timeout)
+                status, max_abs, detail = check_result(rc, out)
+                checks[ckey] = {"case": case.name, "data_set": os.path.basename(case.data_dir),
+                                "status": status, "max_abs_err": max_abs, "rtol": case.rtol,
+                                "atol": case.atol, "detail": detail,
+                                "outputs": [l for l in out.splitlines() if l.startswith("output ")]}
+                print("  check %s %s: %s (max abs err %s; rtol %g, atol %g)%s" % (
+                    case.name, os.path.basename(case.data_dir), status,
+                    "-" if max_abs is None else "%.2e" % max_abs, case.rtol, case.atol,
+                    (": " + detail) if detail else ""), file=sys.stderr)
+            if ckey in checks:
+                check = checks[ckey]["status"]
             for threads in args.threads:
                 row = {"model": case.name, "batch": case.batch, "threads": threads,
                        "data_set": os.path.basename(case.data_dir), "check": check,
+                       "iterations": case.iterations, "warmup": case.warmup,
                        "kiln_rounds": [], "ort_rounds": [], "errors": []}
                 if key in problems:
                     row["errors"].append(problems[key])
-                common = ["--iterations", str(args.iterations), "--warmup", str(args.warmup),
+                common = ["--iterations", str(case.iterations), "--warmup", str(case.warmup),
                           "--threads", str(threads)]
                 for r in range(args.rounds):
                     steps = []
@@ -272,6 +485,8 @@ def main():
                         if rounds else None
                     row[side + "_p90"] = statistics.median([x["p90"] for x in rounds]) \
                         if rounds else None
+                    rss = [x["peak_rss_kib"] for x in rounds if x.get("peak_rss_kib")]
+                    row[side + "_peak_rss_kib"] = max(rss) if rss else None
                 row["ratio"] = (row["kiln_median"] / row["ort_median"]
                                 if row["kiln_median"] and row["ort_median"] else None)
                 rows.append(row)
@@ -280,34 +495,69 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
+    env["loadavg_end"] = loadavg()
+    print("")
+    print("# 1-minute load average: %s at the start, %s at the end (%s CPUs)" % (
+        env["loadavg_start"], env["loadavg_end"], env["host_cpus"]))
     header = ["model", "batch", "threads", "kiln median ms", "kiln p90 ms",
-              "ORT median ms", "ORT p90 ms", "kiln/ORT"]
+              "ORT median ms", "ORT p90 ms", "kiln/ORT", "kiln peak MiB", "ORT peak MiB"]
     if not args.no_kiln and not args.no_check:
         header.append("check")
     table = []
     for r in rows:
         line = [r["model"], str(r["batch"]), str(r["threads"]), fmt(r["kiln_median"]),
                 fmt(r["kiln_p90"]), fmt(r["ort_median"]), fmt(r["ort_p90"]),
-                "%.2f" % r["ratio"] if r["ratio"] else "-"]
+                "%.2f" % r["ratio"] if r["ratio"] else "-",
+                mib(r["kiln_peak_rss_kib"]), mib(r["ort_peak_rss_kib"])]
         if len(header) > len(line):
             line.append(r["check"] or "-")
         table.append(line)
     print("")
-    if args.markdown:
-        print("| " + " | ".join(header) + " |")
-        print("|" + "|".join("---" if i < 1 else "---:" for i in range(len(header))) + "|")
-        for line in table:
-            print("| " + " | ".join(line) + " |")
-    else:
-        widths = [max(len(h), *(len(l[i]) for l in table)) for i, h in enumerate(header)]
-        print("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))))
-        for line in table:
-            print("  ".join(c.rjust(w) if i else c.ljust(w)
-                            for i, (c, w) in enumerate(zip(line, widths))))
+    print_table(header, table, args.markdown)
+
+    if compiles or checks:
+        print("")
+        header2 = ["model", "kiln-compile s", "compile peak MiB", "check data", "rtol", "atol",
+                   "max abs err", "check"]
+        table2 = []
+        seen = set()
+        for case in cases:
+            ckey = (case.model, case.data_dir)
+            if ckey in seen:
+                continue
+            seen.add(ckey)
+            c = compiles.get(case.model, {})
+            k = checks.get(ckey, {})
+            table2.append([
+                case.name, "%.1f" % c["seconds"] if c.get("ok") else ("FAILED" if c else "-"),
+                mib(c.get("peak_rss_kib")) if c else "-", os.path.basename(case.data_dir),
+                "%g" % case.rtol, "%g" % case.atol,
+                "%.2e" % k["max_abs_err"] if k.get("max_abs_err") is not None else "-",
+                k.get("status") or ("no-build" if case.model in problems else "-")])
+        print_table(header2, table2, args.markdown)
+
+    notes = []
+    for case in cases:
+        if case.model in problems and problems[case.model] not in notes:
+            notes.append("%s: %s" % (case.name, problems[case.model]))
+    for k in checks.values():
+        if k["status"] != "ok":
+            notes.append("%s %s: check FAILED: %s" % (k["case"], k["data_set"], k["detail"]))
+    for r in rows:
+        for e in r["errors"]:
+            if not e.startswith("kiln-compile failed"):
+                notes.append("%s threads %d: %s" % (r["model"], r["threads"], e))
+    if notes:
+        print("")
+        for n in notes:
+            print(("- " if args.markdown else "note: ") + n)
+
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"environment": env, "iterations": args.iterations, "warmup": args.warmup,
-                       "rounds": args.rounds, "taskset": args.taskset, "rows": rows},
+            json.dump({"environment": env, "rounds": args.rounds, "taskset": args.taskset,
+                       "compile_args": args.compile_args,
+                       "compiles": {os.path.relpath(k, REPO): v for k, v in compiles.items()},
+                       "checks": list(checks.values()), "rows": rows},
                       f, indent=1)
             f.write("\n")
     failed = any(r["errors"] for r in rows) or any(r["check"] == "FAIL" for r in rows)
