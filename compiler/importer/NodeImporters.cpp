@@ -421,6 +421,26 @@ Results importBatchNorm(NodeContext &c) {
                                     c.b.getF32FloatAttr(c.floatAttr("epsilon", 1e-5f))));
 }
 
+/// Gelu (opset 20): approximate "none" (erf) or "tanh".
+Results importGelu(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  std::string approximate = c.stringAttr("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    return c.fail("Gelu approximate '" + approximate + "' is not \"none\" or \"tanh\"");
+  return single(create<GeluOp>(c, c.input(0), c.b.getStringAttr(approximate)));
+}
+
+/// RMSNormalization (opset 23): the mean square over the axes from `axis` on.
+Results importRmsNorm(NodeContext &c) {
+  if (failed(require(c, 2)))
+    return failure();
+  if (c.intAttr("stash_type", 1) != 1)
+    return c.fail("stash_type other than float is not supported");
+  return single(create<RmsNormOp>(c, c.input(0), c.input(1), c.b.getI64IntegerAttr(c.intAttr("axis", -1)),
+                                  c.b.getF32FloatAttr(c.floatAttr("epsilon", 1e-5f))));
+}
+
 Results importLayerNorm(NodeContext &c) {
   if (failed(require(c, 2)))
     return failure();
@@ -1324,6 +1344,8 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     t["QuantizeLinear"] = importQuantizeLinear;
     t["BatchNormalization"] = importBatchNorm;
     t["LayerNormalization"] = importLayerNorm;
+    t["RMSNormalization"] = importRmsNorm;
+    t["Gelu"] = importGelu;
     t["Softmax"] = importSoftmaxLike<SoftmaxOp>;
     t["LogSoftmax"] = importSoftmaxLike<LogSoftmaxOp>;
     t["Sin"] = unary<SinOp>();

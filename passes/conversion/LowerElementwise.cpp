@@ -93,6 +93,34 @@ void addActivation(RewritePatternSet &patterns, ActivationFn body) {
   patterns.add<ActivationPattern<OpTy>>(patterns.getContext(), std::move(body));
 }
 
+/// Gelu (opset 20): 0.5 x (1 + erf(x / sqrt 2)), or with tanh(sqrt(2/pi) (x + 0.044715 x^3)).
+struct GeluPattern : OpConversionPattern<GeluOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GeluOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    bool tanhForm = op.getApproximate() == "tanh";
+    auto type = cast<RankedTensorType>(op.getType());
+    rewriter.replaceOp(op, buildElementwise(rewriter, op.getLoc(), type, adaptor.getInput(),
+                                            [tanhForm](OpBuilder &b, Location l, ValueRange a) {
+      Value x = a[0];
+      Type t = x.getType();
+      Value phi;
+      if (tanhForm) {
+        Value x3 = mulValues(b, l, mulValues(b, l, x, x), x);
+        Value inner = addValues(b, l, x, mulValues(b, l, scalarConstant(b, l, t, 0.044715), x3));
+        inner = mulValues(b, l, scalarConstant(b, l, t, 0.7978845608028654), inner);
+        phi = math::TanhOp::create(b, l, inner);
+      } else {
+        phi = math::ErfOp::create(b, l, mulValues(b, l, x, scalarConstant(b, l, t, 0.7071067811865476)));
+      }
+      Value half = mulValues(b, l, x, scalarConstant(b, l, t, 0.5));
+      return mulValues(b, l, half, addValues(b, l, phi, scalarConstant(b, l, t, 1)));
+    }));
+    return success();
+  }
+};
+
 /// Mod: C's fmod (fmod=1, floats or ints), or Python's rule where the result
 /// takes the divisor's sign (fmod=0, ints).
 struct ModPattern : OpConversionPattern<ModOp> {
@@ -259,7 +287,12 @@ void populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
     Value one = scalarConstant(b, l, t, 1);
     return arith::DivFOp::create(b, l, one, arith::AddFOp::create(b, l, one, e));
   });
-  patterns.add<CastPattern, ExpandPattern, ModPattern, BitShiftPattern, ClassifyPattern<IsNaNOp>,
+  add<SiluOp>(patterns, [](B b, L l, A a) -> Value {
+    Value one = scalarConstant(b, l, a[0].getType(), 1);
+    Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, a[0]));
+    return arith::DivFOp::create(b, l, a[0], arith::AddFOp::create(b, l, one, e));
+  });
+  patterns.add<CastPattern, GeluPattern, ExpandPattern, ModPattern, BitShiftPattern, ClassifyPattern<IsNaNOp>,
                ClassifyPattern<IsInfOp>>(patterns.getContext());
 
   using F = arith::CmpFPredicate;

@@ -578,6 +578,46 @@ struct LayerNormPattern : OpConversionPattern<LayerNormOp> {
   }
 };
 
+/// RMSNormalization: one reduction (the sum of squares per row) and one
+/// elementwise pass x * rsqrt(sum / n + eps) * scale.
+struct RmsNormPattern : OpConversionPattern<RmsNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RmsNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto xt = cast<RankedTensorType>(x.getType());
+    int64_t rank = xt.getRank();
+    Type et = xt.getElementType();
+    int64_t axis = wrapAxis(op.getAxis(), rank);
+    SmallVector<bool> reduced(rank, false);
+    for (int64_t i = axis; i < rank; ++i)
+      reduced[i] = true;
+    Value count = reducedCount(rewriter, loc, x, reduced, et);
+    Value sumSq = reduce(rewriter, loc, x, reduced, scalarConstant(rewriter, loc, et, 0), sumCombine(), {},
+                         [](OpBuilder &b, Location l, ValueRange a) { return mulValues(b, l, a[0], a[0]); });
+    Value eps = scalarConstant(rewriter, loc, et, op.getEpsilon().convertToDouble());
+    Value rstd = buildElementwise(rewriter, loc, cast<RankedTensorType>(sumSq.getType()), sumSq,
+                                  [count, eps](OpBuilder &b, Location l, ValueRange a) -> Value {
+                                    Value meanSq = divValues(b, l, a[0], count);
+                                    return math::RsqrtOp::create(b, l, addValues(b, l, meanSq, eps));
+                                  });
+    SmallVector<std::pair<Value, AffineMap>> others;
+    bool hasScale = (bool)adaptor.getScale();
+    if (hasScale)
+      others.push_back({adaptor.getScale(),
+                        broadcastMap(cast<RankedTensorType>(adaptor.getScale().getType()), xt, getContext())});
+    Value y = mapWithReduced(rewriter, loc, x, reduced, ValueRange{rstd}, others,
+                             [hasScale](OpBuilder &b, Location l, ValueRange a) {
+                               Value n = mulValues(b, l, a[0], a[1]);
+                               return hasScale ? mulValues(b, l, n, a[2]) : n;
+                             });
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
 /// InstanceNormalization: mean and variance per (n, c) over the spatial axes,
 /// then scale and bias per channel.
 struct InstanceNormPattern : OpConversionPattern<InstanceNormOp> {
@@ -834,7 +874,7 @@ void populateNnLoweringPatterns(RewritePatternSet &patterns) {
                ReducePattern<ReduceL1Op>, ReducePattern<ReduceL2Op>, ReducePattern<ReduceSumSquareOp>,
                ReducePattern<ReduceLogSumOp>, ReduceLogSumExpPattern,
                ArgPattern<ArgMaxOp>, ArgPattern<ArgMinOp>, InstanceNormPattern, HardmaxPattern,
-               CumSumPattern, NllLossPattern, SoftmaxLikePattern<SoftmaxOp>, SoftmaxLikePattern<LogSoftmaxOp>, LayerNormPattern,
+               CumSumPattern, NllLossPattern, SoftmaxLikePattern<SoftmaxOp>, SoftmaxLikePattern<LogSoftmaxOp>, LayerNormPattern, RmsNormPattern,
                BatchNormPattern, GlobalAveragePoolPattern, PoolPattern<MaxPoolOp>,
                PoolPattern<AveragePoolOp>>(patterns.getContext());
 }

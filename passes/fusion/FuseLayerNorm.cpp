@@ -15,101 +15,77 @@ using namespace kiln::fusion;
 namespace kiln {
 namespace {
 
-/// `1 / s` written as Reciprocal(s) or Div(1, s): returns s.
-Value reciprocalOperand(Operation *op) {
-  if (auto r = dyn_cast_or_null<graph::ReciprocalOp>(op))
-    return r.getInput();
-  if (auto d = dyn_cast_or_null<graph::DivOp>(op))
-    return isConstantNear(d.getLhs(), 1.0, kExact) && keepsType(op, d.getRhs()) ? d.getRhs() : Value();
-  return {};
-}
-
-/// A gain or shift that applies per element of the normalized (last) axis:
-/// every other dim is 1, so the fused op means the same as the broadcast.
-bool isLastAxisParameter(Value p, Value normalized) {
-  auto pt = dyn_cast<RankedTensorType>(p.getType());
-  auto nt = cast<RankedTensorType>(normalized.getType());
-  if (!pt || pt.getElementType() != nt.getElementType() || pt.getRank() > nt.getRank())
-    return false;
-  for (int64_t i = 0; i + 1 < pt.getRank(); ++i)
-    if (pt.getDimSize(i) != 1)
-      return false;
-  return true;
-}
-
-/// The chain `d = x - mean(x); d / sqrt(mean(d^2) + eps)` (or `d * (1 / sqrt(...))`),
-/// rooted at the op that divides.
+/// The chain `d = x - m; d / sqrt(var + eps)` (or `d * (1 / sqrt(...))`) over
+/// the last axis, rooted at the op that divides, where m = mean(x) and var is
+/// mean(d^2) (PyTorch exports) or mean(x^2) - m^2 (ONNX's own expansion of
+/// LayerNormalization). Both are the variance; the fused op computes the
+/// two-pass form, which is the more accurate of the two.
 struct Normalization {
   Value x;
   graph::ReduceMeanOp mean;
-  Operation *sub;
+  SmallVector<Operation *> meanChainUsers; // readers of m inside the chain
+  Operation *sqrt;                         // sqrt(var + eps)
   double epsilon = 0;
+  Operation *ownReciprocal;                // 1 / sqrt when the root multiplies by it
 };
 
+/// mean(x^2) - m^2 with every intermediate read once: true when `var` is that.
+bool isExpandedVariance(Value var, Value x, Value m, Operation *&mSquare) {
+  auto sub = var.getDefiningOp<graph::SubOp>();
+  if (!sub || !var.hasOneUse() || !keepsType(sub, sub.getLhs()))
+    return false;
+  auto meanSq = sub.getLhs().getDefiningOp<graph::ReduceMeanOp>();
+  Operation *sqm = sub.getRhs().getDefiningOp();
+  if (!meanSq || !isLastAxisMean(meanSq) || !sub.getLhs().hasOneUse() || !sqm ||
+      squaredOperand(sqm) != m || !sub.getRhs().hasOneUse())
+    return false;
+  Operation *sqx = meanSq.getInput().getDefiningOp();
+  if (!sqx || squaredOperand(sqx) != x || !sqx->getResult(0).hasOneUse())
+    return false;
+  mSquare = sqm;
+  return true;
+}
+
 std::optional<Normalization> matchNormalization(Operation *root) {
-  // Find d and the square root it is divided by.
-  SmallVector<std::pair<Value, Value>, 2> candidates; // (d, sqrt value)
-  Operation *recip = nullptr;
-  if (auto div = dyn_cast<graph::DivOp>(root)) {
-    candidates.push_back({div.getLhs(), div.getRhs()});
-  } else if (auto mul = dyn_cast<graph::MulOp>(root)) {
-    for (auto [d, r] : {std::pair(mul.getLhs(), mul.getRhs()), std::pair(mul.getRhs(), mul.getLhs())})
-      if (Value s = reciprocalOperand(r.getDefiningOp())) {
-        candidates.push_back({d, s});
-        recip = r.getDefiningOp();
-        break;
-      }
-  }
-  for (auto [d, s] : candidates) {
+  for (DivisionBy div : divisions(root)) {
+    Value d = div.numerator;
     if (!isFloatTensor(d) || !keepsType(root, d))
-      continue;
-    auto sqrt = s.getDefiningOp<graph::SqrtOp>();
-    if (!sqrt || !usedOnlyBy(s, {recip ? recip : root}) || (recip && !usedOnlyBy(recip->getResult(0), {root})))
-      continue;
-    // The epsilon sits inside the square root, added to the variance.
-    auto add = sqrt.getInput().getDefiningOp<graph::AddOp>();
-    if (!add || !usedOnlyBy(add.getResult(), {sqrt}))
-      continue;
-    Value var;
-    std::optional<double> eps;
-    for (auto [v, e] : {std::pair(add.getLhs(), add.getRhs()), std::pair(add.getRhs(), add.getLhs())})
-      if ((eps = splatValue(e)) && v.getDefiningOp<graph::ReduceMeanOp>()) {
-        var = v;
-        break;
-      }
-    if (!var || *eps < 0 || !keepsType(add, var) || !isLastAxisMean(var.getDefiningOp()) ||
-        !usedOnlyBy(var, {add}))
-      continue;
-    // The variance is the mean of d squared, and d = x - mean(x).
-    Operation *sq = var.getDefiningOp<graph::ReduceMeanOp>().getInput().getDefiningOp();
-    if (squaredOperand(sq) != d || !usedOnlyBy(sq->getResult(0), {var.getDefiningOp()}) ||
-        !usedOnlyBy(d, {sq, root}))
       continue;
     auto sub = d.getDefiningOp<graph::SubOp>();
     if (!sub)
       continue;
+    Value x = sub.getLhs();
     auto mean = sub.getRhs().getDefiningOp<graph::ReduceMeanOp>();
-    if (!mean || mean.getInput() != sub.getLhs() || !isLastAxisMean(mean) || !keepsType(sub, sub.getLhs()))
+    if (!mean || mean.getInput() != x || !isLastAxisMean(mean) || !keepsType(sub, x))
       continue;
-    return Normalization{sub.getLhs(), mean, sub, *eps};
+    // The epsilon sits inside the square root, added to the variance.
+    auto sqrt = div.denominator.getDefiningOp<graph::SqrtOp>();
+    auto add = sqrt ? sqrt.getInput().getDefiningOp<graph::AddOp>() : graph::AddOp();
+    if (!add || !add->hasOneUse())
+      continue;
+    for (auto [var, e] : {std::pair(add.getLhs(), add.getRhs()), std::pair(add.getRhs(), add.getLhs())}) {
+      std::optional<double> eps = splatValue(e);
+      if (!eps || *eps < 0 || !keepsType(add, var))
+        continue;
+      Normalization n{x, mean, {sub}, sqrt, *eps, div.reciprocal};
+      Operation *mSquare = nullptr;
+      if (auto v = var.getDefiningOp<graph::ReduceMeanOp>()) {
+        // mean(d^2): d dies here, read only by the square and the division.
+        Operation *sq = v.getInput().getDefiningOp();
+        if (!isLastAxisMean(v) || !var.hasOneUse() || squaredOperand(sq) != d ||
+            !sq->getResult(0).hasOneUse() || !usedOnlyBy(d, {sq, root}))
+          continue;
+      } else if (isExpandedVariance(var, x, mean.getResult(), mSquare)) {
+        if (!d.hasOneUse())
+          continue;
+        n.meanChainUsers.push_back(mSquare);
+      } else {
+        continue;
+      }
+      return n;
+    }
   }
   return std::nullopt;
-}
-
-/// The single user of `v` if it is `OpTy(v, p)` or `OpTy(p, v)` with a
-/// last-axis parameter p that keeps v's type; sets `param`.
-template <typename OpTy>
-Operation *affineUser(Value v, Value &param) {
-  if (!v.hasOneUse())
-    return nullptr;
-  auto op = dyn_cast<OpTy>(*v.getUsers().begin());
-  if (!op || !keepsType(op, v))
-    return nullptr;
-  Value p = otherOperand(op, v);
-  if (!p || p == v || !isLastAxisParameter(p, v))
-    return nullptr;
-  param = p;
-  return op;
 }
 
 struct FuseLayerNormPattern : RewritePattern {
@@ -120,7 +96,7 @@ struct FuseLayerNormPattern : RewritePattern {
       return failure();
     std::optional<Normalization> norm = matchNormalization(op);
     if (!norm)
-      return rewriter.notifyMatchFailure(op, "not x - mean(x) over sqrt(mean(sq) + eps) on the last axis");
+      return rewriter.notifyMatchFailure(op, "not x - mean(x) over sqrt(variance + eps) on the last axis");
     // Absorb the gain and the shift when nothing else reads the value before them.
     Operation *last = op;
     Value scale, bias;
@@ -128,21 +104,33 @@ struct FuseLayerNormPattern : RewritePattern {
       last = mul;
     if (Operation *add = affineUser<graph::AddOp>(last->getResult(0), bias))
       last = add;
-    // Other readers of the mean get the op's own mean output (the same keepdims
-    // shape), which exists only after `last`.
-    SmallVector<Operation *> meanUsers;
-    for (Operation *user : norm->mean->getUsers()) {
-      if (user == norm->sub)
-        continue;
-      if (user->getBlock() != last->getBlock() || !last->isBeforeInBlock(user))
-        return rewriter.notifyMatchFailure(op, "the mean is also read before the normalization ends");
-      meanUsers.push_back(user);
-    }
+
+    // Other readers of the mean, and of 1 / sqrt(var + eps), get the fused
+    // op's Mean and InvStdDev outputs (keepdims shape), which exist only
+    // after `last`. Any other reader of the chain refuses the fusion.
     auto xt = cast<RankedTensorType>(norm->x.getType());
     SmallVector<int64_t> statShape(xt.getShape());
     statShape.back() = 1;
-    if (!meanUsers.empty() && xt.clone(statShape) != norm->mean.getType())
-      return rewriter.notifyMatchFailure(op, "the mean's other readers need another shape");
+    Type statType = xt.clone(statShape);
+    auto after = [&](Operation *user) {
+      return user->getBlock() == last->getBlock() && last->isBeforeInBlock(user);
+    };
+    auto readLater = [&](Value v) { return v.getType() == statType && llvm::all_of(v.getUsers(), after); };
+    SmallVector<Operation *> meanUsers;
+    for (Operation *user : norm->mean->getUsers())
+      if (!llvm::is_contained(norm->meanChainUsers, user))
+        meanUsers.push_back(user);
+    if (!meanUsers.empty() && (norm->mean.getType() != statType || !llvm::all_of(meanUsers, after)))
+      return rewriter.notifyMatchFailure(op, "the mean is also read where the fused op cannot provide it");
+    SmallVector<Operation *> invStdDevs;
+    for (Operation *user : norm->sqrt->getUsers()) {
+      if (user == op || user == norm->ownReciprocal)
+        continue;
+      if (reciprocalOperand(user) != norm->sqrt->getResult(0) || !readLater(user->getResult(0)))
+        return rewriter.notifyMatchFailure(op, "the standard deviation is also read");
+      invStdDevs.push_back(user);
+    }
+
     rewriter.setInsertionPoint(last);
     if (!scale) {
       auto one = RankedTensorType::get({1}, xt.getElementType());
@@ -154,6 +142,8 @@ struct FuseLayerNormPattern : RewritePattern {
                                          rewriter.getF32FloatAttr(norm->epsilon));
     rewriter.replaceUsesWithIf(norm->mean.getResult(), ln.getMean(),
                                [&](OpOperand &use) { return llvm::is_contained(meanUsers, use.getOwner()); });
+    for (Operation *r : invStdDevs)
+      rewriter.replaceOp(r, ln.getInvStdDev());
     rewriter.replaceOp(last, ln.getResult());
     return success();
   }

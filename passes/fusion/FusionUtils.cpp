@@ -74,4 +74,57 @@ Value squaredOperand(Operation *op) {
   return {};
 }
 
+Value reciprocalOperand(Operation *op) {
+  if (auto r = dyn_cast_or_null<graph::ReciprocalOp>(op))
+    return r.getInput();
+  if (auto d = dyn_cast_or_null<graph::DivOp>(op))
+    return isConstantNear(d.getLhs(), 1.0, kExact) && keepsType(op, d.getRhs()) ? d.getRhs() : Value();
+  return {};
+}
+
+bool isLastAxisParameter(Value p, Value normalized) {
+  auto pt = dyn_cast<RankedTensorType>(p.getType());
+  auto nt = cast<RankedTensorType>(normalized.getType());
+  if (!pt || pt.getElementType() != nt.getElementType() || pt.getRank() > nt.getRank())
+    return false;
+  for (int64_t i = 0; i + 1 < pt.getRank(); ++i)
+    if (pt.getDimSize(i) != 1)
+      return false;
+  return true;
+}
+
+std::optional<RootMeanSquare> matchRootMeanSquare(Value s, Operation *consumer) {
+  auto sqrt = s.getDefiningOp<graph::SqrtOp>();
+  if (!sqrt || !usedOnlyBy(s, {consumer}))
+    return std::nullopt;
+  // The epsilon sits inside the square root, added to the mean.
+  auto add = sqrt.getInput().getDefiningOp<graph::AddOp>();
+  if (!add || !usedOnlyBy(add.getResult(), {sqrt}))
+    return std::nullopt;
+  for (auto [v, e] : {std::pair(add.getLhs(), add.getRhs()), std::pair(add.getRhs(), add.getLhs())}) {
+    std::optional<double> eps = splatValue(e);
+    auto mean = v.getDefiningOp<graph::ReduceMeanOp>();
+    if (!eps || *eps < 0 || !mean || !keepsType(add, v) || !isLastAxisMean(mean) || !usedOnlyBy(v, {add}))
+      continue;
+    Operation *sq = mean.getInput().getDefiningOp();
+    Value base = squaredOperand(sq);
+    if (!base || !usedOnlyBy(sq->getResult(0), {mean}))
+      continue;
+    return RootMeanSquare{base, *eps, sq};
+  }
+  return std::nullopt;
+}
+
+SmallVector<DivisionBy, 2> divisions(Operation *root) {
+  SmallVector<DivisionBy, 2> out;
+  if (auto div = dyn_cast<graph::DivOp>(root)) {
+    out.push_back({div.getLhs(), div.getRhs(), nullptr});
+  } else if (auto mul = dyn_cast<graph::MulOp>(root)) {
+    for (auto [v, r] : {std::pair(mul.getLhs(), mul.getRhs()), std::pair(mul.getRhs(), mul.getLhs())})
+      if (Value s = reciprocalOperand(r.getDefiningOp()); s && usedOnlyBy(r, {root}))
+        out.push_back({v, s, r.getDefiningOp()});
+  }
+  return out;
+}
+
 } // namespace kiln::fusion

@@ -40,6 +40,48 @@ bool keepsType(mlir::Operation *op, mlir::Value v);
 /// `v` squared, written as Pow(v, 2) or Mul(v, v): returns v.
 mlir::Value squaredOperand(mlir::Operation *op);
 
+/// `1 / s` written as Reciprocal(s) or Div(1, s): returns s.
+mlir::Value reciprocalOperand(mlir::Operation *op);
+
+/// A gain or shift that applies per element of the last axis of
+/// `normalized`: every other dim is 1 (or absent), so multiplying by it
+/// means the same as a normalization op's scale/bias.
+bool isLastAxisParameter(mlir::Value p, mlir::Value normalized);
+
+/// The single user of `v` if it is `OpTy(v, p)` or `OpTy(p, v)` with a
+/// last-axis parameter p that keeps v's type; sets `param`.
+template <typename OpTy>
+mlir::Operation *affineUser(mlir::Value v, mlir::Value &param) {
+  if (!v.hasOneUse())
+    return nullptr;
+  auto op = llvm::dyn_cast<OpTy>(*v.getUsers().begin());
+  if (!op || !keepsType(op, v))
+    return nullptr;
+  mlir::Value p = otherOperand(op, v);
+  if (!p || p == v || !isLastAxisParameter(p, v))
+    return nullptr;
+  param = p;
+  return op;
+}
+
+/// `sqrt(mean(v^2) + eps)` over the last axis, `s` being the Sqrt, every
+/// intermediate read only by the next one and `s` only by `consumer`:
+/// returns v, eps (the constant epsilon, >= 0) and the op squaring v.
+struct RootMeanSquare {
+  mlir::Value base;
+  double epsilon;
+  mlir::Operation *square;
+};
+std::optional<RootMeanSquare> matchRootMeanSquare(mlir::Value s, mlir::Operation *consumer);
+
+/// The normalizing op `root`: Div(v, s), or Mul(v, r) / Mul(r, v) with r =
+/// 1 / s. Returns each (v, s) reading and the reciprocal op, if any.
+struct DivisionBy {
+  mlir::Value numerator, denominator;
+  mlir::Operation *reciprocal = nullptr; // the op computing 1 / denominator
+};
+llvm::SmallVector<DivisionBy, 2> divisions(mlir::Operation *root);
+
 } // namespace kiln::fusion
 
 #endif

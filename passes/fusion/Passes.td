@@ -9,32 +9,54 @@ def FuseLayerNormPass : Pass<"kiln-fuse-layer-norm"> {
   let description = [{
     Exporters that predate opset 17 (and hand-written models) spell layer
     normalization over the last axis as
-    `d = x - ReduceMean(x); d / Sqrt(ReduceMean(d * d) + eps) * gamma + beta`.
-    The chain becomes one `graph.layer_norm` (one reduction pass + one
-    elementwise pass once lowered). Only the exact semantics are fused: the
-    mean over the last axis with keepdims, the epsilon inside the square
-    root, `d` squared (`Pow 2` or `d * d`), the same `d` normalized; an
-    intermediate that other ops read stays unfused.
+    `d = x - ReduceMean(x); d / Sqrt(ReduceMean(d * d) + eps) * gamma + beta`;
+    ONNX's own function body writes the variance as
+    `ReduceMean(x * x) - m * m`. Either chain becomes one `graph.layer_norm`
+    (which computes the two-pass variance). Only the exact semantics are
+    fused: both means over the last axis with keepdims, the epsilon inside
+    the square root, `d` squared (`Pow 2` or `d * d`), the same `d`
+    normalized (`Div`, or `Mul` by `Reciprocal`/`1 /`), gamma and beta
+    varying along the last axis only. Other readers of the mean or of
+    `1 / Sqrt(...)` read the op's Mean/InvStdDev results; any other
+    intermediate read elsewhere (d, the variance, the root) refuses.
   }];
   let dependentDialects = ["::kiln::graph::GraphDialect"];
 }
 
-def FuseAttentionPass : Pass<"kiln-fuse-attention"> {
-  let summary = "Recognize scaled-dot-product attention as graph.attention";
+def FuseRmsNormPass : Pass<"kiln-fuse-rms-norm"> {
+  let summary = "Recognize RMSNormalization exported as Pow/ReduceMean/Add/Sqrt/Div (the Llama form)";
   let description = [{
-    `Softmax(axis=-1)(MatMul(Q, Transpose(K)) * s + mask)` followed by
-    `MatMul(., V)` becomes one `graph.attention`, whose lowering is a
-    FlashAttention-style kernel that never materializes the Sq x Sk scores.
-    The scale may be a Mul or Div by a scalar constant of the scores, of Q or
-    of K (folded together); the mask an additive tensor or a
-    `Where(keep, scores, -inf)` / `Where(drop, -inf, scores)` selection; K^T
-    a Transpose swapping the last two axes (any other K^T is transposed
-    back). Keys/values repeated per query head as Hugging Face's `repeat_kv`
-    (Unsqueeze, Expand, Reshape) are read ungrouped. Refused: a softmax over
-    another axis, a scale that is not a scalar constant, an intermediate
-    (scores, masked scores, probabilities) that another op reads, a mask that
-    would broadcast the scores to a larger shape, a query broadcast against
-    the keys.
+    `x / Sqrt(ReduceMean(x^2) + eps) * gamma` (x^2 as `Pow(x, 2)` or `x * x`;
+    the division also as `x * Reciprocal(...)` or `x * (1 / ...)`; gamma
+    optional, on either side) becomes one `graph.rms_norm` over the last
+    axis. Refused: a mean over another axis or without keepdims, epsilon
+    outside the root, an intermediate another op reads, a gain that varies
+    along other axes (the Mul then stays). Runs after kiln-fuse-layer-norm,
+    whose centered chain it would otherwise match as an RMS of `x - mean`.
+  }];
+  let dependentDialects = ["::kiln::graph::GraphDialect"];
+}
+
+def FuseGeluPass : Pass<"kiln-fuse-gelu"> {
+  let summary = "Recognize GELU exported in its erf or tanh form as graph.gelu";
+  let description = [{
+    `0.5 * x * (1 + Erf(x / sqrt(2)))` (also `x * 0.7071...`, `/ 2` instead of
+    `* 0.5`, any order and association of the product) becomes
+    `graph.gelu {approximate = "none"}`;
+    `0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))` (x^3 as
+    `Pow(x, 3)` or products) becomes `approximate = "tanh"`. Constants must
+    match within 1e-4 (exporters print sqrt(2) rounded), 0.5/1/2/3 exactly;
+    intermediates must have no other readers.
+  }];
+  let dependentDialects = ["::kiln::graph::GraphDialect"];
+}
+
+def FuseSiluPass : Pass<"kiln-fuse-silu"> {
+  let summary = "Recognize SiLU exported as x * Sigmoid(x) as graph.silu";
+  let description = [{
+    `Mul(x, Sigmoid(x))` in either order becomes `graph.silu`, unless the
+    sigmoid has other readers. SwiGLU (`silu(gate) * up`) stays a Mul of the
+    silu: after lowering, elementwise fusion makes it one loop.
   }];
   let dependentDialects = ["::kiln::graph::GraphDialect"];
 }

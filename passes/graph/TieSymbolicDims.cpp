@@ -86,7 +86,7 @@ struct TieSymbolicDimsPass : impl::TieSymbolicDimsPassBase<TieSymbolicDimsPass> 
       tieSameShape(r, op->getOperand(0));
       return;
     }
-    if (isa<SoftmaxOp, LogSoftmaxOp, BatchNormOp, LayerNormOp, CastOp, ClipOp>(op))
+    if (isa<SoftmaxOp, LogSoftmaxOp, BatchNormOp, LayerNormOp, RmsNormOp, GeluOp, CastOp, ClipOp>(op))
       tieSameShape(r, op->getOperand(0));
   }
 

@@ -184,6 +184,9 @@ OpFoldResult SqueezeOp::fold(FoldAdaptor a) { return refold(getType(), a.getInpu
 OpFoldResult UnsqueezeOp::fold(FoldAdaptor a) { return refold(getType(), a.getInput()); }
 
 OpFoldResult CastOp::fold(FoldAdaptor a) {
+  // A cast to the input's own type (ONNX function bodies cast to the stash type) is the input.
+  if (getInput().getType() == getType())
+    return getInput();
   auto rt = foldableIntType(getType());
   auto v = intValues(a.getInput());
   if (!rt || !v)

@@ -139,6 +139,36 @@ def Graph_HardSwishOp : Graph_UnaryOp<"hard_swish", "HardSwish">;
 def Graph_MishOp : Graph_UnaryOp<"mish", "Mish">;
 def Graph_NotOp : Graph_UnaryOp<"not", "Not">;
 
+def Graph_GeluOp : Graph_Op<"gelu"> {
+  let summary = "Gelu (ONNX opset 20): x * Phi(x), exact or with the tanh approximation";
+  let description = [{
+    `approximate = "none"`: `0.5 * x * (1 + erf(x / sqrt(2)))`;
+    `approximate = "tanh"`: `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))`.
+    The importer maps ONNX `Gelu`; kiln-fuse-gelu forms it from the exported
+    chains of Mul/Div/Erf (or Pow/Tanh).
+
+    ```mlir
+    %y = graph.gelu %x {approximate = "tanh"} : (tensor<?x64xf32>) -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
+                   DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_SiluOp : Graph_UnaryOp<"silu", "Silu"> {
+  let summary = "SiLU (swish): x * sigmoid(x), elementwise";
+  let description = [{
+    ONNX has no SiLU operator; kiln-fuse-silu forms this op from the exported
+    `Mul(x, Sigmoid(x))`. SwiGLU stays `graph.mul(graph.silu(gate), up)`:
+    elementwise fusion makes it one loop after lowering.
+
+    ```mlir
+    %y = graph.silu %x : (tensor<?x64xf32>) -> tensor<?x64xf32>
+    ```
+  }];
+}
+
 // Elementwise activations with ONNX's float parameters (defaults per ONNX).
 class Graph_ActivationOp<string mnemonic, string onnxName, string alpha, string beta>
     : Graph_SameTypeOp<mnemonic> {
@@ -683,6 +713,24 @@ def Graph_LayerNormOp : Graph_Op<"layer_norm"> {
   // Mean and InvStdDev keep the normalized axes as size 1, as ONNX defines.
   let results = (outs AnyRankedTensor:$result, AnyRankedTensor:$mean, AnyRankedTensor:$inv_std_dev);
 
+}
+
+def Graph_RmsNormOp : Graph_Op<"rms_norm"> {
+  let summary = "RMSNormalization over the axes from `axis` to the last";
+  let description = [{
+    `x / sqrt(mean(x^2) + epsilon) * scale` with the mean over the axes from
+    `axis` to the last (ONNX opset 23 RMSNormalization; the scale may be
+    absent, meaning 1). kiln-fuse-rms-norm forms it from the Llama export's
+    Pow/ReduceMean/Add/Sqrt/Div/Mul chain.
+
+    ```mlir
+    %y = graph.rms_norm %x, %s {axis = -1 : i64, epsilon = 1.0e-06 : f32}
+        : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, Optional<AnyRankedTensor>:$scale,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis, DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+  let results = (outs AnyRankedTensor:$result);
 }
 
 def Graph_LogSoftmaxOp : Graph_Op<"log_softmax"> {

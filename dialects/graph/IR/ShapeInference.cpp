@@ -886,6 +886,29 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  if (failed(normalizeAxis(adaptor.getAxis(), x.getRank())))
+    return fail(loc, "rms_norm axis out of range");
+  if (Value scale = adaptor.getScale()) {
+    auto s = rankedType(scale);
+    auto b = broadcastShapes(x.getShape(), s.getShape());
+    if (s.getElementType() != x.getElementType() || failed(b) || s.getRank() > x.getRank())
+      return fail(loc, "rms_norm scale must broadcast to the input's shape");
+  }
+  types.push_back(x);
+  return success();
+}
+
+LogicalResult GeluOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  if (adaptor.getApproximate() != "none" && adaptor.getApproximate() != "tanh")
+    return fail(loc, "gelu approximate must be \"none\" or \"tanh\"");
+  types.push_back(rankedType(adaptor.getInput()));
+  return success();
+}
+
 LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,

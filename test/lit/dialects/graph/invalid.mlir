@@ -145,3 +145,30 @@ func.func @bad_einsum_equation(%a: tensor<2x3xf32>) -> tensor<2xf32> {
   %0 = graph.einsum %a {equation = "ijk->i"} : (tensor<2x3xf32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+func.func @bad_gelu_approximate(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{gelu approximate must be "none" or "tanh"}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.gelu %x {approximate = "fast"} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @bad_rms_norm_scale(%x: tensor<4x8xf32>, %s: tensor<5xf32>) -> tensor<4x8xf32> {
+  // expected-error @+2 {{rms_norm scale must broadcast to the input's shape}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.rms_norm %x, %s : (tensor<4x8xf32>, tensor<5xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @bad_rms_norm_axis(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+2 {{rms_norm axis out of range}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.rms_norm %x {axis = 2 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
