@@ -31,6 +31,7 @@ struct ConvertGraphToLinalgPass
     populateNnLoweringPatterns(patterns);
     populateShapeLoweringPatterns(patterns);
     populateScatterGatherLoweringPatterns(patterns);
+    populateAttentionLoweringPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -86,6 +86,7 @@ void populateContractionLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateNnLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateShapeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateScatterGatherLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln
 

@@ -72,6 +72,31 @@ struct TieSymbolicDimsPass : impl::TieSymbolicDimsPassBase<TieSymbolicDimsPass> 
         tie(mm.getLhs(), a.getRank() - 2, r, cast<RankedTensorType>(r.getType()).getRank() - (b.getRank() == 1 ? 1 : 2));
       return;
     }
+    if (auto at = dyn_cast<AttentionOp>(op)) {
+      Value q = at.getQuery(), k = at.getKey(), v = at.getValue();
+      int64_t rank = cast<RankedTensorType>(q.getType()).getRank();
+      tie(q, rank - 1, k, rank - 1);
+      tie(k, rank - 2, v, rank - 2);
+      tie(v, rank - 1, r, rank - 1);
+      for (int64_t i = 0; i < rank - 1; ++i)
+        tie(q, i, r, i);
+      for (int64_t i = 0; i + 2 < rank; ++i) {
+        tie(q, i, k, i);
+        tie(q, i, v, i);
+      }
+      // The mask meets the scores [batch..., Sq, Sk].
+      if (Value m = at.getMask()) {
+        int64_t mrank = cast<RankedTensorType>(m.getType()).getRank();
+        for (int64_t j = 0; j < mrank; ++j) {
+          int64_t i = j + rank - mrank;
+          if (i == rank - 1)
+            tie(m, j, k, rank - 2);
+          else
+            tie(m, j, q, i);
+        }
+      }
+      return;
+    }
     if (auto g = dyn_cast<GemmOp>(op)) {
       tie(g.getA(), g.getTransA() ? 0 : 1, g.getB(), g.getTransB() ? 1 : 0);
       tie(g.getA(), g.getTransA() ? 1 : 0, r, 0);

@@ -759,6 +759,31 @@ def Graph_SoftmaxOp : Graph_Op<"softmax"> {
 
 }
 
+def Graph_AttentionOp : Graph_RefinableOp<"attention", [SameOperandsElementType]> {
+  let summary = "Scaled dot-product attention: softmax(Q K^T * scale + mask) V";
+  let description = [{
+    `query` [B..., Sq, D], `key` [B..., Sk, D] (not transposed), `value`
+    [B..., Sk, Dv], optional additive `mask` broadcast numpy-style to
+    [B..., Sq, Sk]; the softmax is over the keys. The result is
+    [B..., Sq, Dv] with the query's batch dims. Each batch dim of `key` and
+    `value` divides the query's: query index b reads key index
+    b / (Bq / Bk), which covers broadcasting (Bk = 1) and grouped-query
+    attention (several query heads share one key/value head).
+    kiln-fuse-attention forms it from MatMul -> scale -> Add -> Softmax ->
+    MatMul; its lowering never materializes the Sq x Sk scores. The result
+    type may be less static than the inferred one (the fused product's).
+
+    ```mlir
+    %o = graph.attention %q, %k, %v, %m {scale = 2.500000e-01 : f32}
+        : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x16xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$query, RankedTensorOf<[AnyFloat]>:$key,
+                   RankedTensorOf<[AnyFloat]>:$value, Optional<RankedTensorOf<[AnyFloat]>>:$mask,
+                   DefaultValuedAttr<F32Attr, "1.0">:$scale);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 class Graph_ReduceOp<string mnemonic, string onnxName> : Graph_Op<mnemonic> {
   let summary = onnxName # " over `axes` (all axes when empty)";
   let description = [{

@@ -920,6 +920,43 @@ LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto q = rankedType(adaptor.getQuery()), k = rankedType(adaptor.getKey()), v = rankedType(adaptor.getValue());
+  int64_t rank = q.getRank();
+  if (rank < 2 || k.getRank() != rank || v.getRank() != rank)
+    return fail(loc, "attention needs query, key and value of one rank >= 2");
+  auto agree = [](int64_t a, int64_t b) { return a == kDyn || b == kDyn || a == b; };
+  if (!agree(q.getDimSize(rank - 1), k.getDimSize(rank - 1)))
+    return fail(loc, "attention query and key head sizes differ");
+  if (!agree(k.getDimSize(rank - 2), v.getDimSize(rank - 2)))
+    return fail(loc, "attention key and value lengths differ");
+  // Each key/value batch dim divides the query's (broadcast or grouped heads).
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    for (RankedTensorType kv : {k, v}) {
+      int64_t bq = q.getDimSize(i), bk = kv.getDimSize(i);
+      if (bq != kDyn && bk != kDyn && (bk == 0 || bq % bk != 0))
+        return fail(loc, "attention key/value batch dim " + Twine(i) + " (" + Twine(bk) +
+                             ") does not divide the query's (" + Twine(bq) + ")");
+    }
+  SmallVector<int64_t> scores(q.getShape());
+  scores.back() = k.getDimSize(rank - 2);
+  if (Value mask = adaptor.getMask()) {
+    auto m = rankedType(mask);
+    auto shape = broadcastShapes(scores, m.getShape());
+    // The mask must not make the scores larger than Q K^T.
+    if (failed(shape) || shape->size() != scores.size() ||
+        llvm::any_of(llvm::zip(*shape, scores), [](auto p) {
+          return std::get<1>(p) != kDyn && std::get<0>(p) != std::get<1>(p);
+        }))
+      return fail(loc, "attention mask does not broadcast to the scores [..., Sq, Sk]");
+  }
+  SmallVector<int64_t> out(q.getShape());
+  out.back() = v.getDimSize(rank - 1);
+  types.push_back(q.clone(out));
+  return success();
+}
+
 template <typename Adaptor>
 static LogicalResult inferReduce(std::optional<Location> loc, Adaptor adaptor,
                                  SmallVectorImpl<Type> &types) {

@@ -1,0 +1,337 @@
+// graph.attention -> a FlashAttention-style kernel on tensors: query blocks in parallel, key tiles with an online softmax.
+#include "passes/conversion/LoweringUtils.h"
+
+#include "dialects/graph/IR/Graph.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+using utils::IteratorType;
+
+/// Query rows per work item and keys per step of the online softmax: a
+/// [16 x 64] score tile (4 KB) stays in L1 next to its K and V tiles.
+constexpr int64_t kQueryBlock = 16;
+constexpr int64_t kKeyTile = 64;
+
+/// The static size an extract_slice gives a dim of `size` (a Value stays dynamic).
+int64_t staticSize(OpFoldResult size) {
+  if (auto attr = dyn_cast<Attribute>(size))
+    return cast<IntegerAttr>(attr).getInt();
+  return ShapedType::kDynamic;
+}
+
+/// The kernel, per work item (one query block of one batch/head):
+///   m = -inf, l = 0, acc = 0   (per query row)
+///   for each key tile:   S = Q K^T * scale + mask
+///     m' = max(m, rowmax S);  alpha = exp(m - m');  P = exp(S - m')
+///     l = l * alpha + rowsum P;  acc = acc * alpha + P V
+///   out = acc / l
+/// where m' is taken as 0 in the exponents while it is -inf (every key so far
+/// masked out), so that exp(-inf - -inf) never makes a NaN out of a row that
+/// later sees a key. A row whose every key is -inf ends with 0 / 0 = NaN,
+/// exactly what the unfused Softmax computes (exp(-inf - -inf)).
+struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult matchAndRewrite(graph::AttentionOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    MLIRContext *ctx = b.getContext();
+    Value q = adaptor.getQuery(), k = adaptor.getKey(), v = adaptor.getValue(), mask = adaptor.getMask();
+    auto qt = cast<RankedTensorType>(q.getType()), kt = cast<RankedTensorType>(k.getType()),
+         vt = cast<RankedTensorType>(v.getType());
+    auto rt = cast<RankedTensorType>(op.getType());
+    Type et = qt.getElementType();
+    if (!isa<FloatType>(et))
+      return rewriter.notifyMatchFailure(op, "attention on non-float tensors");
+    int64_t rank = qt.getRank(), nb = rank - 2;
+    auto c = [&](int64_t x) -> Value { return arith::ConstantIndexOp::create(b, loc, x); };
+    auto minIdx = [&](Value x, Value y) -> Value { return arith::MinSIOp::create(b, loc, x, y); };
+    auto fc = [&](double x) { return scalarConstant(b, loc, et, x); };
+
+    // Extents. Where two operands share a dynamic extent (a promise of the
+    // op), take the smaller: a request that breaks it reads nothing out of
+    // bounds (as broadcastDims does for elementwise ops).
+    auto sharedDim = [&](ArrayRef<std::pair<Value, int64_t>> uses) {
+      Value size;
+      bool allStatic = true;
+      for (auto [t, i] : uses)
+        allStatic &= !cast<RankedTensorType>(t.getType()).isDynamicDim(i);
+      for (auto [t, i] : uses) {
+        Value d = dimValue(b, loc, t, i);
+        if (allStatic)
+          return d;
+        size = size ? minIdx(size, d) : d;
+      }
+      return size;
+    };
+    RankedTensorType mt = mask ? cast<RankedTensorType>(mask.getType()) : RankedTensorType();
+    int64_t mrank = mask ? mt.getRank() : 0;
+    // Score dim i read from mask dim i - (rank - mrank); a static 1 there broadcasts.
+    auto maskDim = [&](int64_t i) -> int64_t {
+      int64_t j = i - (rank - mrank);
+      return (mask && j >= 0 && mt.getDimSize(j) != 1) ? j : -1;
+    };
+    SmallVector<std::pair<Value, int64_t>> sqUses = {{q, rank - 2}}, skUses = {{k, rank - 2}, {v, rank - 2}};
+    if (maskDim(rank - 2) >= 0)
+      sqUses.push_back({mask, maskDim(rank - 2)});
+    if (maskDim(rank - 1) >= 0)
+      skUses.push_back({mask, maskDim(rank - 1)});
+    Value sq = sharedDim(sqUses), sk = sharedDim(skUses);
+    Value d = sharedDim({{q, rank - 1}, {k, rank - 1}});
+    Value dv = dimValue(b, loc, v, rank - 1);
+
+    // The result: every row is written, except when the mask's rows promised
+    // more than there are (then sq is smaller and the rest stays unset).
+    SmallVector<Value> outDims;
+    for (int64_t i = 0; i < rank - 1; ++i)
+      outDims.push_back(dimValue(b, loc, q, i));
+    outDims.push_back(dv);
+    Value init = emptyTensor(b, loc, rt, outDims);
+
+    SmallVector<OpFoldResult> ubs;
+    for (int64_t i = 0; i < nb; ++i)
+      ubs.push_back(getAsOpFoldResult(outDims[i]));
+    Value blocks = arith::CeilDivSIOp::create(b, loc, sq, c(kQueryBlock));
+    ubs.push_back(blocks);
+    auto forall = scf::ForallOp::create(b, loc, ubs, ValueRange{init}, std::nullopt);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forall.getBody());
+    SmallVector<Value> ivs(forall.getInductionVars());
+
+    // Batch index of a key/value operand (or the mask) for query batch index
+    // ivs[i]: the same, 0 for a broadcast 1, or ivs[i] / (Bq / Bk) for grouped
+    // heads; clamped into the operand.
+    auto batchIndex = [&](Value t, int64_t j, int64_t i) -> OpFoldResult {
+      auto tt = cast<RankedTensorType>(t.getType());
+      int64_t bt = tt.getDimSize(j), bq = qt.getDimSize(i);
+      if (bt == 1)
+        return b.getIndexAttr(0);
+      if (bt == bq && bt != ShapedType::kDynamic)
+        return ivs[i];
+      Value size = dimValue(b, loc, t, j);
+      Value ratio = arith::DivSIOp::create(b, loc, outDims[i], arith::MaxSIOp::create(b, loc, size, c(1)));
+      ratio = arith::MaxSIOp::create(b, loc, ratio, c(1));
+      Value idx = arith::DivSIOp::create(b, loc, ivs[i], ratio);
+      return minIdx(idx, arith::SubIOp::create(b, loc, size, c(1)));
+    };
+    auto unit = [&](int64_t n) { return SmallVector<OpFoldResult>(n, b.getIndexAttr(1)); };
+    // The batch offsets of each operand, computed once per work item.
+    auto batchOffsets = [&](Value t) {
+      SmallVector<OpFoldResult> offsets;
+      for (int64_t i = 0; i < nb; ++i)
+        offsets.push_back(t == q ? OpFoldResult(ivs[i]) : batchIndex(t, i, i));
+      return offsets;
+    };
+    SmallVector<OpFoldResult> qBatch = batchOffsets(q), kBatch = batchOffsets(k), vBatch = batchOffsets(v);
+    // A [rows, cols] slice of the last two dims of t at the batch offsets.
+    auto tile2d = [&](Value t, ArrayRef<OpFoldResult> batch, OpFoldResult row0, OpFoldResult rows,
+                      OpFoldResult cols) -> Value {
+      SmallVector<OpFoldResult> offsets(batch), sizes = unit(nb);
+      offsets.append({row0, b.getIndexAttr(0)});
+      sizes.append({rows, cols});
+      auto type = RankedTensorType::get({staticSize(rows), staticSize(cols)}, et);
+      return tensor::ExtractSliceOp::create(b, loc, type, t, offsets, sizes, unit(rank));
+    };
+
+    SmallVector<OpFoldResult> maskBatch;
+    for (int64_t jm = 0; jm < mrank && jm + rank - mrank < nb; ++jm)
+      maskBatch.push_back(mt.getDimSize(jm) == 1 ? OpFoldResult(b.getIndexAttr(0))
+                                                 : batchIndex(mask, jm, jm + rank - mrank));
+    Value q0 = arith::MulIOp::create(b, loc, ivs[nb], c(kQueryBlock));
+    Value rows = minIdx(c(kQueryBlock), arith::SubIOp::create(b, loc, sq, q0));
+    OpFoldResult dSize = getAsOpFoldResult(d), dvSize = getAsOpFoldResult(dv);
+    Value qBlock = tile2d(q, qBatch, q0, rows, dSize);
+
+    auto vec = RankedTensorType::get({ShapedType::kDynamic}, et);
+    auto accType0 = RankedTensorType::get({ShapedType::kDynamic, staticSize(dvSize)}, et);
+    Value negInf = fc(-std::numeric_limits<double>::infinity()), zero = fc(0.0);
+    Value m0 = linalg::FillOp::create(b, loc, negInf, tensor::EmptyOp::create(b, loc, vec, ValueRange{rows}).getResult()).getResult(0);
+    Value l0 = linalg::FillOp::create(b, loc, zero, tensor::EmptyOp::create(b, loc, vec, ValueRange{rows}).getResult()).getResult(0);
+    SmallVector<Value> accDyn = {rows};
+    if (accType0.isDynamicDim(1))
+      accDyn.push_back(dv);
+    Value acc0 = linalg::FillOp::create(b, loc, zero, tensor::EmptyOp::create(b, loc, accType0, accDyn).getResult()).getResult(0);
+    // Scratch for the score tile and a per-row vector, reused by every key
+    // tile (loop-carried, so bufferization allocates them once per item).
+    Value scores0 = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{kQueryBlock, kKeyTile}, et);
+    Value rowScratch0 = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{kQueryBlock}, et);
+
+    AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx), e = getAffineDimExpr(2, ctx);
+    auto map = [&](ArrayRef<AffineExpr> exprs, unsigned dims) { return AffineMap::get(dims, 0, exprs, ctx); };
+    auto safeMax = [&](OpBuilder &nb, Location l, Value mx) -> Value {
+      Value isNegInf = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, mx, scalarConstant(nb, l, et, -std::numeric_limits<double>::infinity()));
+      return arith::SelectOp::create(nb, l, isNegInf, scalarConstant(nb, l, et, 0.0), mx);
+    };
+    double scale = op.getScale().convertToDouble();
+
+    auto loop = scf::ForOp::create(b, loc, c(0), sk, c(kKeyTile), ValueRange{m0, l0, acc0, scores0, rowScratch0});
+    {
+      OpBuilder::InsertionGuard loopGuard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value k0 = loop.getInductionVar();
+      Value m = loop.getRegionIterArg(0), l = loop.getRegionIterArg(1), acc = loop.getRegionIterArg(2);
+      Value scoresBuf = loop.getRegionIterArg(3), rowBuf = loop.getRegionIterArg(4);
+      Value kn = minIdx(c(kKeyTile), arith::SubIOp::create(b, loc, sk, k0));
+      Value kTile = tile2d(k, kBatch, k0, kn, dSize);
+      Value vTile = tile2d(v, vBatch, k0, kn, dvSize);
+      SmallVector<OpFoldResult> zero2 = {b.getIndexAttr(0), b.getIndexAttr(0)};
+      auto sType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, et);
+      Value s = tensor::ExtractSliceOp::create(b, loc, sType, scoresBuf, zero2, SmallVector<OpFoldResult>{rows, kn}, unit(2));
+      s = linalg::FillOp::create(b, loc, zero, s).getResult(0);
+      // S = Q K^T: (i, j, c) with the head dim innermost in both operands.
+      s = linalg::GenericOp::create(
+              b, loc, sType, ValueRange{qBlock, kTile}, ValueRange{s},
+              SmallVector<AffineMap>{map({i, e}, 3), map({j, e}, 3), map({i, j}, 3)},
+              SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
+              [&](OpBuilder &nb, Location l, ValueRange a) {
+                linalg::YieldOp::create(nb, l, addValues(nb, l, a[2], mulValues(nb, l, a[0], a[1])));
+              })
+              .getResult(0);
+      // S = S * scale + mask tile.
+      SmallVector<Value> maskIn;
+      SmallVector<AffineMap> maskMaps;
+      if (mask && mrank == 0) {
+        maskIn.push_back(mask);
+        maskMaps.push_back(map({}, 2));
+      } else if (mask) {
+        SmallVector<OpFoldResult> offsets, sizes;
+        SmallVector<int64_t> shape;
+        SmallVector<AffineExpr> exprs;
+        for (int64_t jm = 0; jm < mrank; ++jm) {
+          int64_t di = jm + rank - mrank;
+          bool bcast = mt.getDimSize(jm) == 1;
+          if (di < nb) {
+            offsets.push_back(maskBatch[jm]);
+            sizes.push_back(b.getIndexAttr(1));
+            continue;
+          }
+          bool isRow = di == rank - 2;
+          offsets.push_back(bcast ? b.getIndexAttr(0) : OpFoldResult(isRow ? q0 : k0));
+          sizes.push_back(bcast ? b.getIndexAttr(1) : OpFoldResult(isRow ? rows : kn));
+          shape.push_back(bcast ? 1 : ShapedType::kDynamic);
+          exprs.push_back(bcast ? getAffineConstantExpr(0, ctx) : (isRow ? i : j));
+        }
+        auto tileType = RankedTensorType::get(shape, et);
+        maskIn.push_back(tensor::ExtractSliceOp::create(b, loc, tileType, mask, offsets, sizes, unit(mrank)));
+        maskMaps.push_back(map(exprs, 2));
+      }
+      if (mask || scale != 1.0) {
+        SmallVector<AffineMap> maps = maskMaps;
+        maps.push_back(map({i, j}, 2));
+        s = linalg::GenericOp::create(
+                b, loc, sType, maskIn, ValueRange{s}, maps,
+                SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel},
+                [&](OpBuilder &nb, Location l, ValueRange a) {
+                  Value x = a.back();
+                  if (scale != 1.0)
+                    x = mulValues(nb, l, x, scalarConstant(nb, l, et, scale));
+                  if (mask)
+                    x = addValues(nb, l, x, a[0]);
+                  linalg::YieldOp::create(nb, l, x);
+                })
+                .getResult(0);
+      }
+      // The tile's row max.
+      auto rType = RankedTensorType::get({ShapedType::kDynamic}, et);
+      Value tileMax = tensor::ExtractSliceOp::create(b, loc, rType, rowBuf, SmallVector<OpFoldResult>{b.getIndexAttr(0)},
+                                                     SmallVector<OpFoldResult>{rows}, unit(1));
+      tileMax = linalg::FillOp::create(b, loc, negInf, tileMax).getResult(0);
+      tileMax = linalg::GenericOp::create(
+                    b, loc, rType, ValueRange{s}, ValueRange{tileMax}, SmallVector<AffineMap>{map({i, j}, 2), map({i}, 2)},
+                    SmallVector<IteratorType>{IteratorType::parallel, IteratorType::reduction},
+                    [&](OpBuilder &nb, Location l, ValueRange a) {
+                      linalg::YieldOp::create(nb, l, maxValues(nb, l, a[0], a[1]));
+                    })
+                    .getResult(0);
+      // m' = max(m, tile max); l *= alpha; the scratch row now holds alpha.
+      auto update = linalg::GenericOp::create(
+          b, loc, TypeRange{rType, rType, rType}, ValueRange{}, ValueRange{m, l, tileMax},
+          SmallVector<AffineMap>(3, map({i}, 1)), SmallVector<IteratorType>{IteratorType::parallel},
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            Value mNew = maxValues(nb, l, a[2], a[0]);
+            Value alpha = math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], safeMax(nb, l, mNew)));
+            linalg::YieldOp::create(nb, l, ValueRange{mNew, mulValues(nb, l, a[1], alpha), alpha});
+          });
+      Value mNew = update.getResult(0), lScaled = update.getResult(1), alpha = update.getResult(2);
+      // P = exp(S - m'), in place of S.
+      Value p = linalg::GenericOp::create(
+                    b, loc, sType, ValueRange{mNew}, ValueRange{s}, SmallVector<AffineMap>{map({i}, 2), map({i, j}, 2)},
+                    SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel},
+                    [&](OpBuilder &nb, Location l, ValueRange a) {
+                      Value x = arith::SubFOp::create(nb, l, a[1], safeMax(nb, l, a[0]));
+                      linalg::YieldOp::create(nb, l, math::ExpOp::create(nb, l, x).getResult());
+                    })
+                    .getResult(0);
+      Value lNew = linalg::GenericOp::create(
+                       b, loc, rType, ValueRange{p}, ValueRange{lScaled}, SmallVector<AffineMap>{map({i, j}, 2), map({i}, 2)},
+                       SmallVector<IteratorType>{IteratorType::parallel, IteratorType::reduction},
+                       [&](OpBuilder &nb, Location l, ValueRange a) {
+                         linalg::YieldOp::create(nb, l, addValues(nb, l, a[1], a[0]));
+                       })
+                       .getResult(0);
+      auto accType = cast<RankedTensorType>(acc.getType());
+      Value accScaled = linalg::GenericOp::create(
+                            b, loc, accType, ValueRange{alpha}, ValueRange{acc},
+                            SmallVector<AffineMap>{map({i}, 2), map({i, j}, 2)},
+                            SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel},
+                            [&](OpBuilder &nb, Location l, ValueRange a) {
+                              linalg::YieldOp::create(nb, l, mulValues(nb, l, a[1], a[0]));
+                            })
+                            .getResult(0);
+      // acc += P V: (i, j, e) with the value columns innermost (contiguous in V and acc).
+      Value accNew = linalg::GenericOp::create(
+                         b, loc, accType, ValueRange{p, vTile}, ValueRange{accScaled},
+                         SmallVector<AffineMap>{map({i, j}, 3), map({j, e}, 3), map({i, e}, 3)},
+                         SmallVector<IteratorType>{IteratorType::parallel, IteratorType::reduction, IteratorType::parallel},
+                         [&](OpBuilder &nb, Location l, ValueRange a) {
+                           linalg::YieldOp::create(nb, l, addValues(nb, l, a[2], mulValues(nb, l, a[0], a[1])));
+                         })
+                         .getResult(0);
+      Value scoresNext = tensor::InsertSliceOp::create(b, loc, p, scoresBuf, zero2, SmallVector<OpFoldResult>{rows, kn}, unit(2));
+      Value rowNext = tensor::InsertSliceOp::create(b, loc, alpha, rowBuf, SmallVector<OpFoldResult>{b.getIndexAttr(0)},
+                                                    SmallVector<OpFoldResult>{rows}, unit(1));
+      scf::YieldOp::create(b, loc, ValueRange{mNew, lNew, accNew, scoresNext, rowNext});
+    }
+    // out = acc / l.
+    Value acc = loop.getResult(2), l = loop.getResult(1);
+    Value out = linalg::GenericOp::create(
+                    b, loc, acc.getType(), ValueRange{l}, ValueRange{acc},
+                    SmallVector<AffineMap>{map({i}, 2), map({i, j}, 2)},
+                    SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel},
+                    [&](OpBuilder &nb, Location lc, ValueRange a) {
+                      linalg::YieldOp::create(nb, lc, divValues(nb, lc, a[1], a[0]));
+                    })
+                    .getResult(0);
+    {
+      OpBuilder::InsertionGuard termGuard(b);
+      b.setInsertionPointToStart(forall.getTerminator().getBody());
+      SmallVector<OpFoldResult> offsets, sizes = unit(nb);
+      for (int64_t bi = 0; bi < nb; ++bi)
+        offsets.push_back(ivs[bi]);
+      offsets.append({q0, b.getIndexAttr(0)});
+      sizes.append({rows, dvSize});
+      tensor::ParallelInsertSliceOp::create(b, loc, out, forall.getRegionIterArgs()[0], offsets, sizes, unit(rank));
+    }
+    rewriter.replaceOp(op, forall.getResult(0));
+    return success();
+  }
+};
+
+} // namespace
+
+void populateAttentionLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add<AttentionPattern>(patterns.getContext());
+}
+
+} // namespace kiln

@@ -1,0 +1,82 @@
+// graph.attention lowers to a FlashAttention-style kernel: an scf.forall over (batch/heads, query blocks of
+// 16 rows), inside it an scf.for over key tiles of 64 carrying the row max, row sum and output accumulator
+// (plus the reused score tile); the Sq x Sk scores never exist.
+// RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg -canonicalize -cse | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg -canonicalize -cse | FileCheck %s --check-prefix=NOSCORES
+
+// A decode step's shapes: dynamic batch, query and key lengths; 4 query heads read 2 key/value heads.
+// CHECK-LABEL: func @decode
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<?x4x?x16xf32>, %[[K:[a-z0-9]+]]: tensor<?x2x?x16xf32>, %[[V:[a-z0-9]+]]: tensor<?x2x?x16xf32>, %[[M:[a-z0-9]+]]: tensor<?x1x?x?xf32>
+// CHECK: %[[SQ:.*]] = arith.minsi
+// Keys: the smaller of K's, V's and the mask's lengths (a broken promise reads nothing out of bounds).
+// CHECK: %[[KV:.*]] = arith.minsi
+// CHECK: %[[SK:.*]] = arith.minsi %[[KV]]
+// CHECK: %[[BLOCKS:.*]] = arith.ceildivsi %[[SQ]], %c16
+// CHECK: %[[R:.*]] = scf.forall (%[[B:.*]], %[[H:.*]], %[[QB:.*]]) in (%{{.*}}, 4, %[[BLOCKS]]) shared_outs(%[[OUT:.*]] = %{{.*}}) -> (tensor<?x4x?x16xf32>)
+// Query head h reads key/value head h / 2.
+// CHECK: arith.divsi %[[H]], %c2
+// CHECK: %[[Q0:.*]] = arith.muli %[[QB]], %c16
+// CHECK: %[[ROWS:.*]] = arith.minsi %{{.*}}, %c16
+// CHECK: tensor.extract_slice %[[Q]][%[[B]], %[[H]], %[[Q0]], 0] [1, 1, %[[ROWS]], 16] [1, 1, 1, 1] : tensor<?x4x?x16xf32> to tensor<?x16xf32>
+// CHECK: %[[TILE:.*]] = tensor.empty() : tensor<16x64xf32>
+// CHECK: %[[FOR:.*]]:5 = scf.for %[[K0:.*]] = %c0 to %[[SK]] step %c64 iter_args(%[[MAX:.*]] = %{{.*}}, %[[SUM:.*]] = %{{.*}}, %[[ACC:.*]] = %{{.*}}, %{{.*}} = %[[TILE]], %{{.*}} = %{{.*}}) -> (tensor<?xf32>, tensor<?xf32>, tensor<?x16xf32>, tensor<16x64xf32>, tensor<16xf32>)
+// The tail tile has min(64, Sk - k0) keys.
+// CHECK: %[[KN:.*]] = arith.minsi %{{.*}}, %c64
+// CHECK: tensor.extract_slice %[[K]][%{{.*}}, %{{.*}}, %[[K0]], 0] [1, 1, %[[KN]], 16]
+// CHECK: tensor.extract_slice %[[V]][%{{.*}}, %{{.*}}, %[[K0]], 0] [1, 1, %[[KN]], 16]
+// S = Q K^T, then * scale + the mask tile.
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: tensor.extract_slice %[[M]][%{{.*}}, 0, %[[Q0]], %[[K0]]] [1, 1, %[[ROWS]], %[[KN]]]
+// CHECK: arith.mulf %{{.*}}, %cst
+// Online softmax: new max, rescale of the sum by exp(m - m'), P = exp(S - m').
+// CHECK: linalg.generic {{.*}} outs(%[[MAX]], %[[SUM]], %{{.*}} : tensor<?xf32>, tensor<?xf32>, tensor<?xf32>)
+// CHECK: math.exp
+// CHECK: math.exp
+// acc = acc * alpha + P V.
+// CHECK: outs(%[[ACC]] : tensor<?x16xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]
+// CHECK: scf.yield
+// out = acc / l, written at the block's rows.
+// CHECK: arith.divf
+// CHECK: scf.forall.in_parallel
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][%[[B]], %[[H]], %[[Q0]], 0] [1, 1, %[[ROWS]], 16]
+// CHECK: return %[[R]]
+// NOSCORES-LABEL: func @decode
+// NOSCORES-NOT: tensor<?x4x?x?xf32>
+// NOSCORES-NOT: tensor<?x2x?x?xf32>
+func.func @decode(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>, %m: tensor<?x1x?x?xf32>) -> tensor<?x4x?x16xf32> {
+  %0 = graph.attention %q, %k, %v, %m {scale = 0.25 : f32} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x16xf32>
+  return %0 : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Static prefill: 100 queries in 7 blocks, 300 keys in 5 tiles (the last of 44), Dv = 8.
+// CHECK-LABEL: func @prefill
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (2, 7)
+// CHECK: scf.for %{{.*}} = %c0 to %c300 step %c64 iter_args
+// CHECK-SAME: -> (tensor<?xf32>, tensor<?xf32>, tensor<?x8xf32>, tensor<16x64xf32>, tensor<16xf32>)
+// NOSCORES-LABEL: func @prefill
+// NOSCORES-NOT: 100x300xf32>{{.*}}linalg
+// NOSCORES-NOT: tensor<1x2x100x300xf32>
+// NOSCORES-NOT: tensor<2x100x300xf32>
+func.func @prefill(%q: tensor<1x2x100x16xf32>, %k: tensor<1x2x300x16xf32>, %v: tensor<1x2x300x8xf32>, %m: tensor<100x300xf32>) -> tensor<1x2x100x8xf32> {
+  %0 = graph.attention %q, %k, %v, %m {scale = 0.25 : f32} : (tensor<1x2x100x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x8xf32>, tensor<100x300xf32>) -> tensor<1x2x100x8xf32>
+  return %0 : tensor<1x2x100x8xf32>
+}
+
+// -----
+
+// No mask and a scale of 1: the scores go straight to the row max. One query block and one key
+// tile: canonicalization drops both loops' single iterations, leaving a work item per batch.
+// CHECK-LABEL: func @plain
+// CHECK: scf.forall (%{{.*}}) in (3)
+// CHECK-NOT: scf.for
+// CHECK: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME: outs(%{{.*}} : tensor<5x9xf32>)
+// CHECK-NOT: arith.mulf %{{.*}}, %cst
+// CHECK: iterator_types = ["parallel", "reduction"]
+func.func @plain(%q: tensor<3x5x4xf32>, %k: tensor<3x9x4xf32>, %v: tensor<3x9x4xf32>) -> tensor<3x5x4xf32> {
+  %0 = graph.attention %q, %k, %v : (tensor<3x5x4xf32>, tensor<3x9x4xf32>, tensor<3x9x4xf32>) -> tensor<3x5x4xf32>
+  return %0 : tensor<3x5x4xf32>
+}
