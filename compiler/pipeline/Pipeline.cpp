@@ -7,6 +7,7 @@
 #include "passes/cpu/Passes.h"
 #include "passes/fusion/Passes.h"
 #include "passes/graph/Passes.h"
+#include "passes/memory/Passes.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -39,9 +40,7 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
   {
     // Fold shapes and constants the importer left, recognize composite
     // patterns (passes/fusion/), then move weights out.
-    // Layer norm before RMS norm: a centered chain is also an RMS of x - mean.
-    std::string fusions = "kiln-fuse-layer-norm,kiln-fuse-rms-norm,kiln-fuse-gelu,kiln-fuse-silu,"
-                          "kiln-fuse-attention,";
+    std::string fusions = "";
     return std::string("builtin.module(canonicalize,cse,") + (options.fuse ? fusions : "") +
            (options.kvCache ? "kiln-kv-cache-in-place,kiln-last-position-logits," : "") +
            "kiln-tie-symbolic-dims,kiln-outline-weights,kiln-pack-matmul-weights)";
@@ -52,16 +51,18 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
            "func.func(kiln-tile-contractions),canonicalize,cse,"
            "func.func(kiln-vectorize-contractions" + microkernel + "),canonicalize,cse)";
   case Phase::Bufferized:
-    return "builtin.module(eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
-           "one-shot-bufferize{bufferize-function-boundaries "
-           "function-boundary-type-conversion=identity-layout-map},"
-           "canonicalize,ownership-based-buffer-deallocation,canonicalize,"
+    return std::string("builtin.module(eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
+                       "one-shot-bufferize{bufferize-function-boundaries "
+                       "function-boundary-type-conversion=identity-layout-map},canonicalize,") +
+           (options.planMemory ? (options.printMemoryPlan ? "kiln-plan-memory{print=true}," : "kiln-plan-memory,")
+                               : "") +
+           "ownership-based-buffer-deallocation,canonicalize,"
            "buffer-deallocation-simplification,bufferization-lower-deallocations,"
            "canonicalize,cse,"
            "convert-bufferization-to-memref,func.func(kiln-memref-copy-to-linalg),"
            "scf-forall-to-parallel,"
            "func.func(convert-linalg-to-parallel-loops),canonicalize,"
-           "kiln-add-runtime-context,kiln-form-cpu-launches,canonicalize,cse)";
+           "kiln-add-runtime-context,kiln-form-cpu-launches,kiln-lower-workspace,canonicalize,cse)";
   case Phase::Llvm:
     // libm serves tanh/erf (accurate; vectorized approximations come with
     // the performance work), LLVM intrinsics the rest.
@@ -92,6 +93,7 @@ void registerKilnPasses() {
   done = true;
   registerAllPasses();
   registerGraphPasses();
+  registerMemoryPasses();
   registerFusionPasses();
   registerConversionPasses();
   registerCpuPasses();

@@ -30,6 +30,7 @@ struct PipelineOptions {
   /// Place intermediates in one per-run arena by liveness (kiln-plan-memory);
   /// false leaves each one to malloc (to bisect planner bugs).
   bool planMemory = true;
+  bool printMemoryPlan = false; // the plan of every buffer, to stdout
   bool printIrAfterAll = false;       // every pass, to stderr
   std::string printIrAfter;           // one pass (by argument name), to stderr
   std::string dumpIrDir;              // one numbered file per pass, e.g. 007_canonicalize.mlir

@@ -4,6 +4,19 @@
 
 include "mlir/Pass/PassBase.td"
 
+def LowerWorkspacePass : Pass<"kiln-lower-workspace", "::mlir::ModuleOp"> {
+  let summary = "Get the memory plan's arena from the runtime context";
+  let description = [{
+    Replaces @main's `kiln_cpu.workspace` with a call of the context's
+    `workspace(runtime, bytes)` (after kiln-add-runtime-context). When it
+    returns NULL (out of memory), @main returns at once with empty views as
+    results and the runtime reports the failure; nothing has been allocated
+    or written by then.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::cf::ControlFlowDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def FuseElementwisePass : Pass<"kiln-fuse-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Fuse elementwise linalg chains, keeping matrix products' operands unfused";
   let description = [{

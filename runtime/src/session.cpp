@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 
 using kiln::runtime::makeError;
 
@@ -22,6 +23,13 @@ struct kiln_session {
   bool profiling = false;
   bool lastRunProfiled = false;
   std::vector<kiln_profile_event> profile; // the last run's launches
+  // The memory plan's arena, kept across runs so a steady stream of requests
+  // allocates (and page-faults) it once; grows to the largest run's need.
+  struct FreeDeleter {
+    void operator()(void *p) const { std::free(p); }
+  };
+  std::unique_ptr<void, FreeDeleter> workspace;
+  int64_t workspaceBytes = 0;
 };
 
 namespace {
@@ -31,7 +39,36 @@ struct RunState {
   kiln::runtime::Device *device;
   kiln_session *session;
   std::chrono::steady_clock::time_point start;
+  int64_t workspaceFailed = -1; // the bytes a failed workspace request asked for
 };
+
+void *workspaceTrampoline(void *runtime, int64_t bytes) {
+  auto *run = static_cast<RunState *>(runtime);
+  kiln_session &s = *run->session;
+  alignas(64) static char empty[64];
+  if (bytes == 0)
+    return empty; // every buffer of this run is empty
+  if (bytes <= s.workspaceBytes)
+    return s.workspace.get();
+  // Round up to 64 (aligned_alloc's contract) and grow by at least 1/8 so
+  // slowly growing requests (a decoder's context) do not reallocate each step.
+  const int64_t limit = int64_t(1) << 46;
+  void *p = nullptr;
+  if (bytes > 0 && bytes <= limit) {
+    int64_t want = std::max(bytes, std::min(limit, s.workspaceBytes + s.workspaceBytes / 8));
+    want = (want + 63) / 64 * 64;
+    s.workspace.reset(); // release the old arena before taking a larger one
+    s.workspaceBytes = 0;
+    p = std::aligned_alloc(64, size_t(want));
+    if (p) {
+      s.workspace.reset(p);
+      s.workspaceBytes = want;
+    }
+  }
+  if (!p)
+    run->workspaceFailed = bytes;
+  return p;
+}
 
 void parallelForTrampoline(void *runtime, int32_t kernelId, kiln_abi_kernel_fn fn, void *captures, int64_t count) {
   auto *run = static_cast<RunState *>(runtime);
@@ -127,8 +164,12 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
   s.profile.clear();
   s.lastRunProfiled = s.profiling;
   RunState state{m.device.get(), &s, std::chrono::steady_clock::now()};
-  kiln_abi_context ctx{&state, parallelForTrampoline};
+  kiln_abi_context ctx{&state, parallelForTrampoline, workspaceTrampoline};
   const int32_t rc = m.entry(&ctx, s.inputs.data(), s.outputs.data());
+  if (state.workspaceFailed >= 0)
+    // The generated code returned before allocating or writing any output.
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory: this request's intermediates need " +
+                                                   std::to_string(state.workspaceFailed) + " bytes of scratch memory");
   if (rc != 0) {
     freeAllocations(s.outputs);
     return makeError(KILN_ERROR_INTERNAL, "generated code failed with status " + std::to_string(rc));

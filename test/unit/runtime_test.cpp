@@ -64,7 +64,7 @@ TEST(Runtime, LoadsAndDescribesSignature) {
 
   kiln_model_metadata md = model.metadata();
   EXPECT_EQ(md.format_version, 1u);
-  EXPECT_EQ(md.abi_version, 1u);
+  EXPECT_EQ(md.abi_version, unsigned(KILN_ABI_VERSION));
   EXPECT_STREQ(md.compiler_version, "kiln-test 0.0");
   EXPECT_STREQ(md.producer, "unit-test 1.0");
   EXPECT_EQ(md.opset_version, 17);
@@ -242,7 +242,7 @@ TEST(Runtime, RefusesArtifactsItCannotRun) {
   auto meta = kiln::test::addWeightMetadata();
   meta.abiVersion = 9;
   EXPECT_NE(loadError(kiln::test::writeAddWeightArtifact(dir, "abi.kiln", meta), &code)
-                .find("artifact ABI version 9; this runtime supports 1"),
+                .find("artifact ABI version 9; this runtime supports " + std::to_string(KILN_ABI_VERSION)),
             std::string::npos);
   EXPECT_EQ(code, KILN_ERROR_INCOMPATIBLE);
 

@@ -1,6 +1,8 @@
 // Helpers shared by the runtime unit tests.
 #include "test_util.h"
 
+#include "kiln/abi.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -47,7 +49,7 @@ std::string addWeightCode() {
 
 artifact::Metadata addWeightMetadata() {
   artifact::Metadata m;
-  m.abiVersion = 1;
+  m.abiVersion = KILN_ABI_VERSION;
   m.compilerVersion = "kiln-test 0.0";
   m.sourceModelSha256 = std::string(64, 'a');
   m.producer = "unit-test 1.0";

@@ -148,10 +148,10 @@ TEST(KilnInspect, DescribesWithoutLoadingCode) {
   const std::string path = kiln::test::writeAddWeightArtifact(dir, "m.kiln", meta);
   Result r = runTool(dir, KILN_INSPECT_EXE, path);
   EXPECT_EQ(r.status, 0) << r.err;
-  for (const char *want : {"format version:   1 (abi 1)", "compiler version: kiln-test 0.0", "opset:            17",
+  for (const char *want : {"format version:   1 (abi 2)", "compiler version: kiln-test 0.0", "opset:            17",
                            "features=avx512f,some-future-feature", "  x: float32[batch,4]", "  y: float32[batch,4]",
                            "weights:          1 tensors, 16 bytes", "  0 add_rows <- Add_0", "passes:           import, codegen",
-                           "intermediates are"})
+                           "intermediates live"})
     EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
   r = runTool(dir, KILN_INSPECT_EXE, path + " --json");
   EXPECT_EQ(r.status, 0);

@@ -54,6 +54,10 @@ static cl::opt<bool> planMemory("memory-plan",
                                 cl::desc("Place intermediates in one arena by liveness (default true; false: "
                                          "malloc each, to bisect)"),
                                 cl::init(true), cl::cat(category));
+static cl::opt<bool> printMemoryPlan("print-memory-plan",
+                                     cl::desc("Print each intermediate buffer's size, lifetime and arena offset, "
+                                              "the arena's peak and the sum without reuse"),
+                                     cl::cat(category));
 static cl::opt<bool> listOps("list-ops", cl::desc("List the ONNX ops the importer supports and exit"),
                              cl::cat(category));
 
@@ -78,7 +82,7 @@ int main(int argc, char **argv) {
   const std::string modelPath = inputPath, outPath = outputPath, emitWhat = emit,
                     cpuName = targetCpu, printAfterName = printAfter, dumpDir = dumpIrDir;
   const bool printAllIr = printAll, beQuiet = quiet, useKvCache = kvCache, useFusion = fuse,
-             usePlan = planMemory;
+             usePlan = planMemory, printPlan = printMemoryPlan;
   const int64_t contextTokens = maxContext;
   if (contextTokens < 1 || contextTokens > (int64_t(1) << 24))
     return fail("--max-context must be between 1 and 16777216");
@@ -156,6 +160,7 @@ int main(int argc, char **argv) {
   options.kvCache = useKvCache;
   options.fuse = useFusion;
   options.planMemory = usePlan;
+  options.printMemoryPlan = printPlan;
   std::vector<std::string> phases = {"import"};
   options.afterPhase = [&](kiln::Phase p) {
     if (p == kiln::Phase::Graph)

@@ -103,8 +103,8 @@ void printText(const ArtifactView &v, uint64_t fileSize) {
   std::printf("kernels:          %zu\n", m.kernels.size());
   for (size_t i = 0; i < m.kernels.size(); ++i)
     std::printf("  %zu %s <- %s\n", i, m.kernels[i].name.c_str(), join(m.kernels[i].sourceNodes, ", ").c_str());
-  std::printf("memory:           %llu bytes mapped (weights %llu + code %llu; file %llu); intermediates are\n"
-              "                  allocated by the generated code at run time (no static plan recorded yet)\n",
+  std::printf("memory:           %llu bytes mapped (weights %llu + code %llu; file %llu); intermediates live\n"
+              "                  in one arena per run from the runtime (kiln-compile --print-memory-plan shows it)\n",
               static_cast<unsigned long long>(v.weightsSize + v.codeSize),
               static_cast<unsigned long long>(v.weightsSize), static_cast<unsigned long long>(v.codeSize),
               static_cast<unsigned long long>(fileSize));
@@ -145,7 +145,7 @@ void printJson(const ArtifactView &v, uint64_t fileSize) {
     std::printf("%s{\"name\": %s, \"source_nodes\": %s}", i ? ", " : "", json(m.kernels[i].name).c_str(),
                 jsonList(m.kernels[i].sourceNodes).c_str());
   std::printf("],\n  \"memory\": {\"mapped_bytes\": %llu, \"file_bytes\": %llu, \"intermediates\": "
-              "\"allocated at run time by the generated code\"}\n}\n",
+              "\"one arena per run from the runtime\"}\n}\n",
               static_cast<unsigned long long>(v.weightsSize + v.codeSize), static_cast<unsigned long long>(fileSize));
 }
 

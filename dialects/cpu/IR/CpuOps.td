@@ -4,6 +4,7 @@
 
 include "mlir/IR/OpBase.td"
 include "mlir/Dialect/LLVMIR/LLVMTypes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Cpu_Dialect : Dialect {
   let name = "kiln_cpu";
@@ -47,6 +48,25 @@ def Cpu_YieldOp : Op<Cpu_Dialect, "yield", [Terminator, HasParent<"LaunchOp">]> 
     ```
   }];
   let assemblyFormat = "attr-dict";
+}
+
+def Cpu_WorkspaceOp : Op<Cpu_Dialect, "workspace",
+    [MemoryEffects<[MemAlloc<AutomaticAllocationScopeResource>]>]> {
+  let summary = "The run's scratch arena, from the runtime";
+  let description = [{
+    At least `bytes` bytes, 64-byte aligned, owned by the runtime and valid
+    until the entry point returns (like an `alloca`, so buffer deallocation
+    leaves it alone). `kiln-plan-memory` creates one per `@main` and places
+    the intermediates in it with `memref.view`; `kiln-lower-workspace` turns
+    it into a call of the context's `workspace` function.
+
+    ```mlir
+    %arena = kiln_cpu.workspace %bytes : memref<?xi8>
+    ```
+  }];
+  let arguments = (ins Index:$bytes);
+  let results = (outs MemRefRankOf<[I8], [1]>:$arena);
+  let assemblyFormat = "$bytes attr-dict `:` type($arena)";
 }
 
 #endif

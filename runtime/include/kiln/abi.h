@@ -9,7 +9,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of these structs or the entry signature changes. */
-#define KILN_ABI_VERSION 1
+#define KILN_ABI_VERSION 2
 
 /* One tensor crossing the boundary. All tensors are dense and row-major.
  * Inputs (graph inputs, then weights in metadata order): the runtime sets
@@ -28,11 +28,17 @@ typedef void (*kiln_abi_kernel_fn)(void *captures, int64_t begin, int64_t end);
 
 /* What the runtime hands the generated code. `parallel_for` must run
  * fn(captures, b, e) over disjoint ranges covering [0, count) and return only
- * when all have finished. `kernel_id` indexes the artifact's kernel table. */
+ * when all have finished. `kernel_id` indexes the artifact's kernel table.
+ * `workspace` returns the run's scratch arena (the memory plan's intermediates):
+ * at least `bytes` bytes, 64-byte aligned, valid until the entry returns; it is
+ * called at most once per run, first thing. On NULL (out of memory) the
+ * generated code returns at once without touching its outputs, and the runtime
+ * reports the failure. */
 typedef struct kiln_abi_context {
   void *runtime;
   void (*parallel_for)(void *runtime, int32_t kernel_id, kiln_abi_kernel_fn fn,
                        void *captures, int64_t count);
+  void *(*workspace)(void *runtime, int64_t bytes);
 } kiln_abi_context;
 
 /* The symbol every artifact's code section exports. Returns 0 on success. */

@@ -1,0 +1,38 @@
+// Memory passes: where the buffers of a forward pass live.
+#ifndef KILN_PASSES_MEMORY
+#define KILN_PASSES_MEMORY
+
+include "mlir/Pass/PassBase.td"
+
+def PlanMemoryPass : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Place @main's intermediate buffers in one arena by liveness";
+  let description = [{
+    Runs on bufferized IR before buffer deallocation. Every `memref.alloc` in
+    @main's body whose buffer (or a view of it) is not returned is an
+    intermediate; its lifetime runs from the allocation to the last top-level
+    operation that touches it or a view of it. Buffers are placed largest
+    first (a dynamic dim counts as 64 for this order): a static buffer among
+    static neighbours goes into the lowest gap that fits beside the buffers
+    it overlaps in time (offsets fixed at compile time); a buffer with a
+    dynamic size, or one overlapping a dynamically placed buffer, goes just
+    above all of them, its offset an expression evaluated when the function
+    starts. The arena is one `kiln_cpu.workspace`, the allocations become
+    `memref.view`s into it, every size and offset a multiple of 64 bytes.
+
+    Left on the heap: results (and their views; the runtime owns them),
+    allocations inside loops or branches, and sizes that depend on tensor
+    data (their size is not known when the function starts).
+
+    The plan is recorded on the module as `kiln.memory_plan` (one entry per
+    buffer: name, type, bytes or size expression, lifetime, offset) for
+    `kiln-compile --print-memory-plan`.
+  }];
+  let options = [
+    Option<"print", "print", "bool", "false",
+           "Print each buffer's size, lifetime and offset, the arena's peak and the sum without reuse to stdout">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+                           "::kiln::cpu::CpuDialect"];
+}
+
+#endif

@@ -1,0 +1,71 @@
+// kiln-plan-memory: intermediates become views into one arena, placed by liveness.
+// RUN: kiln-opt %s -split-input-file -kiln-plan-memory | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-plan-memory=print=true -o /dev/null | FileCheck %s --check-prefix=PLAN
+
+// Static: %a (4096 B) dies before %c is allocated, so %c reuses offset 0;
+// %b overlaps both and sits above them. The result stays on the heap.
+// CHECK: module attributes {kiln.arena_bytes = 4160 : i64}
+// CHECK-LABEL: func.func @main
+// CHECK: %[[ARENA:.*]] = kiln_cpu.workspace %{{.*}} : memref<?xi8>
+// CHECK: memref.view %[[ARENA]][%c0{{(_[0-9]+)?}}][] : memref<?xi8> to memref<1024xf32>
+// CHECK: memref.view %[[ARENA]][%c4096{{(_[0-9]+)?}}][] : memref<?xi8> to memref<16xf32>
+// CHECK: memref.view %[[ARENA]][%c0{{(_[0-9]+)?}}][] : memref<?xi8> to memref<1024xf32>
+// CHECK: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1024xf32>
+// CHECK: return %[[OUT]]
+// PLAN: memory plan: 3 intermediates in one arena, 1 buffers on the heap
+// PLAN: 0 4096 0 0-2 memref<1024xf32> a
+// PLAN: 1 64 4096 1-4 memref<16xf32> b
+// PLAN: 2 4096 0 3-5 memref<1024xf32> c
+// PLAN: heap returned memref<1024xf32> out
+// PLAN: arena peak: 4160 bytes; sum of intermediates without reuse: 8256 bytes (50.4%)
+func.func @main(%x: memref<1024xf32>) -> memref<1024xf32> {
+  %a = memref.alloc() {alignment = 64 : i64} : memref<1024xf32> loc("a")
+  %b = memref.alloc() {alignment = 64 : i64} : memref<16xf32> loc("b")
+  memref.copy %x, %a : memref<1024xf32> to memref<1024xf32>
+  %c = memref.alloc() {alignment = 64 : i64} : memref<1024xf32> loc("c")
+  memref.copy %b, %b : memref<16xf32> to memref<16xf32>
+  memref.copy %c, %c : memref<1024xf32> to memref<1024xf32>
+  %out = memref.alloc() {alignment = 64 : i64} : memref<1024xf32> loc("out")
+  memref.copy %x, %out : memref<1024xf32> to memref<1024xf32>
+  return %out : memref<1024xf32>
+}
+
+// -----
+
+// Dynamic: sizes move to the start (from the argument's dims) and a buffer
+// that overlaps another goes above it, at an offset computed at run time.
+// A view of a returned buffer keeps it on the heap; a size read from tensor
+// data cannot be known at the start, so that buffer stays on the heap too.
+// PLAN: memory plan: 2 intermediates in one arena, 2 buffers on the heap
+// PLAN: 0 arg0.dim0*4 above #1 2-8 memref<?xf32>
+// PLAN: 1 arg0.dim0*8 above 3-9 memref<?x2xf32>
+// PLAN: heap size depends on tensor data memref<?xi64>
+// PLAN: heap returned memref<?xf32>
+// PLAN: arena peak: depends on the input shapes
+// CHECK-LABEL: func.func @main
+// CHECK: %[[N:.*]] = memref.dim %{{.*}}, %{{.*}} : memref<?xf32>
+// CHECK: %[[BYTES:.*]] = arith.muli
+// CHECK: %[[ARENA:.*]] = kiln_cpu.workspace
+// CHECK: memref.view %[[ARENA]][%{{.*}}][%[[N]]] : memref<?xi8> to memref<?xf32>
+// CHECK: memref.view %[[ARENA]][%[[ABOVE:.*]]][%[[N]]] : memref<?xi8> to memref<?x2xf32>
+// CHECK: memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xi64>
+// CHECK: memref.alloc(%[[N]]) {alignment = 64 : i64} : memref<?xf32>
+// CHECK: memref.subview
+// CHECK-NOT: kiln.arena_bytes
+func.func @main(%x: memref<?xf32>, %idx: memref<i64>) -> memref<?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %x, %c0 : memref<?xf32>
+  %a = memref.alloc(%n) {alignment = 64 : i64} : memref<?xf32>
+  %b = memref.alloc(%n) {alignment = 64 : i64} : memref<?x2xf32>
+  memref.copy %x, %a : memref<?xf32> to memref<?xf32>
+  %k = memref.load %idx[] : memref<i64>
+  %ki = arith.index_cast %k : i64 to index
+  %data = memref.alloc(%ki) {alignment = 64 : i64} : memref<?xi64>
+  memref.copy %a, %a : memref<?xf32> to memref<?xf32>
+  memref.copy %b, %b : memref<?x2xf32> to memref<?x2xf32>
+  memref.copy %data, %data : memref<?xi64> to memref<?xi64>
+  %out = memref.alloc(%n) {alignment = 64 : i64} : memref<?xf32>
+  %view = memref.subview %out[0] [%n] [1] : memref<?xf32> to memref<?xf32, strided<[1]>>
+  %cast = memref.cast %view : memref<?xf32, strided<[1]>> to memref<?xf32>
+  return %cast : memref<?xf32>
+}
