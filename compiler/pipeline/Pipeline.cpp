@@ -40,7 +40,9 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
   {
     // Fold shapes and constants the importer left, recognize composite
     // patterns (passes/fusion/), then move weights out.
-    std::string fusions = "";
+    // Layer norm before RMS norm: a centered chain is also an RMS of x - mean.
+    std::string fusions = "kiln-fuse-layer-norm,kiln-fuse-rms-norm,kiln-fuse-gelu,kiln-fuse-silu,"
+                          "kiln-fuse-attention,";
     return std::string("builtin.module(canonicalize,cse,") + (options.fuse ? fusions : "") +
            (options.kvCache ? "kiln-kv-cache-in-place,kiln-last-position-logits," : "") +
            "kiln-tie-symbolic-dims,kiln-outline-weights,kiln-pack-matmul-weights)";
