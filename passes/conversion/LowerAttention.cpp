@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <limits>
@@ -174,6 +175,29 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
       return arith::SelectOp::create(nb, l, isNegInf, scalarConstant(nb, l, et, 0.0), mx);
     };
     double scale = op.getScale().convertToDouble();
+    // With static head sizes that split into whole vectors, the two products
+    // are written with vectors (LLVM would keep an f32 dot product scalar:
+    // it may not reorder the sum); otherwise as linalg contractions.
+    auto vectorWidth = [](int64_t n) -> int64_t {
+      return ShapedType::isDynamic(n) ? 0 : n % 16 == 0 ? 16 : n % 8 == 0 ? 8 : 0;
+    };
+    int64_t headSize = staticSize(dSize), valueSize = staticSize(dvSize);
+    int64_t qkWidth = et.isF32() ? vectorWidth(headSize) : 0, pvWidth = et.isF32() ? vectorWidth(valueSize) : 0;
+    auto zeroVector = [&](VectorType vt) -> Value {
+      return arith::ConstantOp::create(b, loc, vt, DenseElementsAttr::get(vt, b.getFloatAttr(et, 0.0)));
+    };
+    auto readVector = [&](VectorType vt, Value t, ArrayRef<Value> idx) -> Value {
+      return vector::TransferReadOp::create(b, loc, vt, t, idx, zero, ArrayRef<bool>{true});
+    };
+    // for (x = 0; x < n; ++x) carried = body(x, carried), on tensors.
+    auto forRange = [&](OpBuilder &, Value n, Value init, const std::function<Value(Value, Value)> &body) -> Value {
+      auto loopOp = scf::ForOp::create(b, loc, c(0), n, c(1), ValueRange{init});
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(loopOp.getBody());
+      Value next = body(loopOp.getInductionVar(), loopOp.getRegionIterArg(0));
+      scf::YieldOp::create(b, loc, ValueRange{next});
+      return loopOp.getResult(0);
+    };
 
     auto loop = scf::ForOp::create(b, loc, c(0), sk, c(kKeyTile), ValueRange{m0, l0, acc0, scores0, rowScratch0});
     {
@@ -188,16 +212,36 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
       SmallVector<OpFoldResult> zero2 = {b.getIndexAttr(0), b.getIndexAttr(0)};
       auto sType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, et);
       Value s = tensor::ExtractSliceOp::create(b, loc, sType, scoresBuf, zero2, SmallVector<OpFoldResult>{rows, kn}, unit(2));
-      s = linalg::FillOp::create(b, loc, zero, s).getResult(0);
-      // S = Q K^T: (i, j, c) with the head dim innermost in both operands.
-      s = linalg::GenericOp::create(
-              b, loc, sType, ValueRange{qBlock, kTile}, ValueRange{s},
-              SmallVector<AffineMap>{map({i, e}, 3), map({j, e}, 3), map({i, j}, 3)},
-              SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
-              [&](OpBuilder &nb, Location l, ValueRange a) {
-                linalg::YieldOp::create(nb, l, addValues(nb, l, a[2], mulValues(nb, l, a[0], a[1])));
-              })
-              .getResult(0);
+      if (qkWidth) {
+        // S = Q K^T as dot products of contiguous rows, `qkWidth` lanes at a time.
+        auto vt = VectorType::get({qkWidth}, et);
+        s = forRange(b, rows, s, [&](Value row, Value sRows) {
+          return forRange(b, kn, sRows, [&](Value key, Value sCols) {
+            auto dot = scf::ForOp::create(b, loc, c(0), c(headSize), c(qkWidth), ValueRange{zeroVector(vt)});
+            {
+              OpBuilder::InsertionGuard g(b);
+              b.setInsertionPointToStart(dot.getBody());
+              Value col = dot.getInductionVar();
+              Value qv = readVector(vt, qBlock, {row, col});
+              Value kv = readVector(vt, kTile, {key, col});
+              scf::YieldOp::create(b, loc, ValueRange{vector::FMAOp::create(b, loc, qv, kv, dot.getRegionIterArg(0))});
+            }
+            Value sum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, dot.getResult(0));
+            return tensor::InsertOp::create(b, loc, sum, sCols, ValueRange{row, key}).getResult();
+          });
+        });
+      } else {
+        s = linalg::FillOp::create(b, loc, zero, s).getResult(0);
+        // S = Q K^T: (i, j, c) with the head dim innermost in both operands.
+        s = linalg::GenericOp::create(
+                b, loc, sType, ValueRange{qBlock, kTile}, ValueRange{s},
+                SmallVector<AffineMap>{map({i, e}, 3), map({j, e}, 3), map({i, j}, 3)},
+                SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel, IteratorType::reduction},
+                [&](OpBuilder &nb, Location l, ValueRange a) {
+                  linalg::YieldOp::create(nb, l, addValues(nb, l, a[2], mulValues(nb, l, a[0], a[1])));
+                })
+                .getResult(0);
+      }
       // S = S * scale + mask tile.
       SmallVector<Value> maskIn;
       SmallVector<AffineMap> maskMaps;
@@ -281,23 +325,52 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
                        })
                        .getResult(0);
       auto accType = cast<RankedTensorType>(acc.getType());
-      Value accScaled = linalg::GenericOp::create(
-                            b, loc, accType, ValueRange{alpha}, ValueRange{acc},
-                            SmallVector<AffineMap>{map({i}, 2), map({i, j}, 2)},
-                            SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel},
-                            [&](OpBuilder &nb, Location l, ValueRange a) {
-                              linalg::YieldOp::create(nb, l, mulValues(nb, l, a[1], a[0]));
-                            })
-                            .getResult(0);
-      // acc += P V: (i, j, e) with the value columns innermost (contiguous in V and acc).
-      Value accNew = linalg::GenericOp::create(
-                         b, loc, accType, ValueRange{p, vTile}, ValueRange{accScaled},
-                         SmallVector<AffineMap>{map({i, j}, 3), map({j, e}, 3), map({i, e}, 3)},
-                         SmallVector<IteratorType>{IteratorType::parallel, IteratorType::reduction, IteratorType::parallel},
-                         [&](OpBuilder &nb, Location l, ValueRange a) {
-                           linalg::YieldOp::create(nb, l, addValues(nb, l, a[2], mulValues(nb, l, a[0], a[1])));
-                         })
-                         .getResult(0);
+      Value accNew;
+      if (pvWidth) {
+        // acc = acc * alpha + P V, `pvWidth` value columns at a time in registers:
+        // one broadcast P entry times a contiguous row of V per key.
+        auto vt = VectorType::get({pvWidth}, et);
+        accNew = forRange(b, rows, acc, [&](Value row, Value accRows) {
+          Value scaleRow = vector::BroadcastOp::create(b, loc, vt, tensor::ExtractOp::create(b, loc, alpha, ValueRange{row}));
+          auto cols = scf::ForOp::create(b, loc, c(0), c(valueSize), c(pvWidth), ValueRange{accRows});
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(cols.getBody());
+          Value col = cols.getInductionVar(), accCols = cols.getRegionIterArg(0);
+          Value start = arith::MulFOp::create(b, loc, readVector(vt, accCols, {row, col}), scaleRow);
+          auto keys = scf::ForOp::create(b, loc, c(0), kn, c(1), ValueRange{start});
+          {
+            OpBuilder::InsertionGuard g2(b);
+            b.setInsertionPointToStart(keys.getBody());
+            Value key = keys.getInductionVar();
+            Value pv = vector::BroadcastOp::create(b, loc, vt, tensor::ExtractOp::create(b, loc, p, ValueRange{row, key}));
+            Value vv = readVector(vt, vTile, {key, col});
+            scf::YieldOp::create(b, loc, ValueRange{vector::FMAOp::create(b, loc, pv, vv, keys.getRegionIterArg(0))});
+          }
+          Value written = vector::TransferWriteOp::create(b, loc, keys.getResult(0), accCols, ValueRange{row, col},
+                                                          ArrayRef<bool>{true})
+                              .getResult();
+          scf::YieldOp::create(b, loc, ValueRange{written});
+          return cols.getResult(0);
+        });
+      } else {
+        Value accScaled = linalg::GenericOp::create(
+                              b, loc, accType, ValueRange{alpha}, ValueRange{acc},
+                              SmallVector<AffineMap>{map({i}, 2), map({i, j}, 2)},
+                              SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel},
+                              [&](OpBuilder &nb, Location l, ValueRange a) {
+                                linalg::YieldOp::create(nb, l, mulValues(nb, l, a[1], a[0]));
+                              })
+                              .getResult(0);
+        // acc += P V: (i, j, e) with the value columns innermost (contiguous in V and acc).
+        accNew = linalg::GenericOp::create(
+                     b, loc, accType, ValueRange{p, vTile}, ValueRange{accScaled},
+                     SmallVector<AffineMap>{map({i, j}, 3), map({j, e}, 3), map({i, e}, 3)},
+                     SmallVector<IteratorType>{IteratorType::parallel, IteratorType::reduction, IteratorType::parallel},
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       linalg::YieldOp::create(nb, l, addValues(nb, l, a[2], mulValues(nb, l, a[0], a[1])));
+                     })
+                     .getResult(0);
+      }
       Value scoresNext = tensor::InsertSliceOp::create(b, loc, p, scoresBuf, zero2, SmallVector<OpFoldResult>{rows, kn}, unit(2));
       Value rowNext = tensor::InsertSliceOp::create(b, loc, alpha, rowBuf, SmallVector<OpFoldResult>{b.getIndexAttr(0)},
                                                     SmallVector<OpFoldResult>{rows}, unit(1));

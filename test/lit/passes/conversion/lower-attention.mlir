@@ -24,17 +24,24 @@
 // CHECK: %[[KN:.*]] = arith.minsi %{{.*}}, %c64
 // CHECK: tensor.extract_slice %[[K]][%{{.*}}, %{{.*}}, %[[K0]], 0] [1, 1, %[[KN]], 16]
 // CHECK: tensor.extract_slice %[[V]][%{{.*}}, %{{.*}}, %[[K0]], 0] [1, 1, %[[KN]], 16]
-// S = Q K^T, then * scale + the mask tile.
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// S = Q K^T as vector dot products of rows (head size 16: one vector<16xf32> each), then * scale + the mask tile.
+// CHECK: scf.for %[[I:.*]] = %c0 to %[[ROWS]] step %c1
+// CHECK: scf.for %[[J:.*]] = %c0 to %[[KN]] step %c1
+// CHECK: vector.fma {{.*}} : vector<16xf32>
+// CHECK: vector.reduction <add>
+// CHECK: tensor.insert %{{.*}}[%[[I]], %[[J]]] : tensor<?x?xf32>
 // CHECK: tensor.extract_slice %[[M]][%{{.*}}, 0, %[[Q0]], %[[K0]]] [1, 1, %[[ROWS]], %[[KN]]]
 // CHECK: arith.mulf %{{.*}}, %cst
 // Online softmax: new max, rescale of the sum by exp(m - m'), P = exp(S - m').
 // CHECK: linalg.generic {{.*}} outs(%[[MAX]], %[[SUM]], %{{.*}} : tensor<?xf32>, tensor<?xf32>, tensor<?xf32>)
 // CHECK: math.exp
 // CHECK: math.exp
-// acc = acc * alpha + P V.
-// CHECK: outs(%[[ACC]] : tensor<?x16xf32>)
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]
+// acc = acc * alpha + P V: a row of acc in a vector, one broadcast P entry times a row of V per key.
+// CHECK: scf.for %{{.*}} = %c0 to %[[ROWS]] step %c1 iter_args(%{{.*}} = %[[ACC]]) -> (tensor<?x16xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %[[KN]] step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<16xf32>)
+// CHECK: vector.broadcast
+// CHECK: vector.fma
+// CHECK: vector.transfer_write
 // CHECK: scf.yield
 // out = acc / l, written at the block's rows.
 // CHECK: arith.divf
@@ -68,7 +75,8 @@ func.func @prefill(%q: tensor<1x2x100x16xf32>, %k: tensor<1x2x300x16xf32>, %v: t
 // -----
 
 // No mask and a scale of 1: the scores go straight to the row max. One query block and one key
-// tile: canonicalization drops both loops' single iterations, leaving a work item per batch.
+// tile: canonicalization drops both loops' single iterations, leaving a work item per batch. A head
+// size of 4 (no whole vectors) keeps both products as linalg contractions.
 // CHECK-LABEL: func @plain
 // CHECK: scf.forall (%{{.*}}) in (3)
 // CHECK-NOT: scf.for
@@ -76,6 +84,7 @@ func.func @prefill(%q: tensor<1x2x100x16xf32>, %k: tensor<1x2x300x16xf32>, %v: t
 // CHECK-SAME: outs(%{{.*}} : tensor<5x9xf32>)
 // CHECK-NOT: arith.mulf %{{.*}}, %cst
 // CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK: iterator_types = ["parallel", "reduction", "parallel"]
 func.func @plain(%q: tensor<3x5x4xf32>, %k: tensor<3x9x4xf32>, %v: tensor<3x9x4xf32>) -> tensor<3x5x4xf32> {
   %0 = graph.attention %q, %k, %v : (tensor<3x5x4xf32>, tensor<3x9x4xf32>, tensor<3x9x4xf32>) -> tensor<3x5x4xf32>
   return %0 : tensor<3x5x4xf32>
