@@ -26,7 +26,13 @@ std::optional<double> splatValue(Value v) {
 
 bool isConstantNear(Value v, double expected, double tolerance) {
   std::optional<double> c = splatValue(v);
-  return c && std::fabs(*c - expected) <= tolerance * std::max(1.0, std::fabs(expected));
+  if (!c)
+    return false;
+  // A constant stored in a narrow float type (f16, bf16) is as close as its
+  // precision allows: widen the tolerance to one ulp of that type.
+  if (auto ft = dyn_cast<FloatType>(cast<ShapedType>(v.getType()).getElementType()))
+    tolerance = std::max(tolerance, std::ldexp(1.0, 1 - (int)llvm::APFloat::semanticsPrecision(ft.getFloatSemantics())));
+  return std::fabs(*c - expected) <= tolerance * std::max(1.0, std::fabs(expected));
 }
 
 Value otherOperand(Operation *op, Value known) {

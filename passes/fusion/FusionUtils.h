@@ -15,7 +15,8 @@ std::optional<double> splatValue(mlir::Value v);
 /// True when `v` is a splat constant within `tolerance` of `expected`
 /// (absolute, scaled by max(1, |expected|)). Exporters print irrational
 /// constants rounded (1.4142, 0.7071), so those take ~1e-4; exact ones
-/// (0.5, 1, 2, 3) take kExact.
+/// (0.5, 1, 2, 3) take kExact. Constants of a type narrower than f32 get at
+/// least one ulp of that type.
 constexpr double kExact = 1e-6;
 constexpr double kRounded = 1e-4;
 bool isConstantNear(mlir::Value v, double expected, double tolerance);

@@ -208,3 +208,38 @@ func.func @broadcasting_half(%x: tensor<4x32xf32>) -> tensor<2x4x32xf32> {
   %y = graph.mul %m, %half : (tensor<4x32xf32>, tensor<2x1x1xf32>) -> tensor<2x4x32xf32>
   return %y : tensor<2x4x32xf32>
 }
+
+// -----
+
+// f16: sqrt 2 is stored as 1.4140625 (one f16 ulp off), still GELU.
+// CHECK-LABEL: func @erf_f16
+// CHECK-NEXT: %[[Y:.*]] = graph.gelu %{{.*}} : (tensor<8xf16>) -> tensor<8xf16>
+// CHECK-NEXT: return %[[Y]]
+func.func @erf_f16(%x: tensor<8xf16>) -> tensor<8xf16> {
+  %sqrt2 = graph.constant {value = dense<1.4140625> : tensor<f16>} : () -> tensor<f16>
+  %one = graph.constant {value = dense<1.0> : tensor<f16>} : () -> tensor<f16>
+  %half = graph.constant {value = dense<0.5> : tensor<f16>} : () -> tensor<f16>
+  %d = graph.div %x, %sqrt2 : (tensor<8xf16>, tensor<f16>) -> tensor<8xf16>
+  %e = graph.erf %d : (tensor<8xf16>) -> tensor<8xf16>
+  %a = graph.add %e, %one : (tensor<8xf16>, tensor<f16>) -> tensor<8xf16>
+  %m = graph.mul %x, %a : (tensor<8xf16>, tensor<8xf16>) -> tensor<8xf16>
+  %y = graph.mul %m, %half : (tensor<8xf16>, tensor<f16>) -> tensor<8xf16>
+  return %y : tensor<8xf16>
+}
+
+// -----
+
+// f32 with sqrt 2 written as 1.414 (error 1.5e-4 relative): too far, not fused.
+// CHECK-LABEL: func @erf_sqrt2_too_rounded
+// CHECK-NOT: graph.gelu
+func.func @erf_sqrt2_too_rounded(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %sqrt2 = graph.constant {value = dense<1.414> : tensor<f32>} : () -> tensor<f32>
+  %one = graph.constant {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>
+  %half = graph.constant {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
+  %d = graph.div %x, %sqrt2 : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %e = graph.erf %d : (tensor<8xf32>) -> tensor<8xf32>
+  %a = graph.add %e, %one : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %m = graph.mul %x, %a : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %y = graph.mul %m, %half : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
