@@ -23,6 +23,13 @@ struct LastPositionLogitsPass : impl::LastPositionLogitsPassBase<LastPositionLog
     auto main = getOperation().lookupSymbol<func::FuncOp>("main");
     if (!main || main.getBody().empty())
       return;
+    // Only a decoder that got a KV cache is driven by the generator, which
+    // reads the last position; a plain forward pass returns every position.
+    bool hasCache = false;
+    for (unsigned a = 0; a < main.getNumArguments(); ++a)
+      hasCache = hasCache || main.getArgAttr(a, attrs::kKvCache);
+    if (!hasCache)
+      return;
     auto ret = cast<func::ReturnOp>(main.getBody().front().getTerminator());
     for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
       auto name = main.getResultAttrOfType<StringAttr>(r, attrs::kName);

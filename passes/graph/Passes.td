@@ -59,8 +59,9 @@ def LastPositionLogitsPass : Pass<"kiln-last-position-logits", "::mlir::ModuleOp
     largest weight of a small model). When the output named `logits` is a
     matmul of a [batch, sequence, H] hidden state read by nothing else, the
     hidden state is sliced to its last position first, and `logits` becomes
-    [batch, 1, vocab]. Runs with kiln-kv-cache-in-place (the decoder
-    interface); `kiln-compile --kv-cache=false` keeps every position.
+    [batch, 1, vocab]. Only when kiln-kv-cache-in-place found a cache (an
+    argument marked `kiln.kv_cache`: the generator's interface); a forward
+    pass without one, or `kiln-compile --kv-cache=false`, keeps every position.
   }];
 }
 
