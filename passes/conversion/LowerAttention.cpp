@@ -376,14 +376,18 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
                                                     SmallVector<OpFoldResult>{rows}, unit(1));
       scf::YieldOp::create(b, loc, ValueRange{mNew, lNew, accNew, scoresNext, rowNext});
     }
-    // out = acc / l.
+    // out = acc / l; with no keys at all the product with an empty V is 0 (while a
+    // row whose keys are all -inf stays 0 / 0 = NaN, as the unfused graph gives).
     Value acc = loop.getResult(2), l = loop.getResult(1);
+    Value noKeys = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, sk, c(0));
     Value out = linalg::GenericOp::create(
                     b, loc, acc.getType(), ValueRange{l}, ValueRange{acc},
                     SmallVector<AffineMap>{map({i}, 2), map({i, j}, 2)},
                     SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel},
                     [&](OpBuilder &nb, Location lc, ValueRange a) {
-                      linalg::YieldOp::create(nb, lc, divValues(nb, lc, a[1], a[0]));
+                      Value quotient = divValues(nb, lc, a[1], a[0]);
+                      linalg::YieldOp::create(nb, lc, ValueRange{arith::SelectOp::create(
+                                                          nb, lc, noKeys, scalarConstant(nb, lc, et, 0.0), quotient)});
                     })
                     .getResult(0);
     {

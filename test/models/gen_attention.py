@@ -5,7 +5,8 @@ numpy float64 references, to test kiln-fuse-attention's fused kernel end to end
 
   mha_additive   GPT-2's form: Transpose(K), * 1/sqrt(d), + float mask [1,1,Sq,Sk],
                  symbolic Sq/Sk; data sets Sq x Sk = 5 x 77, 1 x 130 (a decode
-                 step), 20 x 20 (two query blocks); masked entries -1e9.
+                 step), 20 x 20 (two query blocks), 3 x 0 (no keys: zeros);
+                 masked entries -1e9.
   where_causal   rank 3, Dv != D, / sqrt(d), Where(keep, scores, -inf): rows whose
                  first 64 keys are all masked (the first key tile is all -inf) and
                  one row with every key masked (NaN, as ONNX's Softmax gives).
@@ -13,6 +14,8 @@ numpy float64 references, to test kiln-fuse-attention's fused kernel end to end
                  Unsqueeze/Expand/Reshape with shapes from Shape/Gather/Concat,
                  the scale applied to Q, symbolic key length (67).
   pretransposed  K^T given as an input [B, D, Sk] (no Transpose), rank-1 mask.
+  plain_2d       rank 2 (no batch), no scale or mask, head size 24 (vectors of 8),
+                 Dv = 5 (no whole vectors: linalg products), 100 keys.
 
 Run with /usr/bin/python3 (needs onnx and numpy): gen_attention.py [OUT_DIR]
 (default test/models/attention). Deterministic: rerunning gives the same files.
@@ -38,6 +41,8 @@ def softmax(x):
 
 
 def attention(q, k, v, scale, mask=None):
+    if k.shape[-2] == 0:  # no keys: the product with an empty V is 0
+        return np.zeros(q.shape[:-1] + v.shape[-1:], np.float32)
     s = np.matmul(q.astype(np.float64), np.swapaxes(k.astype(np.float64), -1, -2)) * scale
     if mask is not None:
         s = s + mask
@@ -88,13 +93,13 @@ def mha_additive():
     inputs = [("q", F, [1, H, "sq", D]), ("k", F, [1, H, "sk", D]), ("v", F, [1, H, "sk", D]),
               ("mask", F, [1, 1, "sq", "sk"])]
     sets = []
-    for sq, sk in ((5, 77), (1, 130), (20, 20)):
+    for sq, sk in ((5, 77), (1, 130), (20, 20), (3, 0)):
         q, k, v = f32((1, H, sq, D)), f32((1, H, sk, D)), f32((1, H, sk, D))
         # Causal with the queries at the end, plus a few random holes.
         past = sk - sq
         allowed = np.arange(sk)[None, :] <= past + np.arange(sq)[:, None]
         allowed &= rng.random((sq, sk)) > 0.1
-        allowed[:, 0] = True
+        allowed[:, :1] = True
         mask = np.where(allowed, 0.0, -1e9).astype(np.float32).reshape(1, 1, sq, sk)
         sets.append(([q, k, v, mask], [attention(q, k, v, np.float32(0.25), mask.astype(np.float64))]))
     save("mha_additive", nodes, inputs, [("out", F, [1, H, "sq", D])],
@@ -179,8 +184,23 @@ def pretransposed():
          [("out", F, [B, SQ, D])], [const("four", 4.0, np.float32)], [([q, kt, v, bias], [ref])])
 
 
+def plain_2d():
+    SQ, SK, D, DV = 7, 100, 24, 5
+    nodes = [
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[1, 0]),
+        helper.make_node("MatMul", ["q", "kt"], ["qk"]),
+        helper.make_node("Softmax", ["qk"], ["p"], axis=1),
+        helper.make_node("MatMul", ["p", "v"], ["out"]),
+    ]
+    F = TensorProto.FLOAT
+    q, k, v = f32((SQ, D)), f32((SK, D)), f32((SK, DV))
+    save("plain_2d", nodes, [("q", F, [SQ, D]), ("k", F, [SK, D]), ("v", F, [SK, DV])],
+         [("out", F, [SQ, DV])], [], [([q, k, v], [attention(q, k, v, 1.0)])])
+
+
 if __name__ == "__main__":
     mha_additive()
     where_causal()
     gqa_expand()
     pretransposed()
+    plain_2d()
