@@ -190,7 +190,7 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
       return vector::TransferReadOp::create(b, loc, vt, t, idx, zero, ArrayRef<bool>{true});
     };
     // for (x = 0; x < n; ++x) carried = body(x, carried), on tensors.
-    auto forRange = [&](OpBuilder &, Value n, Value init, const std::function<Value(Value, Value)> &body) -> Value {
+    auto forRange = [&](Value n, Value init, const std::function<Value(Value, Value)> &body) -> Value {
       auto loopOp = scf::ForOp::create(b, loc, c(0), n, c(1), ValueRange{init});
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(loopOp.getBody());
@@ -215,8 +215,8 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
       if (qkWidth) {
         // S = Q K^T as dot products of contiguous rows, `qkWidth` lanes at a time.
         auto vt = VectorType::get({qkWidth}, et);
-        s = forRange(b, rows, s, [&](Value row, Value sRows) {
-          return forRange(b, kn, sRows, [&](Value key, Value sCols) {
+        s = forRange(rows, s, [&](Value row, Value sRows) {
+          return forRange(kn, sRows, [&](Value key, Value sCols) {
             auto dot = scf::ForOp::create(b, loc, c(0), c(headSize), c(qkWidth), ValueRange{zeroVector(vt)});
             {
               OpBuilder::InsertionGuard g(b);
@@ -330,7 +330,7 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
         // acc = acc * alpha + P V, `pvWidth` value columns at a time in registers:
         // one broadcast P entry times a contiguous row of V per key.
         auto vt = VectorType::get({pvWidth}, et);
-        accNew = forRange(b, rows, acc, [&](Value row, Value accRows) {
+        accNew = forRange(rows, acc, [&](Value row, Value accRows) {
           Value scaleRow = vector::BroadcastOp::create(b, loc, vt, tensor::ExtractOp::create(b, loc, alpha, ValueRange{row}));
           auto cols = scf::ForOp::create(b, loc, c(0), c(valueSize), c(pvWidth), ValueRange{accRows});
           OpBuilder::InsertionGuard g(b);
