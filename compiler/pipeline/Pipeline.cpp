@@ -50,7 +50,8 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
   case Phase::Linalg:
     return std::string("builtin.module(kiln-convert-graph-to-linalg,canonicalize,cse,") +
            (options.fuse ? "func.func(kiln-fuse-elementwise),canonicalize,cse," : "") +
-           "func.func(kiln-tile-contractions),canonicalize,cse,"
+           "func.func(kiln-tile-contractions),canonicalize,cse," +
+           (options.fuse ? "func.func(kiln-fuse-epilogues),canonicalize,cse," : "") +
            "func.func(kiln-vectorize-contractions" + microkernel + "),canonicalize,cse)";
   case Phase::Bufferized:
     return std::string("builtin.module(eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"

@@ -51,6 +51,22 @@ def TileContractionsPass : Pass<"kiln-tile-contractions", "::mlir::func::FuncOp"
                            "::mlir::tensor::TensorDialect"];
 }
 
+def FuseEpiloguesPass : Pass<"kiln-fuse-epilogues", "::mlir::func::FuncOp"> {
+  let summary = "Fuse a tiled matrix product's elementwise consumer into its tile loop";
+  let description = [{
+    After kiln-tile-contractions: when the only reader of a product's
+    `scf.forall` is an elementwise `linalg.generic` (bias, residual add,
+    activation: everything kiln-fuse-elementwise merged into one op) that
+    reads the product element for element and writes a tensor of its shape,
+    MLIR's consumer fusion moves it into the loop. Each tile is then finished
+    while it is in cache, in the same kernel, instead of one more pass over
+    the whole result. Consumers reading the product through a broadcast or
+    transpose, or reading values computed after the loop, stay separate.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect"];
+}
+
 def VectorizeContractionsPass : Pass<"kiln-vectorize-contractions", "::mlir::func::FuncOp"> {
   let summary = "Register-tile and vectorize the cache tiles of contractions";
   let description = [{

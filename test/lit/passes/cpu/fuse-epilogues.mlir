@@ -1,0 +1,102 @@
+// kiln-fuse-epilogues: the elementwise consumer of a tiled product (bias + ReLU here) moves into
+// the product's tile loop; consumers that read the product through a broadcast, or that other
+// ops also read the product, stay separate.
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-tile-contractions,kiln-fuse-epilogues))' | FileCheck %s
+
+#lhs = affine_map<(d0, d1, d2) -> (d0, d1)>
+#rhs = affine_map<(d0, d1, d2) -> (d1, d2)>
+#out = affine_map<(d0, d1, d2) -> (d0, d2)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func @matmul_bias_relu
+// CHECK: %[[LOOP:.*]]:2 = scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (%{{.*}}, 256) step (16, 64)
+// CHECK: linalg.generic
+// CHECK-SAME: kiln.tile_sizes = array<i64: 16, 0, 64>
+// CHECK: linalg.generic
+// CHECK: arith.addf
+// CHECK: arith.maximumf
+// CHECK: scf.forall.in_parallel
+// CHECK: tensor.parallel_insert_slice
+// CHECK: tensor.parallel_insert_slice
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[LOOP]]#1
+func.func @matmul_bias_relu(%a: tensor<?x128xf32>, %b: tensor<128x256xf32>, %bias: tensor<256xf32>,
+                            %c: tensor<?x256xf32>, %d: tensor<?x256xf32>) -> tensor<?x256xf32> {
+  %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : tensor<?x128xf32>, tensor<128x256xf32>) outs(%c : tensor<?x256xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x256xf32>
+  %1 = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%0, %bias : tensor<?x256xf32>, tensor<256xf32>) outs(%d : tensor<?x256xf32>) {
+  ^bb0(%x: f32, %b0: f32, %o: f32):
+    %zero = arith.constant 0.0 : f32
+    %s = arith.addf %x, %b0 : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<?x256xf32>
+  return %1 : tensor<?x256xf32>
+}
+
+// -----
+
+#lhs = affine_map<(d0, d1, d2) -> (d0, d1)>
+#rhs = affine_map<(d0, d1, d2) -> (d1, d2)>
+#out = affine_map<(d0, d1, d2) -> (d0, d2)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// The product is also returned: the consumer stays a separate kernel.
+// CHECK-LABEL: func @product_also_returned
+// CHECK: %[[LOOP:.*]] = scf.forall
+// CHECK: scf.forall.in_parallel
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[LOOP]]
+func.func @product_also_returned(%a: tensor<8x128xf32>, %b: tensor<128x256xf32>, %c: tensor<8x256xf32>,
+                                 %d: tensor<8x256xf32>) -> (tensor<8x256xf32>, tensor<8x256xf32>) {
+  %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : tensor<8x128xf32>, tensor<128x256xf32>) outs(%c : tensor<8x256xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<8x256xf32>
+  %1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%0 : tensor<8x256xf32>) outs(%d : tensor<8x256xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %t = math.tanh %x : f32
+    linalg.yield %t : f32
+  } -> tensor<8x256xf32>
+  return %0, %1 : tensor<8x256xf32>, tensor<8x256xf32>
+}
+
+// -----
+
+#lhs = affine_map<(d0, d1, d2) -> (d0, d1)>
+#rhs = affine_map<(d0, d1, d2) -> (d1, d2)>
+#out = affine_map<(d0, d1, d2) -> (d0, d2)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// A consumer reading the product transposed needs other tiles than the loop makes: not fused.
+// CHECK-LABEL: func @transposed_consumer
+// CHECK: %[[LOOP:.*]] = scf.forall
+// CHECK: scf.forall.in_parallel
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[LOOP]]
+func.func @transposed_consumer(%a: tensor<64x128xf32>, %b: tensor<128x64xf32>, %c: tensor<64x64xf32>,
+                               %d: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : tensor<64x128xf32>, tensor<128x64xf32>) outs(%c : tensor<64x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<64x64xf32>
+  %1 = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%0 : tensor<64x64xf32>) outs(%d : tensor<64x64xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %t = math.tanh %x : f32
+    linalg.yield %t : f32
+  } -> tensor<64x64xf32>
+  return %1 : tensor<64x64xf32>
+}
