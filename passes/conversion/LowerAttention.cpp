@@ -22,6 +22,9 @@ using utils::IteratorType;
 /// [16 x 64] score tile (4 KB) stays in L1 next to its K and V tiles.
 constexpr int64_t kQueryBlock = 16;
 constexpr int64_t kKeyTile = 64;
+/// Vector accumulators of one output row kept in registers across the keys
+/// (a head of 128 f32 values in 16-lane vectors).
+constexpr int64_t kMaxAccumulators = 8;
 
 /// The static size an extract_slice gives a dim of `size` (a Value stays dynamic).
 int64_t staticSize(OpFoldResult size) {
@@ -330,8 +333,33 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
         // acc = acc * alpha + P V, `pvWidth` value columns at a time in registers:
         // one broadcast P entry times a contiguous row of V per key.
         auto vt = VectorType::get({pvWidth}, et);
+        int64_t chunks = valueSize / pvWidth;
         accNew = forRange(rows, acc, [&](Value row, Value accRows) {
           Value scaleRow = vector::BroadcastOp::create(b, loc, vt, tensor::ExtractOp::create(b, loc, alpha, ValueRange{row}));
+          if (chunks <= kMaxAccumulators) {
+            // The whole row of acc in registers: independent accumulators, one P load per key.
+            SmallVector<Value> starts;
+            for (int64_t ch = 0; ch < chunks; ++ch)
+              starts.push_back(arith::MulFOp::create(b, loc, readVector(vt, accRows, {row, c(ch * pvWidth)}), scaleRow));
+            auto keys = scf::ForOp::create(b, loc, c(0), kn, c(1), starts);
+            {
+              OpBuilder::InsertionGuard g(b);
+              b.setInsertionPointToStart(keys.getBody());
+              Value key = keys.getInductionVar();
+              Value pv = vector::BroadcastOp::create(b, loc, vt, tensor::ExtractOp::create(b, loc, p, ValueRange{row, key}));
+              SmallVector<Value> next;
+              for (int64_t ch = 0; ch < chunks; ++ch)
+                next.push_back(vector::FMAOp::create(b, loc, pv, readVector(vt, vTile, {key, c(ch * pvWidth)}),
+                                                     keys.getRegionIterArg(ch)));
+              scf::YieldOp::create(b, loc, next);
+            }
+            Value written = accRows;
+            for (int64_t ch = 0; ch < chunks; ++ch)
+              written = vector::TransferWriteOp::create(b, loc, keys.getResult(ch), written, ValueRange{row, c(ch * pvWidth)},
+                                                        ArrayRef<bool>{true})
+                            .getResult();
+            return written;
+          }
           auto cols = scf::ForOp::create(b, loc, c(0), c(valueSize), c(pvWidth), ValueRange{accRows});
           OpBuilder::InsertionGuard g(b);
           b.setInsertionPointToStart(cols.getBody());

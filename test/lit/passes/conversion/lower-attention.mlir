@@ -89,3 +89,15 @@ func.func @plain(%q: tensor<3x5x4xf32>, %k: tensor<3x9x4xf32>, %v: tensor<3x9x4x
   %0 = graph.attention %q, %k, %v : (tensor<3x5x4xf32>, tensor<3x9x4xf32>, tensor<3x9x4xf32>) -> tensor<3x5x4xf32>
   return %0 : tensor<3x5x4xf32>
 }
+
+// -----
+
+// A value head of 64: the output row stays in 4 vector accumulators across the keys.
+// CHECK-LABEL: func @wide_values
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-4: vector.fma
+// CHECK-COUNT-4: vector.transfer_write
+func.func @wide_values(%q: tensor<2x?x16xf32>, %k: tensor<2x?x16xf32>, %v: tensor<2x?x64xf32>) -> tensor<2x?x64xf32> {
+  %0 = graph.attention %q, %k, %v {scale = 0.25 : f32} : (tensor<2x?x16xf32>, tensor<2x?x16xf32>, tensor<2x?x64xf32>) -> tensor<2x?x64xf32>
+  return %0 : tensor<2x?x64xf32>
+}
