@@ -156,7 +156,7 @@ struct FuseAttentionPattern : OpRewritePattern<graph::MatMulOp> {
 
     // Softmax input: [mask +] scores, or Where(keep, scores, -inf).
     Value x = softmax.getInput();
-    Value mask, keep;
+    Value mask, keep, fill;
     bool keepWhenTrue = true;
     if (auto add = x.getDefiningOp<graph::AddOp>()) {
       if (!add->hasOneUse())
@@ -173,19 +173,24 @@ struct FuseAttentionPattern : OpRewritePattern<graph::MatMulOp> {
       if (!mask)
         return rewriter.notifyMatchFailure(av, "no Q K^T under the mask");
     } else if (auto where = x.getDefiningOp<graph::WhereOp>()) {
-      // Where(keep, scores, -inf) or masked_fill's Where(drop, -inf, scores).
+      // Where(keep, scores, fill) or masked_fill's Where(drop, fill, scores), the fill -inf
+      // or a huge negative (HF's finfo.min): s + fill == fill for every score with
+      // |s| < ulp(fill) / 2 (> 1e22 for fills <= -1e30), so an additive mask of the fill
+      // is exact, a fully masked row included. -1e9 is not (-1e9 + 40 != -1e9).
       std::optional<double> fillY = scalarFloat(where.getY()), fillX = scalarFloat(where.getX());
-      auto isNegInf = [](std::optional<double> f) { return f && std::isinf(*f) && *f < 0; };
+      auto isNegInf = [](std::optional<double> f) { return f && *f < 0 && (std::isinf(*f) || *f <= -1e30); };
       if (!where->hasOneUse())
         return rewriter.notifyMatchFailure(av, "masked scores have another user");
       if (isNegInf(fillY) && where.getX().getType() == x.getType()) {
         x = where.getX();
+        fill = where.getY();
         keepWhenTrue = true;
       } else if (isNegInf(fillX) && where.getY().getType() == x.getType()) {
         x = where.getY();
+        fill = where.getX();
         keepWhenTrue = false;
       } else {
-        return rewriter.notifyMatchFailure(av, "not Where(keep, scores, -inf)");
+        return rewriter.notifyMatchFailure(av, "not Where(keep, scores, -inf or <= -1e30)");
       }
       keep = where.getCondition();
     }
@@ -256,15 +261,11 @@ struct FuseAttentionPattern : OpRewritePattern<graph::MatMulOp> {
     if (!k)
       k = graph::TransposeOp::create(rewriter, loc, kt, rewriter.getDenseI64ArrayAttr(swapLast));
     if (keep) {
-      // Where(keep, s, -inf) == s + Where(keep, 0, -inf) for every s that is not +inf or NaN.
+      // Where(keep, s, fill) == s + Where(keep, 0, fill) (see above; not for s = +inf or NaN).
       auto scalar = RankedTensorType::get({}, scoresType.getElementType());
       auto zero = graph::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(scalar, rewriter.getFloatAttr(scoresType.getElementType(), 0.0)));
-      auto ninf = graph::ConstantOp::create(
-          rewriter, loc,
-          DenseElementsAttr::get(scalar, rewriter.getFloatAttr(scoresType.getElementType(),
-                                                               -std::numeric_limits<double>::infinity())));
-      mask = keepWhenTrue ? graph::WhereOp::create(rewriter, loc, keep, zero, ninf)
-                          : graph::WhereOp::create(rewriter, loc, keep, ninf, zero);
+      mask = keepWhenTrue ? graph::WhereOp::create(rewriter, loc, keep, zero, fill)
+                          : graph::WhereOp::create(rewriter, loc, keep, fill, zero);
     }
     auto attn = graph::AttentionOp::create(rewriter, loc, av.getType(), q, k, v, mask,
                                            rewriter.getF32FloatAttr((float)scale));

@@ -69,7 +69,9 @@ def FuseAttentionPass : Pass<"kiln-fuse-attention"> {
     FlashAttention-style kernel that never materializes the Sq x Sk scores.
     The scale may be a Mul or Div by a scalar constant of the scores, of Q or
     of K (folded together); the mask an additive tensor or a
-    `Where(keep, scores, -inf)` / `Where(drop, -inf, scores)` selection; K^T
+    `Where(keep, scores, fill)` / `Where(drop, fill, scores)` selection with
+    a fill of -inf or <= -1e30 (HF's finfo.min; s + fill == fill, so an
+    additive mask of the fill is exact; -1e9 is refused); K^T
     a Transpose swapping the last two axes (any other K^T is transposed
     back). Keys/values repeated per query head as Hugging Face's `repeat_kv`
     (Unsqueeze, Expand, Reshape) are read ungrouped. Refused: a softmax over

@@ -16,6 +16,8 @@ numpy float64 references, to test kiln-fuse-attention's fused kernel end to end
   pretransposed  K^T given as an input [B, D, Sk] (no Transpose), rank-1 mask.
   plain_2d       rank 2 (no batch), no scale or mask, head size 24 (vectors of 8),
                  Dv = 5 (no whole vectors: linalg products), 100 keys.
+  where_lowest   Hugging Face's GPT-2 mask: Where(causal, scores, finfo.min), with a
+                 row that sees no key (uniform: the mean of V, not NaN).
 
 Run with /usr/bin/python3 (needs onnx and numpy): gen_attention.py [OUT_DIR]
 (default test/models/attention). Deterministic: rerunning gives the same files.
@@ -184,6 +186,33 @@ def pretransposed():
          [("out", F, [B, SQ, D])], [const("four", 4.0, np.float32)], [([q, kt, v, bias], [ref])])
 
 
+def where_lowest():
+    B, H, SQ, SK, D = 1, 2, 6, 90, 16
+    lowest = np.finfo(np.float32).min
+    nodes = [
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kt"], ["qk"]),
+        helper.make_node("Div", ["qk", "four"], ["scaled"]),
+        helper.make_node("Where", ["causal", "scaled", "lowest"], ["masked"]),
+        helper.make_node("Softmax", ["masked"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["out"]),
+    ]
+    F = TensorProto.FLOAT
+    q, k, v = f32((B, H, SQ, D)), f32((B, H, SK, D)), f32((B, H, SK, D))
+    causal = np.arange(SK)[None, :] <= (SK - SQ) + np.arange(SQ)[:, None]
+    causal[4, :] = False     # no key: a uniform softmax (every entry is finfo.min), not NaN
+    causal = causal.reshape(1, 1, SQ, SK)
+    s = np.matmul(q.astype(np.float64), np.swapaxes(k.astype(np.float64), -1, -2)) / 4.0
+    s = np.where(causal, s, np.float64(lowest))
+    ref = np.matmul(softmax(s), v.astype(np.float64)).astype(np.float32)
+    assert np.allclose(ref[:, :, 4], v.mean(axis=2), atol=1e-6)
+    save("where_lowest", nodes,
+         [("q", F, [B, H, SQ, D]), ("k", F, [B, H, SK, D]), ("v", F, [B, H, SK, D]),
+          ("causal", TensorProto.BOOL, [1, 1, SQ, SK])],
+         [("out", F, [B, H, SQ, D])],
+         [const("four", 4.0, np.float32), const("lowest", lowest, np.float32)], [([q, k, v, causal], [ref])])
+
+
 def plain_2d():
     SQ, SK, D, DV = 7, 100, 24, 5
     nodes = [
@@ -204,3 +233,4 @@ if __name__ == "__main__":
     gqa_expand()
     pretransposed()
     plain_2d()
+    where_lowest()

@@ -115,7 +115,7 @@ func.func @repeat_not_heads(%q: tensor<1x4x3x16xf32>, %k: tensor<1x2x6x16xf32>, 
 // -----
 
 // Boolean masks: Where(keep, scores, -inf) and masked_fill's Where(drop, -inf, scores)
-// become additive masks (exact: s + 0 = s, s + -inf = -inf).
+// become additive masks of the fill (exact: s + 0 = s, s + -inf = -inf).
 // CHECK-LABEL: func @where_keep
 // CHECK-DAG: %[[ZERO:.*]] = graph.constant {value = dense<0.000000e+00> : tensor<f32>}
 // CHECK-DAG: %[[NINF:.*]] = graph.constant {value = dense<0xFF800000> : tensor<f32>}
@@ -147,6 +147,26 @@ func.func @masked_fill(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor<
   %p = graph.softmax %sm : (tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
   %o = graph.matmul %p, %v : (tensor<2x3x5xf32>, tensor<2x5x4xf32>) -> tensor<2x3x4xf32>
   return %o : tensor<2x3x4xf32>
+}
+
+// -----
+
+// Hugging Face's GPT-2 export: Where(causal, scores, finfo.min). s + finfo.min == finfo.min for any
+// score below 1e22, so the additive mask is exact (a fully masked row stays uniform).
+// CHECK-LABEL: func @where_lowest
+// CHECK: %[[FILL:.*]] = graph.constant {value = dense<-3.40282347E+38> : tensor<f32>}
+// CHECK: %[[MASK:.*]] = graph.where %arg3, %{{.*}}, %[[FILL]] : (tensor<1x1x3x5xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x3x5xf32>
+// CHECK: graph.attention %arg0, %arg1, %arg2, %[[MASK]] {scale = 1.250000e-01 : f32}
+func.func @where_lowest(%q: tensor<1x4x3x64xf32>, %k: tensor<1x4x5x64xf32>, %v: tensor<1x4x5x64xf32>, %causal: tensor<1x1x3x5xi1>) -> tensor<1x4x3x64xf32> {
+  %c = graph.constant {value = dense<8.0> : tensor<f32>} : () -> tensor<f32>
+  %lowest = graph.constant {value = dense<-3.40282347E+38> : tensor<f32>} : () -> tensor<f32>
+  %kt = graph.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x4x5x64xf32>) -> tensor<1x4x64x5xf32>
+  %s = graph.matmul %q, %kt : (tensor<1x4x3x64xf32>, tensor<1x4x64x5xf32>) -> tensor<1x4x3x5xf32>
+  %ss = graph.div %s, %c : (tensor<1x4x3x5xf32>, tensor<f32>) -> tensor<1x4x3x5xf32>
+  %sm = graph.where %causal, %ss, %lowest : (tensor<1x1x3x5xi1>, tensor<1x4x3x5xf32>, tensor<f32>) -> tensor<1x4x3x5xf32>
+  %p = graph.softmax %sm : (tensor<1x4x3x5xf32>) -> tensor<1x4x3x5xf32>
+  %o = graph.matmul %p, %v : (tensor<1x4x3x5xf32>, tensor<1x4x5x64xf32>) -> tensor<1x4x3x64xf32>
+  return %o : tensor<1x4x3x64xf32>
 }
 
 // -----
@@ -278,8 +298,8 @@ func.func @scale_after_mask(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: te
 
 // -----
 
-// Refused: Where with a finite fill (-1e9) is not an additive mask exactly (a
-// fully masked row is uniform there, -1e9 + s is not).
+// Refused: Where with a fill of -1e9 is not an additive mask exactly (a fully
+// masked row is uniform there; -1e9 + s is not -1e9 once |s| >= 32).
 // CHECK-LABEL: func @where_finite_fill
 // CHECK-NOT: graph.attention
 func.func @where_finite_fill(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %v: tensor<2x5x4xf32>, %keep: tensor<3x5xi1>) -> tensor<2x3x4xf32> {
