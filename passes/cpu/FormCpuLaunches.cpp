@@ -90,7 +90,9 @@ struct FormCpuLaunchesPass : impl::FormCpuLaunchesPassBase<FormCpuLaunchesPass> 
       count = arith::MulIOp::create(b, loc, count, trip);
     }
     Value count64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), count);
-    auto launch = cpu::LaunchOp::create(b, loc, ctx, count64, b.getI32IntegerAttr(id));
+    // Cost unknown (0) until kiln-count-kernel-cost fills it in.
+    Value unknown = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
+    auto launch = cpu::LaunchOp::create(b, loc, ctx, count64, unknown, unknown, b.getI32IntegerAttr(id));
     Block *body = b.createBlock(&launch.getBody(), {}, {b.getI64Type()}, {loc});
     b.setInsertionPointToStart(body);
     Value item = arith::IndexCastOp::create(b, loc, b.getIndexType(), body->getArgument(0));

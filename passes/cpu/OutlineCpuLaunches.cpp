@@ -123,9 +123,10 @@ struct OutlineCpuLaunchesPass : impl::OutlineCpuLaunchesPassBase<OutlineCpuLaunc
     Value parallelFor = LLVM::LoadOp::create(sb, loc, ptrType, pfField);
     Value kernelId = LLVM::ConstantOp::create(sb, loc, i32, sb.getI32IntegerAttr(id));
     Value kernelAddr = LLVM::AddressOfOp::create(sb, loc, ptrType, name);
-    auto pfType = LLVM::LLVMFunctionType::get(voidType, {ptrType, i32, ptrType, ptrType, i64});
+    auto pfType = LLVM::LLVMFunctionType::get(voidType, {ptrType, i32, ptrType, ptrType, i64, i64, i64});
     LLVM::CallOp::create(sb, loc, pfType,
-                         ValueRange{parallelFor, runtime, kernelId, kernelAddr, storage, op.getCount()});
+                         ValueRange{parallelFor, runtime, kernelId, kernelAddr, storage, op.getCount(),
+                                    op.getFlops(), op.getBytes()});
     op.erase();
     return success();
   }

@@ -119,13 +119,51 @@ def FormCpuLaunchesPass : Pass<"kiln-form-cpu-launches", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def CountKernelCostPass : Pass<"kiln-count-kernel-cost", "::mlir::ModuleOp"> {
+  let summary = "Give each kiln_cpu.launch its FLOPs and compulsory bytes, for the profiler";
+  let description = [{
+    Runs right after `kiln-form-cpu-launches`. For each launch it computes two
+    i64 values in the caller, just before the launch (so they follow dynamic
+    shapes), and sets them as the launch's `flops` and `bytes`:
+
+    * bytes: the compulsory traffic. The sum, over the distinct memrefs
+      defined outside the launch that its body reads or writes (views and
+      subviews inside the body are followed back to the captured memref), of
+      their size (static dims, `memref.dim` for dynamic ones, times the
+      element size). Each tensor counts once, however often tiles re-read it,
+      so this is a lower bound on the real traffic. Scratch allocated inside
+      the body does not count.
+    * flops: work items x the operations of one item, counted statically
+      from the body. Each float op counts its vector lanes (`vector<16xf32>`
+      is 16): arith addf, subf, mulf, divf, remf, negf, maximumf, minimumf,
+      maxnumf, minnumf and cmpf (how max and ReLU look once lowered) 1 each,
+      every `math` op 1, `vector.fma`/`math.fma` 2, `vector.outerproduct` 2
+      with an accumulator (else 1), `vector.contract` 2 per point of its
+      iteration space, `vector.reduction`/`multi_reduction` 1 per input lane.
+      Integer and index arithmetic, loads, stores, casts, selects and
+      broadcasts do not count. Each op is multiplied by the trip counts of the
+      `scf.for`/`scf.parallel` loops around it inside the body. A trip count
+      whose bounds are defined outside the launch (or computed purely from
+      such values) is computed exactly in the caller; one whose bounds depend
+      on the work item or an induction variable takes the constant bound of
+      `ub - lb` (an edge tile's `affine.min(tile, n - iv)` counts as the full
+      tile), so the count is an upper bound by at most one tile per tiled
+      dim. A loop split into a main loop and remainder loops (each starting
+      where the previous one ends, as in the register-blocked microkernel)
+      counts as its main loop over the whole range. `scf.if` counts its
+      costlier branch; a loop whose trip count has no bound counts once.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def OutlineCpuLaunchesPass : Pass<"kiln-outline-cpu-launches", "::mlir::ModuleOp"> {
   let summary = "Outline kiln_cpu.launch bodies into kernels called via parallel_for";
   let description = [{
     Runs on the LLVM dialect. Each launch body becomes
     `void @<fn>_kernel_<id>(ptr captures, i64 begin, i64 end)` looping over
     its work items; the launch site packs the captured values into a stack
-    struct and calls `ctx->parallel_for(ctx->runtime, id, kernel, captures, count)`.
+    struct and calls
+    `ctx->parallel_for(ctx->runtime, id, kernel, captures, count, flops, bytes)`.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

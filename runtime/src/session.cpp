@@ -70,7 +70,8 @@ void *workspaceTrampoline(void *runtime, int64_t bytes) {
   return p;
 }
 
-void parallelForTrampoline(void *runtime, int32_t kernelId, kiln_abi_kernel_fn fn, void *captures, int64_t count) {
+void parallelForTrampoline(void *runtime, int32_t kernelId, kiln_abi_kernel_fn fn, void *captures, int64_t count,
+                           int64_t flops, int64_t bytes) {
   auto *run = static_cast<RunState *>(runtime);
   if (!run->session->profiling) {
     run->device->parallelFor(kernelId, fn, captures, count);
@@ -81,7 +82,7 @@ void parallelForTrampoline(void *runtime, int32_t kernelId, kiln_abi_kernel_fn f
   run->device->parallelFor(kernelId, fn, captures, count);
   auto end = std::chrono::steady_clock::now();
   run->session->profile.push_back(
-      kiln_profile_event{kernelId, us(begin - run->start).count(), us(end - begin).count(), count});
+      kiln_profile_event{kernelId, us(begin - run->start).count(), us(end - begin).count(), count, flops, bytes});
 }
 
 // Clears the busy flag however run() returns.

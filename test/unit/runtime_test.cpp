@@ -113,6 +113,8 @@ TEST(Runtime, ProfilesEachKernelLaunch) {
   ASSERT_EQ(events.size(), 1u); // the fixture launches one kernel per run
   EXPECT_EQ(events[0].kernel_id, 0);
   EXPECT_EQ(events[0].work_items, 64);
+  EXPECT_EQ(events[0].flops, 64 * 4) << "the fixture passes one add per element";
+  EXPECT_EQ(events[0].bytes, (64 * 4 + 4 + 64 * 4) * 4) << "the fixture passes x, w and y once";
   EXPECT_GE(events[0].start_us, 0.0);
   EXPECT_GE(events[0].duration_us, 0.0);
   EXPECT_STREQ(kiln_model_kernel_nodes(model.get(), 5), nullptr);

@@ -148,7 +148,7 @@ TEST(KilnInspect, DescribesWithoutLoadingCode) {
   const std::string path = kiln::test::writeAddWeightArtifact(dir, "m.kiln", meta);
   Result r = runTool(dir, KILN_INSPECT_EXE, path);
   EXPECT_EQ(r.status, 0) << r.err;
-  for (const char *want : {"format version:   1 (abi 2)", "compiler version: kiln-test 0.0", "opset:            17",
+  for (const char *want : {"format version:   1 (abi 3)", "compiler version: kiln-test 0.0", "opset:            17",
                            "features=avx512f,some-future-feature", "  x: float32[batch,4]", "  y: float32[batch,4]",
                            "weights:          1 tensors, 16 bytes", "  0 add_rows <- Add_0", "passes:           import, codegen",
                            "intermediates live"})

@@ -34,8 +34,9 @@ const char kUsage[] =
     "                        latency_ms median=.. p90=.. min=.. max=.. iterations=N threads=T\n"
     "  --quiet               do not print output values\n"
     "  --profile FILE        write a Chrome trace / Perfetto JSON of every kernel launch of the\n"
-    "                        timed runs (name, source ONNX nodes, start, duration, work items)\n"
-    "  --profile-summary     print the kernels by total time (share, launches, mean)\n"
+    "                        timed runs (name, source ONNX nodes, start, duration, work items,\n"
+    "                        estimated FLOPs and bytes moved, achieved GFLOP/s and GB/s)\n"
+    "  --profile-summary     print the kernels by total time (share, mean, launches, GB/s, GFLOP/s)\n"
     "  --help\n"
     "Exit status: 0 on success, 1 on an error or an output mismatch.\n";
 
@@ -243,6 +244,9 @@ std::string jsonEscape(const std::string &s) {
   return out;
 }
 
+// Operations (or bytes) per nanosecond, i.e. G/s, over a duration in microseconds; 0 when unknown.
+double perNanosecond(double amount, double us) { return us > 0 ? amount / (us * 1e3) : 0.0; }
+
 // Chrome trace event format: one complete ("X") event per run and per kernel launch.
 void writeTrace(const std::string &path, const kiln::Model &model,
                 const std::vector<std::vector<kiln_profile_event>> &profiles,
@@ -265,9 +269,12 @@ void writeTrace(const std::string &path, const kiln::Model &model,
     for (const kiln_profile_event &e : profiles[r]) {
       sep();
       std::fprintf(f, "{\"name\": \"%s\", \"cat\": \"kernel\", \"ph\": \"X\", \"pid\": 1, \"tid\": 2, "
-                   "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"onnx_nodes\": \"%s\", \"work_items\": %lld}}",
+                   "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"onnx_nodes\": \"%s\", \"work_items\": %lld, "
+                   "\"flops\": %lld, \"bytes\": %lld, \"gflop_per_s\": %.3f, \"gb_per_s\": %.3f}}",
                    jsonEscape(model.kernelName(e.kernel_id)).c_str(), base + e.start_us, e.duration_us,
-                   jsonEscape(model.kernelNodes(e.kernel_id)).c_str(), static_cast<long long>(e.work_items));
+                   jsonEscape(model.kernelNodes(e.kernel_id)).c_str(), static_cast<long long>(e.work_items),
+                   static_cast<long long>(e.flops), static_cast<long long>(e.bytes),
+                   perNanosecond(double(e.flops), e.duration_us), perNanosecond(double(e.bytes), e.duration_us));
     }
   }
   std::fprintf(f, "\n]}\n");
@@ -281,6 +288,7 @@ void printProfileSummary(const kiln::Model &model, const std::vector<std::vector
   struct Total {
     double us = 0;
     int64_t launches = 0;
+    double flops = 0, bytes = 0;
   };
   std::map<int32_t, Total> totals;
   double kernelUs = 0;
@@ -288,6 +296,8 @@ void printProfileSummary(const kiln::Model &model, const std::vector<std::vector
     for (const kiln_profile_event &e : run) {
       totals[e.kernel_id].us += e.duration_us;
       totals[e.kernel_id].launches += 1;
+      totals[e.kernel_id].flops += double(e.flops);
+      totals[e.kernel_id].bytes += double(e.bytes);
       kernelUs += e.duration_us;
     }
   double runUs = 0;
@@ -297,11 +307,22 @@ void printProfileSummary(const kiln::Model &model, const std::vector<std::vector
   std::sort(sorted.begin(), sorted.end(), [](auto &a, auto &b) { return a.second.us > b.second.us; });
   std::printf("profile: %zu runs, kernels %.1f%% of run time\n", profiles.size(),
               runUs > 0 ? 100.0 * kernelUs / runUs : 0.0);
-  std::printf("  %6s %10s %8s  %-18s %s\n", "share", "us/run", "launches", "kernel", "onnx nodes");
+  // Achieved rates: the kernel's total estimated bytes (FLOPs) over its total time; "-" when
+  // the compiler counted none.
+  auto rate = [](double amount, double us) {
+    char buf[32];
+    if (amount <= 0 || us <= 0)
+      return std::string("-");
+    std::snprintf(buf, sizeof buf, "%.2f", perNanosecond(amount, us));
+    return std::string(buf);
+  };
+  std::printf("  %6s %10s %8s %9s %9s  %-18s %s\n", "share", "us/run", "launches", "GB/s", "GFLOP/s", "kernel",
+              "onnx nodes");
   for (const auto &[id, t] : sorted)
-    std::printf("  %5.1f%% %10.2f %8lld  %-18s %s\n", kernelUs > 0 ? 100.0 * t.us / kernelUs : 0.0,
-                t.us / double(std::max<size_t>(profiles.size(), 1)),
-                static_cast<long long>(t.launches), model.kernelName(id).c_str(), model.kernelNodes(id).c_str());
+    std::printf("  %5.1f%% %10.2f %8lld %9s %9s  %-18s %s\n", kernelUs > 0 ? 100.0 * t.us / kernelUs : 0.0,
+                t.us / double(std::max<size_t>(profiles.size(), 1)), static_cast<long long>(t.launches),
+                rate(t.bytes, t.us).c_str(), rate(t.flops, t.us).c_str(), model.kernelName(id).c_str(),
+                model.kernelNodes(id).c_str());
 }
 
 int runMain(const Options &o) {

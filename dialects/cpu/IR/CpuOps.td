@@ -24,19 +24,24 @@ def Cpu_LaunchOp : Op<Cpu_Dialect, "launch"> {
   let description = [{
     `context` is the `kiln_abi_context*` the entry point received; `kernel_id`
     indexes the artifact's kernel table. The body's block argument is the
-    work item (i64).
+    work item (i64). `flops` and `bytes` are the whole launch's estimated
+    floating-point operations and compulsory memory traffic, computed in the
+    caller (`kiln-count-kernel-cost`; 0 until then, meaning unknown) and
+    handed to the runtime's profiler.
 
     ```mlir
-    kiln_cpu.launch %ctx, %n {kernel_id = 0 : i32} {
+    kiln_cpu.launch %ctx, %n flops(%f) bytes(%b) attributes {kernel_id = 0 : i32} : !llvm.ptr {
     ^bb0(%item: i64):
       ...
       kiln_cpu.yield
     }
     ```
   }];
-  let arguments = (ins LLVM_AnyPointer:$context, I64:$count, I32Attr:$kernel_id);
+  let arguments = (ins LLVM_AnyPointer:$context, I64:$count, I64:$flops, I64:$bytes,
+                   I32Attr:$kernel_id);
   let regions = (region AnyRegion:$body);
-  let assemblyFormat = "$context `,` $count attr-dict-with-keyword `:` type($context) $body";
+  let assemblyFormat = "$context `,` $count `flops` `(` $flops `)` `bytes` `(` $bytes `)` "
+                       "attr-dict-with-keyword `:` type($context) $body";
   let hasVerifier = 1;
 }
 

@@ -9,7 +9,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of these structs or the entry signature changes. */
-#define KILN_ABI_VERSION 2
+#define KILN_ABI_VERSION 3
 
 /* One tensor crossing the boundary. All tensors are dense and row-major.
  * Inputs (graph inputs, then weights in metadata order): the runtime sets
@@ -29,6 +29,10 @@ typedef void (*kiln_abi_kernel_fn)(void *captures, int64_t begin, int64_t end);
 /* What the runtime hands the generated code. `parallel_for` must run
  * fn(captures, b, e) over disjoint ranges covering [0, count) and return only
  * when all have finished. `kernel_id` indexes the artifact's kernel table.
+ * `flops` and `bytes` are the compiler's estimate of the whole launch's
+ * floating-point operations and compulsory memory traffic (each tensor it
+ * reads or writes counted once), for the profiler only; 0 means unknown.
+ * (Version 3 added them.)
  * `workspace` returns the run's scratch arena (the memory plan's intermediates):
  * at least `bytes` bytes, 64-byte aligned, valid until the entry returns; it is
  * called at most once per run, first thing. On NULL (out of memory) the
@@ -37,7 +41,7 @@ typedef void (*kiln_abi_kernel_fn)(void *captures, int64_t begin, int64_t end);
 typedef struct kiln_abi_context {
   void *runtime;
   void (*parallel_for)(void *runtime, int32_t kernel_id, kiln_abi_kernel_fn fn,
-                       void *captures, int64_t count);
+                       void *captures, int64_t count, int64_t flops, int64_t bytes);
   void *(*workspace)(void *runtime, int64_t bytes);
 } kiln_abi_context;
 

@@ -301,6 +301,12 @@ typedef struct kiln_profile_event {
   double start_us;
   double duration_us;
   int64_t work_items;  /* the launch's iteration count, split across threads */
+  /* The compiler's estimates for this launch (0: unknown). flops counts each float op's vector
+   * lanes times its loop trips (edge tiles count as full tiles: an upper bound by at most one
+   * tile per dim); bytes is the compulsory traffic, every tensor read or written counted once
+   * (a lower bound when tiles re-read data). See docs/runtime.md. */
+  int64_t flops;
+  int64_t bytes;
 } kiln_profile_event;
 
 /* Turns per-kernel timing on or off for later runs of this session (off by default; when on,
