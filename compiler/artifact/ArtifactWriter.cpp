@@ -171,12 +171,14 @@ LogicalResult writeModelArtifact(const ArtifactInputs &in, const std::string &pa
       return failure();
     }
     src.dropAfterWrite = in.isFileBacked && in.isFileBacked(src.data, src.size);
-    // Stored as column panels: the entry receives [N/B, K, B].
+    // Stored as column panels: the entry receives [N/B, K, B]. [K, N, B, 1]:
+    // the source is the transposed matrix, [N, K] row-major (convolutions).
     auto layout = layouts && i < layouts.size() ? dyn_cast<DenseI64ArrayAttr>(layouts[i]) : DenseI64ArrayAttr();
-    if (layout && layout.size() == 3) {
+    if (layout && (layout.size() == 3 || layout.size() == 4)) {
       src.rows = layout[0];
       src.cols = layout[1];
       src.panel = layout[2];
+      src.transposed = layout.size() == 4 && layout[3] != 0;
       src.elementSize = type.getElementTypeBitWidth() / 8;
       w.dims = {layout[1] / layout[2], layout[0], layout[2]};
     }

@@ -57,48 +57,52 @@ Value channelBiasInit(OpBuilder &b, Location loc, RankedTensorType rt, ArrayRef<
       .getResult(0);
 }
 
-/// packed_matmul: C viewed as [..., M, N/B, B] += A[..., M, K] * W[N/B, K, B],
-/// iteration dims (batch..., m, panel, k, column), then C collapsed to [..., M, N].
-/// The generic is marked kiln.packed_rhs so that tiling takes one panel per tile.
+/// C viewed as [..., M, N/B, B] += A[..., M, K] * W[N/B, K, B], iteration
+/// dims (batch..., m, panel, k, column); the generic is marked kiln.packed_rhs
+/// so that tiling takes one panel per tile. Returns the [..., M, N/B, B] product.
+static Value packedProduct(OpBuilder &b, Location loc, Value a, Value w, Type et) {
+  MLIRContext *ctx = b.getContext();
+  auto at = cast<RankedTensorType>(a.getType()), wt = cast<RankedTensorType>(w.getType());
+  int64_t outer = at.getRank() - 1; // batch dims and m
+  // Columns innermost: a loop nest that is not vectorized by kiln still
+  // streams the panel and the output contiguously.
+  int64_t panel = outer, k = outer + 1, col = outer + 2, numDims = outer + 3;
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineExpr> ae, oe;
+  for (int64_t i = 0; i < outer; ++i) {
+    ae.push_back(d(i));
+    oe.push_back(d(i));
+  }
+  ae.push_back(d(k));
+  oe.append({d(panel), d(col)});
+  SmallVector<AffineMap> maps = {AffineMap::get(numDims, 0, ae, ctx),
+                                 AffineMap::get(numDims, 0, {d(panel), d(k), d(col)}, ctx),
+                                 AffineMap::get(numDims, 0, oe, ctx)};
+  SmallVector<IteratorType> iters(numDims, IteratorType::parallel);
+  iters[k] = IteratorType::reduction;
+  SmallVector<int64_t> shape3(at.getShape().drop_back());
+  shape3.append({wt.getDimSize(0), wt.getDimSize(2)});
+  auto t3 = RankedTensorType::get(shape3, et);
+  SmallVector<Value> dims;
+  for (int64_t i = 0; i < outer; ++i)
+    dims.push_back(dimValue(b, loc, a, i));
+  dims.append({arith::ConstantIndexOp::create(b, loc, wt.getDimSize(0)),
+               arith::ConstantIndexOp::create(b, loc, wt.getDimSize(2))});
+  Value init = filledTensor(b, loc, t3, dims, scalarConstant(b, loc, et, 0));
+  Value product = contraction(b, loc, a, w, init, maps, iters);
+  product.getDefiningOp()->setAttr("kiln.packed_rhs", b.getUnitAttr());
+  return product;
+}
+
+/// packed_matmul: the packed product, then C collapsed to [..., M, N].
 struct PackedMatMulPattern : OpConversionPattern<PackedMatMulOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(PackedMatMulOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    MLIRContext *ctx = getContext();
-    Value a = adaptor.getLhs(), w = adaptor.getRhs();
-    auto at = cast<RankedTensorType>(a.getType()), wt = cast<RankedTensorType>(w.getType());
     auto rt = cast<RankedTensorType>(op.getType());
-    int64_t outer = at.getRank() - 1; // batch dims and m
-    // Columns innermost: a loop nest that is not vectorized by kiln still
-    // streams the panel and the output contiguously.
-    int64_t panel = outer, k = outer + 1, col = outer + 2, numDims = outer + 3;
-    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-    SmallVector<AffineExpr> ae, oe;
-    for (int64_t i = 0; i < outer; ++i) {
-      ae.push_back(d(i));
-      oe.push_back(d(i));
-    }
-    ae.push_back(d(k));
-    oe.append({d(panel), d(col)});
-    SmallVector<AffineMap> maps = {AffineMap::get(numDims, 0, ae, ctx),
-                                   AffineMap::get(numDims, 0, {d(panel), d(k), d(col)}, ctx),
-                                   AffineMap::get(numDims, 0, oe, ctx)};
-    SmallVector<IteratorType> iters(numDims, IteratorType::parallel);
-    iters[k] = IteratorType::reduction;
-    SmallVector<int64_t> shape3(rt.getShape().drop_back());
-    shape3.append({wt.getDimSize(0), wt.getDimSize(2)});
-    auto t3 = RankedTensorType::get(shape3, rt.getElementType());
-    SmallVector<Value> dims;
-    for (int64_t i = 0; i < outer; ++i)
-      dims.push_back(dimValue(rewriter, loc, a, i));
-    dims.append({arith::ConstantIndexOp::create(rewriter, loc, wt.getDimSize(0)),
-                 arith::ConstantIndexOp::create(rewriter, loc, wt.getDimSize(2))});
-    Value zero = scalarConstant(rewriter, loc, rt.getElementType(), 0);
-    Value init = filledTensor(rewriter, loc, t3, dims, zero);
-    Value product = contraction(rewriter, loc, a, w, init, maps, iters);
-    product.getDefiningOp()->setAttr("kiln.packed_rhs", rewriter.getUnitAttr());
+    Value product = packedProduct(rewriter, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(), rt.getElementType());
+    int64_t outer = rt.getRank() - 1;
     SmallVector<ReassociationIndices> groups;
     for (int64_t i = 0; i < outer; ++i)
       groups.push_back({i});
@@ -315,6 +319,19 @@ static Value rowCopyIm2Col(OpBuilder &b, Location loc, Value x, Value colInit,
   });
 }
 
+/// `x` (N, C, spatial...) with ONNX `pads` of zeros around its spatial dims.
+static Value zeroPadSpatial(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pads, Type et) {
+  if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
+    return x;
+  int64_t spatial = pads.size() / 2;
+  SmallVector<OpFoldResult> low(2, b.getIndexAttr(0)), high(2, b.getIndexAttr(0));
+  for (int64_t i = 0; i < spatial; ++i) {
+    low.push_back(b.getIndexAttr(pads[i]));
+    high.push_back(b.getIndexAttr(pads[spatial + i]));
+  }
+  return tensor::PadOp::create(b, loc, Type(), x, low, high, scalarConstant(b, loc, et, 0));
+}
+
 /// Convolution as im2col + matrix product: the input windows are gathered
 /// into col[n, g, ic*K, P] (P = output positions), then
 /// out[n, g, oc, P] += w[g, oc, ic*K] * col[n, g, ic*K, P] with P innermost, a
@@ -339,15 +356,7 @@ struct ConvPattern : OpConversionPattern<ConvOp> {
     auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(rewriter, loc, v); };
 
     // Zero-pad the input once; the gather then never checks bounds.
-    if (llvm::any_of(pads, [](int64_t p) { return p != 0; })) {
-      SmallVector<OpFoldResult> low(2, rewriter.getIndexAttr(0)), high(2, rewriter.getIndexAttr(0));
-      for (int64_t i = 0; i < spatial; ++i) {
-        low.push_back(rewriter.getIndexAttr(pads[i]));
-        high.push_back(rewriter.getIndexAttr(pads[spatial + i]));
-      }
-      x = tensor::PadOp::create(rewriter, loc, Type(), x, low, high,
-                                scalarConstant(rewriter, loc, et, 0));
-    }
+    x = zeroPadSpatial(rewriter, loc, x, pads, et);
 
     // Output sizes (index values) and their product P.
     SmallVector<Value> outDims;
@@ -438,6 +447,83 @@ struct ConvPattern : OpConversionPattern<ConvOp> {
     SmallVector<Value> resultDims = {batch, c(cout)};
     resultDims.append(outDims.begin(), outDims.end());
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, out, rt, resultDims));
+    return success();
+  }
+};
+
+/// packed_conv (2-D, group 1, static channels and spatial sizes): patch rows
+/// col[n, oh, ow, c, kh, kw] = x[n, c, oh*s + kh*d, ...], viewed as
+/// [N, OH*OW, K], times the transposed weight's panels [Cout/B, K, B] (the
+/// packed matmul's product: its tiling and microkernel), then written NCHW
+/// with the bias: a transpose that elementwise fusion merges with what
+/// follows (ReLU, residual add).
+struct PackedConvPattern : OpConversionPattern<PackedConvOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PackedConvOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    auto rt = cast<RankedTensorType>(op.getType());
+    Type et = rt.getElementType();
+    Value x = adaptor.getInput(), w = adaptor.getWeight();
+    auto xt = cast<RankedTensorType>(x.getType());
+    ArrayRef<int64_t> kernel = op.getKernelShape(), strides = op.getStrides(),
+                      dilations = op.getDilations();
+    if (rt.getRank() != 4 || xt.isDynamicDim(1) || rt.isDynamicDim(1) || rt.isDynamicDim(2) ||
+        rt.isDynamicDim(3))
+      return rewriter.notifyMatchFailure(op, "packed_conv lowers 2-D convolutions with static sizes");
+    int64_t channels = xt.getDimSize(1), cout = rt.getDimSize(1), oh = rt.getDimSize(2),
+            ow = rt.getDimSize(3);
+    int64_t reduction = channels * kernel[0] * kernel[1];
+    auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(rewriter, loc, v); };
+    Value batch = dimValue(rewriter, loc, x, 0);
+    x = zeroPadSpatial(rewriter, loc, x, op.getPads(), et);
+
+    // col[n, oh, ow, c, kh, kw] = x[n, c, oh*s + kh*d, ow*s + kw*d]: each
+    // output position's window, one row of the [N, OH*OW, K] view. (The
+    // product's result is read back below through div/mod maps, not
+    // reshaped: fusion would fold such a reshape into the product and drop
+    // its packed tiling.)
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    int64_t n0 = rt.getDimSize(0);
+    auto colType = RankedTensorType::get({n0, oh, ow, channels, kernel[0], kernel[1]}, et);
+    SmallVector<AffineMap> colMaps = {
+        AffineMap::get(6, 0,
+                       {d(0), d(3), d(1) * strides[0] + d(4) * dilations[0], d(2) * strides[1] + d(5) * dilations[1]},
+                       ctx),
+        AffineMap::getMultiDimIdentityMap(6, ctx)};
+    Value col = linalg::GenericOp::create(
+                    rewriter, loc, colType, ValueRange{x},
+                    ValueRange{emptyTensor(rewriter, loc, colType,
+                                           {batch, c(oh), c(ow), c(channels), c(kernel[0]), c(kernel[1])})},
+                    colMaps, SmallVector<IteratorType>(6, IteratorType::parallel),
+                    [](OpBuilder &b, Location l, ValueRange args) { linalg::YieldOp::create(b, l, args[0]); })
+                    .getResult(0);
+    col = tensor::CollapseShapeOp::create(rewriter, loc, RankedTensorType::get({n0, oh * ow, reduction}, et), col,
+                                          SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4, 5}});
+
+    // out[n, p, cout] = col[n, p, :] x W^T, as [N, OH*OW, Cout/B, B].
+    Value product = packedProduct(rewriter, loc, col, w, et);
+    int64_t width = cast<RankedTensorType>(w.getType()).getDimSize(2);
+
+    // NCHW from [N, OH*OW, Cout/B, B], plus the bias.
+    SmallVector<Value> inputs = {product};
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(4, 0, {d(0), d(2) * ow + d(3), d(1).floorDiv(width), d(1) % width}, ctx)};
+    Value bias = adaptor.getBias();
+    if (bias) {
+      inputs.push_back(bias);
+      maps.push_back(AffineMap::get(4, 0, {d(1)}, ctx));
+    }
+    maps.push_back(AffineMap::getMultiDimIdentityMap(4, ctx));
+    Value init = emptyTensor(rewriter, loc, rt, {batch, c(cout), c(oh), c(ow)});
+    auto out = linalg::GenericOp::create(
+        rewriter, loc, rt, inputs, ValueRange{init}, maps, SmallVector<IteratorType>(4, IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          linalg::YieldOp::create(b, l, bias ? addValues(b, l, args[0], args[1]) : args[0]);
+        });
+    rewriter.replaceOp(op, out.getResult(0));
     return success();
   }
 };
@@ -544,7 +630,8 @@ struct ConvTransposePattern : OpConversionPattern<ConvTransposeOp> {
 } // namespace
 
 void populateContractionLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<MatMulPattern, PackedMatMulPattern, GemmPattern, ConvPattern, ConvTransposePattern>(patterns.getContext());
+  patterns.add<MatMulPattern, PackedMatMulPattern, GemmPattern, ConvPattern, PackedConvPattern,
+               ConvTransposePattern>(patterns.getContext());
 }
 
 } // namespace kiln

@@ -1,4 +1,4 @@
-// Stores the [K, N] weights of matrix products as column panels [N/B, K, B] (graph.packed_matmul).
+// Stores the [K, N] weights of matrix products (and the transposed weights of convolutions) as column panels [N/B, K, B].
 #include "passes/graph/Passes.h"
 
 #include "compiler/importer/OnnxImporter.h"
@@ -29,10 +29,58 @@ struct PackMatmulWeightsPass : impl::PackMatmulWeightsPassBase<PackMatmulWeights
       if (!mm || use.getOperandNumber() != 1 || cast<RankedTensorType>(mm.getLhs().getType()).getRank() < 2)
         return 0;
     }
+    return widthFor(t.getDimSize(1));
+  }
+
+  int64_t widthFor(int64_t n) {
     for (int64_t b = panel; b >= 16; b /= 2)
-      if (t.getDimSize(1) % b == 0)
+      if (n % b == 0)
         return b;
     return 0;
+  }
+
+  /// The panel width for a [Cout, C, kh, kw] weight whose every use is the
+  /// weight of a group-1 2-D convolution over static channels and spatial
+  /// sizes (the batch may be dynamic); 0 if it stays as is.
+  int64_t convPanelWidth(BlockArgument arg) {
+    auto t = dyn_cast<RankedTensorType>(arg.getType());
+    if (!t || t.getRank() != 4 || !t.hasStaticShape() || !t.getElementType().isF32() || arg.use_empty())
+      return 0;
+    for (OpOperand &use : arg.getUses()) {
+      auto conv = dyn_cast<graph::ConvOp>(use.getOwner());
+      if (!conv || use.getOperandNumber() != 1 || conv.getGroup() != 1)
+        return 0;
+      auto x = cast<RankedTensorType>(conv.getInput().getType());
+      auto y = cast<RankedTensorType>(conv.getType());
+      if (x.getRank() != 4 || !x.getElementType().isF32())
+        return 0;
+      for (int64_t i = 1; i < 4; ++i)
+        if (x.isDynamicDim(i) || y.isDynamicDim(i))
+          return 0;
+    }
+    return widthFor(t.getDimSize(0));
+  }
+
+  /// Convs reading `arg` become graph.packed_conv over [Cout/B, K, B] panels
+  /// of the transposed [K, Cout] weight; returns the layout to record.
+  Attribute packConvWeight(OpBuilder &b, BlockArgument arg, int64_t width) {
+    auto t = cast<RankedTensorType>(arg.getType());
+    int64_t cout = t.getDimSize(0), k = t.getDimSize(1) * t.getDimSize(2) * t.getDimSize(3);
+    arg.setType(RankedTensorType::get({cout / width, k, width}, t.getElementType()));
+    SmallVector<graph::ConvOp> convs;
+    for (Operation *user : arg.getUsers())
+      convs.push_back(cast<graph::ConvOp>(user));
+    for (graph::ConvOp conv : convs) {
+      b.setInsertionPoint(conv);
+      auto packed = graph::PackedConvOp::create(
+          b, conv.getLoc(), conv.getInput(), arg, conv.getBias(),
+          b.getDenseI64ArrayAttr({t.getDimSize(2), t.getDimSize(3)}), conv.getPadsAttr(),
+          conv.getStridesAttr(), conv.getDilationsAttr());
+      conv.getResult().replaceAllUsesWith(packed.getResult());
+      conv.erase();
+    }
+    // [K, N, B, 1]: the source is the transpose, [N, K] row-major.
+    return b.getDenseI64ArrayAttr({k, cout, width, 1});
   }
 
   void runOnOperation() override {
@@ -50,8 +98,15 @@ struct PackMatmulWeightsPass : impl::PackMatmulWeightsPassBase<PackMatmulWeights
     bool changed = false;
     for (BlockArgument arg : main.getArguments()) {
       auto index = main.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), "kiln.weight");
-      int64_t width = index ? panelWidth(arg) : 0;
-      if (!width || index.getInt() >= (int64_t)layouts.size())
+      if (!index || index.getInt() >= (int64_t)layouts.size())
+        continue;
+      if (int64_t width = convPanelWidth(arg)) {
+        layouts[index.getInt()] = packConvWeight(b, arg, width);
+        changed = true;
+        continue;
+      }
+      int64_t width = panelWidth(arg);
+      if (!width)
         continue;
       auto t = cast<RankedTensorType>(arg.getType());
       int64_t k = t.getDimSize(0), n = t.getDimSize(1);

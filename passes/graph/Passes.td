@@ -44,7 +44,11 @@ def PackMatmulWeightsPass : Pass<"kiln-pack-matmul-weights", "::mlir::ModuleOp">
     graph.packed_matmul, whose tiles each read one panel as a single
     sequential stream. It records [K, N, B] in the module's
     `kiln.weight_layouts` (parallel to `kiln.weights`), and the artifact
-    writer stores those weights packed. Runs after kiln-outline-weights.
+    writer stores those weights packed. A weight [Cout, C, kh, kw] read only
+    by group-1 2-D convolutions over static channels and spatial sizes is
+    stored as the panels of its transpose [C*kh*kw, Cout] (layout
+    [K, Cout, B, 1]) and the convolutions become graph.packed_conv (patch
+    rows times the panels). Runs after kiln-outline-weights.
   }];
   let options = [
     Option<"panel", "panel", "int64_t", "64", "Widest panel in columns (a power of two)">

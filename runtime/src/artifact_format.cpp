@@ -362,7 +362,7 @@ void dropPages(const void *p, uint64_t n) {
     ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
 }
 
-// A [rows, cols] matrix written as column panels [cols / panel, rows, panel], through a bounded buffer.
+// A [rows, cols] matrix (or its transpose) written as column panels [cols / panel, rows, panel], through a bounded buffer.
 bool writePanels(int fd, const WeightSource &w, std::string *error) {
   const uint64_t segment = w.panel * w.elementSize, rowBytes = w.cols * w.elementSize;
   const uint64_t flushAt = std::max<uint64_t>(segment, uint64_t(16) << 20);
@@ -371,7 +371,15 @@ bool writePanels(int fd, const WeightSource &w, std::string *error) {
   buffer.reserve(flushAt);
   for (uint64_t p = 0; p < w.cols / w.panel; ++p)
     for (uint64_t r = 0; r < w.rows; ++r) {
-      buffer.append(reinterpret_cast<const char *>(src + r * rowBytes + p * segment), segment);
+      if (w.transposed) {
+        // Element (p, r, b) is source[p * panel + b][r] of the [cols, rows] source.
+        const uint64_t columnBytes = w.rows * w.elementSize;
+        for (uint64_t b = 0; b < w.panel; ++b)
+          buffer.append(reinterpret_cast<const char *>(src + (p * w.panel + b) * columnBytes + r * w.elementSize),
+                        w.elementSize);
+      } else {
+        buffer.append(reinterpret_cast<const char *>(src + r * rowBytes + p * segment), segment);
+      }
       if (buffer.size() >= flushAt) {
         if (!writeAll(fd, buffer.data(), buffer.size(), error))
           return false;

@@ -82,6 +82,9 @@ struct WeightSource {
   // When panel > 0 the bytes are a row-major [rows, cols] matrix of elementSize-byte elements,
   // written as column panels [cols / panel, rows, panel] (kiln-pack-matmul-weights).
   uint64_t rows = 0, cols = 0, panel = 0, elementSize = 0;
+  // With panel > 0: the bytes are the transpose, a row-major [cols, rows] matrix (a convolution's
+  // [Cout, K] weight); the panels are still those of the [rows, cols] matrix.
+  bool transposed = false;
 };
 
 // Writes the artifact to `path` (via a temporary file renamed into place). Offsets and sizes of

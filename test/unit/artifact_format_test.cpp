@@ -356,3 +356,30 @@ TEST(ArtifactFormat, PackedWeightIsWrittenAsColumnPanels) {
   bad.cols = 6; // not a multiple of the panel
   EXPECT_FALSE(writeArtifact(dir.file("q.kiln"), m, "CODE", {bad}, &error));
 }
+
+// A transposed source (a convolution's [Cout, K] weight) gives the panels of its [K, Cout] transpose.
+TEST(ArtifactFormat, TransposedWeightIsWrittenAsColumnPanelsOfItsTranspose) {
+  TempDir dir;
+  Metadata m = richMetadata();
+  std::vector<float> w(8 * 4); // [8 cols, 4 rows] row-major: the transpose of [4, 8], value = row * 10 + col
+  for (int c = 0; c < 8; ++c)
+    for (int r = 0; r < 4; ++r)
+      w[c * 4 + r] = float(r * 10 + c);
+  m.weights = {WeightInfo{"w", 1, {2, 4, 4}, 0, 0}};
+  WeightSource src{w.data(), w.size() * 4};
+  src.rows = 4;
+  src.cols = 8;
+  src.panel = 4;
+  src.elementSize = 4;
+  src.transposed = true;
+  std::string error;
+  ASSERT_TRUE(writeArtifact(dir.file("t.kiln"), m, "CODE", {src}, &error)) << error;
+  std::string bytes = kiln::test::readFile(dir.file("t.kiln"));
+  ArtifactView view;
+  ASSERT_TRUE(parse(bytes, &view, &error)) << error;
+  const float *packed = reinterpret_cast<const float *>(view.weights + view.meta.weights[0].offset);
+  for (int p = 0; p < 2; ++p)
+    for (int r = 0; r < 4; ++r)
+      for (int j = 0; j < 4; ++j)
+        EXPECT_EQ(packed[(p * 4 + r) * 4 + j], float(r * 10 + p * 4 + j)) << p << " " << r << " " << j;
+}

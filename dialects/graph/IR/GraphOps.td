@@ -592,6 +592,27 @@ def Graph_ConvOp : Graph_Op<"conv"> {
 
 }
 
+def Graph_PackedConvOp : Graph_Op<"packed_conv"> {
+  let summary = "2-D convolution (group 1) whose weight is stored transposed in column panels";
+  let description = [{
+    The [Cout, C, kh, kw] weight viewed as W [Cout, K] (K = C*kh*kw in ONNX's
+    c, kh, kw order) is stored as W^T [K, Cout] in column panels `weight`
+    [Cout / B, K, B]: element (p, k, b) = W[p*B + b, k]. Lowered as patch rows
+    col[n, oh*ow, K] times the panels (the packed matmul's tiling and
+    microkernel), then written NCHW. kiln-pack-matmul-weights introduces it
+    for constant weights; the artifact stores them packed.
+
+    ```mlir
+    %y = graph.packed_conv %x, %w, %b {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
+        : (tensor<1x64x8x8xf32>, tensor<2x576x64xf32>, tensor<128xf32>) -> tensor<1x128x8x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, 3DTensorOf<[F32]>:$weight, Optional<AnyRankedTensor>:$bias,
+                   DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 def Graph_ConvTransposeOp : Graph_Op<"conv_transpose"> {
   let summary = "N-D transposed convolution (weight [C_in, C_out/group, k...])";
   let description = [{

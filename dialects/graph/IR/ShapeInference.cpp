@@ -738,6 +738,36 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult PackedConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput()), w = rankedType(adaptor.getWeight());
+  ArrayRef<int64_t> kernel = adaptor.getKernelShape();
+  int64_t rank = x.getRank(), spatial = rank - 2;
+  if (rank < 3 || (int64_t)kernel.size() != spatial || !w.hasStaticShape())
+    return fail(loc, "packed_conv needs one kernel size per spatial axis and a static packed weight");
+  if (failed(checkWindowAttrs(loc, spatial, adaptor.getPads(), adaptor.getStrides(), adaptor.getDilations())))
+    return failure();
+  int64_t window = 1;
+  for (int64_t k : kernel)
+    window *= k;
+  int64_t cin = x.getDimSize(1);
+  if (window <= 0 || (cin != kDyn && cin * window != w.getDimSize(1)))
+    return fail(loc, "packed_conv weight rows " + Twine(w.getDimSize(1)) + " != input channels x window");
+  int64_t cout = w.getDimSize(0) * w.getDimSize(2);
+  if (Value b = adaptor.getBias()) {
+    auto bt = rankedType(b);
+    if (bt.getRank() != 1 || (bt.getDimSize(0) != kDyn && bt.getDimSize(0) != cout))
+      return fail(loc, "conv bias must be 1-D of size " + Twine(cout));
+  }
+  SmallVector<int64_t> out = {x.getDimSize(0), cout};
+  for (int64_t i = 0; i < spatial; ++i)
+    out.push_back(slidingWindowSize(x.getDimSize(2 + i), kernel[i], adaptor.getPads()[i],
+                                    adaptor.getPads()[spatial + i], adaptor.getStrides()[i],
+                                    adaptor.getDilations()[i], false));
+  types.push_back(RankedTensorType::get(out, x.getElementType()));
+  return success();
+}
+
 LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                                 Adaptor adaptor, SmallVectorImpl<Type> &types) {
   auto x = rankedType(adaptor.getInput()), w = rankedType(adaptor.getWeight());

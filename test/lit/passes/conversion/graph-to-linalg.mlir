@@ -45,6 +45,25 @@ func.func @conv_padded(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: ten
 
 // -----
 
+// A packed convolution: patch rows col[n, oh, ow, c, kh, kw] viewed as
+// [N, OH*OW, K], the packed product with the transposed weight's panels,
+// then NCHW (the product read through div/mod, no reshape) with the bias.
+// CHECK-DAG: #[[NCHW:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2 * 8 + d3, d1 floordiv 32, d1 mod 32)>
+// CHECK-LABEL: func @packed_conv
+// CHECK: tensor.pad
+// CHECK: linalg.generic {{.*}}ins(%{{.*}} : tensor<?x8x18x18xf32>) outs(%{{.*}} : tensor<?x8x8x8x3x3xf32>)
+// CHECK: tensor.collapse_shape {{.*}} {{\[}}[0], [1, 2], [3, 4, 5]] : tensor<?x8x8x8x3x3xf32> into tensor<?x64x72xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]{{.*}} ins(%{{.*}}, %{{.*}} : tensor<?x64x72xf32>, tensor<3x72x32xf32>) outs(%{{.*}} : tensor<?x64x3x32xf32>) attrs = {kiln.packed_rhs}
+// CHECK: linalg.generic {indexing_maps = [#[[NCHW]], {{.*}}ins(%{{.*}}, %{{.*}} : tensor<?x64x3x32xf32>, tensor<96xf32>) outs(%{{.*}} : tensor<?x96x8x8xf32>)
+// CHECK: arith.addf
+func.func @packed_conv(%x: tensor<?x8x16x16xf32>, %w: tensor<3x72x32xf32>, %b: tensor<96xf32>) -> tensor<?x96x8x8xf32> {
+  %0 = graph.packed_conv %x, %w, %b {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>}
+      : (tensor<?x8x16x16xf32>, tensor<3x72x32xf32>, tensor<96xf32>) -> tensor<?x96x8x8xf32>
+  return %0 : tensor<?x96x8x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @softmax_last_axis
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
 // CHECK: arith.cmpf ogt

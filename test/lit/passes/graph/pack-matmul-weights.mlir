@@ -21,3 +21,29 @@ module attributes {kiln.weights = [dense<1.0> : tensor<8x128xf32>, dense<2.0> : 
     return %1, %3 : tensor<?x8x128xf32>, tensor<?x48xf32>
   }
 }
+
+// -----
+
+// A group-1 2-D convolution's constant weight [Cout, C, kh, kw] is stored as
+// panels of its transpose [C*kh*kw, Cout] (layout [K, N, B, 1]); a grouped
+// convolution's weight and a weight that is no constant stay as they are.
+// CHECK: kiln.weight_layouts = [array<i64: 72, 96, 32, 1>, array<i64>]
+// CHECK-LABEL: func @main
+// CHECK-SAME: %[[W0:[a-z0-9]+]]: tensor<3x72x32xf32> {kiln.weight = 0 : i64}
+// CHECK-SAME: %[[W1:[a-z0-9]+]]: tensor<32x4x3x3xf32> {kiln.weight = 1 : i64}
+// CHECK: graph.packed_conv %{{.*}}, %[[W0]], %{{.*}} {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x8x16x16xf32>, tensor<3x72x32xf32>, tensor<96xf32>) -> tensor<?x96x8x8xf32>
+// CHECK: graph.conv %{{.*}}, %[[W1]] {dilations = array<i64: 1, 1>, group = 2 : i64
+// CHECK: graph.conv %{{.*}}, %{{.*}} {dilations = array<i64: 1, 1>, pads
+module attributes {kiln.weights = [dense<1.0> : tensor<96x8x3x3xf32>, dense<2.0> : tensor<32x4x3x3xf32>]} {
+  func.func @main(%x: tensor<?x8x16x16xf32>, %w0: tensor<96x8x3x3xf32> {kiln.weight = 0 : i64},
+                  %w1: tensor<32x4x3x3xf32> {kiln.weight = 1 : i64}, %b: tensor<96xf32>,
+                  %w2: tensor<16x8x1x1xf32>) -> (tensor<?x96x8x8xf32>, tensor<?x32x16x16xf32>, tensor<?x16x16x16xf32>) {
+    %0 = graph.conv %x, %w0, %b {group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>}
+        : (tensor<?x8x16x16xf32>, tensor<96x8x3x3xf32>, tensor<96xf32>) -> tensor<?x96x8x8xf32>
+    %1 = graph.conv %x, %w1 {group = 2 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
+        : (tensor<?x8x16x16xf32>, tensor<32x4x3x3xf32>) -> tensor<?x32x16x16xf32>
+    %2 = graph.conv %x, %w2 {group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
+        : (tensor<?x8x16x16xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x16x16xf32>
+    return %0, %1, %2 : tensor<?x96x8x8xf32>, tensor<?x32x16x16xf32>, tensor<?x16x16x16xf32>
+  }
+}
