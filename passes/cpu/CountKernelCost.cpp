@@ -67,7 +67,15 @@ struct CostBuilder {
   OpBuilder b; // in @main, just before the launch
   IRMapping hoisted;
 
-  CostBuilder(cpu::LaunchOp launch) : launch(launch), b(launch) {}
+  // Values that depend on the work item are taken at item 0: an edge tile's
+  // affine.min(T, n - item * T) is then min(T, n), exact when a dim fits in
+  // one tile (a decode step's single row) and the full tile otherwise.
+  CostBuilder(cpu::LaunchOp launch) : launch(launch), b(launch) {
+    Block &body = launch.getBody().front();
+    if (body.getNumArguments() == 1)
+      hoisted.map(body.getArgument(0),
+                  arith::ConstantOp::create(b, launch.getLoc(), b.getIntegerAttr(body.getArgument(0).getType(), 0)));
+  }
 
   bool isInside(Value v) { return launch.getBody().isAncestor(v.getParentRegion()); }
 
@@ -82,12 +90,22 @@ struct CostBuilder {
     if (Value m = hoisted.lookupOrNull(v))
       return m;
     Operation *def = v.getDefiningOp();
-    if (!def || def->getNumRegions() != 0 || !isPure(def))
+    // Integer division is not speculatable (its divisor may be 0), but the
+    // copy's divisor is clamped to at least 1 below.
+    const bool division = isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp, arith::CeilDivSIOp,
+                              arith::CeilDivUIOp, arith::FloorDivSIOp>(def);
+    if (!def || def->getNumRegions() != 0 || !(isPure(def) || (division && isMemoryEffectFree(def))))
       return nullptr;
     for (Value operand : def->getOperands())
       if (!materialize(operand))
         return nullptr;
     Operation *copy = b.clone(*def, hoisted);
+    if (division) {
+      Value divisor = copy->getOperand(1);
+      OpBuilder before(copy);
+      Value one = arith::ConstantOp::create(before, launch.getLoc(), b.getIntegerAttr(divisor.getType(), 1));
+      copy->setOperand(1, arith::MaxSIOp::create(before, launch.getLoc(), divisor, one));
+    }
     return copy->getResult(cast<OpResult>(v).getResultNumber());
   }
 
@@ -161,19 +179,31 @@ struct CostBuilder {
         // only index arithmetic between them) counts as the main loop over
         // the whole range.
         Value ub = loop.getUpperBound();
+        bool split = false;
         for (auto next = std::next(it); next != block.end(); ++next) {
           if (auto rest = dyn_cast<scf::ForOp>(&*next)) {
             if (rest.getLowerBound() != ub)
               break;
             ub = rest.getUpperBound();
             it = next;
+            split = true;
             continue;
           }
           if (next->getNumRegions() != 0 || !isPure(&*next) || opFlops(&*next) != 0)
             break;
         }
         Value body = blockFlops(*loop.getBody());
-        total = add(total, mul(tripCount(loop.getLowerBound(), ub, loop.getStep()), body));
+        Value step = split ? materialize(loop.getStep()) : Value();
+        if (step) {
+          // The main loop's body covers `step` iterations of the range: count
+          // body / step per iteration of the whole range (a 7-row tile of
+          // 8-row blocks counts 7 rows, not 8).
+          Value span = tripCount(loop.getLowerBound(), ub, index(1));
+          Value perStep = arith::MaxSIOp::create(b, launch.getLoc(), step, index(1));
+          total = add(total, arith::DivSIOp::create(b, launch.getLoc(), mul(span, body), perStep));
+        } else {
+          total = add(total, mul(tripCount(loop.getLowerBound(), ub, loop.getStep()), body));
+        }
       } else if (auto par = dyn_cast<scf::ParallelOp>(op)) {
         Value n = blockFlops(*par.getBody());
         for (int64_t j = 0; j < par.getNumLoops(); ++j)

@@ -145,12 +145,15 @@ def CountKernelCostPass : Pass<"kiln-count-kernel-cost", "::mlir::ModuleOp"> {
       `scf.for`/`scf.parallel` loops around it inside the body. A trip count
       whose bounds are defined outside the launch (or computed purely from
       such values) is computed exactly in the caller; one whose bounds depend
-      on the work item or an induction variable takes the constant bound of
-      `ub - lb` (an edge tile's `affine.min(tile, n - iv)` counts as the full
-      tile), so the count is an upper bound by at most one tile per tiled
-      dim. A loop split into a main loop and remainder loops (each starting
+      on the work item is taken at work item 0 (an edge tile's
+      `affine.min(tile, n - item * tile)` becomes `min(tile, n)`: exact when a
+      dim fits in one tile, such as a decode step's single row; otherwise every
+      tile counts as full, an upper bound by at most one tile per tiled dim);
+      one that depends on an inner induction variable takes the constant
+      bound of `ub - lb`. A loop split into a main loop and remainder loops (each starting
       where the previous one ends, as in the register-blocked microkernel)
-      counts as its main loop over the whole range. `scf.if` counts its
+      counts as the main loop's body per `step` iterations of the whole range
+      (7 rows in blocks of 8 count 7 rows). `scf.if` counts its
       costlier branch; a loop whose trip count has no bound counts once.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];

@@ -32,6 +32,8 @@ static cl::opt<std::string> targetCpu("target-cpu", cl::desc("x86-64 CPU to comp
                                       cl::init("host"), cl::cat(category));
 static cl::opt<bool> printAll("mlir-print-ir-after-all", cl::desc("Print the IR after every pass to stderr"),
                               cl::cat(category));
+static cl::alias printAllShort("print-ir-after-all", cl::desc("Same as --mlir-print-ir-after-all"),
+                               cl::aliasopt(printAll), cl::cat(category));
 static cl::opt<std::string> printAfter("print-ir-after", cl::desc("Print the IR after the named pass"),
                                        cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Do not show progress"), cl::cat(category));
