@@ -90,11 +90,13 @@ struct CostBuilder {
     if (Value m = hoisted.lookupOrNull(v))
       return m;
     Operation *def = v.getDefiningOp();
+    if (!def)
+      return nullptr; // an induction variable
     // Integer division is not speculatable (its divisor may be 0), but the
     // copy's divisor is clamped to at least 1 below.
     const bool division = isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp, arith::CeilDivSIOp,
                               arith::CeilDivUIOp, arith::FloorDivSIOp>(def);
-    if (!def || def->getNumRegions() != 0 || !(isPure(def) || (division && isMemoryEffectFree(def))))
+    if (def->getNumRegions() != 0 || !(isPure(def) || (division && isMemoryEffectFree(def))))
       return nullptr;
     for (Value operand : def->getOperands())
       if (!materialize(operand))
