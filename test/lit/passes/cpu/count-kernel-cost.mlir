@@ -132,3 +132,30 @@ func.func @main(%a: memref<64x32xf32>, %b: memref<32x16xf32>, %c: memref<64x16xf
   }
   return
 }
+
+// -----
+
+// A triangular nest: the inner bound is the outer induction variable (not
+// computable before the launch), so the inner loop takes its constant bound
+// (8); an edge tile's min(8, n - item * 8) is taken at work item 0.
+// CHECK-LABEL: func.func @main
+// CHECK: kiln_cpu.launch
+func.func @main(%a: memref<?x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %n = memref.dim %a, %c0 : memref<?x8xf32>
+  scf.parallel (%t) = (%c0) to (%n) step (%c8) {
+    %rows = affine.min affine_map<(d0)[s0] -> (8, s0 - d0)>(%t)[%n]
+    scf.for %i = %c0 to %rows step %c1 {
+      scf.for %j = %c0 to %i step %c1 {
+        %r = arith.addi %t, %i : index
+        %x = memref.load %a[%r, %j] : memref<?x8xf32>
+        %y = arith.mulf %x, %x : f32
+        memref.store %y, %a[%r, %j] : memref<?x8xf32>
+      }
+    }
+    scf.reduce
+  }
+  return
+}
