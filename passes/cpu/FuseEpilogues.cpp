@@ -64,6 +64,40 @@ linalg::GenericOp fusableConsumer(scf::ForallOp loop, DominanceInfo &dominance) 
   return consumer;
 }
 
+/// After fusion the loop writes two full results: the product's (now read by
+/// nothing outside) and the consumer's. Let the consumer's tile overwrite the
+/// product's tile in place and insert it into the product's buffer instead,
+/// so the product needs no buffer of its own and no per-tile copy.
+void writeInPlace(RewriterBase &rewriter, scf::ForallOp loop, linalg::GenericOp tiled) {
+  if (tiled.getNumDpsInits() != 1 || !tiled.getRegionOutputArgs()[0].use_empty())
+    return; // the consumer reads its init
+  scf::InParallelOp terminator = loop.getTerminator();
+  tensor::ParallelInsertSliceOp productInsert, consumerInsert;
+  for (Operation &op : terminator.getYieldingOps()) {
+    auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(&op);
+    if (!insert)
+      return;
+    if (insert.getSource() == tiled->getResult(0))
+      consumerInsert = insert;
+    else if (llvm::is_contained(tiled.getDpsInputs(), insert.getSource()))
+      productInsert = insert;
+  }
+  if (!productInsert || !consumerInsert ||
+      productInsert.getSource().getType() != tiled->getResult(0).getType() ||
+      productInsert.getMixedOffsets() != consumerInsert.getMixedOffsets() ||
+      productInsert.getMixedSizes() != consumerInsert.getMixedSizes() ||
+      productInsert.getMixedStrides() != consumerInsert.getMixedStrides())
+    return;
+  OpResult productResult = loop.getTiedOpResult(loop.getTiedOpOperand(cast<BlockArgument>(productInsert.getDest())));
+  OpResult consumerResult = loop.getTiedOpResult(loop.getTiedOpOperand(cast<BlockArgument>(consumerInsert.getDest())));
+  if (!productResult.use_empty())
+    return;
+  rewriter.modifyOpInPlace(tiled, [&] { tiled.getDpsInitsMutable()[0].set(productInsert.getSource()); });
+  rewriter.modifyOpInPlace(consumerInsert, [&] { consumerInsert.getDestMutable().set(productInsert.getDest()); });
+  rewriter.eraseOp(productInsert);
+  rewriter.replaceAllUsesWith(consumerResult, productResult);
+}
+
 struct FuseEpiloguesPass : impl::FuseEpiloguesPassBase<FuseEpiloguesPass> {
   void runOnOperation() override {
     SmallVector<scf::ForallOp> loops;
@@ -88,6 +122,8 @@ struct FuseEpiloguesPass : impl::FuseEpiloguesPassBase<FuseEpiloguesPass> {
       if (!consumer->use_empty())
         rewriter.replaceAllUsesWith(consumer->getResults(), newLoop->getResults().take_back());
       rewriter.eraseOp(consumer);
+      if (auto tiled = dyn_cast<linalg::GenericOp>(fused->tiledOps.front()); tiled && isa<scf::ForallOp>(newLoop))
+        writeInPlace(rewriter, cast<scf::ForallOp>(newLoop), tiled);
     }
   }
 };

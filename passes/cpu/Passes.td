@@ -60,8 +60,11 @@ def FuseEpiloguesPass : Pass<"kiln-fuse-epilogues", "::mlir::func::FuncOp"> {
     reads the product element for element and writes a tensor of its shape,
     MLIR's consumer fusion moves it into the loop. Each tile is then finished
     while it is in cache, in the same kernel, instead of one more pass over
-    the whole result. Consumers reading the product through a broadcast or
-    transpose, or reading values computed after the loop, stay separate.
+    the whole result. When the consumer does not read its own init, it then
+    writes over the product's tile, inserted into the product's buffer: the
+    loop keeps one result and bufferization needs no per-tile copy.
+    Consumers reading the product through a broadcast or transpose, or
+    reading values computed after the loop, stay separate.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect"];

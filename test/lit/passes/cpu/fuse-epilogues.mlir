@@ -1,7 +1,8 @@
 // kiln-fuse-epilogues: the elementwise consumer of a tiled product (bias + ReLU here) moves into
-// the product's tile loop; consumers that read the product through a broadcast, or that other
-// ops also read the product, stay separate.
-// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-tile-contractions,kiln-fuse-epilogues))' | FileCheck %s
+// the product's tile loop and overwrites the product's tile in place (one result, the product's
+// buffer); consumers that read the product through a transpose, or products that other ops
+// also read, stay separate.
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-tile-contractions,kiln-fuse-epilogues,canonicalize))' | FileCheck %s
 
 #lhs = affine_map<(d0, d1, d2) -> (d0, d1)>
 #rhs = affine_map<(d0, d1, d2) -> (d1, d2)>
@@ -9,17 +10,18 @@
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 // CHECK-LABEL: func @matmul_bias_relu
-// CHECK: %[[LOOP:.*]]:2 = scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (%{{.*}}, 256) step (16, 64)
-// CHECK: linalg.generic
+// CHECK: %[[LOOP:.*]] = scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (%{{.*}}, 256) step (16, 64) shared_outs(%[[OUT:.*]] = %arg3)
+// CHECK: %[[TILE:.*]] = linalg.generic
 // CHECK-SAME: kiln.tile_sizes = array<i64: 16, 0, 64>
-// CHECK: linalg.generic
+// CHECK: %[[EPI:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[TILE]], %{{.*}} : tensor<?x64xf32>, tensor<64xf32>) outs(%[[TILE]] : tensor<?x64xf32>)
 // CHECK: arith.addf
 // CHECK: arith.maximumf
 // CHECK: scf.forall.in_parallel
-// CHECK: tensor.parallel_insert_slice
-// CHECK: tensor.parallel_insert_slice
+// CHECK-NEXT: tensor.parallel_insert_slice %[[EPI]] into %[[OUT]]
+// CHECK-NEXT: }
 // CHECK-NOT: linalg.generic
-// CHECK: return %[[LOOP]]#1
+// CHECK: return %[[LOOP]]
 func.func @matmul_bias_relu(%a: tensor<?x128xf32>, %b: tensor<128x256xf32>, %bias: tensor<256xf32>,
                             %c: tensor<?x256xf32>, %d: tensor<?x256xf32>) -> tensor<?x256xf32> {
   %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "reduction", "parallel"]}
