@@ -159,6 +159,15 @@ struct CostBuilder {
       if (d)
         span = index(*d);
     }
+    if (!span && mlb) {
+      // A tail tile written min(n - iv, T) (the attention kernel's key tiles):
+      // ValueBounds does not see through it; the full tile T bounds it.
+      Operation *def = ub.getDefiningOp();
+      if (isa_and_nonnull<arith::MinSIOp, arith::MinUIOp>(def))
+        for (Value operand : def->getOperands())
+          if (auto c = getConstantIntValue(operand))
+            span = arith::SubIOp::create(b, loc, index(*c), mlb);
+    }
     if (!span)
       return index(1);
     Value trip = arith::CeilDivSIOp::create(b, loc, span, st);

@@ -159,3 +159,31 @@ func.func @main(%a: memref<?x8xf32>) {
   }
   return
 }
+
+// -----
+
+// Key tiles of 64 with a tail written min(128 - k, 64) (the attention
+// kernel's form): each tile counts 64 keys, 4 items x 2 tiles x 64 adds.
+// CHECK-LABEL: func.func @main
+// CHECK: kiln_cpu.launch %{{.*}}, %{{.*}} flops(%c512_i64)
+func.func @main(%a: memref<4x128xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    scf.for %k = %c0 to %c128 step %c64 {
+      %rest = arith.subi %c128, %k : index
+      %t = arith.minsi %rest, %c64 : index
+      scf.for %j = %c0 to %t step %c1 {
+        %col = arith.addi %k, %j : index
+        %x = memref.load %a[%i, %col] : memref<4x128xf32>
+        %y = arith.addf %x, %x : f32
+        memref.store %y, %a[%i, %col] : memref<4x128xf32>
+      }
+    }
+    scf.reduce
+  }
+  return
+}
