@@ -347,12 +347,19 @@ struct SoftmaxLikePattern : OpConversionPattern<OpTy> {
 
 /// The index (i64, kept dims only) of the max (or min) along `axis`: a
 /// reduction carrying (best value, its index).
+/// Marks axes [first, end) of a rank-`rank` tensor as reduced.
+SmallVector<bool> reducedAxes(int64_t rank, int64_t first, int64_t end) {
+  SmallVector<bool> reduced(rank, false);
+  for (int64_t i = first; i < end; ++i)
+    reduced[i] = true;
+  return reduced;
+}
+
 Value argReduce(OpBuilder &rewriter, Location loc, Value x, int64_t axis, bool isMax, bool last) {
   auto xt = cast<RankedTensorType>(x.getType());
   Type et = xt.getElementType();
   int64_t rank = xt.getRank();
-  SmallVector<bool> reduced(rank, false);
-  reduced[axis] = true;
+  SmallVector<bool> reduced = reducedAxes(rank, axis, axis + 1);
   ReductionSpace space = reductionSpace(rewriter, loc, x, reduced);
   auto valType = RankedTensorType::get(space.outShape, et);
   auto idxType = RankedTensorType::get(space.outShape, rewriter.getI64Type());
@@ -399,8 +406,7 @@ struct ArgPattern : OpConversionPattern<OpTy> {
     int64_t axis = wrapAxis(op.getAxis(), rank);
     Value idx = argReduce(rewriter, op.getLoc(), x, axis, std::is_same_v<OpTy, ArgMaxOp>,
                           op.getSelectLastIndex() != 0);
-    SmallVector<bool> reduced(rank, false);
-    reduced[axis] = true;
+    SmallVector<bool> reduced = reducedAxes(rank, axis, axis + 1);
     rewriter.replaceOp(op, toResultShape(rewriter, op.getLoc(), idx, cast<RankedTensorType>(op.getType()), reduced));
     return success();
   }
@@ -418,8 +424,7 @@ struct HardmaxPattern : OpConversionPattern<HardmaxOp> {
     int64_t rank = xt.getRank();
     int64_t axis = wrapAxis(op.getAxis(), rank);
     Value idx = argReduce(rewriter, loc, x, axis, /*isMax=*/true, /*last=*/false);
-    SmallVector<bool> reduced(rank, false);
-    reduced[axis] = true;
+    SmallVector<bool> reduced = reducedAxes(rank, axis, axis + 1);
     Type et = xt.getElementType();
     rewriter.replaceOp(op, mapWithReduced(rewriter, loc, x, reduced, ValueRange{idx}, {},
                                           [&](OpBuilder &b, Location l, ValueRange a) -> Value {
@@ -552,9 +557,7 @@ struct LayerNormPattern : OpConversionPattern<LayerNormOp> {
     int64_t rank = xt.getRank();
     Type et = xt.getElementType();
     int64_t axis = wrapAxis(op.getAxis(), rank);
-    SmallVector<bool> reduced(rank, false);
-    for (int64_t i = axis; i < rank; ++i)
-      reduced[i] = true;
+    SmallVector<bool> reduced = reducedAxes(rank, axis, rank);
     auto [mean, rstd] = normStatistics(rewriter, loc, x, reduced, op.getEpsilon().convertToDouble());
     // Scale and bias broadcast numpy-style against the normalized axes.
     auto trailingMap = [&](Value v) {
@@ -591,9 +594,7 @@ struct RmsNormPattern : OpConversionPattern<RmsNormOp> {
     int64_t rank = xt.getRank();
     Type et = xt.getElementType();
     int64_t axis = wrapAxis(op.getAxis(), rank);
-    SmallVector<bool> reduced(rank, false);
-    for (int64_t i = axis; i < rank; ++i)
-      reduced[i] = true;
+    SmallVector<bool> reduced = reducedAxes(rank, axis, rank);
     Value count = reducedCount(rewriter, loc, x, reduced, et);
     Value sumSq = reduce(rewriter, loc, x, reduced, scalarConstant(rewriter, loc, et, 0), sumCombine(), {},
                          [](OpBuilder &b, Location l, ValueRange a) { return mulValues(b, l, a[0], a[0]); });
