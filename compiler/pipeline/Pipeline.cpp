@@ -8,6 +8,7 @@
 #include "passes/fusion/Passes.h"
 #include "passes/graph/Passes.h"
 #include "passes/memory/Passes.h"
+#include "passes/quant/Passes.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -33,6 +34,19 @@ const char *phaseName(Phase phase) {
   return "?";
 }
 
+/// kiln-quantize-weights with the options' recipe, or nothing.
+static std::string quantizePass(const PipelineOptions &options) {
+  if (options.quantize.empty())
+    return "";
+  std::string keep;
+  for (const std::string &k : options.quantizeKeep)
+    keep += (keep.empty() ? "" : ",") + k;
+  return "kiln-quantize-weights{bits=" + std::string(options.quantize == "int4" ? "4" : "8") +
+         " group-size=" + std::to_string(options.quantize == "int4" ? options.quantizeGroup : 0) +
+         " f16-scales=" + (options.quantizeF16Scales ? "true" : "false") +
+         (keep.empty() ? "" : " keep=" + keep) + "},";
+}
+
 std::string phasePipeline(Phase phase, const PipelineOptions &options) {
   std::string microkernel = options.vectorBits >= 512 ? "{rows=8 columns=32}" : "{rows=4 columns=16}";
   switch (phase) {
@@ -45,7 +59,7 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
                           "kiln-fuse-attention,";
     return std::string("builtin.module(canonicalize,cse,") + (options.fuse ? fusions : "") +
            (options.kvCache ? "kiln-kv-cache-in-place,kiln-last-position-logits," : "") +
-           "kiln-tie-symbolic-dims,kiln-outline-weights,kiln-pack-matmul-weights)";
+           quantizePass(options) + "kiln-tie-symbolic-dims,kiln-outline-weights,kiln-pack-matmul-weights)";
   }
   case Phase::Linalg:
     return std::string("builtin.module(kiln-convert-graph-to-linalg,canonicalize,cse,") +
@@ -98,6 +112,7 @@ void registerKilnPasses() {
   registerAllPasses();
   registerGraphPasses();
   registerMemoryPasses();
+  registerQuantPasses();
   registerFusionPasses();
   registerConversionPasses();
   registerCpuPasses();

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -31,6 +32,14 @@ struct PipelineOptions {
   /// false leaves each one to malloc (to bisect planner bugs).
   bool planMemory = true;
   bool printMemoryPlan = false; // the plan of every buffer, to stdout
+  /// Weight-only quantization of matrix-product weights (kiln-quantize-weights):
+  /// "" (none), "int8" (per output channel) or "int4" (per group of
+  /// `quantizeGroup` along K); weights or nodes whose name contains one of
+  /// `quantizeKeep` stay in f32.
+  std::string quantize;
+  int64_t quantizeGroup = 64;
+  bool quantizeF16Scales = false;
+  std::vector<std::string> quantizeKeep;
   bool printIrAfterAll = false;       // every pass, to stderr
   std::string printIrAfter;           // one pass (by argument name), to stderr
   std::string dumpIrDir;              // one numbered file per pass, e.g. 007_canonicalize.mlir

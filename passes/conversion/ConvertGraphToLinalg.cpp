@@ -32,6 +32,7 @@ struct ConvertGraphToLinalgPass
     populateShapeLoweringPatterns(patterns);
     populateScatterGatherLoweringPatterns(patterns);
     populateAttentionLoweringPatterns(patterns);
+    populateQuantizedMatMulLoweringPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -87,6 +87,7 @@ void populateNnLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateShapeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateScatterGatherLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateQuantizedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln
 

@@ -76,6 +76,8 @@ def parse_args(argv):
     ap.add_argument("--rtol", help="passed to kiln-run")
     ap.add_argument("--atol", help="passed to kiln-run")
     ap.add_argument("--threads", help="passed to kiln-run as --threads")
+    ap.add_argument("--compile-arg", action="append", default=[], metavar="ARG",
+                    help="extra kiln-compile argument (repeatable), e.g. --compile-arg=--quantize=int8")
     ap.add_argument("--compile-timeout", type=float, default=300.0,
                     help="seconds for one kiln-compile (default 300)")
     ap.add_argument("--run-timeout", type=float, default=120.0,
@@ -241,7 +243,7 @@ class Runner(object):
         tmp = tempfile.mkdtemp(prefix="kiln-e2e-")
         try:
             artifact = os.path.join(tmp, "model.kiln")
-            step = run_step([self.compile_bin, model, "-o", artifact, "--quiet"],
+            step = run_step([self.compile_bin, model, "-o", artifact, "--quiet"] + self.args.compile_arg,
                             self.args.compile_timeout)
             status, message = classify_compile(step, artifact)
             result["compile"] = {"rc": step["rc"], "seconds": step["seconds"],

@@ -558,6 +558,31 @@ def Graph_PackedMatMulOp : Graph_Op<"packed_matmul", [SameOperandsElementType]> 
   let results = (outs AnyRankedTensor:$result);
 }
 
+def Graph_QuantizedMatMulOp : Graph_Op<"quantized_matmul"> {
+  let summary = "MatMul by a weight quantized to int8 or int4, stored in column panels with its scales";
+  let description = [{
+    `lhs` [..., M, K] (f32) times a [K, N] weight W stored quantized in
+    column panels of width B, as packed_matmul's: W[k, p*B + b] =
+    q(p, k, b) * scales[p, k / group_size, b]. With `bits` = 8, `weight` is
+    [N / B, K, B] int8, one value per byte; with `bits` = 4 it is
+    [N / B, K / 2, B]: the byte at (p, j, b) holds k = 2j in its low nibble
+    and k = 2j + 1 in its high nibble, both signed (-8..7). `scales` is
+    [N / B, K / group_size, B] (f32 or f16): one scale per output column and
+    group of `group_size` consecutive k (group_size = K: one per column).
+    The kernel converts each weight to f32 as it streams it into the
+    product; no dequantized copy exists. kiln-quantize-weights and
+    kiln-fold-qdq introduce it.
+
+    ```mlir
+    %c = graph.quantized_matmul %a, %w, %s {bits = 4 : i64, group_size = 64 : i64}
+        : (tensor<?x?x2048xf32>, tensor<88x1024x64xi8>, tensor<88x32x64xf16>) -> tensor<?x?x5632xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, 3DTensorOf<[I8]>:$weight, 3DTensorOf<[F32, F16]>:$scales,
+                   I64Attr:$bits, I64Attr:$group_size);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 def Graph_GemmOp : Graph_Op<"gemm"> {
   let summary = "alpha * op(A) * op(B) + beta * C";
   let description = [{

@@ -624,6 +624,29 @@ LogicalResult PackedMatMulOp::inferReturnTypes(MLIRContext *, std::optional<Loca
   return success();
 }
 
+LogicalResult QuantizedMatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                                  SmallVectorImpl<Type> &types) {
+  auto a = rankedType(adaptor.getLhs()), w = rankedType(adaptor.getWeight()),
+       s = rankedType(adaptor.getScales());
+  int64_t bits = adaptor.getBits(), group = adaptor.getGroupSize();
+  if (a.getRank() < 2 || !a.getElementType().isF32() || !w.hasStaticShape() || !s.hasStaticShape())
+    return fail(loc, "quantized_matmul needs an f32 lhs of rank >= 2 and static packed weights and scales");
+  if (bits != 8 && bits != 4)
+    return fail(loc, "quantized_matmul supports 8 and 4 bits, not " + Twine(bits));
+  int64_t k = w.getDimSize(1) * (bits == 4 ? 2 : 1);
+  if (group <= 0 || k % group != 0 || (bits == 4 && group % 2 != 0))
+    return fail(loc, "quantized_matmul group size " + Twine(group) + " does not divide K = " + Twine(k));
+  if (s.getDimSize(0) != w.getDimSize(0) || s.getDimSize(1) != k / group || s.getDimSize(2) != w.getDimSize(2))
+    return fail(loc, "quantized_matmul scales do not match the weight's panels and groups");
+  int64_t ak = a.getDimSize(a.getRank() - 1);
+  if (ak != kDyn && ak != k)
+    return fail(loc, "quantized_matmul contracts " + Twine(ak) + " with " + Twine(k));
+  SmallVector<int64_t> dims(a.getShape());
+  dims.back() = w.getDimSize(0) * w.getDimSize(2);
+  types.push_back(a.clone(dims));
+  return success();
+}
+
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,

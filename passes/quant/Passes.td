@@ -1,0 +1,34 @@
+// Quantization passes: weights stored in fewer bits, products that read them.
+#ifndef KILN_PASSES_QUANT
+#define KILN_PASSES_QUANT
+
+include "mlir/Pass/PassBase.td"
+
+def QuantizeWeightsPass : Pass<"kiln-quantize-weights", "::mlir::ModuleOp"> {
+  let summary = "Quantize the constant f32 weights of matrix products to int8 or int4 (weight-only)";
+  let description = [{
+    Every graph.matmul (lhs of rank >= 2) and graph.gemm (transA = 0) whose
+    right operand is a constant f32 [K, N] matrix (Gemm's transB: [N, K])
+    becomes a graph.quantized_matmul over a new constant: the weight
+    quantized symmetrically, per output column (`bits` = 8: scale =
+    max|w| / 127 over the column) or per group of `group-size` consecutive
+    k in a column (`bits` = 4: scale = max|w| / 7), rounded to nearest even,
+    and stored in column panels like kiln-pack-matmul-weights' (int4: two k
+    per byte). Gemm's alpha, beta and C stay as graph ops after the product.
+
+    Left in f32, with a remark: products whose N has no panel width (a
+    multiple of 16), whose K is not a multiple of the group size, and those
+    whose weight or node name contains one of `keep` (e.g. `lm_head`). The
+    original constant disappears when nothing else reads it (a weight tied to
+    an embedding table stays for the Gather).
+  }];
+  let options = [
+    Option<"bits", "bits", "int64_t", "8", "8 (per-channel int8) or 4 (group-wise int4)">,
+    Option<"groupSize", "group-size", "int64_t", "0", "int4 group size along K (0: whole column)">,
+    Option<"f16Scales", "f16-scales", "bool", "false", "Store scales as f16 instead of f32">,
+    Option<"panel", "panel", "int64_t", "64", "Widest column panel (a power of two >= 16)">,
+    ListOption<"keep", "keep", "std::string", "Weight or node name substrings to leave in f32">
+  ];
+}
+
+#endif

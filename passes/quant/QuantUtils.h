@@ -1,0 +1,55 @@
+// Quantized weights in kiln's panel layout, and the graph.quantized_matmul that reads them.
+#ifndef KILN_PASSES_QUANT_QUANTUTILS_H
+#define KILN_PASSES_QUANT_QUANTUTILS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln::quant {
+
+/// A [K, N] weight quantized and laid out for graph.quantized_matmul:
+/// `weight` [N/B, K, B] int8 (bits 8) or [N/B, K/2, B] nibbles (bits 4),
+/// `scales` [N/B, K/group, B] as f32 or f16 bits.
+struct PackedWeight {
+  int bits = 8;
+  int64_t k = 0, n = 0, width = 0, group = 0;
+  bool f16Scales = false;
+  std::vector<int8_t> weight;
+  std::vector<char> scales;
+};
+
+/// The widest panel (<= `widest`, >= 16, a power of two) dividing n; 0 if none.
+int64_t panelWidthFor(int64_t n, int64_t widest = 64);
+
+/// Bytes of a constant (dense data, splats expanded, or a resource blob);
+/// false if the attribute holds none.
+bool constantBytes(mlir::ElementsAttr attr, std::vector<char> &scratch, llvm::ArrayRef<char> &bytes);
+
+/// Element (k, n) of a [K, N] matrix stored row-major, or as its transpose.
+struct MatrixView {
+  int64_t k = 0, n = 0;
+  bool transposed = false; // stored [N, K]
+  int64_t at(int64_t row, int64_t col) const { return transposed ? col * k + row : row * n + col; }
+};
+
+/// Symmetric quantization of f32 weights: per column (group = K) or per
+/// group of `group` consecutive k in a column; scale = max|w| / (2^(bits-1) - 1),
+/// rounded to f16 first when `f16Scales`, values rounded to nearest even.
+PackedWeight quantizeWeight(const float *w, MatrixView view, int bits, int64_t group, int64_t width,
+                            bool f16Scales);
+
+/// Packs values already quantized by the model (QDQ): q (int8, [K, N] or
+/// transposed) with `scales` [K / group, N] row-major.
+PackedWeight packQuantized(const int8_t *q, MatrixView view, const float *scales, int64_t group, int64_t width);
+
+/// Builds the constants of `w` (named `name`.q8/.q4 and `name`.scales) and
+/// a graph.quantized_matmul of `lhs` by them.
+mlir::Value createQuantizedMatMul(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs, const PackedWeight &w,
+                                  llvm::StringRef name);
+
+} // namespace kiln::quant
+
+#endif

@@ -1,0 +1,54 @@
+// graph.quantized_matmul: one scf.forall over (64-row tile, panel); rows in
+// blocks of 4 (32 columns at a time), then single rows (a whole 64-column
+// panel row per pass); per group, products summed from weights converted to
+// f32 as they are read, then scaled into the total. No dequantized weight
+// tensor exists.
+// RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg -canonicalize -cse | FileCheck %s
+
+// CHECK-LABEL: func @int4
+// CHECK: %[[A:.*]] = tensor.reshape %arg0{{.*}} -> tensor<?x64xf32>
+// CHECK: scf.forall (%[[T:.*]], %[[P:.*]]) in (%{{.*}}, 2) shared_outs(%[[OUT:.*]] = %{{.*}}) -> (tensor<?x128xf32>)
+// CHECK: %[[TILE:.*]] = tensor.extract_slice %[[OUT]]
+// Blocks of 4 rows: two groups of 16 weight rows (32 k) each.
+// CHECK: scf.for %[[G:.*]] = %c0 to %c2 step %c1 iter_args({{.*}}) -> (vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>)
+// CHECK: scf.for %[[KK:.*]] = %{{.*}} to %{{.*}} step %c1
+// CHECK: %[[BYTES:.*]] = vector.transfer_read %arg1[%[[P]], %[[KK]], %{{.*}}], %{{.*}} : tensor<2x32x64xi8>, vector<32xi8>
+// CHECK: %[[WIDE:.*]] = arith.extsi %[[BYTES]] : vector<32xi8> to vector<32xi32>
+// Low nibble (k = 2kk): shift up then arithmetically down; high nibble: down by 4.
+// CHECK: %[[UP:.*]] = arith.shli %[[WIDE]], %{{.*}} : vector<32xi32>
+// CHECK: %[[LO:.*]] = arith.shrsi %[[UP]]
+// CHECK: %[[HI:.*]] = arith.shrsi %[[WIDE]]
+// CHECK: %[[LOF:.*]] = arith.sitofp %[[LO]]
+// CHECK: %[[HIF:.*]] = arith.sitofp %[[HI]]
+// CHECK: %[[K0:.*]] = arith.muli %[[KK]], %c2
+// CHECK: tensor.extract %[[A]][%{{.*}}, %[[K0]]]
+// CHECK: vector.fma %{{.*}}, %[[LOF]]
+// CHECK-COUNT-3: vector.fma %{{.*}}, %[[LOF]]
+// CHECK: vector.fma %{{.*}}, %[[HIF]]
+// CHECK: %[[S:.*]] = vector.transfer_read %arg2[%[[P]], %[[G]], %{{.*}}]{{.*}} : tensor<2x2x64xf16>, vector<32xf16>
+// CHECK: %[[SF:.*]] = arith.extf %[[S]] : vector<32xf16> to vector<32xf32>
+// CHECK-COUNT-4: vector.fma %{{.*}}, %[[SF]], %{{.*}} : vector<32xf32>
+// CHECK-COUNT-4: vector.transfer_write
+// The remaining rows one by one, 64 columns at a time.
+// CHECK: vector.transfer_read %arg1{{.*}} : tensor<2x32x64xi8>, vector<64xi8>
+// CHECK: tensor.parallel_insert_slice
+// CHECK: tensor.reshape {{.*}} -> tensor<?x?x128xf32>
+func.func @int4(%x: tensor<?x?x64xf32>, %w: tensor<2x32x64xi8>, %s: tensor<2x2x64xf16>) -> tensor<?x?x128xf32> {
+  %y = graph.quantized_matmul %x, %w, %s {bits = 4 : i64, group_size = 32 : i64} : (tensor<?x?x64xf32>, tensor<2x32x64xi8>, tensor<2x2x64xf16>) -> tensor<?x?x128xf32>
+  return %y : tensor<?x?x128xf32>
+}
+
+// -----
+
+// int8, one group per column: each byte converts straight to f32.
+// CHECK-LABEL: func @int8
+// CHECK-NOT: tensor.reshape
+// CHECK: scf.forall
+// CHECK: %[[B8:.*]] = vector.transfer_read %arg1{{.*}} : tensor<1x48x16xi8>, vector<16xi8>
+// CHECK: arith.sitofp %[[B8]] : vector<16xi8> to vector<16xf32>
+// CHECK: vector.transfer_read %arg2{{.*}} : tensor<1x1x16xf32>, vector<16xf32>
+// CHECK-NOT: arith.extf
+func.func @int8(%x: tensor<?x48xf32>, %w: tensor<1x48x16xi8>, %s: tensor<1x1x16xf32>) -> tensor<?x16xf32> {
+  %y = graph.quantized_matmul %x, %w, %s {bits = 8 : i64, group_size = 48 : i64} : (tensor<?x48xf32>, tensor<1x48x16xi8>, tensor<1x1x16xf32>) -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""Generate test/models/quantized/: matrix products whose f32 weights lie exactly on the
+int8 or int4 grid kiln-quantize-weights uses, so a quantized build must match the float
+reference to rounding (any error is the kernel's: packing, nibble order, scale indexing,
+row and panel edges), with numpy float64 references stored as float32.
+
+    /usr/bin/python3 test/models/gen_quantized.py
+
+Column c, group g (of GROUP consecutive k) holds integers in [-Q, Q] times a power of
+two that varies with c and g, with +-Q present in every group, so scale = max|w| / Q is
+that power of two (exact in f32 and f16) and every w / scale an integer.
+- int8/ (compile with --quantize=int8, Q = 127, one group per column):
+  matmul_3d x[b,s,128] @ W[128,192] + bias (panels of 64, b=2 s=5: row blocks and a tail);
+  gemm_transb Gemm(x[n,96], W[80,96], C[80], transB=1, alpha=0.5, beta=2) (panels of 16);
+  matmul_tall x[70,64] @ W[64,32] (two row tiles of 64, a 6-row tail).
+- int4/ (compile with --quantize=int4 --quantize-group=32, Q = 7): the same three models.
+Deterministic (fixed seeds).
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "quantized")
+GROUP = 32
+
+
+def grid_weight(rng, k, n, q, group):
+    """[k, n] f32 on the grid: integers in [-q, q] times 2^-e(c, g), +-q in each group."""
+    w = np.zeros((k, n), np.float64)
+    for g in range(k // group):
+        for c in range(n):
+            ints = rng.integers(-q, q + 1, size=group)
+            ints[rng.integers(group)] = q if rng.random() < 0.5 else -q
+            w[g * group:(g + 1) * group, c] = ints * 2.0 ** -(4 + (c + 2 * g) % 5)
+    return w.astype(np.float32)
+
+
+def save(kind, name, nodes, inputs, outputs, initializers, feeds, reference):
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializers)
+    model = helper.make_model(graph, producer_name="kiln test/models/gen_quantized.py",
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    d = os.path.join(OUT, kind, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    with open(os.path.join(d, "model.onnx"), "wb") as f:
+        f.write(model.SerializeToString())
+    for i, (n, x) in enumerate(feeds):
+        with open(os.path.join(d, "test_data_set_0", "input_%d.pb" % i), "wb") as f:
+            f.write(numpy_helper.from_array(x, n).SerializeToString())
+    y = reference(*[x.astype(np.float64) for _, x in feeds]).astype(np.float32)
+    with open(os.path.join(d, "test_data_set_0", "output_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(y, "y").SerializeToString())
+
+
+def models(kind, q, group):
+    rng = np.random.default_rng(7 if kind == "int8" else 11)
+    g = lambda k: min(group, k)  # int8: one group per column
+    f32 = TensorProto.FLOAT
+
+    w = grid_weight(rng, 128, 192, q, g(128))
+    bias = rng.standard_normal(192).astype(np.float32)
+    x = rng.standard_normal((2, 5, 128)).astype(np.float32)
+    save(kind, "matmul_3d",
+         [helper.make_node("MatMul", ["x", "w"], ["xw"], name="proj"),
+          helper.make_node("Add", ["xw", "bias"], ["y"], name="bias_add")],
+         [helper.make_tensor_value_info("x", f32, ["b", "s", 128])],
+         [helper.make_tensor_value_info("y", f32, ["b", "s", 192])],
+         [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias")],
+         [("x", x)], lambda x: x @ w.astype(np.float64) + bias)
+
+    wt = grid_weight(rng, 96, 80, q, g(96)).T.copy()  # stored [N, K] for transB
+    c = rng.standard_normal(80).astype(np.float32)
+    x = rng.standard_normal((3, 96)).astype(np.float32)
+    save(kind, "gemm_transb",
+         [helper.make_node("Gemm", ["x", "w", "c"], ["y"], name="fc", transB=1, alpha=0.5, beta=2.0)],
+         [helper.make_tensor_value_info("x", f32, ["n", 96])],
+         [helper.make_tensor_value_info("y", f32, ["n", 80])],
+         [numpy_helper.from_array(wt, "w"), numpy_helper.from_array(c, "c")],
+         [("x", x)], lambda x: 0.5 * (x @ wt.T.astype(np.float64)) + 2.0 * c)
+
+    w = grid_weight(rng, 64, 32, q, g(64))
+    x = rng.standard_normal((70, 64)).astype(np.float32)
+    save(kind, "matmul_tall",
+         [helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")],
+         [helper.make_tensor_value_info("x", f32, [70, 64])],
+         [helper.make_tensor_value_info("y", f32, [70, 32])],
+         [numpy_helper.from_array(w, "w")],
+         [("x", x)], lambda x: x @ w.astype(np.float64))
+
+
+if __name__ == "__main__":
+    models("int8", 127, 10 ** 9)
+    models("int4", 7, GROUP)
