@@ -44,6 +44,7 @@ static std::string quantizePass(const PipelineOptions &options) {
   return "kiln-quantize-weights{bits=" + std::string(options.quantize == "int4" ? "4" : "8") +
          " group-size=" + std::to_string(options.quantize == "int4" ? options.quantizeGroup : 0) +
          " f16-scales=" + (options.quantizeF16Scales ? "true" : "false") +
+         (options.quantize == "int8-dynamic" ? " dynamic=true" : "") +
          (keep.empty() ? "" : " keep=" + keep) + "},";
 }
 
@@ -84,7 +85,8 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
   case Phase::Llvm:
     // libm serves tanh/erf (accurate; vectorized approximations come with
     // the performance work), LLVM intrinsics the rest.
-    return "builtin.module(func.func(kiln-approximate-math),convert-vector-to-scf,convert-math-to-funcs,"
+    return "builtin.module(func.func(kiln-approximate-math),func.func(kiln-select-pair-products{vector-bits=" +
+           std::to_string(options.vectorBits) + "}),convert-vector-to-scf,convert-math-to-funcs,"
            "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
            "convert-math-to-llvm,convert-math-to-libm,finalize-memref-to-llvm,"
            "convert-vector-to-llvm,"

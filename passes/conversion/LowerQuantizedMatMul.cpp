@@ -3,6 +3,7 @@
 
 #include "dialects/graph/IR/Graph.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -114,6 +115,137 @@ struct PanelKernel {
   }
 };
 
+
+/// The integer kernel of graph.quantized_matmul's `dynamic` form: rows of
+/// `pairs` [M, K/2] (each i32 two int8 activations as 16-bit lanes, k = 2j
+/// low) times panel `p` of `w` [P, K/2, 2B], 32-bit sums scaled by the row's
+/// `amax` / 127 and the column's scale.
+struct IntegerPanelKernel {
+  OpBuilder &b;
+  Location loc;
+  Value pairs, amax, w, scales, r0, p;
+  int64_t width, kPairs;
+
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+
+  /// acc + sum over each pair of 16-bit lanes of x * y, marked
+  /// kiln.pair_product: kiln-select-pair-products turns it into x86's pair
+  /// product (vpmaddwd; vpdpwssd with VNNI) after bufferization, since LLVM
+  /// does not recognize this form once one operand is a broadcast.
+  Value pairDot(OpBuilder &kb, Value x, Value y, Value acc, int64_t cols) {
+    auto i32 = VectorType::get({cols}, kb.getI32Type());
+    SmallVector<int64_t> even, odd;
+    for (int64_t i = 0; i < cols; ++i) {
+      even.push_back(2 * i);
+      odd.push_back(2 * i + 1);
+    }
+    auto half = [&](Value v, ArrayRef<int64_t> mask) {
+      return arith::ExtSIOp::create(kb, loc, i32, vector::ShuffleOp::create(kb, loc, v, v, mask));
+    };
+    Value lo = arith::MulIOp::create(kb, loc, half(x, even), half(y, even));
+    Value hi = arith::MulIOp::create(kb, loc, half(x, odd), half(y, odd));
+    auto pair = arith::AddIOp::create(kb, loc, lo, hi);
+    pair->setAttr("kiln.pair_product", kb.getUnitAttr());
+    return arith::AddIOp::create(kb, loc, acc, pair);
+  }
+
+  Value rowBlocks(Value tile, Value lb, Value ub, int64_t block, int64_t cols) {
+    auto i32 = VectorType::get({cols}, b.getI32Type()), f32 = VectorType::get({cols}, b.getF32Type());
+    auto i16x2 = VectorType::get({2 * cols}, b.getI16Type()), i8x2 = VectorType::get({2 * cols}, b.getI8Type());
+    Value zeroVec = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(i32, b.getI32IntegerAttr(0)));
+    auto rowLoop = scf::ForOp::create(b, loc, lb, ub, c(block), ValueRange{tile});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(rowLoop.getBody());
+    Value i0 = rowLoop.getInductionVar();
+    auto colLoop = scf::ForOp::create(b, loc, c(0), c(width), c(cols), ValueRange{rowLoop.getRegionIterArg(0)});
+    b.setInsertionPointToStart(colLoop.getBody());
+    Value j0 = colLoop.getInductionVar();
+    Value byteCol = arith::MulIOp::create(b, loc, j0, c(2));
+    SmallVector<Value> rows;
+    for (int64_t r = 0; r < block; ++r)
+      rows.push_back(arith::AddIOp::create(b, loc, arith::AddIOp::create(b, loc, r0, i0), c(r)));
+    auto kLoop = scf::ForOp::create(b, loc, c(0), c(kPairs), c(1), SmallVector<Value>(block, zeroVec));
+    {
+      OpBuilder kb = OpBuilder::atBlockBegin(kLoop.getBody());
+      Value j = kLoop.getInductionVar();
+      Value pad = arith::ConstantOp::create(kb, loc, kb.getI8IntegerAttr(0));
+      Value bytes = vector::TransferReadOp::create(kb, loc, i8x2, w, ValueRange{p, j, byteCol}, pad,
+                                                   ArrayRef<bool>{true});
+      Value wv = arith::ExtSIOp::create(kb, loc, i16x2, bytes);
+      SmallVector<Value> acc;
+      for (int64_t r = 0; r < block; ++r) {
+        Value pair = tensor::ExtractOp::create(kb, loc, pairs, ValueRange{rows[r], j});
+        Value av = vector::BitCastOp::create(kb, loc, i16x2, vector::BroadcastOp::create(kb, loc, i32, pair));
+        acc.push_back(pairDot(kb, av, wv, kLoop.getRegionIterArg(r), cols));
+      }
+      scf::YieldOp::create(kb, loc, acc);
+    }
+    Value fpad = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+    Value s = vector::TransferReadOp::create(b, loc, f32, scales, ValueRange{p, c(0), j0}, fpad,
+                                             ArrayRef<bool>{true});
+    Value inv127 = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f / 127.0f));
+    Value out = colLoop.getRegionIterArg(0);
+    for (int64_t r = 0; r < block; ++r) {
+      Value rowScale = arith::MulFOp::create(b, loc, tensor::ExtractOp::create(b, loc, amax, ValueRange{rows[r]}),
+                                             inv127);
+      Value scaled = arith::MulFOp::create(b, loc, arith::SIToFPOp::create(b, loc, f32, kLoop.getResult(r)),
+                                           arith::MulFOp::create(b, loc, s, vector::BroadcastOp::create(b, loc, f32, rowScale)));
+      out = vector::TransferWriteOp::create(b, loc, scaled, out, ValueRange{arith::AddIOp::create(b, loc, i0, c(r)), j0},
+                                            ArrayRef<bool>{true})
+                .getResult();
+    }
+    scf::YieldOp::create(b, loc, out);
+    b.setInsertionPointAfter(colLoop);
+    scf::YieldOp::create(b, loc, colLoop.getResult(0));
+    return rowLoop.getResult(0);
+  }
+};
+
+/// Per row of `a` [M, K]: max |a| ([M]) and the row quantized to int8
+/// (round half to even of a * 127 / max) in pairs of 16-bit lanes ([M, K/2] i32).
+std::pair<Value, Value> quantizeRows(OpBuilder &b, Location loc, Value a, Value m, int64_t k) {
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  Value amax = filledTensor(b, loc, RankedTensorType::get({ShapedType::kDynamic}, f32), {m},
+                            scalarConstant(b, loc, f32, 0));
+  amax = linalg::GenericOp::create(
+             b, loc, amax.getType(), ValueRange{a}, ValueRange{amax},
+             SmallVector<AffineMap>{AffineMap::get(2, 0, {d(0), d(1)}, ctx), AffineMap::get(2, 0, {d(0)}, ctx)},
+             SmallVector<utils::IteratorType>{utils::IteratorType::parallel, utils::IteratorType::reduction},
+             [](OpBuilder &nb, Location nl, ValueRange args) {
+               Value v = math::AbsFOp::create(nb, nl, args[0]);
+               linalg::YieldOp::create(nb, nl, arith::MaximumFOp::create(nb, nl, args[1], v).getResult());
+             })
+             .getResult(0);
+  Value pairs = emptyTensor(b, loc, RankedTensorType::get({ShapedType::kDynamic, k / 2}, i32), {m});
+  pairs = linalg::GenericOp::create(
+              b, loc, pairs.getType(), ValueRange{a, a, amax}, ValueRange{pairs},
+              SmallVector<AffineMap>{AffineMap::get(2, 0, {d(0), d(1) * 2}, ctx),
+                                     AffineMap::get(2, 0, {d(0), d(1) * 2 + 1}, ctx),
+                                     AffineMap::get(2, 0, {d(0)}, ctx), AffineMap::get(2, 0, {d(0), d(1)}, ctx)},
+              SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
+              [&](OpBuilder &nb, Location nl, ValueRange args) {
+                // An all-zero row has scale 0: its lanes are 0 (not NaN).
+                Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
+                Value hiBound = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(127));
+                Value loBound = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(-127));
+                Value positive = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT, args[2], zero);
+                Value inv = arith::DivFOp::create(nb, nl, hiBound, args[2]);
+                auto lane = [&](Value x) {
+                  Value q = math::RoundEvenOp::create(nb, nl, arith::MulFOp::create(nb, nl, x, inv));
+                  q = arith::MinimumFOp::create(nb, nl, arith::MaximumFOp::create(nb, nl, q, loBound), hiBound);
+                  q = arith::SelectOp::create(nb, nl, positive, q, zero);
+                  Value v = arith::FPToSIOp::create(nb, nl, nb.getI32Type(), q);
+                  return arith::AndIOp::create(nb, nl, v, arith::ConstantOp::create(nb, nl, nb.getI32IntegerAttr(0xFFFF)));
+                };
+                Value hi = arith::ShLIOp::create(nb, nl, lane(args[1]), arith::ConstantOp::create(nb, nl, nb.getI32IntegerAttr(16)));
+                linalg::YieldOp::create(nb, nl, arith::OrIOp::create(nb, nl, lane(args[0]), hi).getResult());
+              })
+              .getResult(0);
+  return {amax, pairs};
+}
+
 struct QuantizedMatMulPattern : OpConversionPattern<QuantizedMatMulOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(QuantizedMatMulOp op, OpAdaptor adaptor,
@@ -123,7 +255,8 @@ struct QuantizedMatMulPattern : OpConversionPattern<QuantizedMatMulOp> {
     auto rt = cast<RankedTensorType>(op.getType());
     auto wt = cast<RankedTensorType>(adaptor.getWeight().getType());
     auto st = cast<RankedTensorType>(adaptor.getScales().getType());
-    int64_t bits = op.getBits(), width = wt.getDimSize(2), panels = wt.getDimSize(0);
+    bool dynamic = op.getDynamic();
+    int64_t bits = op.getBits(), width = wt.getDimSize(2) / (dynamic ? 2 : 1), panels = wt.getDimSize(0);
     int64_t groups = st.getDimSize(1);
     auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
 
@@ -150,6 +283,10 @@ struct QuantizedMatMulPattern : OpConversionPattern<QuantizedMatMulOp> {
                                       rewriter.getF32Type());
     Value init = emptyTensor(b, loc, flat, {m});
 
+    Value rowMax, rowPairs;
+    if (dynamic)
+      std::tie(rowMax, rowPairs) = quantizeRows(b, loc, a, m, 2 * wt.getDimSize(1));
+
     // Work items: (row tile, panel).
     Value tiles = arith::CeilDivSIOp::create(b, loc, m, c(kTileRows));
     auto forall = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{tiles, b.getIndexAttr(panels)},
@@ -164,14 +301,21 @@ struct QuantizedMatMulPattern : OpConversionPattern<QuantizedMatMulOp> {
       SmallVector<OpFoldResult> offsets = {r0, col0}, sizes = {rows, b.getIndexAttr(width)},
                                 unit = {b.getIndexAttr(1), b.getIndexAttr(1)};
       Value tile = tensor::ExtractSliceOp::create(b, loc, forall.getRegionIterArgs()[0], offsets, sizes, unit);
-      PanelKernel kernel{b, loc, a, adaptor.getWeight(), adaptor.getScales(), r0, p, bits, width, groups,
-                         wt.getDimSize(1) / groups, st.getElementType()};
       // Blocks of rows, then the last rows one by one (a decoding step's
       // single row takes whole panel rows per pass).
       Value whole = arith::SubIOp::create(b, loc, rows, arith::RemSIOp::create(b, loc, rows, c(kBlockRows)));
       int64_t blockCols = std::min(kBlockCols, width);
-      tile = kernel.rowBlocks(tile, c(0), whole, kBlockRows, blockCols);
-      tile = kernel.rowBlocks(tile, whole, rows, 1, width);
+      if (dynamic) {
+        IntegerPanelKernel kernel{b, loc, rowPairs, rowMax, adaptor.getWeight(), adaptor.getScales(), r0, p,
+                                  width, wt.getDimSize(1)};
+        tile = kernel.rowBlocks(tile, c(0), whole, kBlockRows, blockCols);
+        tile = kernel.rowBlocks(tile, whole, rows, 1, width);
+      } else {
+        PanelKernel kernel{b, loc, a, adaptor.getWeight(), adaptor.getScales(), r0, p, bits, width, groups,
+                           wt.getDimSize(1) / groups, st.getElementType()};
+        tile = kernel.rowBlocks(tile, c(0), whole, kBlockRows, blockCols);
+        tile = kernel.rowBlocks(tile, whole, rows, 1, width);
+      }
       OpBuilder tb = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
       tensor::ParallelInsertSliceOp::create(tb, loc, tile, forall.getRegionIterArgs()[0], offsets, sizes, unit);
     }

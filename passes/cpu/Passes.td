@@ -100,6 +100,25 @@ def ApproximateMathPass : Pass<"kiln-approximate-math", "::mlir::func::FuncOp"> 
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::vector::VectorDialect"];
 }
 
+def SelectPairProductsPass : Pass<"kiln-select-pair-products", "::mlir::func::FuncOp"> {
+  let summary = "Turn marked 16-bit pair products into x86's vpmaddwd";
+  let description = [{
+    The integer kernel of dynamic int8 products sums, per pair of 16-bit
+    lanes, x[2i] * y[2i] + x[2i+1] * y[2i+1] into 32 bits (an
+    `arith.addi` marked `kiln.pair_product` over even/odd shuffles). LLVM
+    recognizes that form as vpmaddwd only when neither operand is a
+    broadcast, and the activations are one; this pass calls the
+    instruction's intrinsic directly (AVX-512BW: 32 lanes per call; AVX2:
+    16), after bufferization, which cannot see through an intrinsic call.
+    LLVM then fuses the accumulation into vpdpwssd where VNNI exists. With
+    narrower vectors the generic form stays.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", "256", "Width of the target's vector registers">
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect"];
+}
+
 def AddRuntimeContextPass : Pass<"kiln-add-runtime-context", "::mlir::ModuleOp"> {
   let summary = "Give @main the runtime context argument and record its ABI";
   let description = [{

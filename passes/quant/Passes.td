@@ -19,6 +19,8 @@ def QuantizeWeightsPass : Pass<"kiln-quantize-weights", "::mlir::ModuleOp"> {
     Left in f32, with a remark: products whose N has no panel width (a
     multiple of 16), whose K is not a multiple of the group size, and those
     whose weight or node name contains one of `keep` (e.g. `lm_head`). The
+    With `dynamic`, the int8 weights are laid out in k pairs for integer
+    products (graph.quantized_matmul's `dynamic` form). The
     original constant disappears when nothing else reads it (a weight tied to
     an embedding table stays for the Gather).
   }];
@@ -26,6 +28,8 @@ def QuantizeWeightsPass : Pass<"kiln-quantize-weights", "::mlir::ModuleOp"> {
     Option<"bits", "bits", "int64_t", "8", "8 (per-channel int8) or 4 (group-wise int4)">,
     Option<"groupSize", "group-size", "int64_t", "0", "int4 group size along K (0: whole column)">,
     Option<"f16Scales", "f16-scales", "bool", "false", "Store scales as f16 instead of f32">,
+    Option<"dynamic", "dynamic", "bool", "false",
+           "With bits=8: quantize activations per row at run time and multiply in integers (K must be even)">,
     Option<"panel", "panel", "int64_t", "64", "Widest column panel (a power of two >= 16)">,
     ListOption<"keep", "keep", "std::string", "Weight or node name substrings to leave in f32">
   ];

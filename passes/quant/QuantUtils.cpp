@@ -64,7 +64,7 @@ float fromHalfBits(uint16_t h) {
 /// Lays out q ([K, N] through `view`) in panels and the [K/group, N] scales
 /// as [N/B, K/group, B].
 PackedWeight pack(const int8_t *q, MatrixView view, const std::vector<float> &scales, int bits, int64_t group,
-                  int64_t width, bool f16Scales) {
+                  int64_t width, bool f16Scales, bool pairs) {
   PackedWeight p;
   p.bits = bits;
   p.k = view.k;
@@ -72,6 +72,7 @@ PackedWeight pack(const int8_t *q, MatrixView view, const std::vector<float> &sc
   p.width = width;
   p.group = group;
   p.f16Scales = f16Scales;
+  p.pairs = pairs;
   int64_t panels = view.n / width, groups = view.k / group;
   int64_t rows = bits == 4 ? view.k / 2 : view.k;
   p.weight.assign(panels * rows * width, 0);
@@ -79,7 +80,9 @@ PackedWeight pack(const int8_t *q, MatrixView view, const std::vector<float> &sc
     for (int64_t k = 0; k < view.k; ++k)
       for (int64_t c = 0; c < width; ++c) {
         int8_t v = q[view.at(k, pn * width + c)];
-        if (bits == 8) {
+        if (pairs) {
+          p.weight[(pn * (view.k / 2) + k / 2) * 2 * width + 2 * c + k % 2] = v;
+        } else if (bits == 8) {
           p.weight[(pn * rows + k) * width + c] = v;
         } else {
           // Two k per byte: even k in the low nibble, odd k in the high one.
@@ -108,7 +111,7 @@ PackedWeight pack(const int8_t *q, MatrixView view, const std::vector<float> &sc
 } // namespace
 
 PackedWeight quantizeWeight(const float *w, MatrixView view, int bits, int64_t group, int64_t width,
-                            bool f16Scales) {
+                            bool f16Scales, bool pairs) {
   if (group <= 0)
     group = view.k;
   int64_t groups = view.k / group;
@@ -131,18 +134,19 @@ PackedWeight quantizeWeight(const float *w, MatrixView view, int bits, int64_t g
         q[view.at(k, col)] = int8_t(std::min(qmax, std::max(qmin, v)));
       }
     }
-  return pack(q.data(), view, scales, bits, group, width, f16Scales);
+  return pack(q.data(), view, scales, bits, group, width, f16Scales, pairs);
 }
 
-PackedWeight packQuantized(const int8_t *q, MatrixView view, const float *scales, int64_t group, int64_t width) {
+PackedWeight packQuantized(const int8_t *q, MatrixView view, const float *scales, int64_t group, int64_t width,
+                           bool pairs) {
   std::vector<float> s(scales, scales + (view.k / group) * view.n);
-  return pack(q, view, s, 8, group, width, false);
+  return pack(q, view, s, 8, group, width, false, pairs);
 }
 
 Value createQuantizedMatMul(OpBuilder &b, Location loc, Value lhs, const PackedWeight &w, StringRef name) {
   MLIRContext *ctx = b.getContext();
-  int64_t panels = w.n / w.width, rows = w.bits == 4 ? w.k / 2 : w.k, groups = w.k / w.group;
-  auto weightType = RankedTensorType::get({panels, rows, w.width}, b.getIntegerType(8));
+  int64_t panels = w.n / w.width, rows = w.bits == 4 || w.pairs ? w.k / 2 : w.k, groups = w.k / w.group;
+  auto weightType = RankedTensorType::get({panels, rows, w.pairs ? 2 * w.width : w.width}, b.getIntegerType(8));
   Type scaleElem = w.f16Scales ? Type(b.getF16Type()) : Type(b.getF32Type());
   auto scaleType = RankedTensorType::get({panels, groups, w.width}, scaleElem);
   auto blob = [](ArrayRef<char> bytes) {
@@ -155,7 +159,7 @@ Value createQuantizedMatMul(OpBuilder &b, Location loc, Value lhs, const PackedW
   Value weight = graph::ConstantOp::create(b, NameLoc::get(StringAttr::get(ctx, wname), loc), weightAttr);
   Value scales = graph::ConstantOp::create(b, NameLoc::get(StringAttr::get(ctx, sname), loc), scaleAttr);
   return graph::QuantizedMatMulOp::create(b, loc, lhs, weight, scales, b.getI64IntegerAttr(w.bits),
-                                          b.getI64IntegerAttr(w.group));
+                                          b.getI64IntegerAttr(w.group), w.pairs ? b.getUnitAttr() : UnitAttr());
 }
 
 } // namespace kiln::quant

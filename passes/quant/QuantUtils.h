@@ -17,6 +17,8 @@ struct PackedWeight {
   int bits = 8;
   int64_t k = 0, n = 0, width = 0, group = 0;
   bool f16Scales = false;
+  /// int8 in k pairs for integer products: [N/B, K/2, 2B], (p, j, 2b + e) = k 2j + e.
+  bool pairs = false;
   std::vector<int8_t> weight;
   std::vector<char> scales;
 };
@@ -39,14 +41,15 @@ struct MatrixView {
 /// group of `group` consecutive k in a column; scale = max|w| / (2^(bits-1) - 1),
 /// rounded to f16 first when `f16Scales`, values rounded to nearest even.
 PackedWeight quantizeWeight(const float *w, MatrixView view, int bits, int64_t group, int64_t width,
-                            bool f16Scales);
+                            bool f16Scales, bool pairs = false);
 
 /// Packs values already quantized by the model (QDQ): q (int8, [K, N] or
 /// transposed) with `scales` [K / group, N] row-major.
-PackedWeight packQuantized(const int8_t *q, MatrixView view, const float *scales, int64_t group, int64_t width);
+PackedWeight packQuantized(const int8_t *q, MatrixView view, const float *scales, int64_t group, int64_t width,
+                           bool pairs = false);
 
 /// Builds the constants of `w` (named `name`.q8/.q4 and `name`.scales) and
-/// a graph.quantized_matmul of `lhs` by them.
+/// a graph.quantized_matmul of `lhs` by them (`dynamic` when `w.pairs`).
 mlir::Value createQuantizedMatMul(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs, const PackedWeight &w,
                                   llvm::StringRef name);
 

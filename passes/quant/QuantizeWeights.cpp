@@ -61,7 +61,7 @@ struct QuantizeWeightsPass : impl::QuantizeWeightsPassBase<QuantizeWeightsPass> 
     view.n = type.getDimSize(transposed ? 0 : 1);
     int64_t width = quant::panelWidthFor(view.n, panel);
     int64_t group = bits == 4 && groupSize > 0 ? groupSize : view.k;
-    if (!width || view.k % group != 0 || (bits == 4 && group % 2 != 0)) {
+    if (!width || view.k % group != 0 || (bits == 4 && group % 2 != 0) || (dynamic && view.k % 2 != 0)) {
       user->emitRemark() << "kept in f32: weight '" << weightName << "' [K=" << view.k << ", N=" << view.n
                          << "] has no panel width or group of " << group;
       return nullptr;
@@ -75,14 +75,14 @@ struct QuantizeWeightsPass : impl::QuantizeWeightsPassBase<QuantizeWeightsPass> 
         bytes.size() != size_t(view.k * view.n) * sizeof(float))
       return nullptr;
     auto packed = std::make_shared<quant::PackedWeight>(quant::quantizeWeight(
-        reinterpret_cast<const float *>(bytes.data()), view, int(bits), group, width, f16Scales));
+        reinterpret_cast<const float *>(bytes.data()), view, int(bits), group, width, f16Scales, dynamic));
     cache[key] = packed;
     return packed;
   }
 
   void runOnOperation() override {
-    if (bits != 8 && bits != 4) {
-      getOperation().emitError("kiln-quantize-weights: bits must be 8 or 4");
+    if ((bits != 8 && bits != 4) || (dynamic && bits != 8)) {
+      getOperation().emitError("kiln-quantize-weights: bits must be 8 or 4 (8 with dynamic)");
       return signalPassFailure();
     }
     SmallVector<Operation *> products;

@@ -14,6 +14,9 @@ that power of two (exact in f32 and f16) and every w / scale an integer.
   gemm_transb Gemm(x[n,96], W[80,96], C[80], transB=1, alpha=0.5, beta=2) (panels of 16);
   matmul_tall x[70,64] @ W[64,32] (two row tiles of 64, a 6-row tail).
 - int4/ (compile with --quantize=int4 --quantize-group=32, Q = 7): the same three models.
+- int8_dynamic/ (compile with --quantize=int8-dynamic): the int8 models with inputs on the
+  grid too (each row integers in [-127, 127] times a power of two, +-127 present), so that
+  quantizing activations per row is exact and the integer products must match.
 Deterministic (fixed seeds).
 """
 import os
@@ -56,14 +59,26 @@ def save(kind, name, nodes, inputs, outputs, initializers, feeds, reference):
         f.write(numpy_helper.from_array(y, "y").SerializeToString())
 
 
-def models(kind, q, group):
-    rng = np.random.default_rng(7 if kind == "int8" else 11)
+def grid_rows(rng, shape):
+    """Activations whose every row quantizes exactly: max |row| = 127 * 2^-e."""
+    x = rng.integers(-127, 128, size=shape).astype(np.float64)
+    rows = x.reshape(-1, shape[-1])
+    for i, row in enumerate(rows):
+        row[rng.integers(shape[-1])] = 127 if i % 2 else -127
+        row *= 2.0 ** -(3 + i % 4)
+    return rows.reshape(shape).astype(np.float32)
+
+
+def models(kind, q, group, grid_inputs=False):
+    rng = np.random.default_rng(7 if kind.startswith("int8") else 11)
+    normal = rng.standard_normal
+    inputs = (lambda shape: grid_rows(rng, shape)) if grid_inputs else (lambda shape: normal(shape).astype(np.float32))
     g = lambda k: min(group, k)  # int8: one group per column
     f32 = TensorProto.FLOAT
 
     w = grid_weight(rng, 128, 192, q, g(128))
     bias = rng.standard_normal(192).astype(np.float32)
-    x = rng.standard_normal((2, 5, 128)).astype(np.float32)
+    x = inputs((2, 5, 128))
     save(kind, "matmul_3d",
          [helper.make_node("MatMul", ["x", "w"], ["xw"], name="proj"),
           helper.make_node("Add", ["xw", "bias"], ["y"], name="bias_add")],
@@ -74,7 +89,7 @@ def models(kind, q, group):
 
     wt = grid_weight(rng, 96, 80, q, g(96)).T.copy()  # stored [N, K] for transB
     c = rng.standard_normal(80).astype(np.float32)
-    x = rng.standard_normal((3, 96)).astype(np.float32)
+    x = inputs((3, 96))
     save(kind, "gemm_transb",
          [helper.make_node("Gemm", ["x", "w", "c"], ["y"], name="fc", transB=1, alpha=0.5, beta=2.0)],
          [helper.make_tensor_value_info("x", f32, ["n", 96])],
@@ -83,7 +98,7 @@ def models(kind, q, group):
          [("x", x)], lambda x: 0.5 * (x @ wt.T.astype(np.float64)) + 2.0 * c)
 
     w = grid_weight(rng, 64, 32, q, g(64))
-    x = rng.standard_normal((70, 64)).astype(np.float32)
+    x = inputs((70, 64))
     save(kind, "matmul_tall",
          [helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")],
          [helper.make_tensor_value_info("x", f32, [70, 64])],
@@ -95,3 +110,4 @@ def models(kind, q, group):
 if __name__ == "__main__":
     models("int8", 127, 10 ** 9)
     models("int4", 7, GROUP)
+    models("int8_dynamic", 127, 10 ** 9, grid_inputs=True)

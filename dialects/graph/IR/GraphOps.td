@@ -573,13 +573,20 @@ def Graph_QuantizedMatMulOp : Graph_Op<"quantized_matmul"> {
     product; no dequantized copy exists. kiln-quantize-weights and
     kiln-fold-qdq introduce it.
 
+    With `dynamic` (bits 8, one group per column), the activations are
+    quantized too, per row at run time (symmetric int8, scale max|row| / 127),
+    and the product is computed in integers: `weight` is then
+    [N / B, K / 2, 2B], the byte at (p, j, 2b + e) holding k = 2j + e of
+    column p*B + b, so that each pair of k multiplies as one pair of 16-bit
+    lanes (x86 `vpmaddwd`, `vpdpwssd` with VNNI) into 32-bit sums.
+
     ```mlir
     %c = graph.quantized_matmul %a, %w, %s {bits = 4 : i64, group_size = 64 : i64}
         : (tensor<?x?x2048xf32>, tensor<88x1024x64xi8>, tensor<88x32x64xf16>) -> tensor<?x?x5632xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$lhs, 3DTensorOf<[I8]>:$weight, 3DTensorOf<[F32, F16]>:$scales,
-                   I64Attr:$bits, I64Attr:$group_size);
+                   I64Attr:$bits, I64Attr:$group_size, UnitAttr:$dynamic);
   let results = (outs AnyRankedTensor:$result);
 }
 

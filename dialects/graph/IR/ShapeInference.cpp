@@ -633,16 +633,20 @@ LogicalResult QuantizedMatMulOp::inferReturnTypes(MLIRContext *, std::optional<L
     return fail(loc, "quantized_matmul needs an f32 lhs of rank >= 2 and static packed weights and scales");
   if (bits != 8 && bits != 4)
     return fail(loc, "quantized_matmul supports 8 and 4 bits, not " + Twine(bits));
-  int64_t k = w.getDimSize(1) * (bits == 4 ? 2 : 1);
+  bool dynamic = adaptor.getDynamic();
+  int64_t k = w.getDimSize(1) * (bits == 4 || dynamic ? 2 : 1);
+  int64_t width = w.getDimSize(2) / (dynamic ? 2 : 1);
+  if (dynamic && (bits != 8 || group != k || w.getDimSize(2) % 2 != 0))
+    return fail(loc, "dynamic quantized_matmul needs 8 bits, one group per column and [N/B, K/2, 2B] pairs");
   if (group <= 0 || k % group != 0 || (bits == 4 && group % 2 != 0))
     return fail(loc, "quantized_matmul group size " + Twine(group) + " does not divide K = " + Twine(k));
-  if (s.getDimSize(0) != w.getDimSize(0) || s.getDimSize(1) != k / group || s.getDimSize(2) != w.getDimSize(2))
+  if (s.getDimSize(0) != w.getDimSize(0) || s.getDimSize(1) != k / group || s.getDimSize(2) != width)
     return fail(loc, "quantized_matmul scales do not match the weight's panels and groups");
   int64_t ak = a.getDimSize(a.getRank() - 1);
   if (ak != kDyn && ak != k)
     return fail(loc, "quantized_matmul contracts " + Twine(ak) + " with " + Twine(k));
   SmallVector<int64_t> dims(a.getShape());
-  dims.back() = w.getDimSize(0) * w.getDimSize(2);
+  dims.back() = w.getDimSize(0) * width;
   types.push_back(a.clone(dims));
   return success();
 }

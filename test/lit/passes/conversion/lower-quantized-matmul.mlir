@@ -52,3 +52,27 @@ func.func @int8(%x: tensor<?x48xf32>, %w: tensor<1x48x16xi8>, %s: tensor<1x1x16x
   %y = graph.quantized_matmul %x, %w, %s {bits = 8 : i64, group_size = 48 : i64} : (tensor<?x48xf32>, tensor<1x48x16xi8>, tensor<1x1x16xf32>) -> tensor<?x16xf32>
   return %y : tensor<?x16xf32>
 }
+
+// -----
+
+// dynamic: rows quantized first (max |row|, then two int8 lanes per i32 with
+// round half to even), then 32-bit sums of 16-bit pair products (marked for
+// kiln-select-pair-products), scaled by max/127 and the column scale.
+// CHECK-LABEL: func @dynamic
+// CHECK: %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: math.absf
+// CHECK: arith.maximumf
+// CHECK: %[[PAIRS:.*]] = linalg.generic {{.*}} ins(%arg0, %arg0, %[[MAX]] : {{.*}}) outs(%{{.*}} : tensor<?x24xi32>)
+// CHECK: math.roundeven
+// CHECK: scf.forall
+// CHECK: vector.transfer_read %arg1{{.*}} : tensor<1x24x32xi8>, vector<32xi8>
+// CHECK: arith.extsi {{.*}} : vector<32xi8> to vector<32xi16>
+// CHECK: tensor.extract %[[PAIRS]]
+// CHECK: vector.bitcast {{.*}} : vector<16xi32> to vector<32xi16>
+// CHECK: arith.addi {{.*}} {kiln.pair_product} : vector<16xi32>
+// CHECK: tensor.extract %[[MAX]]
+// CHECK: arith.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
+func.func @dynamic(%x: tensor<?x48xf32>, %w: tensor<1x24x32xi8>, %s: tensor<1x1x16xf32>) -> tensor<?x16xf32> {
+  %y = graph.quantized_matmul %x, %w, %s {bits = 8 : i64, group_size = 48 : i64, dynamic} : (tensor<?x48xf32>, tensor<1x24x32xi8>, tensor<1x1x16xf32>) -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}
