@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <string_view>
 #include <algorithm>
+#include <array>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,7 +22,14 @@ constexpr uint32_t kMaxSections = 16;
 constexpr uint64_t kWeightsSectionAlignment = 4096;
 constexpr uint64_t kCodeSectionAlignment = 64;
 
-enum SectionKind : uint32_t { kMetadataSection = 1, kCodeSection = 2, kWeightsSection = 3, kDecoderSection = 4 };
+enum SectionKind : uint32_t {
+  kMetadataSection = 1,
+  kCodeSection = 2,
+  kWeightsSection = 3,
+  kDecoderSection = 4,
+  kQuantizationSection = 5,
+  kLastKnownSection = kQuantizationSection
+};
 
 uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -38,6 +46,12 @@ public:
       bytes.push_back(char((v >> (8 * i)) & 0xff));
   }
   void i64(int64_t v) { u64(uint64_t(v)); }
+  // IEEE-754 binary64 bits, so NaN (a figure not measured) survives the round trip.
+  void f64(double v) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    u64(bits);
+  }
   void str(const std::string &s) {
     u32(uint32_t(s.size()));
     bytes += s;
@@ -107,6 +121,33 @@ std::string encodeDecoder(const DecoderInfo &d) {
   return std::move(e.bytes);
 }
 
+std::string encodeQuantization(const QuantizationInfo &q) {
+  Encoder e;
+  e.str(q.mode);
+  e.u32(q.groupSize);
+  e.str(q.scaleType);
+  e.strList(q.keep);
+  const AccuracyReport &a = q.accuracy;
+  e.u32(a.present ? 1 : 0);
+  if (a.present) {
+    e.str(a.inputs);
+    e.u32(a.samples);
+    e.u32(uint32_t(a.outputs.size()));
+    for (const OutputAccuracy &o : a.outputs) {
+      e.str(o.name);
+      e.f64(o.maxAbsError);
+      e.f64(o.maxRelError);
+      e.f64(o.cosine);
+    }
+    e.u64(a.positions);
+    e.f64(a.top1Agreement);
+    e.f64(a.perplexityFloat);
+    e.f64(a.perplexityQuantized);
+    e.str(a.tokens);
+  }
+  return std::move(e.bytes);
+}
+
 // ---- Decoding: every read checks the remaining length first; failures are sticky. ----
 class Decoder {
 public:
@@ -134,6 +175,12 @@ public:
     return v;
   }
   int64_t i64(const char *what) { return int64_t(u64(what)); }
+  double f64(const char *what) {
+    const uint64_t bits = u64(what);
+    double v;
+    std::memcpy(&v, &bits, 8);
+    return v;
+  }
   std::string str(const char *what) {
     uint32_t len = u32(what);
     if (!need(len, what))
@@ -241,6 +288,36 @@ void decodeDecoder(Decoder &d, DecoderInfo &info) {
     c.axis = d.u32("kv cache axis");
   }
   d.expectEnd("decoder section");
+}
+
+void decodeQuantization(Decoder &d, QuantizationInfo &q) {
+  q.present = true;
+  q.mode = d.str("quantization mode");
+  q.groupSize = d.u32("quantization group size");
+  q.scaleType = d.str("quantization scale type");
+  q.keep = d.strList("quantization kept layers");
+  AccuracyReport &a = q.accuracy;
+  const uint32_t hasAccuracy = d.u32("accuracy flag");
+  if (d.ok() && hasAccuracy > 1)
+    d.fail("accuracy flag " + std::to_string(hasAccuracy) + " is neither 0 nor 1");
+  if (hasAccuracy == 1 && d.ok()) {
+    a.present = true;
+    a.inputs = d.str("accuracy inputs");
+    a.samples = d.u32("accuracy samples");
+    a.outputs.resize(d.count(28, "accuracy outputs")); // empty name + 3 f64
+    for (OutputAccuracy &o : a.outputs) {
+      o.name = d.str("accuracy output name");
+      o.maxAbsError = d.f64("accuracy max abs error");
+      o.maxRelError = d.f64("accuracy max rel error");
+      o.cosine = d.f64("accuracy cosine");
+    }
+    a.positions = d.u64("accuracy positions");
+    a.top1Agreement = d.f64("accuracy top-1 agreement");
+    a.perplexityFloat = d.f64("accuracy float perplexity");
+    a.perplexityQuantized = d.f64("accuracy quantized perplexity");
+    a.tokens = d.str("accuracy tokens");
+  }
+  d.expectEnd("quantization section");
 }
 
 // Element count times element size, or false on overflow / negative dims.
@@ -480,12 +557,16 @@ bool writeArtifact(const std::string &path, Metadata meta, const std::string &co
 
   const std::string metadata = encodeMetadata(meta);
   const std::string decoder = meta.decoder.present ? encodeDecoder(meta.decoder) : std::string();
-  const uint32_t sectionCount = meta.decoder.present ? 4 : 3;
+  const std::string quantization =
+      meta.quantization.present ? encodeQuantization(meta.quantization) : std::string();
+  const uint32_t sectionCount = 3 + (meta.decoder.present ? 1 : 0) + (meta.quantization.present ? 1 : 0);
   const uint64_t headerSize = kHeaderFixedSize + sectionCount * kSectionEntrySize;
   const uint64_t metaOffset = headerSize;
-  // The optional decoder section sits between the metadata and the code.
+  // The optional decoder and quantization sections sit between the metadata and the code.
   const uint64_t decoderOffset = metaOffset + metadata.size();
-  const uint64_t codeOffset = alignUp(decoderOffset + decoder.size(), kCodeSectionAlignment);
+  const uint64_t quantizationOffset = decoderOffset + decoder.size();
+  const uint64_t optionalEnd = quantizationOffset + quantization.size();
+  const uint64_t codeOffset = alignUp(optionalEnd, kCodeSectionAlignment);
   const uint64_t weightsOffset = alignUp(codeOffset + code.size(), kWeightsSectionAlignment);
   const uint64_t fileSize = weightsOffset + weightsSize;
 
@@ -494,12 +575,14 @@ bool writeArtifact(const std::string &path, Metadata meta, const std::string &co
   header.u32(kFormatVersion);
   header.u32(sectionCount);
   header.u64(fileSize);
-  const uint64_t sections[4][3] = {{kMetadataSection, metaOffset, metadata.size()},
-                                   {kCodeSection, codeOffset, code.size()},
-                                   {kWeightsSection, weightsOffset, weightsSize},
-                                   {kDecoderSection, decoderOffset, decoder.size()}};
-  for (uint32_t i = 0; i < sectionCount; ++i) {
-    const auto &s = sections[i];
+  std::vector<std::array<uint64_t, 3>> sections = {{kMetadataSection, metaOffset, metadata.size()},
+                                                   {kCodeSection, codeOffset, code.size()},
+                                                   {kWeightsSection, weightsOffset, weightsSize}};
+  if (meta.decoder.present)
+    sections.push_back({kDecoderSection, decoderOffset, decoder.size()});
+  if (meta.quantization.present)
+    sections.push_back({kQuantizationSection, quantizationOffset, quantization.size()});
+  for (const auto &s : sections) {
     header.u32(uint32_t(s[0]));
     header.u32(0);
     header.u64(s[1]);
@@ -523,7 +606,8 @@ bool writeArtifact(const std::string &path, Metadata meta, const std::string &co
   bool ok = writeAll(fd, header.bytes.data(), header.bytes.size(), error) &&
             writeAll(fd, metadata.data(), metadata.size(), error) &&
             writeAll(fd, decoder.data(), decoder.size(), error) &&
-            writeZeros(fd, codeOffset - (decoderOffset + decoder.size()), error) &&
+            writeAll(fd, quantization.data(), quantization.size(), error) &&
+            writeZeros(fd, codeOffset - optionalEnd, error) &&
             writeAll(fd, code.data(), code.size(), error) &&
             writeZeros(fd, weightsOffset - (codeOffset + code.size()), error);
   uint64_t written = weightsOffset;
@@ -585,7 +669,7 @@ bool parseArtifact(const uint8_t *data, uint64_t size, ArtifactView *out, std::s
   struct Section {
     uint64_t offset = 0, size = 0;
     bool present = false;
-  } sections[5];
+  } sections[kLastKnownSection + 1];
   for (uint32_t i = 0; i < sectionCount; ++i) {
     const uint32_t kind = h.u32("section kind");
     h.u32("section reserved");
@@ -595,17 +679,17 @@ bool parseArtifact(const uint8_t *data, uint64_t size, ArtifactView *out, std::s
     if (off < headerSize || off > size || len > size - off)
       return fail("artifact section " + std::to_string(i) + " (offset " + std::to_string(off) + ", " +
                   std::to_string(len) + " bytes) lies outside the file (" + std::to_string(size) + " bytes)");
-    if (kind < kMetadataSection || kind > kDecoderSection)
+    if (kind < kMetadataSection || kind > kLastKnownSection)
       continue; // unknown sections are skipped, which lets a later version add optional ones
     if (sections[kind].present)
       return fail("artifact has two sections of kind " + std::to_string(kind));
     sections[kind] = {off, len, true};
   }
-  const char *names[] = {"", "metadata", "code", "weights", "decoder"};
-  for (uint32_t k = kMetadataSection; k <= kDecoderSection; ++k) {
-    if (!sections[k].present && k != kDecoderSection)
+  const char *names[] = {"", "metadata", "code", "weights", "decoder", "quantization"};
+  for (uint32_t k = kMetadataSection; k <= kLastKnownSection; ++k) {
+    if (!sections[k].present && k <= kWeightsSection)
       return fail(std::string("artifact has no ") + names[k] + " section");
-    for (uint32_t j = k + 1; j <= kDecoderSection; ++j) {
+    for (uint32_t j = k + 1; j <= kLastKnownSection; ++j) {
       const Section &a = sections[k], &b = sections[j];
       if (a.size && b.size && a.offset < b.offset + b.size && b.offset < a.offset + a.size)
         return fail(std::string("artifact ") + names[k] + " and " + names[j] + " sections overlap");
@@ -626,6 +710,12 @@ bool parseArtifact(const uint8_t *data, uint64_t size, ArtifactView *out, std::s
     if (!dd.ok())
       return fail("artifact " + dd.error);
   }
+  if (sections[kQuantizationSection].present) {
+    Decoder qd(data + sections[kQuantizationSection].offset, sections[kQuantizationSection].size);
+    decodeQuantization(qd, view.meta.quantization);
+    if (!qd.ok())
+      return fail("artifact quantization section: " + qd.error);
+  }
   view.meta.formatVersion = version;
   if (!checkMetadata(view.meta, sections[kWeightsSection].size, error)) {
     *error = "artifact metadata: " + *error;
@@ -638,6 +728,29 @@ bool parseArtifact(const uint8_t *data, uint64_t size, ArtifactView *out, std::s
   if (out)
     *out = std::move(view);
   return true;
+}
+
+bool rewriteArtifact(const std::string &path, const ArtifactView &view, Metadata meta, std::string *error) {
+  std::string scratch;
+  if (!error)
+    error = &scratch;
+  if (meta.weights.size() != view.meta.weights.size()) {
+    *error = "rewriting an artifact: the new metadata lists " + std::to_string(meta.weights.size()) +
+             " weights, the artifact " + std::to_string(view.meta.weights.size());
+    return false;
+  }
+  // Weights are copied as stored (packed panels stay packed): the new metadata describes the
+  // stored form, exactly as the parsed one does.
+  std::vector<WeightSource> sources(view.meta.weights.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const WeightInfo &w = view.meta.weights[i];
+    sources[i].data = view.weights + w.offset;
+    sources[i].size = w.size;
+    meta.weights[i].dims = w.dims;
+    meta.weights[i].dtype = w.dtype;
+  }
+  const std::string code(reinterpret_cast<const char *>(view.code), size_t(view.codeSize));
+  return writeArtifact(path, std::move(meta), code, sources, error);
 }
 
 } // namespace kiln::artifact

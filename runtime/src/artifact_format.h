@@ -54,6 +54,38 @@ struct DecoderInfo {
   std::vector<KvCacheInfo> caches;
 };
 
+// Accuracy of a quantized artifact against the float compile of the same model, measured by
+// kiln-compile (--calibration / --max-error ...) on the calibration inputs. Figures are doubles;
+// NaN marks one that was not measured.
+struct OutputAccuracy {
+  std::string name;        // the output (for decoders: "logits", over every teacher-forced position)
+  double maxAbsError = 0;  // max |quantized - float|
+  double maxRelError = 0;  // maxAbsError / max |float|
+  double cosine = 0;       // cosine similarity of the two outputs, flattened over all samples
+};
+struct AccuracyReport {
+  bool present = false;
+  std::string inputs;      // where the inputs came from, e.g. "calibration dir data (2 samples)"
+  uint32_t samples = 0;    // model runs (or teacher-forced sequences) compared
+  std::vector<OutputAccuracy> outputs;
+  // Decoders only (NaN otherwise): top-1 agreement of next-token predictions over `positions`
+  // teacher-forced positions, and the perplexity of the float and quantized artifacts there.
+  uint64_t positions = 0;
+  double top1Agreement = 0;
+  double perplexityFloat = 0;
+  double perplexityQuantized = 0;
+  std::string tokens;      // where the teacher-forced tokens came from ("" when not a decoder)
+};
+// The weight quantization recipe (optional section 5; docs/artifact.md), written with --quantize.
+struct QuantizationInfo {
+  bool present = false;
+  std::string mode;                // "int8" | "int4" | "int8-dynamic"
+  uint32_t groupSize = 0;          // int4: group along K; 0: one scale per output channel (int8 modes)
+  std::string scaleType;           // "f32" | "f16"
+  std::vector<std::string> keep;   // --quantize-keep patterns left in float
+  AccuracyReport accuracy;         // present only when the accuracy check ran
+};
+
 struct Metadata {
   uint32_t formatVersion = kFormatVersion;
   uint32_t abiVersion = 0;       // KILN_ABI_VERSION of the generated code
@@ -71,6 +103,7 @@ struct Metadata {
   std::vector<WeightInfo> weights;      // in the order the entry receives them, after the inputs
   std::vector<KernelInfo> kernels;      // indexed by kernel_id of kiln_abi_context::parallel_for
   DecoderInfo decoder;
+  QuantizationInfo quantization;
 };
 
 struct WeightSource {
@@ -104,6 +137,11 @@ struct ArtifactView {
 // Validates every offset and size against `size`; never reads out of bounds. On failure returns false
 // and says why in `error` (e.g. "not a kiln artifact (bad magic)", "artifact format version 2, runtime reads 1").
 bool parseArtifact(const uint8_t *data, uint64_t size, ArtifactView *out, std::string *error);
+
+// Writes a parsed artifact again under new metadata (e.g. with an accuracy report added) at `path`,
+// atomically: code and weights are copied from `view` as stored, weight names, dtypes and dims must
+// stay those of view.meta. The bytes equal those writeArtifact would have produced with `meta`.
+bool rewriteArtifact(const std::string &path, const ArtifactView &view, Metadata meta, std::string *error);
 
 } // namespace kiln::artifact
 

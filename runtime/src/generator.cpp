@@ -248,29 +248,37 @@ kiln_error *start(kiln_generator &g, const int32_t *const *prompts, const size_t
   return nullptr;
 }
 
+// One decode step feeding ids[batch] at every sequence's next position.
+kiln_error *decodeStep(kiln_generator &g, const std::vector<int64_t> &ids) {
+  std::vector<int64_t> positions(g.batch);
+  for (size_t s = 0; s < g.batch; ++s)
+    positions[s] = g.nextPositionId[s];
+  if (g.position + 1 > g.capacity)
+    return makeError(KILN_ERROR_OUT_OF_RANGE, "the KV cache is full: the context holds " +
+                                                  std::to_string(g.capacity) + " tokens");
+  for (size_t s = 0; s < g.batch; ++s)
+    g.mask[s].push_back(1);
+  kiln_error *e = runStep(g, ids, positions, 1);
+  if (e) {
+    for (size_t s = 0; s < g.batch; ++s)
+      g.mask[s].pop_back();
+    return e;
+  }
+  for (size_t s = 0; s < g.batch; ++s)
+    ++g.nextPositionId[s];
+  return nullptr;
+}
+
 kiln_error *next(kiln_generator &g, int32_t *tokens) {
   if (g.batch == 0)
     return invalid("kiln_generator_next: call kiln_generator_start first");
   if (!g.logitsFresh) {
     // Feed the previous tokens: one decode step.
-    std::vector<int64_t> ids(g.batch), positions(g.batch);
-    for (size_t s = 0; s < g.batch; ++s) {
+    std::vector<int64_t> ids(g.batch);
+    for (size_t s = 0; s < g.batch; ++s)
       ids[s] = g.lastTokens[s];
-      positions[s] = g.nextPositionId[s];
-    }
-    if (g.position + 1 > g.capacity)
-      return makeError(KILN_ERROR_OUT_OF_RANGE, "the KV cache is full: the context holds " +
-                                                    std::to_string(g.capacity) + " tokens");
-    for (size_t s = 0; s < g.batch; ++s)
-      g.mask[s].push_back(1);
-    kiln_error *e = runStep(g, ids, positions, 1);
-    if (e) {
-      for (size_t s = 0; s < g.batch; ++s)
-        g.mask[s].pop_back();
+    if (kiln_error *e = decodeStep(g, ids))
       return e;
-    }
-    for (size_t s = 0; s < g.batch; ++s)
-      ++g.nextPositionId[s];
   }
   g.logitsFresh = false;
   g.lastTokens.resize(g.batch);
@@ -282,6 +290,31 @@ kiln_error *next(kiln_generator &g, int32_t *tokens) {
     g.history[s].push_back(t);
     tokens[s] = t;
   }
+  return nullptr;
+}
+
+// Teacher forcing: the given tokens replace the ones next() last returned, if not yet fed.
+kiln_error *feed(kiln_generator &g, const int32_t *tokens) {
+  if (g.batch == 0)
+    return invalid("kiln_generator_feed: call kiln_generator_start first");
+  std::vector<int64_t> ids(g.batch);
+  for (size_t s = 0; s < g.batch; ++s) {
+    if (tokens[s] < 0 || tokens[s] >= g.vocab)
+      return invalid("kiln_generator_feed: sequence " + std::to_string(s) + " token is id " +
+                     std::to_string(tokens[s]) + ", outside the vocabulary [0, " + std::to_string(g.vocab) + ")");
+    ids[s] = tokens[s];
+  }
+  if (kiln_error *e = decodeStep(g, ids))
+    return e;
+  // A token next() sampled but never fed is not part of the sequence: the fed one takes its place
+  // in the history the repetition penalty reads.
+  const bool dropPending = !g.logitsFresh && g.lastTokens.size() == g.batch;
+  for (size_t s = 0; s < g.batch; ++s) {
+    if (dropPending && !g.history[s].empty())
+      g.history[s].pop_back();
+    g.history[s].push_back(tokens[s]);
+  }
+  g.logitsFresh = true;
   return nullptr;
 }
 
@@ -375,6 +408,16 @@ kiln_error *kiln_generator_next(kiln_generator *g, int32_t *tokens) {
     return next(*g, tokens);
   } catch (...) {
     return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory generating");
+  }
+}
+
+kiln_error *kiln_generator_feed(kiln_generator *g, const int32_t *tokens) {
+  if (!g || !tokens)
+    return invalid("kiln_generator_feed: generator or tokens is NULL");
+  try {
+    return feed(*g, tokens);
+  } catch (...) {
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory feeding tokens");
   }
 }
 

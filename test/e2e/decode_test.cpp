@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -368,6 +369,47 @@ TEST_P(DecodeTest, CppWrapperGeneratesAndThrows) {
   } catch (const kiln::Error &e) {
     EXPECT_EQ(e.code(), KILN_ERROR_INVALID_ARGUMENT);
   }
+}
+
+// Teacher forcing (kiln_generator_feed): feeding the tokens greedy decoding picks gives the same
+// logits and tokens as next(); feeding a prompt token by token ends at the prompt's prefill logits;
+// bad tokens and a feed before start are errors.
+TEST_P(DecodeTest, FeedIsTeacherForcedDecoding) {
+  const std::string family = GetParam();
+  kiln::Model model = kiln::Model::load(artifactFor(family), 1);
+  kiln::Generator greedy(model), forced(model);
+  const std::vector<int32_t> prompt = {5, 17, 42};
+  greedy.start({prompt});
+  forced.start({prompt});
+  const int32_t vocab = forced.vocabSize();
+  for (int step = 0; step < 6; ++step) {
+    // Both sides now hold the logits after the same tokens: greedy fed its previous pick itself.
+    const int32_t t = greedy.next()[0];
+    EXPECT_TRUE(std::equal(forced.logits(), forced.logits() + vocab, greedy.logits())) << "step " << step;
+    EXPECT_EQ(int32_t(std::max_element(forced.logits(), forced.logits() + vocab) - forced.logits()), t)
+        << "step " << step;
+    forced.feed({t});
+  }
+
+  kiln::Generator prefill(model), stepwise(model);
+  prefill.start({prompt});
+  stepwise.start({{prompt[0]}});
+  for (size_t i = 1; i < prompt.size(); ++i)
+    stepwise.feed({prompt[i]});
+  EXPECT_EQ(kiln_generator_position(stepwise.get()), int64_t(prompt.size()));
+  const int32_t v = prefill.vocabSize();
+  for (int32_t i = 0; i < v; ++i)
+    EXPECT_NEAR(stepwise.logits()[i], prefill.logits()[i], 1e-3f * (1 + std::fabs(prefill.logits()[i])))
+        << "logit " << i;
+
+  int32_t bad = v;
+  Error e{kiln_generator_feed(stepwise.get(), &bad)};
+  EXPECT_EQ(e.code(), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(e.message().find("outside the vocabulary"), std::string::npos) << e.message();
+  kiln::Generator fresh(model);
+  int32_t ok = 1;
+  Error before{kiln_generator_feed(fresh.get(), &ok)};
+  EXPECT_EQ(before.code(), KILN_ERROR_INVALID_ARGUMENT);
 }
 
 // kiln_session_run on a decoder artifact: a past length outside the caches is refused, naming it.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -382,4 +383,172 @@ TEST(ArtifactFormat, TransposedWeightIsWrittenAsColumnPanelsOfItsTranspose) {
     for (int r = 0; r < 4; ++r)
       for (int j = 0; j < 4; ++j)
         EXPECT_EQ(packed[(p * 4 + r) * 4 + j], float(r * 10 + p * 4 + j)) << p << " " << r << " " << j;
+}
+
+namespace {
+QuantizationInfo recipe() {
+  QuantizationInfo q;
+  q.present = true;
+  q.mode = "int4";
+  q.groupSize = 64;
+  q.scaleType = "f16";
+  q.keep = {"lm_head", "embed"};
+  return q;
+}
+
+AccuracyReport report() {
+  AccuracyReport a;
+  a.present = true;
+  a.inputs = "calibration dir data";
+  a.samples = 3;
+  a.outputs = {{"logits", 0.125, 0.0078125, 0.99990234375},
+               {"diverged", INFINITY, INFINITY, NAN}}; // not-finite figures survive as bits
+  a.positions = 62;
+  a.top1Agreement = 0.96875;
+  a.perplexityFloat = 511.5;
+  a.perplexityQuantized = 512.25;
+  a.tokens = "token file t.txt";
+  return a;
+}
+
+// The section table entry of a section kind, or npos.
+size_t sectionEntry(const std::string &bytes, uint32_t kind) {
+  uint32_t count = 0;
+  std::memcpy(&count, bytes.data() + 12, 4);
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t k = 0;
+    std::memcpy(&k, bytes.data() + 24 + 24 * i, 4);
+    if (k == kind)
+      return 24 + 24 * i;
+  }
+  return std::string::npos;
+}
+} // namespace
+
+// The quantization recipe alone (no accuracy check ran) and with a full accuracy report, next to a
+// decoder section: every field comes back, NaN and infinity included.
+TEST(ArtifactFormat, QuantizationSectionRoundTrip) {
+  TempDir dir;
+  Fixture f;
+  std::string error;
+  Metadata m = richMetadata();
+  m.quantization = recipe();
+  ASSERT_TRUE(writeArtifact(dir.file("q.kiln"), m, "CODE", f.sources(), &error)) << error;
+  ArtifactView view;
+  ASSERT_TRUE(parse(kiln::test::readFile(dir.file("q.kiln")), &view, &error)) << error;
+  const QuantizationInfo &q = view.meta.quantization;
+  ASSERT_TRUE(q.present);
+  EXPECT_EQ(q.mode, "int4");
+  EXPECT_EQ(q.groupSize, 64u);
+  EXPECT_EQ(q.scaleType, "f16");
+  EXPECT_EQ(q.keep, (std::vector<std::string>{"lm_head", "embed"}));
+  EXPECT_FALSE(q.accuracy.present);
+
+  Metadata d = decoderMetadata();
+  d.quantization = recipe();
+  d.quantization.accuracy = report();
+  ASSERT_TRUE(writeArtifact(dir.file("qd.kiln"), d, "CODE", f.sources(), &error)) << error;
+  ArtifactView both;
+  ASSERT_TRUE(parse(kiln::test::readFile(dir.file("qd.kiln")), &both, &error)) << error;
+  EXPECT_TRUE(both.meta.decoder.present);
+  EXPECT_EQ(both.meta.decoder.maxContext, 256);
+  const AccuracyReport &a = both.meta.quantization.accuracy;
+  ASSERT_TRUE(a.present);
+  EXPECT_EQ(a.inputs, "calibration dir data");
+  EXPECT_EQ(a.samples, 3u);
+  ASSERT_EQ(a.outputs.size(), 2u);
+  EXPECT_EQ(a.outputs[0].name, "logits");
+  EXPECT_EQ(a.outputs[0].maxAbsError, 0.125);
+  EXPECT_EQ(a.outputs[0].maxRelError, 0.0078125);
+  EXPECT_EQ(a.outputs[0].cosine, 0.99990234375);
+  EXPECT_EQ(a.outputs[1].name, "diverged");
+  EXPECT_TRUE(std::isinf(a.outputs[1].maxRelError));
+  EXPECT_TRUE(std::isnan(a.outputs[1].cosine));
+  EXPECT_EQ(a.positions, 62u);
+  EXPECT_EQ(a.top1Agreement, 0.96875);
+  EXPECT_EQ(a.perplexityFloat, 511.5);
+  EXPECT_EQ(a.perplexityQuantized, 512.25);
+  EXPECT_EQ(a.tokens, "token file t.txt");
+}
+
+// Without --quantize nothing changes: three sections, no quantization; and a reader that does not
+// know section kind 5 (simulated by renumbering it to an unknown kind) still reads the artifact,
+// which is why the section needs no format version bump.
+TEST(ArtifactFormat, QuantizationSectionIsOptional) {
+  TempDir dir;
+  const std::string plain = writeRich(dir, "plain.kiln");
+  EXPECT_EQ(sectionEntry(plain, 5), std::string::npos);
+  ArtifactView view;
+  std::string error;
+  ASSERT_TRUE(parse(plain, &view, &error)) << error;
+  EXPECT_FALSE(view.meta.quantization.present);
+
+  Fixture f;
+  Metadata m = richMetadata();
+  m.quantization = recipe();
+  m.quantization.accuracy = report();
+  ASSERT_TRUE(writeArtifact(dir.file("q.kiln"), m, "CODE", f.sources(), &error)) << error;
+  std::string bytes = kiln::test::readFile(dir.file("q.kiln"));
+  const size_t entry = sectionEntry(bytes, 5);
+  ASSERT_NE(entry, std::string::npos);
+  putU32(bytes, entry, 77);
+  ASSERT_TRUE(parse(bytes, &view, &error)) << error;
+  EXPECT_FALSE(view.meta.quantization.present);
+  EXPECT_EQ(view.meta.weights.size(), 2u);
+}
+
+// A damaged quantization section is refused with a reason, never read past its end.
+TEST(ArtifactFormat, DamagedQuantizationSection) {
+  TempDir dir;
+  Fixture f;
+  std::string error;
+  Metadata m = richMetadata();
+  m.quantization = recipe();
+  m.quantization.accuracy = report();
+  ASSERT_TRUE(writeArtifact(dir.file("q.kiln"), m, "CODE", f.sources(), &error)) << error;
+  const std::string good = kiln::test::readFile(dir.file("q.kiln"));
+  const size_t entry = sectionEntry(good, 5);
+  ASSERT_NE(entry, std::string::npos);
+  uint64_t size = 0;
+  std::memcpy(&size, good.data() + entry + 16, 8);
+  // Every shorter size of the section is a truncated section.
+  for (uint64_t n = 0; n < size; ++n) {
+    std::string b = good;
+    putU64(b, entry + 16, n);
+    ArtifactView v;
+    EXPECT_FALSE(parse(b, &v, &error)) << "size " << n;
+    EXPECT_NE(error.find("quantization"), std::string::npos) << error;
+  }
+  // The accuracy flag is the u32 after mode, group, scale type and the kept list.
+  uint64_t offset = 0;
+  std::memcpy(&offset, good.data() + entry + 8, 8);
+  const size_t flagAt = size_t(offset) + (4 + 4) + 4 + (4 + 3) + 4 + (4 + 7) + (4 + 5);
+  std::string b = good;
+  ASSERT_EQ(b[flagAt], 1);
+  putU32(b, flagAt, 2);
+  ArtifactView v;
+  EXPECT_FALSE(parse(b, &v, &error));
+  EXPECT_NE(error.find("accuracy flag 2"), std::string::npos) << error;
+}
+
+// rewriteArtifact (kiln-compile adding the accuracy report) gives the bytes a direct write would.
+TEST(ArtifactFormat, RewriteWithReportEqualsDirectWrite) {
+  TempDir dir;
+  Fixture f;
+  std::string error;
+  Metadata m = richMetadata();
+  m.quantization = recipe();
+  ASSERT_TRUE(writeArtifact(dir.file("first.kiln"), m, "CODE-BYTES", f.sources(), &error)) << error;
+  const std::string first = kiln::test::readFile(dir.file("first.kiln"));
+  ArtifactView view;
+  ASSERT_TRUE(parse(first, &view, &error)) << error;
+  Metadata amended = view.meta;
+  amended.quantization.accuracy = report();
+  ASSERT_TRUE(rewriteArtifact(dir.file("rewritten.kiln"), view, amended, &error)) << error;
+
+  Metadata direct = richMetadata();
+  direct.quantization = recipe();
+  direct.quantization.accuracy = report();
+  ASSERT_TRUE(writeArtifact(dir.file("direct.kiln"), direct, "CODE-BYTES", f.sources(), &error)) << error;
+  EXPECT_EQ(kiln::test::readFile(dir.file("rewritten.kiln")), kiln::test::readFile(dir.file("direct.kiln")));
 }

@@ -237,6 +237,12 @@ KILN_API kiln_error *kiln_generator_start(kiln_generator *generator, const int32
                                           const size_t *prompt_lengths, size_t batch,
                                           const kiln_sampling_params *sampling);
 KILN_API kiln_error *kiln_generator_next(kiln_generator *generator, int32_t *tokens);
+/* Teacher forcing: runs one decode step on tokens[batch] (one per sequence) instead of on the
+ * tokens next() last returned (those are dropped from the sequences if not yet fed). Afterwards
+ * kiln_generator_logits() is the prediction that follows `tokens`, and a next() samples from it.
+ * For scoring given text (perplexity) or comparing two artifacts position by position. Errors as
+ * next(); a token outside the vocabulary is refused (KILN_ERROR_INVALID_ARGUMENT). */
+KILN_API kiln_error *kiln_generator_feed(kiln_generator *generator, const int32_t *tokens);
 /* Logits of the last position of every sequence from the last model run, [batch][vocab],
  * borrowed until the next call; NULL before start(). */
 KILN_API const float *kiln_generator_logits(const kiln_generator *generator);

@@ -236,6 +236,15 @@ public:
     check(kiln_generator_next(get(), tokens.data()));
     return tokens;
   }
+  // Teacher forcing: one decode step on these tokens (one per sequence) instead of the sampled ones.
+  void feed(const std::vector<int32_t> &tokens) {
+    if (tokens.size() != batch_)
+      throw Error("feed: expected " + std::to_string(batch_) + " tokens, got " + std::to_string(tokens.size()),
+                  KILN_ERROR_INVALID_ARGUMENT);
+    check(kiln_generator_feed(get(), tokens.data()));
+  }
+  // The last position's logits, [batch][vocab], valid until the next call; NULL before start().
+  const float *logits() const { return kiln_generator_logits(get()); }
 
   // The whole loop. onToken(sequence, token) is called for each new token; return false to stop.
   Generation generate(const std::vector<std::vector<int32_t>> &prompts, kiln_generate_options options,
