@@ -112,6 +112,7 @@ LogicalResult writeModelArtifact(const ArtifactInputs &in, const std::string &pa
   meta.cpuFeatures = in.target.requiredFeatures;
   meta.passes = in.phases;
   meta.entrySymbol = KILN_ABI_ENTRY_SYMBOL;
+  meta.quantization = in.quantization;
 
   auto signature = module->getAttrOfType<DictionaryAttr>("kiln.signature");
   if (!signature) {

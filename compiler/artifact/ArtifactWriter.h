@@ -3,6 +3,7 @@
 #define KILN_COMPILER_ARTIFACT_ARTIFACTWRITER_H
 
 #include "compiler/targets/x86/X86Target.h"
+#include "runtime/src/artifact_format.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -19,6 +20,7 @@ struct ArtifactInputs {
   std::vector<std::string> phases;    // pipeline phases run
   std::string compilerVersion;
   int64_t maxContext = 2048;          // default KV cache capacity of decoders
+  artifact::QuantizationInfo quantization; // the weight quantization recipe, stored when present
   /// Whether weight bytes lie in a memory-mapped file (then streamed and released page by page).
   std::function<bool(const void *, size_t)> isFileBacked;
 };

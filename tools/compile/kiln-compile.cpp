@@ -1,16 +1,18 @@
-// kiln-compile: ONNX model -> kiln artifact (or the IR of one phase with --emit).
-#include "compiler/artifact/ArtifactWriter.h"
+// kiln-compile: ONNX model -> kiln artifact (or the IR of one phase with --emit); with --quantize
+// and an accuracy flag, also the float reference, both run and compared before the artifact is written.
+#include "AccuracyCheck.h"
+#include "CompileModel.h"
 #include "compiler/importer/NodeContext.h"
-#include "compiler/importer/OnnxImporter.h"
-#include "compiler/pipeline/Pipeline.h"
-#include "compiler/targets/x86/X86Target.h"
 
-#include "mlir/IR/AsmState.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
 #include <unistd.h>
 
 using namespace mlir;
@@ -60,6 +62,58 @@ static cl::opt<bool> printMemoryPlan("print-memory-plan",
                                      cl::desc("Print each intermediate buffer's size, lifetime and arena offset, "
                                               "the arena's peak and the sum without reuse"),
                                      cl::cat(category));
+static cl::opt<std::string> quantize("quantize",
+                                     cl::desc("Quantize matrix-product weights: none | int8 (per output channel) | "
+                                              "int4 (per group along K) | int8-dynamic (int8 weights, activations "
+                                              "quantized per row at run time, integer products)"),
+                                     cl::init("none"), cl::cat(category));
+static cl::opt<int64_t> quantizeGroup("quantize-group", cl::desc("int4 group size along K: 32 | 64 | 128 (default 64)"),
+                                      cl::init(64), cl::cat(category));
+static cl::opt<std::string> quantizeScale("quantize-scale", cl::desc("Scale type: f32 (default) | f16"),
+                                          cl::init("f32"), cl::cat(category));
+static cl::list<std::string> quantizeKeep("quantize-keep",
+                                          cl::desc("Leave in f32 the weights or nodes whose name contains one "
+                                                   "of these (comma-separated, e.g. lm_head)"),
+                                          cl::CommaSeparated, cl::cat(category));
+static cl::opt<std::string> calibration("calibration",
+                                        cl::desc("Accuracy check inputs: a directory of test_data_set_*/input_*.pb "
+                                                 "folders or of <input name>.pb files (decoders: their input_ids)"),
+                                        cl::value_desc("dir"), cl::cat(category));
+static cl::opt<std::string> calibrationTokens("calibration-tokens",
+                                              cl::desc("Decoders: whitespace-separated token ids scored "
+                                                       "teacher-forced (top-1 agreement, perplexity)"),
+                                              cl::value_desc("file"), cl::cat(category));
+static cl::opt<uint64_t> calibrationSeed("calibration-seed",
+                                         cl::desc("Seed of the random inputs when no --calibration (default 0)"),
+                                         cl::init(0), cl::cat(category));
+static cl::opt<unsigned> calibrationSamples("calibration-samples",
+                                            cl::desc("Random input sets (decoders: token sequences) when no "
+                                                     "--calibration (default 2)"),
+                                            cl::init(2), cl::cat(category));
+static cl::opt<int64_t> calibrationLength("calibration-length",
+                                          cl::desc("Decoders: tokens per random sequence (default 32)"),
+                                          cl::init(32), cl::cat(category));
+static cl::list<std::string> calibrationDims("calibration-dim",
+                                             cl::desc("Symbolic dim values of random inputs, NAME=SIZE (default: 1 "
+                                                      "for batch-like dims, 8 for the others)"),
+                                             cl::CommaSeparated, cl::cat(category));
+static cl::opt<double> maxError("max-error",
+                                cl::desc("Refuse the quantized artifact when an output's max relative error "
+                                         "(max abs error / max abs float value) exceeds this"),
+                                cl::cat(category));
+static cl::opt<double> minCosine("min-cosine",
+                                 cl::desc("Refuse it when an output's cosine similarity to float is below this"),
+                                 cl::cat(category));
+static cl::opt<double> minTop1("min-top1",
+                               cl::desc("Decoders: refuse it when next-token top-1 agreement with float is below this"),
+                               cl::cat(category));
+static cl::opt<double> maxPerplexityRatio("max-perplexity-ratio",
+                                          cl::desc("Decoders: refuse it when quantized / float perplexity exceeds this"),
+                                          cl::cat(category));
+static cl::opt<bool> checkAccuracy("check-accuracy",
+                                   cl::desc("Measure and store the accuracy report without a threshold "
+                                            "(implied by --calibration* and the thresholds)"),
+                                   cl::cat(category));
 static cl::opt<bool> listOps("list-ops", cl::desc("List the ONNX ops the importer supports and exit"),
                              cl::cat(category));
 
@@ -86,6 +140,16 @@ int main(int argc, char **argv) {
   const bool printAllIr = printAll, beQuiet = quiet, useKvCache = kvCache, useFusion = fuse,
              usePlan = planMemory, printPlan = printMemoryPlan;
   const int64_t contextTokens = maxContext;
+  const std::string quantMode = quantize == "none" ? std::string() : std::string(quantize),
+                    quantScale = quantizeScale;
+  const int64_t quantGroup = quantizeGroup;
+  const std::vector<std::string> quantKeep(quantizeKeep.begin(), quantizeKeep.end());
+  if (!quantMode.empty() && quantMode != "int8" && quantMode != "int4" && quantMode != "int8-dynamic")
+    return fail("unknown --quantize value '" + quantMode + "' (none, int8, int4, int8-dynamic)");
+  if (quantGroup != 32 && quantGroup != 64 && quantGroup != 128)
+    return fail("--quantize-group must be 32, 64 or 128");
+  if (quantScale != "f32" && quantScale != "f16")
+    return fail("--quantize-scale must be f32 or f16");
   if (contextTokens < 1 || contextTokens > (int64_t(1) << 24))
     return fail("--max-context must be between 1 and 16777216");
   if (listOps) {
@@ -99,63 +163,76 @@ int main(int argc, char **argv) {
   }
   if (modelPath.empty())
     return fail("no input model given (see --help)");
-  std::map<std::string, int> emits = {{"", 0}, {"graph", 1}, {"linalg", 2}, {"bufferized", 3},
-                                      {"mlir-llvm", 4}, {"llvm", 5}, {"asm", 6}};
+  const std::map<std::string, kiln::compile::Emit> emits = {
+      {"", kiln::compile::Emit::Artifact},          {"graph", kiln::compile::Emit::Graph},
+      {"linalg", kiln::compile::Emit::Linalg},      {"bufferized", kiln::compile::Emit::Bufferized},
+      {"mlir-llvm", kiln::compile::Emit::MlirLlvm}, {"llvm", kiln::compile::Emit::LlvmIr},
+      {"asm", kiln::compile::Emit::Assembly}};
   if (!emits.count(emitWhat))
     return fail("unknown --emit value '" + emitWhat + "'");
   if (emitWhat.empty() && outPath.empty())
     return fail("no output given: use -o <file> or --emit=<phase>");
 
-  bool progress = !beQuiet && isatty(STDERR_FILENO);
-  auto report = [&](const char *what) {
-    if (progress)
-      llvm::errs() << "\r\033[K[kiln-compile] " << what << "...";
-  };
-  auto done = [&] {
-    if (progress)
-      llvm::errs() << "\r\033[K";
-  };
-
-  DialectRegistry registry;
-  kiln::registerKilnDialects(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  std::string firstError;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
-    if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
-      std::string where;
-      d.getLocation()->walk([&](Location l) {
-        if (auto nl = dyn_cast<NameLoc>(l); nl && where.empty())
-          where = "node '" + nl.getName().str() + "': ";
-        return WalkResult::advance();
-      });
-      firstError = where + d.str();
-    }
-    return success();
-  });
-
-  report("importing");
-  std::string error;
-  kiln::ImportedModel imported = kiln::importOnnxFile(context, modelPath, error);
-  if (!imported.module) {
-    done();
-    return fail(error);
+  // The accuracy check: any of its flags asks for it.
+  kiln::compile::AccuracyOptions accuracy;
+  accuracy.calibrationDir = calibration;
+  accuracy.tokensFile = calibrationTokens;
+  accuracy.seed = calibrationSeed;
+  accuracy.samples = calibrationSamples;
+  accuracy.randomTokens = calibrationLength;
+  if (maxError.getNumOccurrences())
+    accuracy.maxError = maxError;
+  if (minCosine.getNumOccurrences())
+    accuracy.minCosine = minCosine;
+  if (minTop1.getNumOccurrences())
+    accuracy.minTop1 = minTop1;
+  if (maxPerplexityRatio.getNumOccurrences())
+    accuracy.maxPerplexityRatio = maxPerplexityRatio;
+  for (const std::string &d : calibrationDims) {
+    const size_t eq = d.find('=');
+    char *end = nullptr;
+    const long long v = eq == std::string::npos ? 0 : std::strtoll(d.c_str() + eq + 1, &end, 10);
+    if (eq == std::string::npos || eq == 0 || !end || *end != '\0' || eq + 1 == d.size() || v < 1 || v > (1 << 20))
+      return fail("--calibration-dim wants NAME=SIZE with SIZE in [1, 1048576], got '" + d + "'");
+    accuracy.dims[d.substr(0, eq)] = v;
   }
-  ModuleOp module = *imported.module;
-
-  int stop = emits[emitWhat];
-  kiln::Phase last = stop == 1 ? kiln::Phase::Graph
-                   : stop == 2 ? kiln::Phase::Linalg
-                   : stop == 3 ? kiln::Phase::Bufferized
-                               : kiln::Phase::Llvm;
-  kiln::X86TargetOptions target;
-  target.cpu = cpuName;
-  kiln::PipelineOptions options;
-  options.vectorBits = kiln::x86VectorBits(target, error);
-  if (options.vectorBits == 0) {
-    done();
-    return fail(error);
+  const bool checkRequested = checkAccuracy || !accuracy.calibrationDir.empty() || !accuracy.tokensFile.empty() ||
+                              !std::isnan(accuracy.maxError) || !std::isnan(accuracy.minCosine) ||
+                              !std::isnan(accuracy.minTop1) || !std::isnan(accuracy.maxPerplexityRatio) ||
+                              calibrationDims.getNumOccurrences() || calibrationSeed.getNumOccurrences() ||
+                              calibrationSamples.getNumOccurrences() || calibrationLength.getNumOccurrences();
+  if (checkRequested) {
+    if (quantMode.empty())
+      return fail("the accuracy check (--calibration, --max-error, ...) compares a quantized artifact with the "
+                  "float one: it needs --quantize");
+    if (!emitWhat.empty())
+      return fail("the accuracy check writes an artifact: use -o, not --emit");
+    if (!(accuracy.maxError >= 0) && !std::isnan(accuracy.maxError))
+      return fail("--max-error must be >= 0");
+    if (!std::isnan(accuracy.minCosine) && !(accuracy.minCosine >= -1 && accuracy.minCosine <= 1))
+      return fail("--min-cosine must be between -1 and 1");
+    if (!std::isnan(accuracy.minTop1) && !(accuracy.minTop1 >= 0 && accuracy.minTop1 <= 1))
+      return fail("--min-top1 must be between 0 and 1");
+    if (!std::isnan(accuracy.maxPerplexityRatio) && !(accuracy.maxPerplexityRatio > 0))
+      return fail("--max-perplexity-ratio must be > 0");
+    if (accuracy.samples < 1 || accuracy.samples > 1000)
+      return fail("--calibration-samples must be between 1 and 1000");
+    if (accuracy.randomTokens < 2 || accuracy.randomTokens > (1 << 20))
+      return fail("--calibration-length must be between 2 and 1048576");
+    std::string why;
+    if (!kiln::compile::checkAccuracyInputs(accuracy, &why))
+      return fail(why);
   }
+
+  kiln::compile::CompileRequest request;
+  request.modelPath = modelPath;
+  request.outPath = outPath;
+  request.emit = emits.at(emitWhat);
+  request.targetCpu = cpuName;
+  request.maxContext = contextTokens;
+  request.progress = !beQuiet && isatty(STDERR_FILENO);
+  request.compilerVersion = "kiln " KILN_VERSION;
+  kiln::PipelineOptions &options = request.options;
   options.printIrAfterAll = printAllIr;
   options.printIrAfter = printAfterName;
   options.dumpIrDir = dumpDir;
@@ -163,51 +240,81 @@ int main(int argc, char **argv) {
   options.fuse = useFusion;
   options.planMemory = usePlan;
   options.printMemoryPlan = printPlan;
-  std::vector<std::string> phases = {"import"};
-  options.afterPhase = [&](kiln::Phase p) {
-    if (p == kiln::Phase::Graph)
-      kiln::recordSignature(module);
-  };
-  options.onPhase = [&](kiln::Phase p) {
-    phases.push_back(kiln::phaseName(p));
-    report(kiln::phaseName(p));
-  };
-  if (failed(kiln::runPipeline(module, last, options))) {
-    done();
-    return fail(firstError.empty() ? "compilation failed" : firstError);
+  options.quantize = quantMode;
+  options.quantizeGroup = quantGroup;
+  options.quantizeF16Scales = quantScale == "f16";
+  options.quantizeKeep = quantKeep;
+  if (!quantMode.empty()) {
+    // The recipe goes into the artifact whether or not the accuracy check runs.
+    kiln::artifact::QuantizationInfo &recipe = request.quantization;
+    recipe.present = true;
+    recipe.mode = quantMode;
+    recipe.groupSize = quantMode == "int4" ? uint32_t(quantGroup) : 0; // int8 modes: per output channel
+    recipe.scaleType = quantScale;
+    recipe.keep = quantKeep;
   }
-  if (stop >= 1 && stop <= 4) {
-    done();
-    OpPrintingFlags flags;
-    flags.elideLargeElementsAttrs(16);
-    flags.elideLargeResourceString(64);
-    module->print(llvm::outs(), flags);
+
+  std::string error;
+  if (!checkRequested) {
+    if (!kiln::compile::compileModel(request, nullptr, &error))
+      return fail(error);
     return 0;
   }
 
-  report("generating x86-64 code");
-  kiln::X86TargetInfo info;
-  std::string out;
-  kiln::X86Output kind = stop == 5   ? kiln::X86Output::LlvmIr
-                         : stop == 6 ? kiln::X86Output::Assembly
-                                     : kiln::X86Output::SharedObject;
-  if (failed(kiln::emitX86(module, target, kind, out, info, error))) {
-    done();
-    return fail(error);
+  // Both artifacts go to temporary files next to the output (same file system as the final
+  // rename); whatever happens, they are removed on the way out.
+  struct TempFiles {
+    std::vector<std::string> paths;
+    ~TempFiles() {
+      for (const auto &p : paths)
+        std::remove(p.c_str());
+    }
+  } temps;
+  const std::string pid = std::to_string(::getpid());
+  const std::string quantPath = outPath + ".quantized." + pid + ".tmp", floatPath = outPath + ".float." + pid + ".tmp";
+  temps.paths = {quantPath, floatPath};
+  // A failed check must not leave an earlier artifact at -o for a build to pick up.
+  auto refuse = [&](const std::string &msg) {
+    std::remove(outPath.c_str());
+    return fail(msg);
+  };
+
+  kiln::compile::CompileResult compiled;
+  kiln::compile::CompileRequest quantized = request;
+  quantized.outPath = quantPath;
+  if (!kiln::compile::compileModel(quantized, &compiled, &error))
+    return refuse(error);
+  kiln::compile::CompileRequest reference = request;
+  reference.outPath = floatPath;
+  reference.options.quantize.clear();
+  reference.quantization = {};
+  // IR printing/dumping options describe the quantized compile only.
+  reference.options.printIrAfterAll = false;
+  reference.options.printIrAfter.clear();
+  reference.options.dumpIrDir.clear();
+  reference.options.printMemoryPlan = false;
+  if (!kiln::compile::compileModel(reference, nullptr, &error))
+    return refuse("compiling the float reference: " + error);
+
+  accuracy.indexBounds = compiled.indexBounds;
+  kiln::artifact::AccuracyReport report;
+  if (request.progress)
+    llvm::errs() << "\r\033[K[kiln-compile] measuring accuracy...";
+  const bool measured = kiln::compile::measureAccuracy(floatPath, quantPath, accuracy, &report, &error);
+  if (request.progress)
+    llvm::errs() << "\r\033[K";
+  if (!measured)
+    return refuse(error);
+  llvm::outs() << kiln::compile::formatReport(report, quantMode);
+  llvm::outs().flush();
+  const std::vector<std::string> violations = kiln::compile::thresholdViolations(report, accuracy);
+  if (!violations.empty()) {
+    std::string msg = "accuracy check failed: ";
+    for (size_t i = 0; i < violations.size(); ++i)
+      msg += (i ? "; " : "") + violations[i];
+    return refuse(msg + "; no artifact written");
   }
-  phases.push_back("x86-64");
-  if (stop >= 5) {
-    done();
-    llvm::outs() << out;
-    return 0;
-  }
-  report("writing the artifact");
-  kiln::ArtifactInputs inputs{module, out, info, phases, "kiln " KILN_VERSION, contextTokens};
-  inputs.isFileBacked = [source = imported.source](const void *p, size_t n) { return source->isMapped(p, n); };
-  if (failed(kiln::writeModelArtifact(inputs, outPath, error))) {
-    done();
-    return fail(error);
-  }
-  done();
+  if (!kiln::compile::storeAccuracyReport(quantPath, outPath, report, &error))
+    return refuse(error);
   return 0;
 }

@@ -2,6 +2,7 @@
 #include "artifact_format.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -15,8 +16,8 @@ namespace {
 using namespace kiln::artifact;
 
 const char kUsage[] = "usage: kiln-inspect ARTIFACT [--json]\n"
-                      "Prints an artifact's format version, lineage, target, signature, weights, code size,\n"
-                      "kernel table and memory needs. Reads the file only; never loads its code, so it works\n"
+                      "Prints an artifact's format version, lineage, target, signature, quantization recipe and\n"
+                      "accuracy report, weights, code size, kernel table and memory needs. Reads the file only; never loads its code, so it works\n"
                       "for artifacts built for other CPUs.\n";
 
 std::string dimsString(const std::vector<Dim> &dims) {
@@ -72,6 +73,73 @@ std::string jsonSignature(const std::vector<TensorSignature> &sigs) {
   return s + "]";
 }
 
+// A figure for people: NaN (not measured) and infinities spelled out.
+std::string figure(double v, const char *format = "%.4g") {
+  if (std::isnan(v))
+    return "nan";
+  if (std::isinf(v))
+    return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
+}
+
+// JSON has no NaN or infinity: a figure that is not a finite number is null.
+std::string jsonNumber(double v) {
+  if (!std::isfinite(v))
+    return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
+
+std::string recipeString(const QuantizationInfo &q) {
+  std::string s = q.mode;
+  s += q.groupSize ? " (groups of " + std::to_string(q.groupSize) + " along K)" : " (per output channel)";
+  s += ", scales " + q.scaleType;
+  s += ", kept in float: " + (q.keep.empty() ? std::string("(none)") : join(q.keep, ", "));
+  return s;
+}
+
+void printQuantization(const QuantizationInfo &q) {
+  std::printf("quantization:     %s\n", recipeString(q).c_str());
+  const AccuracyReport &a = q.accuracy;
+  if (!a.present) {
+    std::printf("  accuracy: not measured (kiln-compile --calibration / --max-error / --check-accuracy)\n");
+    return;
+  }
+  std::printf("  accuracy vs float (%s, %u %s%s):\n", a.inputs.c_str(), a.samples,
+              a.positions ? "sequence" : "sample", a.samples == 1 ? "" : "s");
+  for (const OutputAccuracy &o : a.outputs)
+    std::printf("    %s: max abs err %s, max rel err %s, cosine %s\n", o.name.c_str(), figure(o.maxAbsError).c_str(),
+                figure(o.maxRelError).c_str(), figure(o.cosine, "%.6f").c_str());
+  if (a.positions)
+    std::printf("    next token over %llu positions: top-1 agreement %s, perplexity float %s quantized %s\n",
+                static_cast<unsigned long long>(a.positions), figure(a.top1Agreement).c_str(),
+                figure(a.perplexityFloat).c_str(), figure(a.perplexityQuantized).c_str());
+}
+
+std::string jsonQuantization(const QuantizationInfo &q) {
+  std::string s = "{\"mode\": " + json(q.mode) + ", \"group_size\": " + std::to_string(q.groupSize) +
+                  ", \"scale_type\": " + json(q.scaleType) + ", \"keep\": " + jsonList(q.keep) + ", \"accuracy\": ";
+  const AccuracyReport &a = q.accuracy;
+  if (!a.present)
+    return s + "null}";
+  s += "{\"inputs\": " + json(a.inputs) + ", \"samples\": " + std::to_string(a.samples) + ", \"outputs\": [";
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    const OutputAccuracy &o = a.outputs[i];
+    s += std::string(i ? ", " : "") + "{\"name\": " + json(o.name) + ", \"max_abs_error\": " +
+         jsonNumber(o.maxAbsError) + ", \"max_rel_error\": " + jsonNumber(o.maxRelError) +
+         ", \"cosine\": " + jsonNumber(o.cosine) + "}";
+  }
+  s += "]";
+  if (a.positions)
+    s += ", \"positions\": " + std::to_string(a.positions) + ", \"top1_agreement\": " + jsonNumber(a.top1Agreement) +
+         ", \"perplexity_float\": " + jsonNumber(a.perplexityFloat) +
+         ", \"perplexity_quantized\": " + jsonNumber(a.perplexityQuantized) + ", \"tokens\": " + json(a.tokens);
+  return s + "}}";
+}
+
 void printText(const ArtifactView &v, uint64_t fileSize) {
   const Metadata &m = v.meta;
   std::printf("format version:   %u (abi %u)\n", m.formatVersion, m.abiVersion);
@@ -97,6 +165,8 @@ void printText(const ArtifactView &v, uint64_t fileSize) {
                 static_cast<long long>(m.decoder.maxContext), m.inputs[m.decoder.positionInput].name.c_str());
     std::printf("  caches: %s\n", join(caches, ", ").c_str());
   }
+  if (m.quantization.present)
+    printQuantization(m.quantization);
   std::printf("weights:          %zu tensors, %llu bytes\n", m.weights.size(),
               static_cast<unsigned long long>(v.weightsSize));
   std::printf("code:             %llu bytes\n", static_cast<unsigned long long>(v.codeSize));
@@ -129,6 +199,8 @@ void printJson(const ArtifactView &v, uint64_t fileSize) {
                 static_cast<long long>(m.decoder.maxContext), json(m.inputs[m.decoder.positionInput].name).c_str(),
                 jsonList(caches).c_str());
   }
+  if (m.quantization.present)
+    std::printf("  \"quantization\": %s,\n", jsonQuantization(m.quantization).c_str());
   std::printf("  \"weights\": [");
   for (size_t i = 0; i < m.weights.size(); ++i) {
     const auto &w = m.weights[i];

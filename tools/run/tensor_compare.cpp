@@ -102,6 +102,9 @@ std::string sci(double v) {
 
 } // namespace
 
+double valueAsDouble(const HostTensor &t, size_t i) { return asDouble(t, i); }
+uint32_t dtypeElementSize(uint32_t dtype) { return elementSize(dtype); }
+
 std::string dtypeName(uint32_t dtype) {
   switch (dtype) {
   case 1: return "float32";

@@ -13,6 +13,11 @@ std::string shapeString(const std::vector<int64_t> &shape); // "[2,4]"
 // The first `limit` values, e.g. "[1, 2.5, 3, ...]".
 std::string formatValues(const HostTensor &t, size_t limit);
 
+// Element i as a double (any dtype these tools read; 0 for others), and the bytes per element
+// (0 for dtypes they do not read): for callers that compute their own error figures.
+double valueAsDouble(const HostTensor &t, size_t i);
+uint32_t dtypeElementSize(uint32_t dtype);
+
 struct CompareResult {
   bool ok = false;
   std::string detail; // "max abs err .., max rel err .." or why it failed

@@ -1,0 +1,177 @@
+// kiln-compile's compilation, callable more than once per process (each call has its own MLIRContext).
+#include "CompileModel.h"
+
+#include "compiler/artifact/ArtifactWriter.h"
+#include "compiler/importer/ModelSource.h"
+#include "compiler/importer/OnnxImporter.h"
+#include "compiler/targets/x86/X86Target.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace kiln::compile {
+namespace {
+
+// Integer graph inputs that index a table through Gather, possibly via ops that keep the values
+// (casts, reshapes): the accuracy check draws random ids below the table's rows, which is what
+// keeps generated token ids inside an embedding. Read from the graph phase, where weights are
+// @main arguments with static shapes.
+std::vector<IndexBound> findIndexBounds(ModuleOp module) {
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  if (!main)
+    return {};
+  static const llvm::StringSet<> valuePreserving = {"graph.cast", "graph.reshape", "graph.unsqueeze",
+                                                    "graph.squeeze", "graph.flatten", "graph.identity"};
+  std::map<std::string, int64_t> rows;
+  main.walk([&](Operation *op) {
+    if (op->getName().getStringRef() != "graph.gather" || op->getNumOperands() < 2)
+      return;
+    auto table = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+    if (!table || table.getRank() == 0)
+      return;
+    int64_t axis = 0;
+    if (auto a = op->getAttrOfType<IntegerAttr>("axis"))
+      axis = a.getInt();
+    if (axis < 0)
+      axis += table.getRank();
+    if (axis < 0 || axis >= table.getRank() || table.isDynamicDim(axis))
+      return;
+    Value v = op->getOperand(1);
+    while (Operation *def = v.getDefiningOp()) {
+      if (!valuePreserving.contains(def->getName().getStringRef()) || def->getNumOperands() == 0)
+        return;
+      v = def->getOperand(0);
+    }
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg || arg.getOwner()->getParentOp() != main.getOperation() ||
+        main.getArgAttr(arg.getArgNumber(), "kiln.weight"))
+      return;
+    auto name = main.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attrs::kName);
+    if (!name)
+      return;
+    auto [it, fresh] = rows.emplace(name.str(), table.getDimSize(axis));
+    if (!fresh)
+      it->second = std::min(it->second, table.getDimSize(axis));
+  });
+  std::vector<IndexBound> bounds;
+  for (const auto &[input, n] : rows)
+    bounds.push_back({input, n});
+  return bounds;
+}
+
+} // namespace
+
+bool compileModel(const CompileRequest &request, CompileResult *result, std::string *error) {
+  auto report = [&](const char *what) {
+    if (request.progress)
+      llvm::errs() << "\r\033[K[kiln-compile] " << what << "...";
+  };
+  auto done = [&] {
+    if (request.progress)
+      llvm::errs() << "\r\033[K";
+  };
+  auto fail = [&](const std::string &msg) {
+    done();
+    *error = msg;
+    return false;
+  };
+
+  DialectRegistry registry;
+  registerKilnDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  std::string firstError;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
+      std::string where;
+      d.getLocation()->walk([&](Location l) {
+        if (auto nl = dyn_cast<NameLoc>(l); nl && where.empty())
+          where = "node '" + nl.getName().str() + "': ";
+        return WalkResult::advance();
+      });
+      firstError = where + d.str();
+    }
+    return success();
+  });
+
+  report("importing");
+  std::string message;
+  ImportedModel imported = importOnnxFile(context, request.modelPath, message);
+  if (!imported.module)
+    return fail(message);
+  ModuleOp module = *imported.module;
+
+  const Emit emit = request.emit;
+  const Phase last = emit == Emit::Graph        ? Phase::Graph
+                     : emit == Emit::Linalg     ? Phase::Linalg
+                     : emit == Emit::Bufferized ? Phase::Bufferized
+                                                : Phase::Llvm;
+  X86TargetOptions target;
+  target.cpu = request.targetCpu;
+  PipelineOptions options = request.options;
+  options.vectorBits = x86VectorBits(target, message);
+  if (options.vectorBits == 0)
+    return fail(message);
+  std::vector<std::string> phases = {"import"};
+  options.afterPhase = [&](Phase p) {
+    if (p != Phase::Graph)
+      return;
+    recordSignature(module);
+    if (result)
+      result->indexBounds = findIndexBounds(module);
+  };
+  options.onPhase = [&](Phase p) {
+    phases.push_back(phaseName(p));
+    report(phaseName(p));
+  };
+  if (failed(runPipeline(module, last, options)))
+    return fail(firstError.empty() ? "compilation failed" : firstError);
+  if (emit == Emit::Graph || emit == Emit::Linalg || emit == Emit::Bufferized || emit == Emit::MlirLlvm) {
+    done();
+    OpPrintingFlags flags;
+    flags.elideLargeElementsAttrs(16);
+    flags.elideLargeResourceString(64);
+    module->print(llvm::outs(), flags);
+    return true;
+  }
+
+  report("generating x86-64 code");
+  X86TargetInfo info;
+  std::string out;
+  const X86Output kind = emit == Emit::LlvmIr     ? X86Output::LlvmIr
+                         : emit == Emit::Assembly ? X86Output::Assembly
+                                                  : X86Output::SharedObject;
+  if (failed(emitX86(module, target, kind, out, info, message)))
+    return fail(message);
+  phases.push_back("x86-64");
+  if (emit != Emit::Artifact) {
+    done();
+    llvm::outs() << out;
+    return true;
+  }
+  report("writing the artifact");
+  ArtifactInputs inputs;
+  inputs.module = module;
+  inputs.code = std::move(out);
+  inputs.target = info;
+  inputs.phases = phases;
+  inputs.compilerVersion = request.compilerVersion;
+  inputs.maxContext = request.maxContext;
+  inputs.quantization = request.quantization;
+  inputs.isFileBacked = [source = imported.source](const void *p, size_t n) { return source->isMapped(p, n); };
+  if (failed(writeModelArtifact(inputs, request.outPath, message)))
+    return fail(message);
+  done();
+  return true;
+}
+
+} // namespace kiln::compile
