@@ -35,4 +35,21 @@ def QuantizeWeightsPass : Pass<"kiln-quantize-weights", "::mlir::ModuleOp"> {
   ];
 }
 
+def FoldQdqPass : Pass<"kiln-fold-qdq", "::mlir::ModuleOp"> {
+  let summary = "Fold a quantized model's DequantizeLinear weights into graph.quantized_matmul";
+  let description = [{
+    A QDQ model stores a MatMul's weight as int8 and dequantizes it in the
+    graph: the importer's `mul(sub(cast(q), zero_point), scale)` (or
+    `mul(cast(q), scale)`) over constants. Executed as written, that is a
+    dequantized f32 copy of the weight computed on every run. This pass
+    makes the product read the model's own int8 values and scales directly
+    (graph.quantized_matmul, one group per column), with no rounding of its
+    own: q - zero_point is taken exactly when it fits int8 (symmetric
+    weights, and asymmetric ones whose shifted values fit), the scale per
+    tensor or per column (axis 1). Anything else (uint8 weights, per-row
+    scales, shifted values outside int8, N with no panel width) stays as
+    imported, with a remark saying why.
+  }];
+}
+
 #endif

@@ -17,6 +17,11 @@ that power of two (exact in f32 and f16) and every w / scale an integer.
 - int8_dynamic/ (compile with --quantize=int8-dynamic): the int8 models with inputs on the
   grid too (each row integers in [-127, 127] times a power of two, +-127 present), so that
   quantizing activations per row is exact and the integer products must match.
+- qdq/ (compiled as they are): QDQ models as quantization tools write them,
+  DequantizeLinear(int8 or uint8 weight, scale, zero point) -> MatMul, which kiln-fold-qdq
+  turns into quantized products over the model's own int8 values (per column, per tensor
+  with a zero point) or, for uint8, keeps as imported; references from the dequantized
+  weights in float64.
 Deterministic (fixed seeds).
 """
 import os
@@ -107,7 +112,39 @@ def models(kind, q, group, grid_inputs=False):
          [("x", x)], lambda x: x @ w.astype(np.float64))
 
 
+def qdq_models():
+    rng = np.random.default_rng(5)
+    f32 = TensorProto.FLOAT
+    cases = [  # name, K, N, weight dtype, per column, zero point range
+        ("per_column_int8", 96, 128, np.int8, True, 0),
+        ("per_tensor_int8_zero_point", 64, 48, np.int8, False, 3),
+        ("per_column_uint8", 64, 32, np.uint8, True, 0),
+    ]
+    for name, k, n, dtype, per_column, zp_range in cases:
+        info = np.iinfo(dtype)
+        lo, hi = (info.min + zp_range + 1, info.max - zp_range) if dtype == np.int8 else (0, 255)
+        q = rng.integers(lo, hi + 1, size=(k, n)).astype(dtype)
+        scale = (rng.random(n if per_column else 1) * 0.02 + 0.001).astype(np.float32)
+        if dtype == np.uint8:
+            zp = np.full(scale.shape, 128, np.uint8)
+        else:
+            zp = rng.integers(-zp_range, zp_range + 1, size=scale.shape).astype(np.int8)
+        w = (q.astype(np.float64) - zp.astype(np.float64)) * scale.astype(np.float64)
+        x = rng.standard_normal((2, 3, k)).astype(np.float32)
+        shape_s = scale if per_column else scale.reshape(())
+        shape_z = zp if per_column else zp.reshape(())
+        save("qdq", name,
+             [helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], name="dequant", axis=1),
+              helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")],
+             [helper.make_tensor_value_info("x", f32, ["b", "s", k])],
+             [helper.make_tensor_value_info("y", f32, ["b", "s", n])],
+             [numpy_helper.from_array(q, "wq"), numpy_helper.from_array(shape_s, "ws"),
+              numpy_helper.from_array(shape_z, "wz")],
+             [("x", x)], lambda x, w=w: x @ w)
+
+
 if __name__ == "__main__":
     models("int8", 127, 10 ** 9)
     models("int4", 7, GROUP)
     models("int8_dynamic", 127, 10 ** 9, grid_inputs=True)
+    qdq_models()

@@ -1,0 +1,48 @@
+// kiln-fold-qdq: a MatMul weight dequantized in the graph from int8 constants
+// (the importer's form of DequantizeLinear) becomes a quantized product over
+// the model's own values; the dequantizing chain disappears.
+// RUN: kiln-opt %s -split-input-file -kiln-fold-qdq -verify-diagnostics | FileCheck %s
+
+// Per column, with a zero point: q - zp = [3, -2] for every column, exactly.
+// CHECK-LABEL: func @per_column
+// CHECK-NOT: graph.cast
+// CHECK-NOT: graph.sub
+// CHECK: %[[W:.*]] = graph.constant {value = dense_resource<wq.q8> : tensor<1x2x16xi8>}
+// CHECK: %[[S:.*]] = graph.constant {value = dense_resource<wq.scales> : tensor<1x1x16xf32>}
+// CHECK: graph.quantized_matmul %arg0, %[[W]], %[[S]] {bits = 8 : i64, group_size = 2 : i64}
+// CHECK-NOT: graph.mul
+// CHECK: wq.q8: "0x40000000
+// CHECK-SAME: 03030303030303030303030303030303FEFEFEFEFEFEFEFEFEFEFEFEFEFEFEFE"
+func.func @per_column(%x: tensor<?x2xf32>) -> tensor<?x16xf32> {
+  %q = graph.constant {value = dense<[[4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4],
+                                      [-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1]]> : tensor<2x16xi8>} : () -> tensor<2x16xi8> loc("wq")
+  %zp = graph.constant {value = dense<1> : tensor<16xi8>} : () -> tensor<16xi8>
+  %shape = graph.constant {value = dense<[1, 16]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %s = graph.constant {value = dense<0.5> : tensor<1x16xf32>} : () -> tensor<1x16xf32>
+  %qf = graph.cast %q {to = f32} : (tensor<2x16xi8>) -> tensor<2x16xf32>
+  %zf = graph.cast %zp {to = f32} : (tensor<16xi8>) -> tensor<16xf32>
+  %zr = graph.reshape %zf, %shape : (tensor<16xf32>, tensor<2xi64>) -> tensor<1x16xf32>
+  %c = graph.sub %qf, %zr : (tensor<2x16xf32>, tensor<1x16xf32>) -> tensor<2x16xf32>
+  %w = graph.mul %c, %s : (tensor<2x16xf32>, tensor<1x16xf32>) -> tensor<2x16xf32>
+  %y = graph.matmul %x, %w : (tensor<?x2xf32>, tensor<2x16xf32>) -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}
+
+// -----
+
+// A shifted value outside int8 (-128 - 1) keeps the weight dequantized, with a remark.
+// CHECK-LABEL: func @out_of_range
+// CHECK: graph.sub
+// CHECK: graph.matmul
+func.func @out_of_range(%x: tensor<?x1xf32>) -> tensor<?x16xf32> {
+  %q = graph.constant {value = dense<-128> : tensor<1x16xi8>} : () -> tensor<1x16xi8>
+  %zp = graph.constant {value = dense<1> : tensor<i8>} : () -> tensor<i8>
+  %s = graph.constant {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
+  %qf = graph.cast %q {to = f32} : (tensor<1x16xi8>) -> tensor<1x16xf32>
+  %zf = graph.cast %zp {to = f32} : (tensor<i8>) -> tensor<f32>
+  %c = graph.sub %qf, %zf : (tensor<1x16xf32>, tensor<f32>) -> tensor<1x16xf32>
+  %w = graph.mul %c, %s : (tensor<1x16xf32>, tensor<f32>) -> tensor<1x16xf32>
+  // expected-remark@+1 {{QDQ weight kept dequantized: q - zero_point leaves int8}}
+  %y = graph.matmul %x, %w : (tensor<?x1xf32>, tensor<1x16xf32>) -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}
