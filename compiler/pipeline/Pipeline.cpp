@@ -63,7 +63,8 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
            quantizePass(options) + "kiln-tie-symbolic-dims,kiln-outline-weights,kiln-pack-matmul-weights)";
   }
   case Phase::Linalg:
-    return std::string("builtin.module(kiln-convert-graph-to-linalg,canonicalize,cse,") +
+    return "builtin.module(kiln-convert-graph-to-linalg{vector-bits=" + std::to_string(options.vectorBits) +
+           "},canonicalize,cse," +
            (options.fuse ? "func.func(kiln-fuse-elementwise),canonicalize,cse," : "") +
            "func.func(kiln-tile-contractions),canonicalize,cse," +
            (options.fuse ? "func.func(kiln-fuse-epilogues),canonicalize,cse," : "") +

@@ -18,6 +18,7 @@ namespace kiln {
 namespace {
 struct ConvertGraphToLinalgPass
     : impl::ConvertGraphToLinalgPassBase<ConvertGraphToLinalgPass> {
+  using ConvertGraphToLinalgPassBase::ConvertGraphToLinalgPassBase;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
@@ -32,7 +33,7 @@ struct ConvertGraphToLinalgPass
     populateShapeLoweringPatterns(patterns);
     populateScatterGatherLoweringPatterns(patterns);
     populateAttentionLoweringPatterns(patterns);
-    populateQuantizedMatMulLoweringPatterns(patterns);
+    populateQuantizedMatMulLoweringPatterns(patterns, vectorBits);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

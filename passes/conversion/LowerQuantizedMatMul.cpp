@@ -17,10 +17,10 @@ namespace {
 /// Rows of one work item: a panel's weights (K x B bytes, or half that)
 /// stay in cache while this many rows of a prompt pass over them.
 constexpr int64_t kTileRows = 64;
-/// Rows computed together: each weight vector converted once feeds this many
-/// rows' FMAs. 4 rows x 32 columns keep 8 group and 8 total accumulators
-/// (512-bit registers) live.
-constexpr int64_t kBlockRows = 4;
+/// Rows x columns computed together: each weight vector converted once
+/// feeds a block's rows. 8 x 32 floats are 16 of AVX-512's 32 registers,
+/// 4 x 32 are 16 of AVX2's 16 (their products then spill a little less than
+/// a wider block's would).
 constexpr int64_t kBlockCols = 32;
 
 /// The kernel of one work item: rows [r0, r0 + rows) of `a` [M, K] times
@@ -52,7 +52,40 @@ struct PanelKernel {
     return {arith::SIToFPOp::create(lb, loc, f32, lo), arith::SIToFPOp::create(lb, loc, f32, hi)};
   }
 
+  /// accs[r] + a[rows[r], k] * w for the weights of row `kk` (times `scale`
+  /// when given), every row r.
+  SmallVector<Value> accumulate(OpBuilder &kb, Value kk, Value j0, ArrayRef<Value> rows, ValueRange accs,
+                                Value scale, int64_t cols) {
+    auto f32 = VectorType::get({cols}, kb.getF32Type());
+    SmallVector<Value> acc(accs);
+    for (auto [half, v] : llvm::enumerate(weightVectors(kb, kk, j0, cols))) {
+      if (scale)
+        v = arith::MulFOp::create(kb, loc, v, scale);
+      Value k = bits == 8 ? kk
+                          : arith::AddIOp::create(kb, loc,
+                                                  arith::MulIOp::create(kb, loc, kk, arith::ConstantIndexOp::create(kb, loc, 2)),
+                                                  arith::ConstantIndexOp::create(kb, loc, half));
+      for (auto [r, row] : llvm::enumerate(rows)) {
+        Value x = tensor::ExtractOp::create(kb, loc, a, ValueRange{row, k});
+        acc[r] = vector::FMAOp::create(kb, loc, vector::BroadcastOp::create(kb, loc, f32, x), v, acc[r]);
+      }
+    }
+    return acc;
+  }
+
+  /// The scales of group `g` for columns [j0, j0 + cols), as f32.
+  Value groupScale(OpBuilder &gb, Value g, Value j0, int64_t cols) {
+    Value pad = arith::ConstantOp::create(gb, loc, gb.getZeroAttr(scaleType));
+    Value v = vector::TransferReadOp::create(gb, loc, VectorType::get({cols}, scaleType), scales, ValueRange{p, g, j0},
+                                             pad, ArrayRef<bool>{true});
+    return scaleType.isF32() ? v : arith::ExtFOp::create(gb, loc, VectorType::get({cols}, gb.getF32Type()), v);
+  }
+
   /// Rows [lb, ub) of the tile in blocks of `block`, `cols` columns at a time.
+  /// One group (int8 per column): products summed, scaled once at the end.
+  /// Several groups: a block of rows scales each weight vector once for all
+  /// its rows; a single row (decoding) instead sums each group's products
+  /// and scales the sum, one multiply per group rather than per weight.
   Value rowBlocks(Value tile, Value lb, Value ub, int64_t block, int64_t cols) {
     auto f32 = VectorType::get({cols}, b.getF32Type());
     Value zeroVec = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(f32, b.getF32FloatAttr(0)));
@@ -67,45 +100,39 @@ struct PanelKernel {
     for (int64_t r = 0; r < block; ++r)
       rows.push_back(arith::AddIOp::create(b, loc, arith::AddIOp::create(b, loc, r0, i0), c(r)));
     SmallVector<Value> zeros(block, zeroVec);
-    // Per group: a group sum of products, then scaled into the total.
+    bool scaleWeights = groups > 1 && block > 1;
     auto groupLoop = scf::ForOp::create(b, loc, c(0), c(groups), c(1), zeros);
     {
       OpBuilder gb = OpBuilder::atBlockBegin(groupLoop.getBody());
       Value g = groupLoop.getInductionVar();
       Value kk0 = arith::MulIOp::create(gb, loc, g, arith::ConstantIndexOp::create(gb, loc, groupRows));
       Value kk1 = arith::AddIOp::create(gb, loc, kk0, arith::ConstantIndexOp::create(gb, loc, groupRows));
-      auto kLoop = scf::ForOp::create(gb, loc, kk0, kk1, arith::ConstantIndexOp::create(gb, loc, 1), zeros);
+      Value s = groups > 1 ? groupScale(gb, g, j0, cols) : Value();
+      // Group sums start from zero; otherwise the totals carry through.
+      bool groupSums = groups > 1 && !scaleWeights;
+      ValueRange init = groupSums ? ValueRange(zeros) : ValueRange(groupLoop.getRegionIterArgs());
+      auto kLoop = scf::ForOp::create(gb, loc, kk0, kk1, arith::ConstantIndexOp::create(gb, loc, 1), init);
       {
         OpBuilder kb = OpBuilder::atBlockBegin(kLoop.getBody());
-        Value kk = kLoop.getInductionVar();
-        SmallVector<Value> wv = weightVectors(kb, kk, j0, cols);
-        SmallVector<Value> acc(kLoop.getRegionIterArgs());
-        for (auto [half, v] : llvm::enumerate(wv)) {
-          Value k = bits == 8 ? kk
-                              : arith::AddIOp::create(kb, loc, arith::MulIOp::create(kb, loc, kk, arith::ConstantIndexOp::create(kb, loc, 2)),
-                                                      arith::ConstantIndexOp::create(kb, loc, half));
-          for (int64_t r = 0; r < block; ++r) {
-            Value x = tensor::ExtractOp::create(kb, loc, a, ValueRange{rows[r], k});
-            acc[r] = vector::FMAOp::create(kb, loc, vector::BroadcastOp::create(kb, loc, f32, x), v, acc[r]);
-          }
-        }
-        scf::YieldOp::create(kb, loc, acc);
+        scf::YieldOp::create(kb, loc, accumulate(kb, kLoop.getInductionVar(), j0, rows, kLoop.getRegionIterArgs(),
+                                                 scaleWeights ? s : Value(), cols));
       }
-      Value spad = arith::ConstantOp::create(gb, loc, gb.getZeroAttr(scaleType));
-      Value s = vector::TransferReadOp::create(gb, loc, VectorType::get({cols}, scaleType), scales,
-                                               ValueRange{p, g, j0}, spad, ArrayRef<bool>{true});
-      if (!scaleType.isF32())
-        s = arith::ExtFOp::create(gb, loc, f32, s);
-      SmallVector<Value> total;
-      for (int64_t r = 0; r < block; ++r)
-        total.push_back(vector::FMAOp::create(gb, loc, kLoop.getResult(r), s, groupLoop.getRegionIterArg(r)));
+      SmallVector<Value> total(kLoop.getResults());
+      if (groupSums)
+        for (int64_t r = 0; r < block; ++r)
+          total[r] = vector::FMAOp::create(gb, loc, kLoop.getResult(r), s, groupLoop.getRegionIterArg(r));
       scf::YieldOp::create(gb, loc, total);
+    }
+    SmallVector<Value> result(groupLoop.getResults());
+    if (groups == 1) {
+      Value s = groupScale(b, c(0), j0, cols);
+      for (Value &v : result)
+        v = arith::MulFOp::create(b, loc, v, s);
     }
     Value out = colLoop.getRegionIterArg(0);
     for (int64_t r = 0; r < block; ++r) {
       Value row = arith::AddIOp::create(b, loc, i0, c(r));
-      out = vector::TransferWriteOp::create(b, loc, groupLoop.getResult(r), out, ValueRange{row, j0},
-                                            ArrayRef<bool>{true})
+      out = vector::TransferWriteOp::create(b, loc, result[r], out, ValueRange{row, j0}, ArrayRef<bool>{true})
                 .getResult();
     }
     scf::YieldOp::create(b, loc, out);
@@ -247,7 +274,9 @@ std::pair<Value, Value> quantizeRows(OpBuilder &b, Location loc, Value a, Value 
 }
 
 struct QuantizedMatMulPattern : OpConversionPattern<QuantizedMatMulOp> {
-  using OpConversionPattern::OpConversionPattern;
+  QuantizedMatMulPattern(MLIRContext *ctx, int64_t vectorBits)
+      : OpConversionPattern(ctx), blockRows(vectorBits >= 512 ? 8 : 4) {}
+  int64_t blockRows;
   LogicalResult matchAndRewrite(QuantizedMatMulOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -303,17 +332,17 @@ struct QuantizedMatMulPattern : OpConversionPattern<QuantizedMatMulOp> {
       Value tile = tensor::ExtractSliceOp::create(b, loc, forall.getRegionIterArgs()[0], offsets, sizes, unit);
       // Blocks of rows, then the last rows one by one (a decoding step's
       // single row takes whole panel rows per pass).
-      Value whole = arith::SubIOp::create(b, loc, rows, arith::RemSIOp::create(b, loc, rows, c(kBlockRows)));
+      Value whole = arith::SubIOp::create(b, loc, rows, arith::RemSIOp::create(b, loc, rows, c(blockRows)));
       int64_t blockCols = std::min(kBlockCols, width);
       if (dynamic) {
         IntegerPanelKernel kernel{b, loc, rowPairs, rowMax, adaptor.getWeight(), adaptor.getScales(), r0, p,
                                   width, wt.getDimSize(1)};
-        tile = kernel.rowBlocks(tile, c(0), whole, kBlockRows, blockCols);
+        tile = kernel.rowBlocks(tile, c(0), whole, blockRows, blockCols);
         tile = kernel.rowBlocks(tile, whole, rows, 1, width);
       } else {
         PanelKernel kernel{b, loc, a, adaptor.getWeight(), adaptor.getScales(), r0, p, bits, width, groups,
                            wt.getDimSize(1) / groups, st.getElementType()};
-        tile = kernel.rowBlocks(tile, c(0), whole, kBlockRows, blockCols);
+        tile = kernel.rowBlocks(tile, c(0), whole, blockRows, blockCols);
         tile = kernel.rowBlocks(tile, whole, rows, 1, width);
       }
       OpBuilder tb = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
@@ -331,8 +360,8 @@ struct QuantizedMatMulPattern : OpConversionPattern<QuantizedMatMulOp> {
 
 } // namespace
 
-void populateQuantizedMatMulLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<QuantizedMatMulPattern>(patterns.getContext());
+void populateQuantizedMatMulLoweringPatterns(RewritePatternSet &patterns, int64_t vectorBits) {
+  patterns.add<QuantizedMatMulPattern>(patterns.getContext(), vectorBits);
 }
 
 } // namespace kiln

@@ -12,6 +12,11 @@ def ConvertGraphToLinalgPass : Pass<"kiln-convert-graph-to-linalg", "::mlir::Mod
     dialect is illegal afterwards: an op without a lowering is an error that
     names it and its ONNX node.
   }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", "256",
+           "Width of the target's vector registers: sizes the register blocks of kernels lowered here "
+           "(quantized products: 8 rows x 32 columns with 512 bits, 4 x 32 with 256)">
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
