@@ -349,8 +349,15 @@ struct QuantizedMatMulPattern : OpConversionPattern<QuantizedMatMulOp> {
       tensor::ParallelInsertSliceOp::create(tb, loc, tile, forall.getRegionIterArgs()[0], offsets, sizes, unit);
     }
     Value result = forall.getResult(0);
+    // A padded last panel: the product's first N columns.
+    if (auto columns = op.getColumns()) {
+      SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(0)},
+                                sizes = {m, b.getIndexAttr(int64_t(*columns))},
+                                unit = {b.getIndexAttr(1), b.getIndexAttr(1)};
+      result = tensor::ExtractSliceOp::create(b, loc, result, offsets, sizes, unit);
+    }
     if (rank > 2) {
-      outerDims.push_back(c(panels * width));
+      outerDims.push_back(c(rt.getDimSize(rank - 1)));
       result = reshapeTo(b, loc, result, rt, outerDims);
     }
     rewriter.replaceOp(op, result);

@@ -129,7 +129,7 @@ struct FoldQdqPass : impl::FoldQdqPassBase<FoldQdqPass> {
         }
         q[i] = int8_t(v);
       }
-      int64_t width = quant::panelWidthFor(n);
+      int64_t width = quant::paddedPanelWidthFor(n);
       if (!width) {
         mm.emitRemark() << "QDQ weight kept dequantized: N = " << n << " has no panel width";
         return false;

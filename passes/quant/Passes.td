@@ -16,9 +16,11 @@ def QuantizeWeightsPass : Pass<"kiln-quantize-weights", "::mlir::ModuleOp"> {
     and stored in column panels like kiln-pack-matmul-weights' (int4: two k
     per byte). Gemm's alpha, beta and C stay as graph ops after the product.
 
-    Left in f32, with a remark: products whose N has no panel width (a
-    multiple of 16), whose K is not a multiple of the group size, and those
-    whose weight or node name contains one of `keep` (e.g. `lm_head`). The
+    An N that no panel width (64, 32, 16) divides gets a last panel padded
+    with zero columns. Left in f32, with a remark: weights under
+    `min-elements` (1024), N below 16, K not a multiple of the group size (odd K with
+    `dynamic`), and weights or nodes whose name contains one of `keep`
+    (e.g. `lm_head`). The
     With `dynamic`, the int8 weights are laid out in k pairs for integer
     products (graph.quantized_matmul's `dynamic` form). The
     original constant disappears when nothing else reads it (a weight tied to
@@ -31,6 +33,8 @@ def QuantizeWeightsPass : Pass<"kiln-quantize-weights", "::mlir::ModuleOp"> {
     Option<"dynamic", "dynamic", "bool", "false",
            "With bits=8: quantize activations per row at run time and multiply in integers (K must be even)">,
     Option<"panel", "panel", "int64_t", "64", "Widest column panel (a power of two >= 16)">,
+    Option<"minElements", "min-elements", "int64_t", "1024",
+           "Smaller weights stay f32 (e.g. rotary frequency tables: read once per run, exact for free)">,
     ListOption<"keep", "keep", "std::string", "Weight or node name substrings to leave in f32">
   ];
 }

@@ -21,6 +21,12 @@ int64_t panelWidthFor(int64_t n, int64_t widest) {
   return 0;
 }
 
+int64_t paddedPanelWidthFor(int64_t n, int64_t widest) {
+  if (int64_t b = panelWidthFor(n, widest))
+    return b;
+  return n >= 16 ? 16 : 0;
+}
+
 bool constantBytes(ElementsAttr attr, std::vector<char> &scratch, ArrayRef<char> &bytes) {
   if (auto res = dyn_cast<DenseResourceElementsAttr>(attr)) {
     AsmResourceBlob *blob = res.getRawHandle().getBlob();
@@ -73,12 +79,13 @@ PackedWeight pack(const int8_t *q, MatrixView view, const std::vector<float> &sc
   p.group = group;
   p.f16Scales = f16Scales;
   p.pairs = pairs;
-  int64_t panels = view.n / width, groups = view.k / group;
+  // Columns past N (a padded last panel) hold zeros with scale 0.
+  int64_t panels = (view.n + width - 1) / width, groups = view.k / group;
   int64_t rows = bits == 4 ? view.k / 2 : view.k;
   p.weight.assign(panels * rows * width, 0);
   for (int64_t pn = 0; pn < panels; ++pn)
     for (int64_t k = 0; k < view.k; ++k)
-      for (int64_t c = 0; c < width; ++c) {
+      for (int64_t c = 0; c < width && pn * width + c < view.n; ++c) {
         int8_t v = q[view.at(k, pn * width + c)];
         if (pairs) {
           p.weight[(pn * (view.k / 2) + k / 2) * 2 * width + 2 * c + k % 2] = v;
@@ -95,7 +102,7 @@ PackedWeight pack(const int8_t *q, MatrixView view, const std::vector<float> &sc
   p.scales.assign(panels * groups * width * elem, 0);
   for (int64_t pn = 0; pn < panels; ++pn)
     for (int64_t g = 0; g < groups; ++g)
-      for (int64_t c = 0; c < width; ++c) {
+      for (int64_t c = 0; c < width && pn * width + c < view.n; ++c) {
         float s = scales[g * view.n + pn * width + c];
         char *dst = p.scales.data() + ((pn * groups + g) * width + c) * elem;
         if (f16Scales) {
@@ -145,7 +152,8 @@ PackedWeight packQuantized(const int8_t *q, MatrixView view, const float *scales
 
 Value createQuantizedMatMul(OpBuilder &b, Location loc, Value lhs, const PackedWeight &w, StringRef name) {
   MLIRContext *ctx = b.getContext();
-  int64_t panels = w.n / w.width, rows = w.bits == 4 || w.pairs ? w.k / 2 : w.k, groups = w.k / w.group;
+  int64_t panels = (w.n + w.width - 1) / w.width, rows = w.bits == 4 || w.pairs ? w.k / 2 : w.k,
+          groups = w.k / w.group;
   auto weightType = RankedTensorType::get({panels, rows, w.pairs ? 2 * w.width : w.width}, b.getIntegerType(8));
   Type scaleElem = w.f16Scales ? Type(b.getF16Type()) : Type(b.getF32Type());
   auto scaleType = RankedTensorType::get({panels, groups, w.width}, scaleElem);
@@ -158,8 +166,10 @@ Value createQuantizedMatMul(OpBuilder &b, Location loc, Value lhs, const PackedW
   auto scaleAttr = DenseResourceElementsAttr::get(scaleType, sname, blob(w.scales));
   Value weight = graph::ConstantOp::create(b, NameLoc::get(StringAttr::get(ctx, wname), loc), weightAttr);
   Value scales = graph::ConstantOp::create(b, NameLoc::get(StringAttr::get(ctx, sname), loc), scaleAttr);
+  IntegerAttr columns = w.n % w.width ? b.getI64IntegerAttr(w.n) : IntegerAttr();
   return graph::QuantizedMatMulOp::create(b, loc, lhs, weight, scales, b.getI64IntegerAttr(w.bits),
-                                          b.getI64IntegerAttr(w.group), w.pairs ? b.getUnitAttr() : UnitAttr());
+                                          b.getI64IntegerAttr(w.group), columns,
+                                          w.pairs ? b.getUnitAttr() : UnitAttr());
 }
 
 } // namespace kiln::quant

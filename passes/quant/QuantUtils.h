@@ -12,7 +12,8 @@ namespace kiln::quant {
 
 /// A [K, N] weight quantized and laid out for graph.quantized_matmul:
 /// `weight` [N/B, K, B] int8 (bits 8) or [N/B, K/2, B] nibbles (bits 4),
-/// `scales` [N/B, K/group, B] as f32 or f16 bits.
+/// `scales` [N/B, K/group, B] as f32 or f16 bits; with N not a multiple of
+/// B the last panel is padded with zero columns.
 struct PackedWeight {
   int bits = 8;
   int64_t k = 0, n = 0, width = 0, group = 0;
@@ -25,6 +26,8 @@ struct PackedWeight {
 
 /// The widest panel (<= `widest`, >= 16, a power of two) dividing n; 0 if none.
 int64_t panelWidthFor(int64_t n, int64_t widest = 64);
+/// panelWidthFor(n), else 16 with a zero-padded last panel (n >= 16), else 0.
+int64_t paddedPanelWidthFor(int64_t n, int64_t widest = 64);
 
 /// Bytes of a constant (dense data, splats expanded, or a resource blob);
 /// false if the attribute holds none.

@@ -59,11 +59,20 @@ struct QuantizeWeightsPass : impl::QuantizeWeightsPassBase<QuantizeWeightsPass> 
     view.transposed = transposed;
     view.k = type.getDimSize(transposed ? 1 : 0);
     view.n = type.getDimSize(transposed ? 0 : 1);
-    int64_t width = quant::panelWidthFor(view.n, panel);
+    int64_t width = quant::paddedPanelWidthFor(view.n, panel);
     int64_t group = bits == 4 && groupSize > 0 ? groupSize : view.k;
-    if (!width || view.k % group != 0 || (bits == 4 && group % 2 != 0) || (dynamic && view.k % 2 != 0)) {
+    std::string why;
+    if (view.k * view.n < minElements)
+      why = "too small to gain (" + std::to_string(view.k * view.n) + " weights)";
+    else if (!width)
+      why = "N = " + std::to_string(view.n) + " is below one 16-column panel";
+    else if (view.k % group != 0 || (bits == 4 && group % 2 != 0))
+      why = "K = " + std::to_string(view.k) + " is not a multiple of the group size " + std::to_string(group);
+    else if (dynamic && view.k % 2 != 0)
+      why = "K = " + std::to_string(view.k) + " is odd (integer products take k in pairs)";
+    if (!why.empty()) {
       user->emitRemark() << "kept in f32: weight '" << weightName << "' [K=" << view.k << ", N=" << view.n
-                         << "] has no panel width or group of " << group;
+                         << "]: " << why;
       return nullptr;
     }
     auto key = std::make_pair(Attribute(cst.getValue()), unsigned(transposed));

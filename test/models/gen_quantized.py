@@ -12,7 +12,8 @@ that power of two (exact in f32 and f16) and every w / scale an integer.
 - int8/ (compile with --quantize=int8, Q = 127, one group per column):
   matmul_3d x[b,s,128] @ W[128,192] + bias (panels of 64, b=2 s=5: row blocks and a tail);
   gemm_transb Gemm(x[n,96], W[80,96], C[80], transB=1, alpha=0.5, beta=2) (panels of 16);
-  matmul_tall x[70,64] @ W[64,32] (two row tiles of 64, a 6-row tail).
+  matmul_tall x[70,64] @ W[64,32] (two row tiles of 64, a 6-row tail);
+  matmul_padded x[b,4,64] @ W[64,100] (N = 100: a last panel padded to 112 columns).
 - int4/ (compile with --quantize=int4 --quantize-group=32, Q = 7): the same three models.
 - int8_dynamic/ (compile with --quantize=int8-dynamic): the int8 models with inputs on the
   grid too (each row integers in [-127, 127] times a power of two, +-127 present), so that
@@ -108,6 +109,15 @@ def models(kind, q, group, grid_inputs=False):
          [helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")],
          [helper.make_tensor_value_info("x", f32, [70, 64])],
          [helper.make_tensor_value_info("y", f32, [70, 32])],
+         [numpy_helper.from_array(w, "w")],
+         [("x", x)], lambda x: x @ w.astype(np.float64))
+
+    w = grid_weight(rng, 64, 100, q, g(64))
+    x = inputs((3, 4, 64))
+    save(kind, "matmul_padded",
+         [helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")],
+         [helper.make_tensor_value_info("x", f32, ["b", 4, 64])],
+         [helper.make_tensor_value_info("y", f32, ["b", 4, 100])],
          [numpy_helper.from_array(w, "w")],
          [("x", x)], lambda x: x @ w.astype(np.float64))
 

@@ -90,7 +90,18 @@ bool compileModel(const CompileRequest &request, CompileResult *result, std::str
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   std::string firstError;
+  std::vector<std::string> remarks; // the quantization passes' reasons for keeping a product in f32
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    if (d.getSeverity() == DiagnosticSeverity::Remark) {
+      std::string where;
+      d.getLocation()->walk([&](Location l) {
+        if (auto nl = dyn_cast<NameLoc>(l); nl && where.empty())
+          where = "node '" + nl.getName().str() + "': ";
+        return WalkResult::advance();
+      });
+      remarks.push_back(where + d.str());
+      return success();
+    }
     if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
       std::string where;
       d.getLocation()->walk([&](Location l) {
@@ -122,9 +133,13 @@ bool compileModel(const CompileRequest &request, CompileResult *result, std::str
   if (options.vectorBits == 0)
     return fail(message);
   std::vector<std::string> phases = {"import"};
+  int64_t quantizedProducts = 0;
   options.afterPhase = [&](Phase p) {
     if (p != Phase::Graph)
       return;
+    module.walk([&](Operation *op) {
+      quantizedProducts += op->getName().getStringRef() == "graph.quantized_matmul";
+    });
     recordSignature(module);
     if (result)
       result->indexBounds = findIndexBounds(module);
@@ -135,6 +150,14 @@ bool compileModel(const CompileRequest &request, CompileResult *result, std::str
   };
   if (failed(runPipeline(module, last, options)))
     return fail(firstError.empty() ? "compilation failed" : firstError);
+  if (request.notes && !options.quantize.empty()) {
+    done();
+    llvm::errs() << "kiln-compile: --quantize=" << options.quantize << ": " << quantizedProducts
+                 << " matrix product" << (quantizedProducts == 1 ? "" : "s") << " quantized, " << remarks.size()
+                 << " kept in f32\n";
+    for (const std::string &r : remarks)
+      llvm::errs() << "kiln-compile: note: " << r << "\n";
+  }
   if (emit == Emit::Graph || emit == Emit::Linalg || emit == Emit::Bufferized || emit == Emit::MlirLlvm) {
     done();
     OpPrintingFlags flags;

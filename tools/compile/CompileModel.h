@@ -24,6 +24,7 @@ struct CompileRequest {
   PipelineOptions options;
   int64_t maxContext = 2048;
   bool progress = false;      // a progress line on stderr
+  bool notes = false;         // with --quantize: how many products were quantized, which stayed f32 and why
   std::string compilerVersion;
   artifact::QuantizationInfo quantization; // recipe to store in the artifact, when present
 };

@@ -231,6 +231,7 @@ int main(int argc, char **argv) {
   request.targetCpu = cpuName;
   request.maxContext = contextTokens;
   request.progress = !beQuiet && isatty(STDERR_FILENO);
+  request.notes = !beQuiet;
   request.compilerVersion = "kiln " KILN_VERSION;
   kiln::PipelineOptions &options = request.options;
   options.printIrAfterAll = printAllIr;

@@ -571,7 +571,9 @@ def Graph_QuantizedMatMulOp : Graph_Op<"quantized_matmul"> {
     group of `group_size` consecutive k (group_size = K: one per column).
     The kernel converts each weight to f32 as it streams it into the
     product; no dequantized copy exists. kiln-quantize-weights and
-    kiln-fold-qdq introduce it.
+    kiln-fold-qdq introduce it. `columns`, when present, is N for a weight
+    whose last panel is padded with zero columns (N not a multiple of B):
+    the result has N columns.
 
     With `dynamic` (bits 8, one group per column), the activations are
     quantized too, per row at run time (symmetric int8, scale max|row| / 127),
@@ -586,7 +588,7 @@ def Graph_QuantizedMatMulOp : Graph_Op<"quantized_matmul"> {
     ```
   }];
   let arguments = (ins AnyRankedTensor:$lhs, 3DTensorOf<[I8]>:$weight, 3DTensorOf<[F32, F16]>:$scales,
-                   I64Attr:$bits, I64Attr:$group_size, UnitAttr:$dynamic);
+                   I64Attr:$bits, I64Attr:$group_size, OptionalAttr<I64Attr>:$columns, UnitAttr:$dynamic);
   let results = (outs AnyRankedTensor:$result);
 }
 

@@ -645,8 +645,14 @@ LogicalResult QuantizedMatMulOp::inferReturnTypes(MLIRContext *, std::optional<L
   int64_t ak = a.getDimSize(a.getRank() - 1);
   if (ak != kDyn && ak != k)
     return fail(loc, "quantized_matmul contracts " + Twine(ak) + " with " + Twine(k));
+  int64_t padded = w.getDimSize(0) * width, n = padded;
+  if (auto columns = adaptor.getColumns()) {
+    n = int64_t(*columns);
+    if (n > padded || n <= padded - width)
+      return fail(loc, "quantized_matmul columns " + Twine(n) + " do not end in the last panel");
+  }
   SmallVector<int64_t> dims(a.getShape());
-  dims.back() = w.getDimSize(0) * width;
+  dims.back() = n;
   types.push_back(a.clone(dims));
   return success();
 }

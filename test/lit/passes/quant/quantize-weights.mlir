@@ -1,9 +1,9 @@
 // kiln-quantize-weights: constant f32 weights of matmul/gemm become int8 or
 // int4 column panels with their scales, read by graph.quantized_matmul.
-// RUN: kiln-opt %s -split-input-file -kiln-quantize-weights=bits=8 | FileCheck %s --check-prefix=Q8
-// RUN: kiln-opt %s -split-input-file -kiln-quantize-weights="bits=4 group-size=2" | FileCheck %s --check-prefix=Q4
-// RUN: kiln-opt %s -split-input-file -kiln-quantize-weights="bits=4 group-size=2 f16-scales=true" | FileCheck %s --check-prefix=F16
-// RUN: kiln-opt %s -split-input-file -kiln-quantize-weights="bits=8 keep=head" -verify-diagnostics | FileCheck %s --check-prefix=KEEP
+// RUN: kiln-opt %s -split-input-file -kiln-quantize-weights="bits=8 min-elements=0" | FileCheck %s --check-prefix=Q8
+// RUN: kiln-opt %s -split-input-file -kiln-quantize-weights="bits=4 group-size=2 min-elements=0" | FileCheck %s --check-prefix=Q4
+// RUN: kiln-opt %s -split-input-file -kiln-quantize-weights="bits=4 group-size=2 f16-scales=true min-elements=0" | FileCheck %s --check-prefix=F16
+// RUN: kiln-opt %s -split-input-file -kiln-quantize-weights="bits=8 keep=head min-elements=0" -verify-diagnostics | FileCheck %s --check-prefix=KEEP
 
 // int8, per column: column c is [0.7, -0.35, 0.1, 0.2], scale 0.7/127;
 // q = [127, -63.5 -> -64 (ties to even), 18.14 -> 18, 36.29 -> 36].
@@ -35,26 +35,32 @@ func.func @matmul(%x: tensor<?x?x4xf32>) -> tensor<?x?x16xf32> {
 // -----
 
 // Gemm (transB: the weight is stored [N, K]) keeps alpha, beta and C as ops
-// after the product. An N with no panel width (20) and a weight named in
-// `keep` stay in f32 with a remark.
+// after the product. N = 20 has no panel width: a last 16-column panel padded
+// with zeros, the result's 20 columns recorded. N below one panel (8) and a
+// weight named in `keep` stay in f32 with a remark.
 // Q8-LABEL: func @gemm
 // Q8: %[[Q:.*]] = graph.quantized_matmul %arg0, {{.*}} : (tensor<?x2xf32>, tensor<1x2x16xi8>, tensor<1x1x16xf32>) -> tensor<?x16xf32>
 // Q8: %[[A:.*]] = graph.mul %[[Q]], %{{.*}} : (tensor<?x16xf32>, tensor<f32>) -> tensor<?x16xf32>
 // Q8: %[[C:.*]] = graph.mul %arg1, %{{.*}} : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
 // Q8: graph.add %[[A]], %[[C]]
+// Q8: graph.quantized_matmul %arg0, {{.*}} {bits = 8 : i64, columns = 20 : i64, group_size = 2 : i64} : (tensor<?x2xf32>, tensor<2x2x16xi8>, tensor<2x1x16xf32>) -> tensor<?x20xf32>
 // Q8: graph.gemm
 // KEEP-LABEL: func @gemm
 // KEEP: graph.quantized_matmul
+// KEEP: graph.quantized_matmul
 // KEEP: graph.gemm
 // KEEP: graph.matmul
-func.func @gemm(%x: tensor<?x2xf32>, %c: tensor<16xf32>) -> (tensor<?x16xf32>, tensor<?x20xf32>, tensor<?x16xf32>) {
+func.func @gemm(%x: tensor<?x2xf32>, %c: tensor<16xf32>) -> (tensor<?x16xf32>, tensor<?x20xf32>, tensor<?x8xf32>, tensor<?x16xf32>) {
   %w = graph.constant {value = dense<0.5> : tensor<16x2xf32>} : () -> tensor<16x2xf32> loc("fc.weight")
   %y = graph.gemm %x, %w, %c {transB = 1 : i64, alpha = 0.5 : f32, beta = 2.0 : f32} : (tensor<?x2xf32>, tensor<16x2xf32>, tensor<16xf32>) -> tensor<?x16xf32>
-  %w2 = graph.constant {value = dense<0.25> : tensor<20x2xf32>} : () -> tensor<20x2xf32> loc("narrow.weight")
-  // expected-remark@+1 {{kept in f32: weight 'narrow.weight' [K=2, N=20] has no panel width or group of 2}}
+  %w2 = graph.constant {value = dense<0.25> : tensor<20x2xf32>} : () -> tensor<20x2xf32> loc("padded.weight")
   %z = graph.gemm %x, %w2 {transB = 1 : i64} : (tensor<?x2xf32>, tensor<20x2xf32>) -> tensor<?x20xf32>
+  %w4 = graph.constant {value = dense<0.25> : tensor<8x2xf32>} : () -> tensor<8x2xf32> loc("narrow.weight")
+  // expected-remark@+1 {{kept in f32: weight 'narrow.weight' [K=2, N=8]: N = 8 is below one 16-column panel}}
+  %n = graph.gemm %x, %w4 {transB = 1 : i64} : (tensor<?x2xf32>, tensor<8x2xf32>) -> tensor<?x8xf32>
   %w3 = graph.constant {value = dense<0.125> : tensor<2x16xf32>} : () -> tensor<2x16xf32> loc("head.weight")
   // expected-remark@+1 {{kept in f32 (--quantize-keep): weight 'head.weight'}}
   %h = graph.matmul %x, %w3 : (tensor<?x2xf32>, tensor<2x16xf32>) -> tensor<?x16xf32>
-  return %y, %z, %h : tensor<?x16xf32>, tensor<?x20xf32>, tensor<?x16xf32>
+  return %y, %z, %n, %h : tensor<?x16xf32>, tensor<?x20xf32>, tensor<?x8xf32>, tensor<?x16xf32>
 }
+
