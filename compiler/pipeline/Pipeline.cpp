@@ -58,7 +58,7 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
     // Layer norm before RMS norm: a centered chain is also an RMS of x - mean.
     std::string fusions = "kiln-fuse-layer-norm,kiln-fuse-rms-norm,kiln-fuse-gelu,kiln-fuse-silu,"
                           "kiln-fuse-attention,";
-    return std::string("builtin.module(canonicalize,cse,kiln-fold-qdq,") + (options.fuse ? fusions : "") +
+    return std::string("builtin.module(canonicalize,cse,kiln-fold-qdq,kiln-fold-integer-matmul,") + (options.fuse ? fusions : "") +
            (options.kvCache ? "kiln-kv-cache-in-place,kiln-last-position-logits," : "") +
            quantizePass(options) + "kiln-tie-symbolic-dims,kiln-outline-weights,kiln-pack-matmul-weights)";
   }

@@ -143,10 +143,11 @@ struct PanelKernel {
 };
 
 
-/// The integer kernel of graph.quantized_matmul's `dynamic` form: rows of
-/// `pairs` [M, K/2] (each i32 two int8 activations as 16-bit lanes, k = 2j
-/// low) times panel `p` of `w` [P, K/2, 2B], 32-bit sums scaled by the row's
-/// `amax` / 127 and the column's scale.
+/// The integer kernel of graph.quantized_matmul's `dynamic` form and of
+/// graph.integer_matmul: rows of `pairs` [M, K/2] (each i32 two 16-bit
+/// lanes, k = 2j low) times panel `p` of `w` [P, K/2, 2B]; the 32-bit sums,
+/// or, with `scales`, the sums scaled by the row's `amax` / 127 and the
+/// column's scale.
 struct IntegerPanelKernel {
   OpBuilder &b;
   Location loc;
@@ -207,17 +208,23 @@ struct IntegerPanelKernel {
       }
       scf::YieldOp::create(kb, loc, acc);
     }
-    Value fpad = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-    Value s = vector::TransferReadOp::create(b, loc, f32, scales, ValueRange{p, c(0), j0}, fpad,
-                                             ArrayRef<bool>{true});
-    Value inv127 = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f / 127.0f));
+    // Without scales (graph.integer_matmul) the 32-bit sums are the result.
+    Value s, inv127;
+    if (scales) {
+      Value fpad = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+      s = vector::TransferReadOp::create(b, loc, f32, scales, ValueRange{p, c(0), j0}, fpad, ArrayRef<bool>{true});
+      inv127 = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f / 127.0f));
+    }
     Value out = colLoop.getRegionIterArg(0);
     for (int64_t r = 0; r < block; ++r) {
-      Value rowScale = arith::MulFOp::create(b, loc, tensor::ExtractOp::create(b, loc, amax, ValueRange{rows[r]}),
-                                             inv127);
-      Value scaled = arith::MulFOp::create(b, loc, arith::SIToFPOp::create(b, loc, f32, kLoop.getResult(r)),
-                                           arith::MulFOp::create(b, loc, s, vector::BroadcastOp::create(b, loc, f32, rowScale)));
-      out = vector::TransferWriteOp::create(b, loc, scaled, out, ValueRange{arith::AddIOp::create(b, loc, i0, c(r)), j0},
+      Value v = kLoop.getResult(r);
+      if (scales) {
+        Value rowScale = arith::MulFOp::create(b, loc, tensor::ExtractOp::create(b, loc, amax, ValueRange{rows[r]}),
+                                               inv127);
+        v = arith::MulFOp::create(b, loc, arith::SIToFPOp::create(b, loc, f32, v),
+                                  arith::MulFOp::create(b, loc, s, vector::BroadcastOp::create(b, loc, f32, rowScale)));
+      }
+      out = vector::TransferWriteOp::create(b, loc, v, out, ValueRange{arith::AddIOp::create(b, loc, i0, c(r)), j0},
                                             ArrayRef<bool>{true})
                 .getResult();
     }
@@ -227,6 +234,30 @@ struct IntegerPanelKernel {
     return rowLoop.getResult(0);
   }
 };
+
+/// Two 16-bit lanes in one i32: `lo` (k = 2j) in the low half, `hi` above.
+Value packLanes(OpBuilder &nb, Location nl, Value lo, Value hi) {
+  Value mask = arith::ConstantOp::create(nb, nl, nb.getI32IntegerAttr(0xFFFF));
+  Value up = arith::ShLIOp::create(nb, nl, hi, arith::ConstantOp::create(nb, nl, nb.getI32IntegerAttr(16)));
+  return arith::OrIOp::create(nb, nl, arith::AndIOp::create(nb, nl, lo, mask), up);
+}
+
+/// `a` [M, K] (i32 values that fit 16 bits) as lane pairs [M, K/2].
+Value pairRows(OpBuilder &b, Location loc, Value a, Value m, int64_t k) {
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  Value pairs = emptyTensor(b, loc, RankedTensorType::get({ShapedType::kDynamic, k / 2}, b.getI32Type()), {m});
+  return linalg::GenericOp::create(
+             b, loc, pairs.getType(), ValueRange{a, a}, ValueRange{pairs},
+             SmallVector<AffineMap>{AffineMap::get(2, 0, {d(0), d(1) * 2}, ctx),
+                                    AffineMap::get(2, 0, {d(0), d(1) * 2 + 1}, ctx),
+                                    AffineMap::get(2, 0, {d(0), d(1)}, ctx)},
+             SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
+             [](OpBuilder &nb, Location nl, ValueRange args) {
+               linalg::YieldOp::create(nb, nl, packLanes(nb, nl, args[0], args[1]));
+             })
+      .getResult(0);
+}
 
 /// Per row of `a` [M, K]: max |a| ([M]) and the row quantized to int8
 /// (round half to even of a * 127 / max) in pairs of 16-bit lanes ([M, K/2] i32).
@@ -263,14 +294,83 @@ std::pair<Value, Value> quantizeRows(OpBuilder &b, Location loc, Value a, Value 
                   Value q = math::RoundEvenOp::create(nb, nl, arith::MulFOp::create(nb, nl, x, inv));
                   q = arith::MinimumFOp::create(nb, nl, arith::MaximumFOp::create(nb, nl, q, loBound), hiBound);
                   q = arith::SelectOp::create(nb, nl, positive, q, zero);
-                  Value v = arith::FPToSIOp::create(nb, nl, nb.getI32Type(), q);
-                  return arith::AndIOp::create(nb, nl, v, arith::ConstantOp::create(nb, nl, nb.getI32IntegerAttr(0xFFFF)));
+                  return arith::FPToSIOp::create(nb, nl, nb.getI32Type(), q);
                 };
-                Value hi = arith::ShLIOp::create(nb, nl, lane(args[1]), arith::ConstantOp::create(nb, nl, nb.getI32IntegerAttr(16)));
-                linalg::YieldOp::create(nb, nl, arith::OrIOp::create(nb, nl, lane(args[0]), hi).getResult());
+                linalg::YieldOp::create(nb, nl, packLanes(nb, nl, lane(args[0]), lane(args[1])));
               })
               .getResult(0);
   return {amax, pairs};
+}
+
+/// Fills one work item's tile [rows, B] of panel `p` from row `r0`: rows
+/// [0, whole) in blocks, the rest one by one.
+using TileFiller = std::function<Value(Value tile, Value r0, Value p, Value whole, Value rows)>;
+
+/// The skeleton shared by the panel products: the lhs rows flattened to one
+/// dim, one scf.forall over (64-row tile, panel) whose items fill their tile
+/// (`prepare` first builds what the kernels read from the flattened lhs),
+/// then the padded columns dropped and the rows unflattened.
+Value lowerPanels(OpBuilder &b, Location loc, Value lhs, RankedTensorType rt, int64_t panels, int64_t width,
+                  std::optional<uint64_t> columns, int64_t blockRows,
+                  const std::function<TileFiller(Value flat, Value m)> &prepare) {
+  auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  // (tensor.reshape, not collapse/expand_shape: MLIR 22's
+  // expand-strided-metadata crashes on an expand_shape with two dynamic dims
+  // in one group.)
+  Value a = lhs;
+  auto at = cast<RankedTensorType>(a.getType());
+  int64_t rank = at.getRank();
+  SmallVector<Value> outerDims;
+  Value rowCount = c(1);
+  int64_t staticRows = 1;
+  for (int64_t i = 0; i < rank - 1; ++i) {
+    outerDims.push_back(dimValue(b, loc, a, i));
+    rowCount = arith::MulIOp::create(b, loc, rowCount, outerDims.back());
+    staticRows = at.isDynamicDim(i) || staticRows == ShapedType::kDynamic ? ShapedType::kDynamic
+                                                                         : staticRows * at.getDimSize(i);
+  }
+  if (rank > 2)
+    a = reshapeTo(b, loc, a, RankedTensorType::get({staticRows, at.getDimSize(rank - 1)}, at.getElementType()),
+                  {rowCount, dimValue(b, loc, a, rank - 1)});
+  Value m = dimValue(b, loc, a, 0);
+  auto flat = RankedTensorType::get({cast<RankedTensorType>(a.getType()).getDimSize(0), panels * width},
+                                    rt.getElementType());
+  Value init = emptyTensor(b, loc, flat, {m});
+  TileFiller fill = prepare(a, m);
+
+  Value tiles = arith::CeilDivSIOp::create(b, loc, m, c(kTileRows));
+  auto forall = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{tiles, b.getIndexAttr(panels)},
+                                      ValueRange{init}, std::nullopt);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forall.getBody());
+    Value t = forall.getInductionVars()[0], p = forall.getInductionVars()[1];
+    Value r0 = arith::MulIOp::create(b, loc, t, c(kTileRows));
+    Value rows = arith::MinSIOp::create(b, loc, c(kTileRows), arith::SubIOp::create(b, loc, m, r0));
+    Value col0 = arith::MulIOp::create(b, loc, p, c(width));
+    SmallVector<OpFoldResult> offsets = {r0, col0}, sizes = {rows, b.getIndexAttr(width)},
+                              unit = {b.getIndexAttr(1), b.getIndexAttr(1)};
+    Value tile = tensor::ExtractSliceOp::create(b, loc, forall.getRegionIterArgs()[0], offsets, sizes, unit);
+    // Blocks of rows, then the last rows one by one (a decoding step's
+    // single row takes whole panel rows per pass).
+    Value whole = arith::SubIOp::create(b, loc, rows, arith::RemSIOp::create(b, loc, rows, c(blockRows)));
+    tile = fill(tile, r0, p, whole, rows);
+    OpBuilder tb = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
+    tensor::ParallelInsertSliceOp::create(tb, loc, tile, forall.getRegionIterArgs()[0], offsets, sizes, unit);
+  }
+  Value result = forall.getResult(0);
+  // A padded last panel: the product's first N columns.
+  if (columns) {
+    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(0)},
+                              sizes = {m, b.getIndexAttr(int64_t(*columns))},
+                              unit = {b.getIndexAttr(1), b.getIndexAttr(1)};
+    result = tensor::ExtractSliceOp::create(b, loc, result, offsets, sizes, unit);
+  }
+  if (rank > 2) {
+    outerDims.push_back(c(rt.getDimSize(rank - 1)));
+    result = reshapeTo(b, loc, result, rt, outerDims);
+  }
+  return result;
 }
 
 struct QuantizedMatMulPattern : OpConversionPattern<QuantizedMatMulOp> {
@@ -281,86 +381,60 @@ struct QuantizedMatMulPattern : OpConversionPattern<QuantizedMatMulOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
-    auto rt = cast<RankedTensorType>(op.getType());
     auto wt = cast<RankedTensorType>(adaptor.getWeight().getType());
     auto st = cast<RankedTensorType>(adaptor.getScales().getType());
     bool dynamic = op.getDynamic();
     int64_t bits = op.getBits(), width = wt.getDimSize(2) / (dynamic ? 2 : 1), panels = wt.getDimSize(0);
-    int64_t groups = st.getDimSize(1);
+    int64_t groups = st.getDimSize(1), blockCols = std::min(kBlockCols, width), rowsPerBlock = blockRows;
     auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
-
-    // Rows: every dim of the lhs but the last, as one. (tensor.reshape, not
-    // collapse/expand_shape: MLIR 22's expand-strided-metadata crashes on an
-    // expand_shape with two dynamic dims in one group.)
-    Value a = adaptor.getLhs();
-    auto at = cast<RankedTensorType>(a.getType());
-    int64_t rank = at.getRank();
-    SmallVector<Value> outerDims;
-    Value rowCount = c(1);
-    int64_t staticRows = 1;
-    for (int64_t i = 0; i < rank - 1; ++i) {
-      outerDims.push_back(dimValue(b, loc, a, i));
-      rowCount = arith::MulIOp::create(b, loc, rowCount, outerDims.back());
-      staticRows = at.isDynamicDim(i) || staticRows == ShapedType::kDynamic ? ShapedType::kDynamic
-                                                                           : staticRows * at.getDimSize(i);
-    }
-    if (rank > 2)
-      a = reshapeTo(b, loc, a, RankedTensorType::get({staticRows, at.getDimSize(rank - 1)}, at.getElementType()),
-                    {rowCount, dimValue(b, loc, a, rank - 1)});
-    Value m = dimValue(b, loc, a, 0);
-    auto flat = RankedTensorType::get({cast<RankedTensorType>(a.getType()).getDimSize(0), panels * width},
-                                      rewriter.getF32Type());
-    Value init = emptyTensor(b, loc, flat, {m});
-
-    Value rowMax, rowPairs;
-    if (dynamic)
-      std::tie(rowMax, rowPairs) = quantizeRows(b, loc, a, m, 2 * wt.getDimSize(1));
-
-    // Work items: (row tile, panel).
-    Value tiles = arith::CeilDivSIOp::create(b, loc, m, c(kTileRows));
-    auto forall = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{tiles, b.getIndexAttr(panels)},
-                                        ValueRange{init}, std::nullopt);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(forall.getBody());
-      Value t = forall.getInductionVars()[0], p = forall.getInductionVars()[1];
-      Value r0 = arith::MulIOp::create(b, loc, t, c(kTileRows));
-      Value rows = arith::MinSIOp::create(b, loc, c(kTileRows), arith::SubIOp::create(b, loc, m, r0));
-      Value col0 = arith::MulIOp::create(b, loc, p, c(width));
-      SmallVector<OpFoldResult> offsets = {r0, col0}, sizes = {rows, b.getIndexAttr(width)},
-                                unit = {b.getIndexAttr(1), b.getIndexAttr(1)};
-      Value tile = tensor::ExtractSliceOp::create(b, loc, forall.getRegionIterArgs()[0], offsets, sizes, unit);
-      // Blocks of rows, then the last rows one by one (a decoding step's
-      // single row takes whole panel rows per pass).
-      Value whole = arith::SubIOp::create(b, loc, rows, arith::RemSIOp::create(b, loc, rows, c(blockRows)));
-      int64_t blockCols = std::min(kBlockCols, width);
+    Value weight = adaptor.getWeight(), scales = adaptor.getScales();
+    auto prepare = [&](Value a, Value m) -> TileFiller {
       if (dynamic) {
-        IntegerPanelKernel kernel{b, loc, rowPairs, rowMax, adaptor.getWeight(), adaptor.getScales(), r0, p,
-                                  width, wt.getDimSize(1)};
-        tile = kernel.rowBlocks(tile, c(0), whole, blockRows, blockCols);
-        tile = kernel.rowBlocks(tile, whole, rows, 1, width);
-      } else {
-        PanelKernel kernel{b, loc, a, adaptor.getWeight(), adaptor.getScales(), r0, p, bits, width, groups,
-                           wt.getDimSize(1) / groups, st.getElementType()};
-        tile = kernel.rowBlocks(tile, c(0), whole, blockRows, blockCols);
-        tile = kernel.rowBlocks(tile, whole, rows, 1, width);
+        auto [rowMax, rowPairs] = quantizeRows(b, loc, a, m, 2 * wt.getDimSize(1));
+        return [&, rowMax, rowPairs](Value tile, Value r0, Value p, Value whole, Value rows) {
+          IntegerPanelKernel kernel{b, loc, rowPairs, rowMax, weight, scales, r0, p, width, wt.getDimSize(1)};
+          tile = kernel.rowBlocks(tile, c(0), whole, rowsPerBlock, blockCols);
+          return kernel.rowBlocks(tile, whole, rows, 1, width);
+        };
       }
-      OpBuilder tb = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
-      tensor::ParallelInsertSliceOp::create(tb, loc, tile, forall.getRegionIterArgs()[0], offsets, sizes, unit);
-    }
-    Value result = forall.getResult(0);
-    // A padded last panel: the product's first N columns.
-    if (auto columns = op.getColumns()) {
-      SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(0)},
-                                sizes = {m, b.getIndexAttr(int64_t(*columns))},
-                                unit = {b.getIndexAttr(1), b.getIndexAttr(1)};
-      result = tensor::ExtractSliceOp::create(b, loc, result, offsets, sizes, unit);
-    }
-    if (rank > 2) {
-      outerDims.push_back(c(rt.getDimSize(rank - 1)));
-      result = reshapeTo(b, loc, result, rt, outerDims);
-    }
-    rewriter.replaceOp(op, result);
+      return [&, a](Value tile, Value r0, Value p, Value whole, Value rows) {
+        PanelKernel kernel{b, loc, a, weight, scales, r0, p, bits, width, groups, wt.getDimSize(1) / groups,
+                           st.getElementType()};
+        tile = kernel.rowBlocks(tile, c(0), whole, rowsPerBlock, blockCols);
+        return kernel.rowBlocks(tile, whole, rows, 1, width);
+      };
+    };
+    rewriter.replaceOp(op, lowerPanels(b, loc, adaptor.getLhs(), cast<RankedTensorType>(op.getType()), panels,
+                                       width, op.getColumns(), blockRows, prepare));
+    return success();
+  }
+};
+
+/// graph.integer_matmul: the lhs paired into 16-bit lanes, then the integer
+/// panel kernel without scales.
+struct IntegerMatMulPattern : OpConversionPattern<IntegerMatMulOp> {
+  IntegerMatMulPattern(MLIRContext *ctx, int64_t vectorBits)
+      : OpConversionPattern(ctx), blockRows(vectorBits >= 512 ? 8 : 4) {}
+  int64_t blockRows;
+  LogicalResult matchAndRewrite(IntegerMatMulOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    auto wt = cast<RankedTensorType>(adaptor.getWeight().getType());
+    int64_t width = wt.getDimSize(2) / 2, panels = wt.getDimSize(0), kPairs = wt.getDimSize(1);
+    int64_t blockCols = std::min(kBlockCols, width), rowsPerBlock = blockRows;
+    auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+    Value weight = adaptor.getWeight();
+    auto prepare = [&](Value a, Value m) -> TileFiller {
+      Value pairs = pairRows(b, loc, a, m, 2 * kPairs);
+      return [&, pairs](Value tile, Value r0, Value p, Value whole, Value rows) {
+        IntegerPanelKernel kernel{b, loc, pairs, Value(), weight, Value(), r0, p, width, kPairs};
+        tile = kernel.rowBlocks(tile, c(0), whole, rowsPerBlock, blockCols);
+        return kernel.rowBlocks(tile, whole, rows, 1, width);
+      };
+    };
+    rewriter.replaceOp(op, lowerPanels(b, loc, adaptor.getLhs(), cast<RankedTensorType>(op.getType()), panels,
+                                       width, op.getColumns(), blockRows, prepare));
     return success();
   }
 };
@@ -368,7 +442,7 @@ struct QuantizedMatMulPattern : OpConversionPattern<QuantizedMatMulOp> {
 } // namespace
 
 void populateQuantizedMatMulLoweringPatterns(RewritePatternSet &patterns, int64_t vectorBits) {
-  patterns.add<QuantizedMatMulPattern>(patterns.getContext(), vectorBits);
+  patterns.add<QuantizedMatMulPattern, IntegerMatMulPattern>(patterns.getContext(), vectorBits);
 }
 
 } // namespace kiln

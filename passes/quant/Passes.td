@@ -56,4 +56,19 @@ def FoldQdqPass : Pass<"kiln-fold-qdq", "::mlir::ModuleOp"> {
   }];
 }
 
+def FoldIntegerMatMulPass : Pass<"kiln-fold-integer-matmul", "::mlir::ModuleOp"> {
+  let summary = "Integer products by constant int8 weights (MatMulInteger, QLinearMatMul) as graph.integer_matmul";
+  let description = [{
+    The importer lowers MatMulInteger and QLinearMatMul (what ONNX Runtime's
+    dynamic and static quantizers write) to a graph.matmul on i32 operands
+    widened from 8 bits, which runs as a generic 32-bit loop. When the right
+    operand is a constant int8 [K, N] weight (minus a constant zero point,
+    the differences still int8) and the left operand provably fits 16 bits
+    (a bound propagated through casts from 8-bit types, adds, subtracts and
+    selects), the product becomes graph.integer_matmul: the weight in k
+    pairs, the sums from 16-bit pair products (vpmaddwd), bit-exact. Other
+    products stay as imported, with a remark naming the reason.
+  }];
+}
+
 #endif

@@ -150,22 +150,29 @@ PackedWeight packQuantized(const int8_t *q, MatrixView view, const float *scales
   return pack(q, view, s, 8, group, width, false, pairs);
 }
 
+namespace {
+AsmResourceBlob blobOf(ArrayRef<char> bytes) {
+  return HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, 64, /*dataIsMutable=*/false);
+}
+} // namespace
+
+Value createPackedWeightConstant(OpBuilder &b, Location loc, const PackedWeight &w, StringRef name) {
+  int64_t panels = (w.n + w.width - 1) / w.width, rows = w.bits == 4 || w.pairs ? w.k / 2 : w.k;
+  auto type = RankedTensorType::get({panels, rows, w.pairs ? 2 * w.width : w.width}, b.getIntegerType(8));
+  std::string wname = (name + (w.bits == 4 ? ".q4" : ".q8")).str();
+  ArrayRef<char> bytes(reinterpret_cast<const char *>(w.weight.data()), w.weight.size());
+  auto attr = DenseResourceElementsAttr::get(type, wname, blobOf(bytes));
+  return graph::ConstantOp::create(b, NameLoc::get(StringAttr::get(b.getContext(), wname), loc), attr);
+}
+
 Value createQuantizedMatMul(OpBuilder &b, Location loc, Value lhs, const PackedWeight &w, StringRef name) {
-  MLIRContext *ctx = b.getContext();
-  int64_t panels = (w.n + w.width - 1) / w.width, rows = w.bits == 4 || w.pairs ? w.k / 2 : w.k,
-          groups = w.k / w.group;
-  auto weightType = RankedTensorType::get({panels, rows, w.pairs ? 2 * w.width : w.width}, b.getIntegerType(8));
+  int64_t panels = (w.n + w.width - 1) / w.width, groups = w.k / w.group;
   Type scaleElem = w.f16Scales ? Type(b.getF16Type()) : Type(b.getF32Type());
   auto scaleType = RankedTensorType::get({panels, groups, w.width}, scaleElem);
-  auto blob = [](ArrayRef<char> bytes) {
-    return HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, 64, /*dataIsMutable=*/false);
-  };
-  std::string wname = (name + (w.bits == 4 ? ".q4" : ".q8")).str(), sname = (name + ".scales").str();
-  ArrayRef<char> wbytes(reinterpret_cast<const char *>(w.weight.data()), w.weight.size());
-  auto weightAttr = DenseResourceElementsAttr::get(weightType, wname, blob(wbytes));
-  auto scaleAttr = DenseResourceElementsAttr::get(scaleType, sname, blob(w.scales));
-  Value weight = graph::ConstantOp::create(b, NameLoc::get(StringAttr::get(ctx, wname), loc), weightAttr);
-  Value scales = graph::ConstantOp::create(b, NameLoc::get(StringAttr::get(ctx, sname), loc), scaleAttr);
+  std::string sname = (name + ".scales").str();
+  auto scaleAttr = DenseResourceElementsAttr::get(scaleType, sname, blobOf(w.scales));
+  Value weight = createPackedWeightConstant(b, loc, w, name);
+  Value scales = graph::ConstantOp::create(b, NameLoc::get(StringAttr::get(b.getContext(), sname), loc), scaleAttr);
   IntegerAttr columns = w.n % w.width ? b.getI64IntegerAttr(w.n) : IntegerAttr();
   return graph::QuantizedMatMulOp::create(b, loc, lhs, weight, scales, b.getI64IntegerAttr(w.bits),
                                           b.getI64IntegerAttr(w.group), columns,

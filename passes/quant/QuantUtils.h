@@ -51,6 +51,10 @@ PackedWeight quantizeWeight(const float *w, MatrixView view, int bits, int64_t g
 PackedWeight packQuantized(const int8_t *q, MatrixView view, const float *scales, int64_t group, int64_t width,
                            bool pairs = false);
 
+/// The weight of `w` as a graph.constant named `name`.q8/.q4 (a resource).
+mlir::Value createPackedWeightConstant(mlir::OpBuilder &b, mlir::Location loc, const PackedWeight &w,
+                                       llvm::StringRef name);
+
 /// Builds the constants of `w` (named `name`.q8/.q4 and `name`.scales) and
 /// a graph.quantized_matmul of `lhs` by them (`dynamic` when `w.pairs`).
 mlir::Value createQuantizedMatMul(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs, const PackedWeight &w,

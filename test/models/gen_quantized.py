@@ -23,6 +23,9 @@ that power of two (exact in f32 and f16) and every w / scale an integer.
   turns into quantized products over the model's own int8 values (per column, per tensor
   with a zero point) or, for uint8, keeps as imported; references from the dequantized
   weights in float64.
+- integer/ (compiled as they are): MatMulInteger (uint8 activations with a zero point, int8
+  weights with per-column zero points) and QLinearMatMul by constant int8 weights, which
+  kiln-fold-integer-matmul turns into 16-bit pair products; exact integer references.
 Deterministic (fixed seeds).
 """
 import os
@@ -153,8 +156,62 @@ def qdq_models():
              [("x", x)], lambda x, w=w: x @ w)
 
 
+def save_int(name, nodes, inputs, outputs, initializers, feeds, y):
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializers)
+    model = helper.make_model(graph, producer_name="kiln test/models/gen_quantized.py",
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    d = os.path.join(OUT, "integer", name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    with open(os.path.join(d, "model.onnx"), "wb") as f:
+        f.write(model.SerializeToString())
+    for i, (n, x) in enumerate(feeds):
+        with open(os.path.join(d, "test_data_set_0", "input_%d.pb" % i), "wb") as f:
+            f.write(numpy_helper.from_array(x, n).SerializeToString())
+    with open(os.path.join(d, "test_data_set_0", "output_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(y, "y").SerializeToString())
+
+
+def integer_models():
+    rng = np.random.default_rng(13)
+    k, n = 96, 80
+    a = rng.integers(0, 256, size=(2, 5, k)).astype(np.uint8)
+    a_zp = np.array(131, np.uint8)
+    b = rng.integers(-120, 121, size=(k, n)).astype(np.int8)
+    b_zp = rng.integers(-3, 4, size=n).astype(np.int8)
+    y = (a.astype(np.int64) - int(a_zp)) @ (b.astype(np.int64) - b_zp.astype(np.int64))
+    save_int("matmulinteger_const_b",
+             [helper.make_node("MatMulInteger", ["a", "b", "a_zp", "b_zp"], ["y"], name="mmi")],
+             [helper.make_tensor_value_info("a", TensorProto.UINT8, ["batch", 5, k])],
+             [helper.make_tensor_value_info("y", TensorProto.INT32, ["batch", 5, n])],
+             [numpy_helper.from_array(b, "b"), numpy_helper.from_array(a_zp, "a_zp"),
+              numpy_helper.from_array(b_zp, "b_zp")],
+             [("a", a)], y.astype(np.int32))
+
+    k, n = 64, 48
+    a = rng.integers(-128, 128, size=(7, k)).astype(np.int8)
+    b = rng.integers(-127, 128, size=(k, n)).astype(np.int8)
+    a_s, b_s, y_s = np.float32(0.02), np.float32(0.01), np.float32(0.5)
+    y_zp = np.array(-5, np.int8)
+    acc = a.astype(np.int64) @ b.astype(np.int64)
+    mult = np.float64(np.float32(a_s * b_s) / y_s)
+    y = np.clip(np.rint(acc.astype(np.float64) * mult) + int(y_zp), -128, 127).astype(np.int8)
+    scalar = lambda v, name: numpy_helper.from_array(np.array(v), name)
+    save_int("qlinearmatmul_const_b",
+             [helper.make_node("QLinearMatMul", ["a", "a_s", "a_zp", "b", "b_s", "b_zp", "y_s", "y_zp"], ["y"],
+                               name="qmm")],
+             [helper.make_tensor_value_info("a", TensorProto.INT8, ["m", k])],
+             [helper.make_tensor_value_info("y", TensorProto.INT8, ["m", n])],
+             [scalar(a_s, "a_s"), scalar(np.int8(0), "a_zp"), numpy_helper.from_array(b, "b"),
+              scalar(b_s, "b_s"), scalar(np.int8(0), "b_zp"), scalar(y_s, "y_s"),
+              numpy_helper.from_array(y_zp, "y_zp")],
+             [("a", a)], y)
+
+
 if __name__ == "__main__":
     models("int8", 127, 10 ** 9)
     models("int4", 7, GROUP)
     models("int8_dynamic", 127, 10 ** 9, grid_inputs=True)
     qdq_models()
+    integer_models()

@@ -592,6 +592,25 @@ def Graph_QuantizedMatMulOp : Graph_Op<"quantized_matmul"> {
   let results = (outs AnyRankedTensor:$result);
 }
 
+def Graph_IntegerMatMulOp : Graph_Op<"integer_matmul"> {
+  let summary = "Integer MatMul by a constant int8 weight in k pairs, 32-bit sums";
+  let description = [{
+    `lhs` [..., M, K] (i32 whose values fit 16 bits: kiln-fold-integer-matmul
+    proves it from 8-bit sources) times a [K, N] int8 weight stored as
+    graph.quantized_matmul's `dynamic` form stores it: [N / B, K / 2, 2B],
+    the byte at (p, j, 2b + e) holding k = 2j + e of column p*B + b. Exact
+    i32 results, as the graph.matmul on i32 it replaces (MatMulInteger,
+    QLinearMatMul), computed with 16-bit pair products (x86 vpmaddwd /
+    vpdpwssd). `columns` is N when the last panel is padded.
+
+    ```mlir
+    %c = graph.integer_matmul %a, %w : (tensor<?x768xi32>, tensor<48x384x128xi8>) -> tensor<?x3072xi32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, 3DTensorOf<[I8]>:$weight, OptionalAttr<I64Attr>:$columns);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 def Graph_GemmOp : Graph_Op<"gemm"> {
   let summary = "alpha * op(A) * op(B) + beta * C";
   let description = [{

@@ -657,6 +657,26 @@ LogicalResult QuantizedMatMulOp::inferReturnTypes(MLIRContext *, std::optional<L
   return success();
 }
 
+LogicalResult IntegerMatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  auto a = rankedType(adaptor.getLhs()), w = rankedType(adaptor.getWeight());
+  if (a.getRank() < 2 || !a.getElementType().isInteger(32) || !w.hasStaticShape() || w.getDimSize(2) % 2 != 0)
+    return fail(loc, "integer_matmul needs an i32 lhs of rank >= 2 and a static [N/B, K/2, 2B] weight");
+  int64_t k = 2 * w.getDimSize(1), width = w.getDimSize(2) / 2, ak = a.getDimSize(a.getRank() - 1);
+  if (ak != kDyn && ak != k)
+    return fail(loc, "integer_matmul contracts " + Twine(ak) + " with " + Twine(k));
+  int64_t padded = w.getDimSize(0) * width, n = padded;
+  if (auto columns = adaptor.getColumns()) {
+    n = int64_t(*columns);
+    if (n > padded || n <= padded - width)
+      return fail(loc, "integer_matmul columns " + Twine(n) + " do not end in the last panel");
+  }
+  SmallVector<int64_t> dims(a.getShape());
+  dims.back() = n;
+  types.push_back(a.clone(dims));
+  return success();
+}
+
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,

@@ -94,3 +94,22 @@ func.func @dynamic(%x: tensor<?x48xf32>, %w: tensor<1x24x32xi8>, %s: tensor<1x1x
   %y = graph.quantized_matmul %x, %w, %s {bits = 8 : i64, group_size = 48 : i64, dynamic} : (tensor<?x48xf32>, tensor<1x24x32xi8>, tensor<1x1x16xf32>) -> tensor<?x16xf32>
   return %y : tensor<?x16xf32>
 }
+
+// -----
+
+// integer_matmul: the i32 lhs paired into 16-bit lanes, the same integer
+// kernel, 32-bit sums written as they are (no conversion, no scales).
+// CHECK-LABEL: func @integer
+// CHECK: %[[PAIRS:.*]] = linalg.generic {{.*}} ins(%arg0, %arg0 : {{.*}}) outs(%{{.*}} : tensor<?x24xi32>)
+// CHECK: arith.shli
+// CHECK: arith.andi
+// CHECK: arith.ori
+// CHECK: scf.forall
+// CHECK: tensor.extract %[[PAIRS]]
+// CHECK: arith.addi {{.*}} {kiln.pair_product} : vector<16xi32>
+// CHECK-NOT: arith.sitofp
+// CHECK: vector.transfer_write {{.*}} : vector<16xi32>, tensor<?x16xi32>
+func.func @integer(%x: tensor<?x48xi32>, %w: tensor<1x24x32xi8>) -> tensor<?x16xi32> {
+  %y = graph.integer_matmul %x, %w : (tensor<?x48xi32>, tensor<1x24x32xi8>) -> tensor<?x16xi32>
+  return %y : tensor<?x16xi32>
+}
