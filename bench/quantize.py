@@ -13,8 +13,9 @@ DynamicQuantizeLinear + MatMulInteger, per-column int8 weights) in the same run.
 Decoding models (the tiny llama of test/models/lm, and the TinyLlama-shaped model of
 gen_lm.py --tinyllama when given): decode tokens/s from `kiln-run generate --stats`
 (greedy, --no-eos, synthetic prompt), the bandwidth bound (weight bytes of the artifact
-vs the read bandwidth kiln-membw measures) and the greedy tokens' agreement with fp32
-(how many of the first 16 generated tokens equal the fp32 build's).
+read per token, i.e. all but the embedding table, of which a step gathers one row, vs
+the read bandwidth kiln-membw measures with the same threads) and the greedy tokens' agreement with fp32
+(how many of the first 16 generated tokens equal the fp32 build's), for each --decode-threads.
 
 Rounds alternate the order of kiln and ORT; figures are medians over rounds. Standard
 library only (ORT via bench/node_modules, the converter via /usr/bin/python3 with onnx).
@@ -118,35 +119,40 @@ def decode_rows(args, tmp):
     cases = [("llama-tiny", os.path.join(REPO, "test", "models", "lm", "llama", "model.onnx"), 64)]
     if args.tinyllama:
         cases.append(("tinyllama-4-layers", os.path.join(args.tinyllama, "model.onnx"), 16))
-    bw = float(re.search(r"read_gb_per_s=([0-9.]+)", run([os.path.join(args.bin, "kiln-membw"), "--threads",
-                                                             str(args.threads)]).stdout).group(1)) * 1e9
+    threads = [int(t) for t in args.decode_threads.split(",")]
+    bw = {t: float(re.search(r"read_gb_per_s=([0-9.]+)", run([os.path.join(args.bin, "kiln-membw"), "--threads",
+                                                                str(t)]).stdout).group(1)) * 1e9 for t in threads}
     rows = []
     for name, model, new in cases:
-        vocab = json.load(open(os.path.join(os.path.dirname(model), "generation.json")))["vocab_size"]
+        gen = json.load(open(os.path.join(os.path.dirname(model), "generation.json")))
+        vocab = gen["vocab_size"]
         ids = ",".join(str((1 + 13 * i) % (vocab - 1)) for i in range(32))
         ref_tokens = None
         for mode, flags in MODES:
             artifact = os.path.join(tmp, "%s-%s.kiln" % (name, mode))
             run([os.path.join(args.bin, "kiln-compile"), model, "-o", artifact, "--quiet", "--max-context", "256"]
                 + flags)
-            gen = [os.path.join(args.bin, "kiln-run"), "generate", artifact, "--prompt-ids", ids, "--no-eos",
-                   "--threads", str(args.threads)]
-            tokens = run(gen + ["--max-new-tokens", "16", "--ids"]).stdout.split()
+            gen_cmd = [os.path.join(args.bin, "kiln-run"), "generate", artifact, "--prompt-ids", ids, "--no-eos"]
+            tokens = run(gen_cmd + ["--max-new-tokens", "16", "--ids", "--threads", "1"]).stdout.split()
             if ref_tokens is None:
                 ref_tokens = tokens
             agree = sum(1 for a, b in zip(ref_tokens, tokens) if a == b)
             info = run([os.path.join(args.bin, "kiln-inspect"), artifact]).stdout
             m = re.search(r"weights:\s+\d+ tensors, (\d+) bytes", info)
-            wbytes = int(m.group(1)) if m else 0
-            tps = []
-            for _ in range(args.rounds):
-                p = run(gen + ["--max-new-tokens", str(new), "--quiet", "--stats", "--warmup", "1"])
-                tps.append(json.loads(p.stderr.strip().splitlines()[-1])["tokens_per_second"])
-            rows.append({"model": name, "mode": mode, "size_mb": os.path.getsize(artifact) / 1e6,
-                         "weights_mb": wbytes / 1e6, "tps": statistics.median(tps),
-                         "bound_tps": bw / wbytes if wbytes else 0, "bw_gbs": bw / 1e9,
-                         "greedy_agree": "%d/16" % agree})
-            print(json.dumps(rows[-1]), file=sys.stderr)
+            # Bytes read per token: every weight but the f32 embedding table, of which a step
+            # gathers one row (the output head is a separate, or separately quantized, matrix).
+            wbytes = (int(m.group(1)) if m else 0) - gen["vocab_size"] * gen["hidden_size"] * 4
+            for t in threads:
+                tps = []
+                for _ in range(args.rounds):
+                    p = run(gen_cmd + ["--max-new-tokens", str(new), "--quiet", "--stats", "--warmup", "1",
+                                       "--threads", str(t)])
+                    tps.append(json.loads(p.stderr.strip().splitlines()[-1])["tokens_per_second"])
+                rows.append({"model": name, "mode": mode, "threads": t, "size_mb": os.path.getsize(artifact) / 1e6,
+                             "read_mb": wbytes / 1e6, "tps": statistics.median(tps),
+                             "bound_tps": bw[t] / wbytes if wbytes > 0 else 0, "bw_gbs": bw[t] / 1e9,
+                             "greedy_agree": "%d/16" % agree})
+                print(json.dumps(rows[-1]), file=sys.stderr)
     return rows
 
 
@@ -155,7 +161,8 @@ def main():
     ap.add_argument("--bin", default=os.path.join(REPO, "build", "bin"))
     ap.add_argument("--models", default="mlp,bert,gpt")
     ap.add_argument("--tinyllama", help="directory of gen_lm.py --tinyllama output")
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1, help="forward models' threads")
+    ap.add_argument("--decode-threads", default="1,2", help="decoding thread counts")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iterations", type=int, default=50)
     ap.add_argument("--markdown", action="store_true")
@@ -175,14 +182,13 @@ def main():
         print("| %s | %s | %.2f | %.3f | %s | %s | %.2e | %.6f |" % (
             r["model"], r["mode"], r["size_mb"], r["kiln_ms"], ort, ratio, r["max_rel_err"], r["cosine"]))
     print()
-    print("| model | precision | artifact MB | weights MB | tokens/s | bound tokens/s (%.1f GB/s) | %% of bound "
-          "| greedy tokens = fp32 |" % (dec[0]["bw_gbs"] if dec else 0))
-    print("|---|---|---|---|---|---|---|---|")
+    print("| model | precision | threads | artifact MB | MB read per token | tokens/s | bound tokens/s (GB/s) "
+          "| % of bound | greedy tokens = fp32 |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in dec:
-        print("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.0f%% | %s |" % (
-            r["model"], r["mode"], r["size_mb"], r["weights_mb"], r["tps"], r["bound_tps"],
+        print("| %s | %s | %d | %.1f | %.1f | %.1f | %.1f (%.1f) | %.0f%% | %s |" % (
+            r["model"], r["mode"], r["threads"], r["size_mb"], r["read_mb"], r["tps"], r["bound_tps"], r["bw_gbs"],
             100 * r["tps"] / r["bound_tps"] if r["bound_tps"] else 0, r["greedy_agree"]))
-
 
 if __name__ == "__main__":
     main()

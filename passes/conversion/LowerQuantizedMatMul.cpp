@@ -302,9 +302,10 @@ std::pair<Value, Value> quantizeRows(OpBuilder &b, Location loc, Value a, Value 
   return {amax, pairs};
 }
 
-/// Fills one work item's tile [rows, B] of panel `p` from row `r0`: rows
-/// [0, whole) in blocks, the rest one by one.
-using TileFiller = std::function<Value(Value tile, Value r0, Value p, Value whole, Value rows)>;
+/// Fills rows [lb, ub) of one work item's tile [rows, B] (panel `p`, first
+/// row `r0`) in blocks of `block` rows, `cols` columns at a time.
+using TileFiller =
+    std::function<Value(Value tile, Value r0, Value p, Value lb, Value ub, int64_t block, int64_t cols)>;
 
 /// The skeleton shared by the panel products: the lhs rows flattened to one
 /// dim, one scf.forall over (64-row tile, panel) whose items fill their tile
@@ -313,6 +314,7 @@ using TileFiller = std::function<Value(Value tile, Value r0, Value p, Value whol
 Value lowerPanels(OpBuilder &b, Location loc, Value lhs, RankedTensorType rt, int64_t panels, int64_t width,
                   std::optional<uint64_t> columns, int64_t blockRows,
                   const std::function<TileFiller(Value flat, Value m)> &prepare) {
+  int64_t blockCols = std::min(kBlockCols, width);
   auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
   // (tensor.reshape, not collapse/expand_shape: MLIR 22's
   // expand-strided-metadata crashes on an expand_shape with two dynamic dims
@@ -354,7 +356,8 @@ Value lowerPanels(OpBuilder &b, Location loc, Value lhs, RankedTensorType rt, in
     // Blocks of rows, then the last rows one by one (a decoding step's
     // single row takes whole panel rows per pass).
     Value whole = arith::SubIOp::create(b, loc, rows, arith::RemSIOp::create(b, loc, rows, c(blockRows)));
-    tile = fill(tile, r0, p, whole, rows);
+    tile = fill(tile, r0, p, c(0), whole, blockRows, blockCols);
+    tile = fill(tile, r0, p, whole, rows, 1, width);
     OpBuilder tb = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
     tensor::ParallelInsertSliceOp::create(tb, loc, tile, forall.getRegionIterArgs()[0], offsets, sizes, unit);
   }
@@ -373,10 +376,17 @@ Value lowerPanels(OpBuilder &b, Location loc, Value lhs, RankedTensorType rt, in
   return result;
 }
 
-struct QuantizedMatMulPattern : OpConversionPattern<QuantizedMatMulOp> {
-  QuantizedMatMulPattern(MLIRContext *ctx, int64_t vectorBits)
-      : OpConversionPattern(ctx), blockRows(vectorBits >= 512 ? 8 : 4) {}
+/// Register blocks of 8 rows with 512-bit vectors (8 x 32 floats: 16 of 32
+/// registers), 4 with 256-bit ones.
+template <typename Op>
+struct PanelProductPattern : OpConversionPattern<Op> {
+  PanelProductPattern(MLIRContext *ctx, int64_t vectorBits)
+      : OpConversionPattern<Op>(ctx), blockRows(vectorBits >= 512 ? 8 : 4) {}
   int64_t blockRows;
+};
+
+struct QuantizedMatMulPattern : PanelProductPattern<QuantizedMatMulOp> {
+  using PanelProductPattern::PanelProductPattern;
   LogicalResult matchAndRewrite(QuantizedMatMulOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -385,23 +395,20 @@ struct QuantizedMatMulPattern : OpConversionPattern<QuantizedMatMulOp> {
     auto st = cast<RankedTensorType>(adaptor.getScales().getType());
     bool dynamic = op.getDynamic();
     int64_t bits = op.getBits(), width = wt.getDimSize(2) / (dynamic ? 2 : 1), panels = wt.getDimSize(0);
-    int64_t groups = st.getDimSize(1), blockCols = std::min(kBlockCols, width), rowsPerBlock = blockRows;
-    auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+    int64_t groups = st.getDimSize(1);
     Value weight = adaptor.getWeight(), scales = adaptor.getScales();
     auto prepare = [&](Value a, Value m) -> TileFiller {
       if (dynamic) {
         auto [rowMax, rowPairs] = quantizeRows(b, loc, a, m, 2 * wt.getDimSize(1));
-        return [&, rowMax, rowPairs](Value tile, Value r0, Value p, Value whole, Value rows) {
+        return [&, rowMax, rowPairs](Value tile, Value r0, Value p, Value lb, Value ub, int64_t block, int64_t cols) {
           IntegerPanelKernel kernel{b, loc, rowPairs, rowMax, weight, scales, r0, p, width, wt.getDimSize(1)};
-          tile = kernel.rowBlocks(tile, c(0), whole, rowsPerBlock, blockCols);
-          return kernel.rowBlocks(tile, whole, rows, 1, width);
+          return kernel.rowBlocks(tile, lb, ub, block, cols);
         };
       }
-      return [&, a](Value tile, Value r0, Value p, Value whole, Value rows) {
+      return [&, a](Value tile, Value r0, Value p, Value lb, Value ub, int64_t block, int64_t cols) {
         PanelKernel kernel{b, loc, a, weight, scales, r0, p, bits, width, groups, wt.getDimSize(1) / groups,
                            st.getElementType()};
-        tile = kernel.rowBlocks(tile, c(0), whole, rowsPerBlock, blockCols);
-        return kernel.rowBlocks(tile, whole, rows, 1, width);
+        return kernel.rowBlocks(tile, lb, ub, block, cols);
       };
     };
     rewriter.replaceOp(op, lowerPanels(b, loc, adaptor.getLhs(), cast<RankedTensorType>(op.getType()), panels,
@@ -412,25 +419,20 @@ struct QuantizedMatMulPattern : OpConversionPattern<QuantizedMatMulOp> {
 
 /// graph.integer_matmul: the lhs paired into 16-bit lanes, then the integer
 /// panel kernel without scales.
-struct IntegerMatMulPattern : OpConversionPattern<IntegerMatMulOp> {
-  IntegerMatMulPattern(MLIRContext *ctx, int64_t vectorBits)
-      : OpConversionPattern(ctx), blockRows(vectorBits >= 512 ? 8 : 4) {}
-  int64_t blockRows;
+struct IntegerMatMulPattern : PanelProductPattern<IntegerMatMulOp> {
+  using PanelProductPattern::PanelProductPattern;
   LogicalResult matchAndRewrite(IntegerMatMulOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     auto wt = cast<RankedTensorType>(adaptor.getWeight().getType());
     int64_t width = wt.getDimSize(2) / 2, panels = wt.getDimSize(0), kPairs = wt.getDimSize(1);
-    int64_t blockCols = std::min(kBlockCols, width), rowsPerBlock = blockRows;
-    auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
     Value weight = adaptor.getWeight();
     auto prepare = [&](Value a, Value m) -> TileFiller {
       Value pairs = pairRows(b, loc, a, m, 2 * kPairs);
-      return [&, pairs](Value tile, Value r0, Value p, Value whole, Value rows) {
+      return [&, pairs](Value tile, Value r0, Value p, Value lb, Value ub, int64_t block, int64_t cols) {
         IntegerPanelKernel kernel{b, loc, pairs, Value(), weight, Value(), r0, p, width, kPairs};
-        tile = kernel.rowBlocks(tile, c(0), whole, rowsPerBlock, blockCols);
-        return kernel.rowBlocks(tile, whole, rows, 1, width);
+        return kernel.rowBlocks(tile, lb, ub, block, cols);
       };
     };
     rewriter.replaceOp(op, lowerPanels(b, loc, adaptor.getLhs(), cast<RankedTensorType>(op.getType()), panels,

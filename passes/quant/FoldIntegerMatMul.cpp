@@ -152,6 +152,7 @@ struct FoldIntegerMatMulPass : impl::FoldIntegerMatMulPassBase<FoldIntegerMatMul
       if (cast<RankedTensorType>(mm.getType()).getElementType().isInteger(32))
         products.push_back(mm);
     });
+    bool changed = false;
     for (graph::MatMulOp mm : products) {
       auto lhs = cast<RankedTensorType>(mm.getLhs().getType());
       auto rhs = cast<RankedTensorType>(mm.getRhs().getType());
@@ -184,19 +185,10 @@ struct FoldIntegerMatMulPass : impl::FoldIntegerMatMulPassBase<FoldIntegerMatMul
       auto op = graph::IntegerMatMulOp::create(b, mm.getLoc(), mm.getLhs(), weightValue, columns);
       mm.getResult().replaceAllUsesWith(op.getResult());
       mm.erase();
+      changed = true;
     }
-    // The weight chains left without readers.
-    bool erased = true;
-    while (erased) {
-      erased = false;
-      getOperation().walk([&](Operation *op) {
-        if (op->getDialect() && isa<graph::GraphDialect>(op->getDialect()) && op->use_empty() &&
-            op->getNumResults() > 0) {
-          op->erase();
-          erased = true;
-        }
-      });
-    }
+    if (changed)
+      quant::eraseDeadGraphOps(getOperation()); // the weight chains left without readers
   }
 };
 } // namespace

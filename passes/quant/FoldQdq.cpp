@@ -160,20 +160,8 @@ struct FoldQdqPass : impl::FoldQdqPassBase<FoldQdqPass> {
     bool changed = false;
     for (graph::MatMulOp mm : products)
       changed |= fold(mm);
-    if (!changed)
-      return;
-    // The dequantizing chains left without readers.
-    bool erased = true;
-    while (erased) {
-      erased = false;
-      getOperation().walk([&](Operation *op) {
-        if (op->getDialect() && isa<graph::GraphDialect>(op->getDialect()) && op->use_empty() &&
-            op->getNumResults() > 0) {
-          op->erase();
-          erased = true;
-        }
-      });
-    }
+    if (changed)
+      quant::eraseDeadGraphOps(getOperation()); // the dequantizing chains left without readers
   }
 };
 } // namespace

@@ -179,4 +179,18 @@ Value createQuantizedMatMul(OpBuilder &b, Location loc, Value lhs, const PackedW
                                           w.pairs ? b.getUnitAttr() : UnitAttr());
 }
 
+void eraseDeadGraphOps(Operation *root) {
+  bool erased = true;
+  while (erased) {
+    erased = false;
+    root->walk([&](Operation *op) {
+      if (op->getDialect() && isa<graph::GraphDialect>(op->getDialect()) && op->use_empty() &&
+          op->getNumResults() > 0) {
+        op->erase();
+        erased = true;
+      }
+    });
+  }
+}
+
 } // namespace kiln::quant

@@ -60,6 +60,9 @@ mlir::Value createPackedWeightConstant(mlir::OpBuilder &b, mlir::Location loc, c
 mlir::Value createQuantizedMatMul(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs, const PackedWeight &w,
                                   llvm::StringRef name);
 
+/// Erases graph ops whose results nothing reads (the chains a fold replaced), repeatedly.
+void eraseDeadGraphOps(mlir::Operation *root);
+
 } // namespace kiln::quant
 
 #endif

@@ -2,6 +2,8 @@
 #include "artifact_format.h"
 
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <string_view>
@@ -751,6 +753,16 @@ bool rewriteArtifact(const std::string &path, const ArtifactView &view, Metadata
   }
   const std::string code(reinterpret_cast<const char *>(view.code), size_t(view.codeSize));
   return writeArtifact(path, std::move(meta), code, sources, error);
+}
+
+std::string formatFigure(double v, const char *format) {
+  if (std::isnan(v))
+    return "nan";
+  if (std::isinf(v))
+    return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
 }
 
 } // namespace kiln::artifact

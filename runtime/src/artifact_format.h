@@ -77,6 +77,9 @@ struct AccuracyReport {
   std::string tokens;      // where the teacher-forced tokens came from ("" when not a decoder)
 };
 // The weight quantization recipe (optional section 5; docs/artifact.md), written with --quantize.
+// A figure of a report for people: "%.4g" by default, NaN (not measured) and infinities spelled out.
+std::string formatFigure(double v, const char *format = "%.4g");
+
 struct QuantizationInfo {
   bool present = false;
   std::string mode;                // "int8" | "int4" | "int8-dynamic"

@@ -50,7 +50,9 @@ def grid_weight(rng, k, n, q, group):
     return w.astype(np.float32)
 
 
-def save(kind, name, nodes, inputs, outputs, initializers, feeds, reference):
+def save(kind, name, nodes, inputs, outputs, initializers, feeds, expected):
+    """Writes OUT/kind/name: the model, its inputs, and `expected` (an array, or a function of
+    the inputs in float64 whose result is stored as float32)."""
     graph = helper.make_graph(nodes, name, inputs, outputs, initializers)
     model = helper.make_model(graph, producer_name="kiln test/models/gen_quantized.py",
                               opset_imports=[helper.make_opsetid("", 13)])
@@ -63,9 +65,10 @@ def save(kind, name, nodes, inputs, outputs, initializers, feeds, reference):
     for i, (n, x) in enumerate(feeds):
         with open(os.path.join(d, "test_data_set_0", "input_%d.pb" % i), "wb") as f:
             f.write(numpy_helper.from_array(x, n).SerializeToString())
-    y = reference(*[x.astype(np.float64) for _, x in feeds]).astype(np.float32)
+    if callable(expected):
+        expected = expected(*[x.astype(np.float64) for _, x in feeds]).astype(np.float32)
     with open(os.path.join(d, "test_data_set_0", "output_0.pb"), "wb") as f:
-        f.write(numpy_helper.from_array(y, "y").SerializeToString())
+        f.write(numpy_helper.from_array(expected, "y").SerializeToString())
 
 
 def grid_rows(rng, shape):
@@ -156,23 +159,6 @@ def qdq_models():
              [("x", x)], lambda x, w=w: x @ w)
 
 
-def save_int(name, nodes, inputs, outputs, initializers, feeds, y):
-    graph = helper.make_graph(nodes, name, inputs, outputs, initializers)
-    model = helper.make_model(graph, producer_name="kiln test/models/gen_quantized.py",
-                              opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    d = os.path.join(OUT, "integer", name)
-    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
-    with open(os.path.join(d, "model.onnx"), "wb") as f:
-        f.write(model.SerializeToString())
-    for i, (n, x) in enumerate(feeds):
-        with open(os.path.join(d, "test_data_set_0", "input_%d.pb" % i), "wb") as f:
-            f.write(numpy_helper.from_array(x, n).SerializeToString())
-    with open(os.path.join(d, "test_data_set_0", "output_0.pb"), "wb") as f:
-        f.write(numpy_helper.from_array(y, "y").SerializeToString())
-
-
 def integer_models():
     rng = np.random.default_rng(13)
     k, n = 96, 80
@@ -181,7 +167,7 @@ def integer_models():
     b = rng.integers(-120, 121, size=(k, n)).astype(np.int8)
     b_zp = rng.integers(-3, 4, size=n).astype(np.int8)
     y = (a.astype(np.int64) - int(a_zp)) @ (b.astype(np.int64) - b_zp.astype(np.int64))
-    save_int("matmulinteger_const_b",
+    save("integer", "matmulinteger_const_b",
              [helper.make_node("MatMulInteger", ["a", "b", "a_zp", "b_zp"], ["y"], name="mmi")],
              [helper.make_tensor_value_info("a", TensorProto.UINT8, ["batch", 5, k])],
              [helper.make_tensor_value_info("y", TensorProto.INT32, ["batch", 5, n])],
@@ -198,7 +184,7 @@ def integer_models():
     mult = np.float64(np.float32(a_s * b_s) / y_s)
     y = np.clip(np.rint(acc.astype(np.float64) * mult) + int(y_zp), -128, 127).astype(np.int8)
     scalar = lambda v, name: numpy_helper.from_array(np.array(v), name)
-    save_int("qlinearmatmul_const_b",
+    save("integer", "qlinearmatmul_const_b",
              [helper.make_node("QLinearMatMul", ["a", "a_s", "a_zp", "b", "b_s", "b_zp", "y_s", "y_zp"], ["y"],
                                name="qmm")],
              [helper.make_tensor_value_info("a", TensorProto.INT8, ["m", k])],

@@ -22,6 +22,7 @@
 namespace fs = std::filesystem;
 
 namespace kiln::compile {
+using artifact::formatFigure;
 namespace {
 
 using tools::HostTensor;
@@ -506,15 +507,6 @@ void measureDecoder(Model &fm, Model &qm, const AccuracyOptions &o, artifact::Ac
   report.perplexityQuantized = std::exp(nllQ / double(positions));
 }
 
-std::string figure(double v, const char *format = "%.4g") {
-  if (std::isnan(v))
-    return "nan";
-  if (std::isinf(v))
-    return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
 
 } // namespace
 
@@ -599,28 +591,28 @@ std::vector<std::string> thresholdViolations(const artifact::AccuracyReport &r, 
   for (const artifact::OutputAccuracy &out : r.outputs) {
     // NaN figures (outputs that diverge) fail every threshold.
     if (!std::isnan(o.maxError) && !(out.maxRelError <= o.maxError))
-      v.push_back("output '" + out.name + "' max relative error " + figure(out.maxRelError) + " exceeds --max-error=" +
-                  figure(o.maxError, "%g"));
+      v.push_back("output '" + out.name + "' max relative error " + formatFigure(out.maxRelError) + " exceeds --max-error=" +
+                  formatFigure(o.maxError, "%g"));
     if (!std::isnan(o.minCosine) && !(out.cosine >= o.minCosine))
-      v.push_back("output '" + out.name + "' cosine similarity " + figure(out.cosine, "%.6f") +
-                  " is below --min-cosine=" + figure(o.minCosine, "%.6g"));
+      v.push_back("output '" + out.name + "' cosine similarity " + formatFigure(out.cosine, "%.6f") +
+                  " is below --min-cosine=" + formatFigure(o.minCosine, "%.6g"));
   }
   const bool lm = r.positions > 0;
   if (!std::isnan(o.minTop1)) {
     if (!lm)
       v.push_back("--min-top1 applies to decoders only; this model is not one");
     else if (!(r.top1Agreement >= o.minTop1))
-      v.push_back("output 'logits' top-1 agreement " + figure(r.top1Agreement) + " is below --min-top1=" +
-                  figure(o.minTop1, "%g"));
+      v.push_back("output 'logits' top-1 agreement " + formatFigure(r.top1Agreement) + " is below --min-top1=" +
+                  formatFigure(o.minTop1, "%g"));
   }
   if (!std::isnan(o.maxPerplexityRatio)) {
     const double ratio = r.perplexityQuantized / r.perplexityFloat;
     if (!lm)
       v.push_back("--max-perplexity-ratio applies to decoders only; this model is not one");
     else if (!(ratio <= o.maxPerplexityRatio))
-      v.push_back("output 'logits' perplexity ratio " + figure(ratio) + " (quantized " + figure(r.perplexityQuantized) +
-                  " / float " + figure(r.perplexityFloat) + ") exceeds --max-perplexity-ratio=" +
-                  figure(o.maxPerplexityRatio, "%g"));
+      v.push_back("output 'logits' perplexity ratio " + formatFigure(ratio) + " (quantized " + formatFigure(r.perplexityQuantized) +
+                  " / float " + formatFigure(r.perplexityFloat) + ") exceeds --max-perplexity-ratio=" +
+                  formatFigure(o.maxPerplexityRatio, "%g"));
   }
   return v;
 }
@@ -638,12 +630,12 @@ std::string formatReport(const artifact::AccuracyReport &r, const std::string &m
   s << line;
   for (const auto &o : r.outputs) {
     std::snprintf(line, sizeof line, "  %-*s  %12s  %12s  %10s\n", int(width), o.name.c_str(),
-                  figure(o.maxAbsError).c_str(), figure(o.maxRelError).c_str(), figure(o.cosine, "%.6f").c_str());
+                  formatFigure(o.maxAbsError).c_str(), formatFigure(o.maxRelError).c_str(), formatFigure(o.cosine, "%.6f").c_str());
     s << line;
   }
   if (r.positions > 0)
-    s << "  next token over " << r.positions << " positions: top-1 agreement " << figure(r.top1Agreement)
-      << ", perplexity float " << figure(r.perplexityFloat) << " quantized " << figure(r.perplexityQuantized) << "\n";
+    s << "  next token over " << r.positions << " positions: top-1 agreement " << formatFigure(r.top1Agreement)
+      << ", perplexity float " << formatFigure(r.perplexityFloat) << " quantized " << formatFigure(r.perplexityQuantized) << "\n";
   return s.str();
 }
 

@@ -73,16 +73,6 @@ std::string jsonSignature(const std::vector<TensorSignature> &sigs) {
   return s + "]";
 }
 
-// A figure for people: NaN (not measured) and infinities spelled out.
-std::string figure(double v, const char *format = "%.4g") {
-  if (std::isnan(v))
-    return "nan";
-  if (std::isinf(v))
-    return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, v);
-  return buf;
-}
 
 // JSON has no NaN or infinity: a figure that is not a finite number is null.
 std::string jsonNumber(double v) {
@@ -111,12 +101,12 @@ void printQuantization(const QuantizationInfo &q) {
   std::printf("  accuracy vs float (%s, %u %s%s):\n", a.inputs.c_str(), a.samples,
               a.positions ? "sequence" : "sample", a.samples == 1 ? "" : "s");
   for (const OutputAccuracy &o : a.outputs)
-    std::printf("    %s: max abs err %s, max rel err %s, cosine %s\n", o.name.c_str(), figure(o.maxAbsError).c_str(),
-                figure(o.maxRelError).c_str(), figure(o.cosine, "%.6f").c_str());
+    std::printf("    %s: max abs err %s, max rel err %s, cosine %s\n", o.name.c_str(), formatFigure(o.maxAbsError).c_str(),
+                formatFigure(o.maxRelError).c_str(), formatFigure(o.cosine, "%.6f").c_str());
   if (a.positions)
     std::printf("    next token over %llu positions: top-1 agreement %s, perplexity float %s quantized %s\n",
-                static_cast<unsigned long long>(a.positions), figure(a.top1Agreement).c_str(),
-                figure(a.perplexityFloat).c_str(), figure(a.perplexityQuantized).c_str());
+                static_cast<unsigned long long>(a.positions), formatFigure(a.top1Agreement).c_str(),
+                formatFigure(a.perplexityFloat).c_str(), formatFigure(a.perplexityQuantized).c_str());
 }
 
 std::string jsonQuantization(const QuantizationInfo &q) {

@@ -624,6 +624,27 @@ LogicalResult PackedMatMulOp::inferReturnTypes(MLIRContext *, std::optional<Loca
   return success();
 }
 
+/// The result of a product by a weight in `panels` column panels of `width`
+/// contracting `k`: the lhs's dims with N = `columns` (a padded last panel)
+/// or panels x width.
+static LogicalResult inferPanelProduct(StringRef op, std::optional<Location> loc, RankedTensorType a, int64_t k,
+                                       int64_t panels, int64_t width, std::optional<uint64_t> columns,
+                                       SmallVectorImpl<Type> &types) {
+  int64_t ak = a.getDimSize(a.getRank() - 1);
+  if (ak != kDyn && ak != k)
+    return fail(loc, op + " contracts " + Twine(ak) + " with " + Twine(k));
+  int64_t padded = panels * width, n = padded;
+  if (columns) {
+    n = int64_t(*columns);
+    if (n > padded || n <= padded - width)
+      return fail(loc, op + " columns " + Twine(n) + " do not end in the last panel");
+  }
+  SmallVector<int64_t> dims(a.getShape());
+  dims.back() = n;
+  types.push_back(a.clone(dims));
+  return success();
+}
+
 LogicalResult QuantizedMatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
                                                   SmallVectorImpl<Type> &types) {
   auto a = rankedType(adaptor.getLhs()), w = rankedType(adaptor.getWeight()),
@@ -642,19 +663,7 @@ LogicalResult QuantizedMatMulOp::inferReturnTypes(MLIRContext *, std::optional<L
     return fail(loc, "quantized_matmul group size " + Twine(group) + " does not divide K = " + Twine(k));
   if (s.getDimSize(0) != w.getDimSize(0) || s.getDimSize(1) != k / group || s.getDimSize(2) != width)
     return fail(loc, "quantized_matmul scales do not match the weight's panels and groups");
-  int64_t ak = a.getDimSize(a.getRank() - 1);
-  if (ak != kDyn && ak != k)
-    return fail(loc, "quantized_matmul contracts " + Twine(ak) + " with " + Twine(k));
-  int64_t padded = w.getDimSize(0) * width, n = padded;
-  if (auto columns = adaptor.getColumns()) {
-    n = int64_t(*columns);
-    if (n > padded || n <= padded - width)
-      return fail(loc, "quantized_matmul columns " + Twine(n) + " do not end in the last panel");
-  }
-  SmallVector<int64_t> dims(a.getShape());
-  dims.back() = n;
-  types.push_back(a.clone(dims));
-  return success();
+  return inferPanelProduct("quantized_matmul", loc, a, k, w.getDimSize(0), width, adaptor.getColumns(), types);
 }
 
 LogicalResult IntegerMatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
@@ -662,19 +671,8 @@ LogicalResult IntegerMatMulOp::inferReturnTypes(MLIRContext *, std::optional<Loc
   auto a = rankedType(adaptor.getLhs()), w = rankedType(adaptor.getWeight());
   if (a.getRank() < 2 || !a.getElementType().isInteger(32) || !w.hasStaticShape() || w.getDimSize(2) % 2 != 0)
     return fail(loc, "integer_matmul needs an i32 lhs of rank >= 2 and a static [N/B, K/2, 2B] weight");
-  int64_t k = 2 * w.getDimSize(1), width = w.getDimSize(2) / 2, ak = a.getDimSize(a.getRank() - 1);
-  if (ak != kDyn && ak != k)
-    return fail(loc, "integer_matmul contracts " + Twine(ak) + " with " + Twine(k));
-  int64_t padded = w.getDimSize(0) * width, n = padded;
-  if (auto columns = adaptor.getColumns()) {
-    n = int64_t(*columns);
-    if (n > padded || n <= padded - width)
-      return fail(loc, "integer_matmul columns " + Twine(n) + " do not end in the last panel");
-  }
-  SmallVector<int64_t> dims(a.getShape());
-  dims.back() = n;
-  types.push_back(a.clone(dims));
-  return success();
+  return inferPanelProduct("integer_matmul", loc, a, 2 * w.getDimSize(1), w.getDimSize(0), w.getDimSize(2) / 2,
+                           adaptor.getColumns(), types);
 }
 
 LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
