@@ -87,7 +87,7 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
     // libm serves tanh/erf (accurate; vectorized approximations come with
     // the performance work), LLVM intrinsics the rest.
     return "builtin.module(func.func(kiln-approximate-math),func.func(kiln-select-pair-products{vector-bits=" +
-           std::to_string(options.vectorBits) + "}),convert-vector-to-scf,convert-math-to-funcs,"
+           std::to_string(options.vectorBits) + "}),func.func(kiln-prefetch-weight-streams),convert-vector-to-scf,convert-math-to-funcs,"
            "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
            "convert-math-to-llvm,convert-math-to-libm,finalize-memref-to-llvm,"
            "convert-vector-to-llvm,"

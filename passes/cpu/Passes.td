@@ -119,6 +119,24 @@ def SelectPairProductsPass : Pass<"kiln-select-pair-products", "::mlir::func::Fu
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect"];
 }
 
+def PrefetchWeightStreamsPass : Pass<"kiln-prefetch-weight-streams", "::mlir::func::FuncOp"> {
+  let summary = "Prefetch the weight rows a quantized kernel will read a few rows ahead";
+  let description = [{
+    A `vector.transfer_read` of 8-bit weight panels [P, rows, B] straight
+    from a weight argument of @main (the quantized products' weight loads,
+    one row of a panel per step of the reduction loop) gets a
+    `memref.prefetch` of the same panel `distance` bytes ahead along the
+    second-to-last dim (clamped to the panel's last row, so no address
+    leaves the buffer). Converting 8 or 4-bit weights costs several
+    instructions per cache line, which leaves fewer loads in flight than the
+    hardware prefetcher needs to keep a stream at full bandwidth.
+  }];
+  let options = [
+    Option<"distance", "distance", "int64_t", "4096", "Bytes ahead to prefetch (0: none)">
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
+}
+
 def AddRuntimeContextPass : Pass<"kiln-add-runtime-context", "::mlir::ModuleOp"> {
   let summary = "Give @main the runtime context argument and record its ABI";
   let description = [{
