@@ -58,6 +58,42 @@ bool readI8(graph::ConstantOp c, std::vector<int8_t> &out) {
   return true;
 }
 
+/// Whether `v` is an f32 constant whose every element is `x`.
+bool isScalar(Value v, float x) {
+  auto c = v.getDefiningOp<graph::ConstantOp>();
+  auto dense = c ? dyn_cast<DenseFPElementsAttr>(c.getValue()) : nullptr;
+  return dense && dense.isSplat() && dense.getElementType().isF32() && dense.getSplatValue<float>() == x;
+}
+
+/// The 8-bit integers an importer-dequantized value holds, through reshapes:
+/// `cast(c)` of an i8 constant (int8), or the importer's uint8 form
+/// `where(less(cast(c), 0), add(cast(c), 256), cast(c))` (values 0..255).
+/// Returns the constant, or null.
+graph::ConstantOp quantizedValues(Value v, std::vector<int> &out) {
+  while (auto r = v.getDefiningOp<graph::ReshapeOp>())
+    v = r.getInput();
+  bool unsignedForm = false;
+  if (auto w = v.getDefiningOp<graph::WhereOp>()) {
+    // Only the exact fix-up shape: the same cast in all three places.
+    auto less = w.getCondition().getDefiningOp<graph::LessOp>();
+    auto add = w.getX().getDefiningOp<graph::AddOp>();
+    if (!less || !add || less.getLhs() != w.getY() || add.getLhs() != w.getY() || !isScalar(less.getRhs(), 0) ||
+        !isScalar(add.getRhs(), 256))
+      return nullptr;
+    v = w.getY();
+    unsignedForm = true;
+  }
+  auto castOp = v.getDefiningOp<graph::CastOp>();
+  auto c = castOp ? dyn_cast_or_null<graph::ConstantOp>(castOp.getInput().getDefiningOp()) : nullptr;
+  std::vector<int8_t> raw;
+  if (!c || !readI8(c, raw))
+    return nullptr;
+  out.clear();
+  for (int8_t x : raw)
+    out.push_back(unsignedForm ? int(uint8_t(x)) : int(x));
+  return c;
+}
+
 /// Per-column values of a broadcast operand (1 value: per tensor; n values
 /// along the last axis: per column), or false.
 template <typename T>
@@ -98,15 +134,13 @@ struct FoldQdqPass : impl::FoldQdqPassBase<FoldQdqPass> {
         qV = sub.getLhs();
         zpV = sub.getRhs();
       }
-      auto castOp = qV.getDefiningOp<graph::CastOp>();
-      graph::ConstantOp qC = castOp ? dyn_cast_or_null<graph::ConstantOp>(castOp.getInput().getDefiningOp()) : nullptr;
+      std::vector<int> q, zpAll, zp;
+      graph::ConstantOp qC = quantizedValues(qV, q);
       if (!scaleC || !qC || scaleC.getOperation() == qC.getOperation())
         continue;
-      auto qType = cast<RankedTensorType>(qC.getType());
-      std::vector<int8_t> q, zpAll, zp;
       std::vector<float> scaleAll, scales;
-      if (qType.getShape() != rhsType.getShape() || !readI8(qC, q)) {
-        mm.emitRemark("QDQ weight kept dequantized: not an int8 [K, N] constant (uint8 weights are not folded)");
+      if (cast<RankedTensorType>(qC.getType()).getShape() != rhsType.getShape()) {
+        mm.emitRemark("QDQ weight kept dequantized: not an 8-bit [K, N] constant");
         return false;
       }
       if (!readF32(scaleC, scaleAll) || !perColumn(scaleAll, scaleV, n, scales)) {
@@ -114,20 +148,18 @@ struct FoldQdqPass : impl::FoldQdqPassBase<FoldQdqPass> {
         return false;
       }
       zp.assign(n, 0);
-      if (zpV) {
-        graph::ConstantOp zpC = constantRoot(zpV);
-        if (!zpC || !readI8(zpC, zpAll) || !perColumn(zpAll, zpV, n, zp)) {
-          mm.emitRemark("QDQ weight kept dequantized: the zero point is not a per-tensor or per-column int8 constant");
-          return false;
-        }
+      if (zpV && (!quantizedValues(zpV, zpAll) || !perColumn(zpAll, zpV, n, zp))) {
+        mm.emitRemark("QDQ weight kept dequantized: the zero point is not a per-tensor or per-column 8-bit constant");
+        return false;
       }
+      std::vector<int8_t> shifted(k * n);
       for (int64_t i = 0; i < k * n; ++i) {
-        int v = int(q[i]) - int(zp[i % n]);
+        int v = q[i] - zp[i % n];
         if (v < -128 || v > 127) {
           mm.emitRemark("QDQ weight kept dequantized: q - zero_point leaves int8");
           return false;
         }
-        q[i] = int8_t(v);
+        shifted[i] = int8_t(v);
       }
       int64_t width = quant::paddedPanelWidthFor(n);
       if (!width) {
@@ -137,7 +169,7 @@ struct FoldQdqPass : impl::FoldQdqPassBase<FoldQdqPass> {
       quant::MatrixView view;
       view.k = k;
       view.n = n;
-      quant::PackedWeight w = quant::packQuantized(q.data(), view, scales.data(), k, width);
+      quant::PackedWeight w = quant::packQuantized(shifted.data(), view, scales.data(), k, width);
       OpBuilder b(mm);
       std::string name = "qdq";
       qC.getLoc()->walk([&](Location l) {

@@ -48,11 +48,11 @@ def FoldQdqPass : Pass<"kiln-fold-qdq", "::mlir::ModuleOp"> {
     dequantized f32 copy of the weight computed on every run. This pass
     makes the product read the model's own int8 values and scales directly
     (graph.quantized_matmul, one group per column), with no rounding of its
-    own: q - zero_point is taken exactly when it fits int8 (symmetric
-    weights, and asymmetric ones whose shifted values fit), the scale per
-    tensor or per column (axis 1). Anything else (uint8 weights, per-row
-    scales, shifted values outside int8, N with no panel width) stays as
-    imported, with a remark saying why.
+    own: q - zero_point is taken exactly when it fits int8 (symmetric int8
+    weights, uint8 around zero point 128, other shifted values that fit),
+    the scale per tensor or per column (axis 1). Anything else (per-row
+    scales, shifted values outside int8, N below 16) stays as imported,
+    with a remark saying why.
   }];
 }
 

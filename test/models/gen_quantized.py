@@ -20,9 +20,9 @@ that power of two (exact in f32 and f16) and every w / scale an integer.
   quantizing activations per row is exact and the integer products must match.
 - qdq/ (compiled as they are): QDQ models as quantization tools write them,
   DequantizeLinear(int8 or uint8 weight, scale, zero point) -> MatMul, which kiln-fold-qdq
-  turns into quantized products over the model's own int8 values (per column, per tensor
-  with a zero point) or, for uint8, keeps as imported; references from the dequantized
-  weights in float64.
+  turns into quantized products over the model's own values (int8 or uint8 minus its zero
+  point, per column or per tensor) or keeps as imported when q - zero point leaves int8;
+  references from the dequantized weights in float64.
 - integer/ (compiled as they are): MatMulInteger (uint8 activations with a zero point, int8
   weights with per-column zero points) and QLinearMatMul by constant int8 weights, which
   kiln-fold-integer-matmul turns into 16-bit pair products; exact integer references.
@@ -135,6 +135,7 @@ def qdq_models():
         ("per_column_int8", 96, 128, np.int8, True, 0),
         ("per_tensor_int8_zero_point", 64, 48, np.int8, False, 3),
         ("per_column_uint8", 64, 32, np.uint8, True, 0),
+        ("per_tensor_uint8_wide", 64, 32, np.uint8, False, 0),  # q - zp outside int8: kept dequantized
     ]
     for name, k, n, dtype, per_column, zp_range in cases:
         info = np.iinfo(dtype)
@@ -142,7 +143,7 @@ def qdq_models():
         q = rng.integers(lo, hi + 1, size=(k, n)).astype(dtype)
         scale = (rng.random(n if per_column else 1) * 0.02 + 0.001).astype(np.float32)
         if dtype == np.uint8:
-            zp = np.full(scale.shape, 128, np.uint8)
+            zp = np.full(scale.shape, 0 if name.endswith("wide") else 128, np.uint8)
         else:
             zp = rng.integers(-zp_range, zp_range + 1, size=scale.shape).astype(np.int8)
         w = (q.astype(np.float64) - zp.astype(np.float64)) * scale.astype(np.float64)

@@ -46,3 +46,33 @@ func.func @out_of_range(%x: tensor<?x1xf32>) -> tensor<?x16xf32> {
   %y = graph.matmul %x, %w : (tensor<?x1xf32>, tensor<1x16xf32>) -> tensor<?x16xf32>
   return %y : tensor<?x16xf32>
 }
+
+// -----
+
+// uint8 (the importer's fix-up: where(x < 0, x + 256, x)) with zero point 128:
+// 200 - 128 = 72 (0x48) and 100 - 128 = -28 (0xE4), folded.
+// CHECK-LABEL: func @uint8
+// CHECK-NOT: graph.where
+// CHECK: graph.quantized_matmul
+// CHECK: u8.q8: "0x40000000
+// CHECK-SAME: 48484848484848484848484848484848E4E4E4E4E4E4E4E4E4E4E4E4E4E4E4E4"
+func.func @uint8(%x: tensor<?x2xf32>) -> tensor<?x16xf32> {
+  %q = graph.constant {value = dense<[[-56, -56, -56, -56, -56, -56, -56, -56, -56, -56, -56, -56, -56, -56, -56, -56],
+                                      [100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100]]> : tensor<2x16xi8>} : () -> tensor<2x16xi8> loc("u8")
+  %zp = graph.constant {value = dense<-128> : tensor<i8>} : () -> tensor<i8>
+  %zero = graph.constant {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+  %wrap = graph.constant {value = dense<256.0> : tensor<f32>} : () -> tensor<f32>
+  %s = graph.constant {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
+  %qf = graph.cast %q {to = f32} : (tensor<2x16xi8>) -> tensor<2x16xf32>
+  %qneg = graph.less %qf, %zero : (tensor<2x16xf32>, tensor<f32>) -> tensor<2x16xi1>
+  %qup = graph.add %qf, %wrap : (tensor<2x16xf32>, tensor<f32>) -> tensor<2x16xf32>
+  %qu = graph.where %qneg, %qup, %qf : (tensor<2x16xi1>, tensor<2x16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  %zf = graph.cast %zp {to = f32} : (tensor<i8>) -> tensor<f32>
+  %zneg = graph.less %zf, %zero : (tensor<f32>, tensor<f32>) -> tensor<i1>
+  %zup = graph.add %zf, %wrap : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %zu = graph.where %zneg, %zup, %zf : (tensor<i1>, tensor<f32>, tensor<f32>) -> tensor<f32>
+  %c = graph.sub %qu, %zu : (tensor<2x16xf32>, tensor<f32>) -> tensor<2x16xf32>
+  %w = graph.mul %c, %s : (tensor<2x16xf32>, tensor<f32>) -> tensor<2x16xf32>
+  %y = graph.matmul %x, %w : (tensor<?x2xf32>, tensor<2x16xf32>) -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}
