@@ -23,6 +23,36 @@ constexpr int64_t kTileRows = 64;
 /// a wider block's would).
 constexpr int64_t kBlockCols = 32;
 
+/// Rows [lb, ub) of a work item's `tile` in blocks of `block`, its columns
+/// [0, width) `cols` at a time: `body(j0, rows)` (rows: the lhs row of each
+/// row of the block) returns one vector per row, written at (row, j0).
+Value forRowBlocks(OpBuilder &b, Location loc, Value tile, Value r0, Value lb, Value ub, int64_t block,
+                   int64_t width, int64_t cols,
+                   function_ref<SmallVector<Value>(Value j0, ArrayRef<Value> rows)> body) {
+  auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  auto rowLoop = scf::ForOp::create(b, loc, lb, ub, c(block), ValueRange{tile});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(rowLoop.getBody());
+  Value i0 = rowLoop.getInductionVar();
+  auto colLoop = scf::ForOp::create(b, loc, c(0), c(width), c(cols), ValueRange{rowLoop.getRegionIterArg(0)});
+  b.setInsertionPointToStart(colLoop.getBody());
+  Value j0 = colLoop.getInductionVar();
+  SmallVector<Value> rows;
+  for (int64_t r = 0; r < block; ++r)
+    rows.push_back(arith::AddIOp::create(b, loc, arith::AddIOp::create(b, loc, r0, i0), c(r)));
+  SmallVector<Value> results = body(j0, rows);
+  Value out = colLoop.getRegionIterArg(0);
+  for (int64_t r = 0; r < block; ++r) {
+    Value row = arith::AddIOp::create(b, loc, i0, c(r));
+    out = vector::TransferWriteOp::create(b, loc, results[r], out, ValueRange{row, j0}, ArrayRef<bool>{true})
+              .getResult();
+  }
+  scf::YieldOp::create(b, loc, out);
+  b.setInsertionPointAfter(colLoop);
+  scf::YieldOp::create(b, loc, colLoop.getResult(0));
+  return rowLoop.getResult(0);
+}
+
 /// The kernel of one work item: rows [r0, r0 + rows) of `a` [M, K] times
 /// panel `p`, written into `tile` [rows, B].
 struct PanelKernel {
@@ -89,56 +119,39 @@ struct PanelKernel {
   Value rowBlocks(Value tile, Value lb, Value ub, int64_t block, int64_t cols) {
     auto f32 = VectorType::get({cols}, b.getF32Type());
     Value zeroVec = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(f32, b.getF32FloatAttr(0)));
-    auto rowLoop = scf::ForOp::create(b, loc, lb, ub, c(block), ValueRange{tile});
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(rowLoop.getBody());
-    Value i0 = rowLoop.getInductionVar();
-    auto colLoop = scf::ForOp::create(b, loc, c(0), c(width), c(cols), ValueRange{rowLoop.getRegionIterArg(0)});
-    b.setInsertionPointToStart(colLoop.getBody());
-    Value j0 = colLoop.getInductionVar();
-    SmallVector<Value> rows;
-    for (int64_t r = 0; r < block; ++r)
-      rows.push_back(arith::AddIOp::create(b, loc, arith::AddIOp::create(b, loc, r0, i0), c(r)));
-    SmallVector<Value> zeros(block, zeroVec);
-    bool scaleWeights = groups > 1 && block > 1;
-    auto groupLoop = scf::ForOp::create(b, loc, c(0), c(groups), c(1), zeros);
-    {
-      OpBuilder gb = OpBuilder::atBlockBegin(groupLoop.getBody());
-      Value g = groupLoop.getInductionVar();
-      Value kk0 = arith::MulIOp::create(gb, loc, g, arith::ConstantIndexOp::create(gb, loc, groupRows));
-      Value kk1 = arith::AddIOp::create(gb, loc, kk0, arith::ConstantIndexOp::create(gb, loc, groupRows));
-      Value s = groups > 1 ? groupScale(gb, g, j0, cols) : Value();
-      // Group sums start from zero; otherwise the totals carry through.
-      bool groupSums = groups > 1 && !scaleWeights;
-      ValueRange init = groupSums ? ValueRange(zeros) : ValueRange(groupLoop.getRegionIterArgs());
-      auto kLoop = scf::ForOp::create(gb, loc, kk0, kk1, arith::ConstantIndexOp::create(gb, loc, 1), init);
+    return forRowBlocks(b, loc, tile, r0, lb, ub, block, width, cols, [&](Value j0, ArrayRef<Value> rows) {
+      SmallVector<Value> zeros(block, zeroVec);
+      bool scaleWeights = groups > 1 && block > 1;
+      auto groupLoop = scf::ForOp::create(b, loc, c(0), c(groups), c(1), zeros);
       {
-        OpBuilder kb = OpBuilder::atBlockBegin(kLoop.getBody());
-        scf::YieldOp::create(kb, loc, accumulate(kb, kLoop.getInductionVar(), j0, rows, kLoop.getRegionIterArgs(),
-                                                 scaleWeights ? s : Value(), cols));
+        OpBuilder gb = OpBuilder::atBlockBegin(groupLoop.getBody());
+        Value g = groupLoop.getInductionVar();
+        Value kk0 = arith::MulIOp::create(gb, loc, g, arith::ConstantIndexOp::create(gb, loc, groupRows));
+        Value kk1 = arith::AddIOp::create(gb, loc, kk0, arith::ConstantIndexOp::create(gb, loc, groupRows));
+        Value s = groups > 1 ? groupScale(gb, g, j0, cols) : Value();
+        // Group sums start from zero; otherwise the totals carry through.
+        bool groupSums = groups > 1 && !scaleWeights;
+        ValueRange init = groupSums ? ValueRange(zeros) : ValueRange(groupLoop.getRegionIterArgs());
+        auto kLoop = scf::ForOp::create(gb, loc, kk0, kk1, arith::ConstantIndexOp::create(gb, loc, 1), init);
+        {
+          OpBuilder kb = OpBuilder::atBlockBegin(kLoop.getBody());
+          scf::YieldOp::create(kb, loc, accumulate(kb, kLoop.getInductionVar(), j0, rows, kLoop.getRegionIterArgs(),
+                                                   scaleWeights ? s : Value(), cols));
+        }
+        SmallVector<Value> total(kLoop.getResults());
+        if (groupSums)
+          for (int64_t r = 0; r < block; ++r)
+            total[r] = vector::FMAOp::create(gb, loc, kLoop.getResult(r), s, groupLoop.getRegionIterArg(r));
+        scf::YieldOp::create(gb, loc, total);
       }
-      SmallVector<Value> total(kLoop.getResults());
-      if (groupSums)
-        for (int64_t r = 0; r < block; ++r)
-          total[r] = vector::FMAOp::create(gb, loc, kLoop.getResult(r), s, groupLoop.getRegionIterArg(r));
-      scf::YieldOp::create(gb, loc, total);
-    }
-    SmallVector<Value> result(groupLoop.getResults());
-    if (groups == 1) {
-      Value s = groupScale(b, c(0), j0, cols);
-      for (Value &v : result)
-        v = arith::MulFOp::create(b, loc, v, s);
-    }
-    Value out = colLoop.getRegionIterArg(0);
-    for (int64_t r = 0; r < block; ++r) {
-      Value row = arith::AddIOp::create(b, loc, i0, c(r));
-      out = vector::TransferWriteOp::create(b, loc, result[r], out, ValueRange{row, j0}, ArrayRef<bool>{true})
-                .getResult();
-    }
-    scf::YieldOp::create(b, loc, out);
-    b.setInsertionPointAfter(colLoop);
-    scf::YieldOp::create(b, loc, colLoop.getResult(0));
-    return rowLoop.getResult(0);
+      SmallVector<Value> result(groupLoop.getResults());
+      if (groups == 1) {
+        Value s = groupScale(b, c(0), j0, cols);
+        for (Value &v : result)
+          v = arith::MulFOp::create(b, loc, v, s);
+      }
+      return result;
+    });
   }
 };
 
@@ -181,57 +194,40 @@ struct IntegerPanelKernel {
     auto i32 = VectorType::get({cols}, b.getI32Type()), f32 = VectorType::get({cols}, b.getF32Type());
     auto i16x2 = VectorType::get({2 * cols}, b.getI16Type()), i8x2 = VectorType::get({2 * cols}, b.getI8Type());
     Value zeroVec = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(i32, b.getI32IntegerAttr(0)));
-    auto rowLoop = scf::ForOp::create(b, loc, lb, ub, c(block), ValueRange{tile});
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(rowLoop.getBody());
-    Value i0 = rowLoop.getInductionVar();
-    auto colLoop = scf::ForOp::create(b, loc, c(0), c(width), c(cols), ValueRange{rowLoop.getRegionIterArg(0)});
-    b.setInsertionPointToStart(colLoop.getBody());
-    Value j0 = colLoop.getInductionVar();
-    Value byteCol = arith::MulIOp::create(b, loc, j0, c(2));
-    SmallVector<Value> rows;
-    for (int64_t r = 0; r < block; ++r)
-      rows.push_back(arith::AddIOp::create(b, loc, arith::AddIOp::create(b, loc, r0, i0), c(r)));
-    auto kLoop = scf::ForOp::create(b, loc, c(0), c(kPairs), c(1), SmallVector<Value>(block, zeroVec));
-    {
-      OpBuilder kb = OpBuilder::atBlockBegin(kLoop.getBody());
-      Value j = kLoop.getInductionVar();
-      Value pad = arith::ConstantOp::create(kb, loc, kb.getI8IntegerAttr(0));
-      Value bytes = vector::TransferReadOp::create(kb, loc, i8x2, w, ValueRange{p, j, byteCol}, pad,
-                                                   ArrayRef<bool>{true});
-      Value wv = arith::ExtSIOp::create(kb, loc, i16x2, bytes);
-      SmallVector<Value> acc;
-      for (int64_t r = 0; r < block; ++r) {
-        Value pair = tensor::ExtractOp::create(kb, loc, pairs, ValueRange{rows[r], j});
-        Value av = vector::BitCastOp::create(kb, loc, i16x2, vector::BroadcastOp::create(kb, loc, i32, pair));
-        acc.push_back(pairDot(kb, av, wv, kLoop.getRegionIterArg(r), cols));
+    return forRowBlocks(b, loc, tile, r0, lb, ub, block, width, cols, [&](Value j0, ArrayRef<Value> rows) {
+      Value byteCol = arith::MulIOp::create(b, loc, j0, c(2));
+      auto kLoop = scf::ForOp::create(b, loc, c(0), c(kPairs), c(1), SmallVector<Value>(block, zeroVec));
+      {
+        OpBuilder kb = OpBuilder::atBlockBegin(kLoop.getBody());
+        Value j = kLoop.getInductionVar();
+        Value pad = arith::ConstantOp::create(kb, loc, kb.getI8IntegerAttr(0));
+        Value bytes = vector::TransferReadOp::create(kb, loc, i8x2, w, ValueRange{p, j, byteCol}, pad,
+                                                     ArrayRef<bool>{true});
+        Value wv = arith::ExtSIOp::create(kb, loc, i16x2, bytes);
+        SmallVector<Value> acc;
+        for (int64_t r = 0; r < block; ++r) {
+          Value pair = tensor::ExtractOp::create(kb, loc, pairs, ValueRange{rows[r], j});
+          Value av = vector::BitCastOp::create(kb, loc, i16x2, vector::BroadcastOp::create(kb, loc, i32, pair));
+          acc.push_back(pairDot(kb, av, wv, kLoop.getRegionIterArg(r), cols));
+        }
+        scf::YieldOp::create(kb, loc, acc);
       }
-      scf::YieldOp::create(kb, loc, acc);
-    }
-    // Without scales (graph.integer_matmul) the 32-bit sums are the result.
-    Value s, inv127;
-    if (scales) {
+      // Without scales (graph.integer_matmul) the 32-bit sums are the result.
+      SmallVector<Value> result(kLoop.getResults());
+      if (!scales)
+        return result;
       Value fpad = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-      s = vector::TransferReadOp::create(b, loc, f32, scales, ValueRange{p, c(0), j0}, fpad, ArrayRef<bool>{true});
-      inv127 = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f / 127.0f));
-    }
-    Value out = colLoop.getRegionIterArg(0);
-    for (int64_t r = 0; r < block; ++r) {
-      Value v = kLoop.getResult(r);
-      if (scales) {
+      Value s = vector::TransferReadOp::create(b, loc, f32, scales, ValueRange{p, c(0), j0}, fpad,
+                                               ArrayRef<bool>{true});
+      Value inv127 = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f / 127.0f));
+      for (int64_t r = 0; r < block; ++r) {
         Value rowScale = arith::MulFOp::create(b, loc, tensor::ExtractOp::create(b, loc, amax, ValueRange{rows[r]}),
                                                inv127);
-        v = arith::MulFOp::create(b, loc, arith::SIToFPOp::create(b, loc, f32, v),
-                                  arith::MulFOp::create(b, loc, s, vector::BroadcastOp::create(b, loc, f32, rowScale)));
+        result[r] = arith::MulFOp::create(b, loc, arith::SIToFPOp::create(b, loc, f32, result[r]),
+                                          arith::MulFOp::create(b, loc, s, vector::BroadcastOp::create(b, loc, f32, rowScale)));
       }
-      out = vector::TransferWriteOp::create(b, loc, v, out, ValueRange{arith::AddIOp::create(b, loc, i0, c(r)), j0},
-                                            ArrayRef<bool>{true})
-                .getResult();
-    }
-    scf::YieldOp::create(b, loc, out);
-    b.setInsertionPointAfter(colLoop);
-    scf::YieldOp::create(b, loc, colLoop.getResult(0));
-    return rowLoop.getResult(0);
+      return result;
+    });
   }
 };
 

@@ -60,14 +60,7 @@ bool int8Constant(Value v, std::vector<int8_t> &out, RankedTensorType &type) {
   while (Operation *def = v.getDefiningOp()) {
     if (auto c = dyn_cast<graph::ConstantOp>(def)) {
       type = cast<RankedTensorType>(c.getType());
-      if (!type.getElementType().isInteger(8))
-        return false;
-      std::vector<char> scratch;
-      ArrayRef<char> bytes;
-      if (!quant::constantBytes(c.getValue(), scratch, bytes) || bytes.size() != size_t(type.getNumElements()))
-        return false;
-      out.assign(bytes.begin(), bytes.end());
-      return true;
+      return quant::readInt8Constant(c.getValue(), out);
     }
     if (!isa<graph::CastOp, graph::ReshapeOp>(def))
       return false;

@@ -46,17 +46,6 @@ bool readF32(graph::ConstantOp c, std::vector<float> &out) {
   return true;
 }
 
-bool readI8(graph::ConstantOp c, std::vector<int8_t> &out) {
-  auto t = cast<RankedTensorType>(c.getType());
-  if (!t.getElementType().isInteger(8))
-    return false;
-  std::vector<char> scratch;
-  ArrayRef<char> bytes;
-  if (!quant::constantBytes(c.getValue(), scratch, bytes) || bytes.size() != size_t(t.getNumElements()))
-    return false;
-  out.assign(bytes.begin(), bytes.end());
-  return true;
-}
 
 /// Whether `v` is an f32 constant whose every element is `x`.
 bool isScalar(Value v, float x) {
@@ -86,7 +75,7 @@ graph::ConstantOp quantizedValues(Value v, std::vector<int> &out) {
   auto castOp = v.getDefiningOp<graph::CastOp>();
   auto c = castOp ? dyn_cast_or_null<graph::ConstantOp>(castOp.getInput().getDefiningOp()) : nullptr;
   std::vector<int8_t> raw;
-  if (!c || !readI8(c, raw))
+  if (!c || !quant::readInt8Constant(c.getValue(), raw))
     return nullptr;
   out.clear();
   for (int8_t x : raw)

@@ -51,6 +51,17 @@ bool constantBytes(ElementsAttr attr, std::vector<char> &scratch, ArrayRef<char>
   return true;
 }
 
+bool readInt8Constant(ElementsAttr attr, std::vector<int8_t> &out) {
+  auto type = cast<ShapedType>(attr.getType());
+  std::vector<char> scratch;
+  ArrayRef<char> bytes;
+  if (!type.getElementType().isInteger(8) || !constantBytes(attr, scratch, bytes) ||
+      bytes.size() != size_t(type.getNumElements()))
+    return false;
+  out.assign(bytes.begin(), bytes.end());
+  return true;
+}
+
 namespace {
 
 uint16_t toHalfBits(float f) {

@@ -33,6 +33,9 @@ int64_t paddedPanelWidthFor(int64_t n, int64_t widest = 64);
 /// false if the attribute holds none.
 bool constantBytes(mlir::ElementsAttr attr, std::vector<char> &scratch, llvm::ArrayRef<char> &bytes);
 
+/// The values of an i8 constant (dense or resource); false if it is none.
+bool readInt8Constant(mlir::ElementsAttr attr, std::vector<int8_t> &out);
+
 /// Element (k, n) of a [K, N] matrix stored row-major, or as its transpose.
 struct MatrixView {
   int64_t k = 0, n = 0;
