@@ -1,4 +1,4 @@
-// graph.quantized_matmul -> a tiled loop nest that converts int8/int4 weights to f32 as it streams them.
+// graph.quantized_matmul / graph.integer_matmul -> loop nests over weight panels (f32 from int8/int4, or 16-bit pair products).
 #include "passes/conversion/LoweringUtils.h"
 
 #include "dialects/graph/IR/Graph.h"
@@ -17,10 +17,8 @@ namespace {
 /// Rows of one work item: a panel's weights (K x B bytes, or half that)
 /// stay in cache while this many rows of a prompt pass over them.
 constexpr int64_t kTileRows = 64;
-/// Rows x columns computed together: each weight vector converted once
-/// feeds a block's rows. 8 x 32 floats are 16 of AVX-512's 32 registers,
-/// 4 x 32 are 16 of AVX2's 16 (their products then spill a little less than
-/// a wider block's would).
+/// Columns of a register block (its rows: PanelProductPattern): each weight
+/// vector converted once feeds every row of the block.
 constexpr int64_t kBlockCols = 32;
 
 /// Rows [lb, ub) of a work item's `tile` in blocks of `block`, its columns
