@@ -5,6 +5,7 @@
 #include "dialects/graph/IR/Graph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 
 #include <cstring>
 
@@ -101,6 +102,35 @@ bool perColumn(const std::vector<T> &v, Value operand, int64_t n, std::vector<T>
   return true;
 }
 
+/// The flat index into an operand of shape `from` (right-aligned, dims of 1
+/// broadcast) of element `flat` of a result of shape `to`.
+int64_t broadcastIndex(ArrayRef<int64_t> to, ArrayRef<int64_t> from, int64_t flat) {
+  int64_t index = 0, stride = 1;
+  for (int64_t d = int64_t(to.size()) - 1, f = int64_t(from.size()) - 1; d >= 0; --d, --f) {
+    int64_t coord = flat % to[d];
+    flat /= to[d];
+    if (f >= 0) {
+      if (from[f] != 1)
+        index += coord * stride;
+      stride *= from[f];
+    }
+  }
+  return index;
+}
+
+/// The first name in a (possibly fused) location, or `fallback`.
+std::string nameOf(Location loc, StringRef fallback) {
+  std::string name = fallback.str();
+  loc->walk([&](Location l) {
+    if (auto nl = dyn_cast<NameLoc>(l)) {
+      name = nl.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return name;
+}
+
 struct FoldQdqPass : impl::FoldQdqPassBase<FoldQdqPass> {
   using FoldQdqPassBase::FoldQdqPassBase;
 
@@ -160,16 +190,61 @@ struct FoldQdqPass : impl::FoldQdqPassBase<FoldQdqPass> {
       view.n = n;
       quant::PackedWeight w = quant::packQuantized(shifted.data(), view, scales.data(), k, width);
       OpBuilder b(mm);
-      std::string name = "qdq";
-      qC.getLoc()->walk([&](Location l) {
-        if (auto nl = dyn_cast<NameLoc>(l)) {
-          name = nl.getName().str();
-          return WalkResult::interrupt();
-        }
-        return WalkResult::advance();
-      });
-      mm.getResult().replaceAllUsesWith(quant::createQuantizedMatMul(b, mm.getLoc(), mm.getLhs(), w, name));
+      mm.getResult().replaceAllUsesWith(
+          quant::createQuantizedMatMul(b, mm.getLoc(), mm.getLhs(), w, nameOf(qC.getLoc(), "qdq")));
       mm.erase();
+      return true;
+    }
+    return false;
+  }
+
+  /// Any other dequantized constant weight (a convolution's, a Gather's
+  /// table): computed once here, with the same f32 operations the graph
+  /// would run on every forward pass, so the result is bit-identical and the
+  /// weight becomes an ordinary f32 constant (packed for convolutions).
+  bool foldToFloat(graph::MulOp mul) {
+    auto type = dyn_cast<RankedTensorType>(mul.getType());
+    if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
+      return false;
+    for (int side = 0; side < 2; ++side) {
+      Value centered = mul->getOperand(side), scaleV = mul->getOperand(1 - side);
+      Value qV = centered, zpV;
+      if (auto sub = centered.getDefiningOp<graph::SubOp>()) {
+        qV = sub.getLhs();
+        zpV = sub.getRhs();
+      }
+      std::vector<int> q, zp;
+      std::vector<float> scale;
+      graph::ConstantOp qC = quantizedValues(qV, q);
+      graph::ConstantOp scaleC = constantRoot(scaleV);
+      if (!qC || !scaleC || cast<RankedTensorType>(qV.getType()).getShape() != type.getShape() ||
+          !readF32(scaleC, scale) || (zpV && !quantizedValues(zpV, zp)))
+        continue;
+      auto broadcastFrom = [&](Value operand, size_t count) -> std::optional<std::vector<int64_t>> {
+        auto t = cast<RankedTensorType>(operand.getType());
+        if (!t.hasStaticShape() || size_t(t.getNumElements()) != count || t.getRank() > type.getRank())
+          return std::nullopt;
+        return std::vector<int64_t>(t.getShape().begin(), t.getShape().end());
+      };
+      auto scaleShape = broadcastFrom(scaleV, scale.size());
+      auto zpShape = zpV ? broadcastFrom(zpV, zp.size()) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{});
+      if (!scaleShape || !zpShape)
+        continue;
+      if (!zpV)
+        zp.assign(1, 0);
+      std::vector<float> out(type.getNumElements());
+      ArrayRef<int64_t> shape = type.getShape();
+      for (int64_t i = 0; i < int64_t(out.size()); ++i) {
+        float centeredValue = float(q[i]) - float(zp[broadcastIndex(shape, *zpShape, i)]);
+        out[i] = centeredValue * scale[broadcastIndex(shape, *scaleShape, i)];
+      }
+      OpBuilder b(mul);
+      std::string name = nameOf(qC.getLoc(), "qdq") + ".dequantized";
+      ArrayRef<char> bytes(reinterpret_cast<const char *>(out.data()), out.size() * sizeof(float));
+      auto attr = DenseResourceElementsAttr::get(
+          type, name, HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, 64, /*dataIsMutable=*/false));
+      Value folded = graph::ConstantOp::create(b, NameLoc::get(b.getStringAttr(name), mul.getLoc()), attr);
+      mul.getResult().replaceAllUsesWith(folded);
       return true;
     }
     return false;
@@ -181,6 +256,10 @@ struct FoldQdqPass : impl::FoldQdqPassBase<FoldQdqPass> {
     bool changed = false;
     for (graph::MatMulOp mm : products)
       changed |= fold(mm);
+    SmallVector<graph::MulOp> muls;
+    getOperation().walk([&](graph::MulOp mul) { muls.push_back(mul); });
+    for (graph::MulOp mul : muls)
+      changed |= foldToFloat(mul);
     if (changed)
       quant::eraseDeadGraphOps(getOperation()); // the dequantizing chains left without readers
   }

@@ -51,8 +51,12 @@ def FoldQdqPass : Pass<"kiln-fold-qdq", "::mlir::ModuleOp"> {
     own: q - zero_point is taken exactly when it fits int8 (symmetric int8
     weights, uint8 around zero point 128, other shifted values that fit),
     the scale per tensor or per column (axis 1). Anything else (per-row
-    scales, shifted values outside int8, N below 16) stays as imported,
-    with a remark saying why.
+    scales, shifted values outside int8, N below 16) gets a remark saying
+    why. Those weights, and every other constant dequantized in the graph
+    (a convolution's weight, a Gather's table), are then computed once here
+    with the graph's own f32 operations (bit-identical results) into f32
+    constants: nothing is dequantized per forward pass, and convolution
+    weights get packed.
   }];
 }
 

@@ -22,7 +22,8 @@ that power of two (exact in f32 and f16) and every w / scale an integer.
   DequantizeLinear(int8 or uint8 weight, scale, zero point) -> MatMul, which kiln-fold-qdq
   turns into quantized products over the model's own values (int8 or uint8 minus its zero
   point, per column or per tensor) or keeps as imported when q - zero point leaves int8;
-  references from the dequantized weights in float64.
+  references from the dequantized weights in float64; and conv_per_channel, a QDQ
+  convolution weight (per output channel), which kiln-fold-qdq dequantizes once at compile time.
 - integer/ (compiled as they are): MatMulInteger (uint8 activations with a zero point, int8
   weights with per-column zero points) and QLinearMatMul by constant int8 weights, which
   kiln-fold-integer-matmul turns into 16-bit pair products; exact integer references.
@@ -160,6 +161,42 @@ def qdq_models():
              [("x", x)], lambda x, w=w: x @ w)
 
 
+def conv2d(x, w, b, pad):
+    """NCHW convolution, stride 1, float64."""
+    n, c, h, wd = x.shape
+    co, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = h + 2 * pad - kh + 1, wd + 2 * pad - kw + 1
+    y = np.zeros((n, co, oh, ow))
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, :, i:i + oh, j:j + ow]
+            y += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
+    return y + b.reshape(1, co, 1, 1)
+
+
+def qdq_conv_model():
+    """DequantizeLinear(int8 weight, per output channel, axis 0) -> Conv: kiln-fold-qdq computes
+    the f32 weight once, with the graph's own f32 operations."""
+    rng = np.random.default_rng(17)
+    co, ci = 16, 8
+    q = rng.integers(-127, 128, size=(co, ci, 3, 3)).astype(np.int8)
+    scale = (rng.random(co) * 0.02 + 0.001).astype(np.float32)
+    zp = rng.integers(-2, 3, size=co).astype(np.int8)
+    w = (q.astype(np.float32) - zp.reshape(co, 1, 1, 1).astype(np.float32)) * scale.reshape(co, 1, 1, 1)
+    bias = rng.standard_normal(co).astype(np.float32)
+    x = rng.standard_normal((2, ci, 10, 10)).astype(np.float32)
+    f32 = TensorProto.FLOAT
+    save("qdq", "conv_per_channel",
+         [helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], name="dequant", axis=0),
+          helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv", pads=[1, 1, 1, 1])],
+         [helper.make_tensor_value_info("x", f32, ["n", ci, 10, 10])],
+         [helper.make_tensor_value_info("y", f32, ["n", co, 10, 10])],
+         [numpy_helper.from_array(q, "wq"), numpy_helper.from_array(scale, "ws"),
+          numpy_helper.from_array(zp, "wz"), numpy_helper.from_array(bias, "b")],
+         [("x", x)], lambda x: conv2d(x, w.astype(np.float64), bias.astype(np.float64), 1))
+
+
 def integer_models():
     rng = np.random.default_rng(13)
     k, n = 96, 80
@@ -201,4 +238,5 @@ if __name__ == "__main__":
     models("int4", 7, GROUP)
     models("int8_dynamic", 127, 10 ** 9, grid_inputs=True)
     qdq_models()
+    qdq_conv_model()
     integer_models()

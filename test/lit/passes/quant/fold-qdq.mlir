@@ -1,6 +1,7 @@
 // kiln-fold-qdq: a MatMul weight dequantized in the graph from int8 constants
 // (the importer's form of DequantizeLinear) becomes a quantized product over
-// the model's own values; the dequantizing chain disappears.
+// the model's own values; any other dequantized constant becomes an f32
+// constant computed once; the dequantizing chains disappear.
 // RUN: kiln-opt %s -split-input-file -kiln-fold-qdq -verify-diagnostics | FileCheck %s
 
 // Per column, with a zero point: q - zp = [3, -2] for every column, exactly.
@@ -30,10 +31,13 @@ func.func @per_column(%x: tensor<?x2xf32>) -> tensor<?x16xf32> {
 
 // -----
 
-// A shifted value outside int8 (-128 - 1) keeps the weight dequantized, with a remark.
+// A shifted value outside int8 (-128 - 1) cannot be a quantized product (remark); the weight is
+// dequantized once, here, into an f32 constant: (-128 - 1) * 0.5 = -64.5 (0xC2810000).
 // CHECK-LABEL: func @out_of_range
-// CHECK: graph.sub
-// CHECK: graph.matmul
+// CHECK-NOT: graph.sub
+// CHECK: %[[W:.*]] = graph.constant {value = dense_resource<qdq.dequantized> : tensor<1x16xf32>}
+// CHECK: graph.matmul %arg0, %[[W]]
+// CHECK: qdq.dequantized: "0x40000000000081C2
 func.func @out_of_range(%x: tensor<?x1xf32>) -> tensor<?x16xf32> {
   %q = graph.constant {value = dense<-128> : tensor<1x16xi8>} : () -> tensor<1x16xi8>
   %zp = graph.constant {value = dense<1> : tensor<i8>} : () -> tensor<i8>
@@ -75,4 +79,30 @@ func.func @uint8(%x: tensor<?x2xf32>) -> tensor<?x16xf32> {
   %w = graph.mul %c, %s : (tensor<2x16xf32>, tensor<f32>) -> tensor<2x16xf32>
   %y = graph.matmul %x, %w : (tensor<?x2xf32>, tensor<2x16xf32>) -> tensor<?x16xf32>
   return %y : tensor<?x16xf32>
+}
+
+// -----
+
+// A convolution's weight, per output channel (axis 0: scale and zero point
+// reshaped to [2, 1, 1, 1]): dequantized once into an f32 constant with the
+// graph's own f32 operations, (q - zp) * s: channel 0 (3 - 1) * 0.25 = 0.5
+// (0x3F000000), channel 1 (3 - 0) * 2 = 6 (0x40C00000).
+// CHECK-LABEL: func @conv
+// CHECK-NOT: graph.cast
+// CHECK: %[[W:.*]] = graph.constant {value = dense_resource<cw.dequantized> : tensor<2x1x1x1xf32>}
+// CHECK: graph.conv %arg0, %[[W]]
+// CHECK: cw.dequantized: "0x400000000000003F0000C040"
+func.func @conv(%x: tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %q = graph.constant {value = dense<3> : tensor<2x1x1x1xi8>} : () -> tensor<2x1x1x1xi8> loc("cw")
+  %zp = graph.constant {value = dense<[1, 0]> : tensor<2xi8>} : () -> tensor<2xi8>
+  %s = graph.constant {value = dense<[0.25, 2.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  %shape = graph.constant {value = dense<[2, 1, 1, 1]> : tensor<4xi64>} : () -> tensor<4xi64>
+  %qf = graph.cast %q {to = f32} : (tensor<2x1x1x1xi8>) -> tensor<2x1x1x1xf32>
+  %zf = graph.cast %zp {to = f32} : (tensor<2xi8>) -> tensor<2xf32>
+  %zr = graph.reshape %zf, %shape : (tensor<2xf32>, tensor<4xi64>) -> tensor<2x1x1x1xf32>
+  %sr = graph.reshape %s, %shape : (tensor<2xf32>, tensor<4xi64>) -> tensor<2x1x1x1xf32>
+  %c = graph.sub %qf, %zr : (tensor<2x1x1x1xf32>, tensor<2x1x1x1xf32>) -> tensor<2x1x1x1xf32>
+  %w = graph.mul %c, %sr : (tensor<2x1x1x1xf32>, tensor<2x1x1x1xf32>) -> tensor<2x1x1x1xf32>
+  %y = graph.conv %x, %w {pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x1x4x4xf32>, tensor<2x1x1x1xf32>) -> tensor<1x2x4x4xf32>
+  return %y : tensor<1x2x4x4xf32>
 }
