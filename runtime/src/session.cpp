@@ -70,16 +70,32 @@ void *workspaceTrampoline(void *runtime, int64_t bytes) {
   return p;
 }
 
+// A launch the compiler estimates at a few microseconds of work runs on the calling thread:
+// handing it to the pool costs about as much as the work (two threads were slower than one on
+// small decoders). 0 means the compiler could not estimate; such launches go to the pool.
+bool worthThreads(int64_t flops, int64_t bytes) {
+  constexpr int64_t kSmallBytes = 64 << 10, kSmallFlops = 128 << 10;
+  return bytes <= 0 || bytes > kSmallBytes || flops > kSmallFlops;
+}
+
+void launch(RunState *run, int32_t kernelId, kiln_abi_kernel_fn fn, void *captures, int64_t count, int64_t flops,
+            int64_t bytes) {
+  if (worthThreads(flops, bytes))
+    run->device->parallelFor(kernelId, fn, captures, count);
+  else if (count > 0)
+    fn(captures, 0, count);
+}
+
 void parallelForTrampoline(void *runtime, int32_t kernelId, kiln_abi_kernel_fn fn, void *captures, int64_t count,
                            int64_t flops, int64_t bytes) {
   auto *run = static_cast<RunState *>(runtime);
   if (!run->session->profiling) {
-    run->device->parallelFor(kernelId, fn, captures, count);
+    launch(run, kernelId, fn, captures, count, flops, bytes);
     return;
   }
   using us = std::chrono::duration<double, std::micro>;
   auto begin = std::chrono::steady_clock::now();
-  run->device->parallelFor(kernelId, fn, captures, count);
+  launch(run, kernelId, fn, captures, count, flops, bytes);
   auto end = std::chrono::steady_clock::now();
   run->session->profile.push_back(
       kiln_profile_event{kernelId, us(begin - run->start).count(), us(end - begin).count(), count, flops, bytes});

@@ -31,7 +31,9 @@ typedef void (*kiln_abi_kernel_fn)(void *captures, int64_t begin, int64_t end);
  * when all have finished. `kernel_id` indexes the artifact's kernel table.
  * `flops` and `bytes` are the compiler's estimate of the whole launch's
  * floating-point operations and compulsory memory traffic (each tensor it
- * reads or writes counted once), for the profiler only; 0 means unknown.
+ * reads or writes counted once), for the profiler, and for the runtime to run
+ * a launch estimated at a few microseconds on the calling thread rather than
+ * the pool; 0 means unknown.
  * (Version 3 added them.)
  * `workspace` returns the run's scratch arena (the memory plan's intermediates):
  * at least `bytes` bytes, 64-byte aligned, valid until the entry returns; it is
