@@ -2,6 +2,7 @@
 #include "compiler/artifact/ArtifactWriter.h"
 
 #include "compiler/importer/OnnxImporter.h"
+#include "dialects/graph/IR/Graph.h"
 #include "passes/cpu/Passes.h"
 #include "runtime/include/kiln/abi.h"
 #include "runtime/src/artifact_format.h"
@@ -21,29 +22,12 @@ namespace {
 /// Bytes of an ElementsAttr weight: resources by reference, dense by raw
 /// data (splats expanded into `scratch`).
 bool weightBytes(Attribute attr, std::vector<char> &scratch, artifact::WeightSource &src) {
-  if (auto res = dyn_cast<DenseResourceElementsAttr>(attr)) {
-    AsmResourceBlob *blob = res.getRawHandle().getBlob();
-    if (!blob)
-      return false;
-    src.data = blob->getData().data();
-    src.size = blob->getData().size();
-    return true;
-  }
-  auto dense = dyn_cast<DenseElementsAttr>(attr);
-  if (!dense)
+  auto elements = dyn_cast<ElementsAttr>(attr);
+  ArrayRef<char> bytes;
+  if (!elements || !graph::constantBytes(elements, scratch, bytes))
     return false;
-  ArrayRef<char> raw = dense.getRawData();
-  if (dense.isSplat()) {
-    int64_t n = dense.getNumElements();
-    scratch.resize(raw.size() * n);
-    for (int64_t i = 0; i < n; ++i)
-      std::memcpy(scratch.data() + i * raw.size(), raw.data(), raw.size());
-    src.data = scratch.data();
-    src.size = scratch.size();
-  } else {
-    src.data = raw.data();
-    src.size = raw.size();
-  }
+  src.data = bytes.data();
+  src.size = bytes.size();
   return true;
 }
 

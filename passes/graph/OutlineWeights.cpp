@@ -39,12 +39,7 @@ struct OutlineWeightsPass : impl::OutlineWeightsPassBase<OutlineWeightsPass> {
         unsigned index = func.getNumArguments();
         // The initializer's name survives in the location, possibly fused
         // with others by CSE; take the first.
-        std::string name;
-        op.getLoc()->walk([&](Location l) {
-          if (auto nl = dyn_cast<NameLoc>(l); nl && name.empty())
-            name = nl.getName().str();
-          return WalkResult::advance();
-        });
+        std::string name = graph::firstName(op.getLoc());
         if (name.empty())
           name = "weight_" + std::to_string(weights.size());
         auto attrs = b.getDictionaryAttr(

@@ -80,7 +80,7 @@ bool zeroPoint(Value v, std::vector<int64_t> &out) {
       std::vector<char> scratch;
       ArrayRef<char> bytes;
       if (!type.getElementType().isSignlessInteger() || (bits != 8 && bits != 32) ||
-          type.getNumElements() > (int64_t(1) << 20) || !quant::constantBytes(c.getValue(), scratch, bytes) ||
+          type.getNumElements() > (int64_t(1) << 20) || !graph::constantBytes(c.getValue(), scratch, bytes) ||
           bytes.size() != size_t(type.getNumElements()) * bits / 8)
         return false;
       out.clear();

@@ -40,7 +40,7 @@ bool readF32(graph::ConstantOp c, std::vector<float> &out) {
     return false;
   std::vector<char> scratch;
   ArrayRef<char> bytes;
-  if (!quant::constantBytes(c.getValue(), scratch, bytes) || bytes.size() != size_t(t.getNumElements()) * 4)
+  if (!graph::constantBytes(c.getValue(), scratch, bytes) || bytes.size() != size_t(t.getNumElements()) * 4)
     return false;
   out.resize(t.getNumElements());
   std::memcpy(out.data(), bytes.data(), bytes.size());
@@ -118,17 +118,10 @@ int64_t broadcastIndex(ArrayRef<int64_t> to, ArrayRef<int64_t> from, int64_t fla
   return index;
 }
 
-/// The first name in a (possibly fused) location, or `fallback`.
-std::string nameOf(Location loc, StringRef fallback) {
-  std::string name = fallback.str();
-  loc->walk([&](Location l) {
-    if (auto nl = dyn_cast<NameLoc>(l)) {
-      name = nl.getName().str();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return name;
+/// The constant's name (its initializer's), or `fallback`.
+std::string nameOr(Location loc, StringRef fallback) {
+  std::string name = graph::firstName(loc);
+  return name.empty() ? fallback.str() : name;
 }
 
 struct FoldQdqPass : impl::FoldQdqPassBase<FoldQdqPass> {
@@ -191,7 +184,7 @@ struct FoldQdqPass : impl::FoldQdqPassBase<FoldQdqPass> {
       quant::PackedWeight w = quant::packQuantized(shifted.data(), view, scales.data(), k, width);
       OpBuilder b(mm);
       mm.getResult().replaceAllUsesWith(
-          quant::createQuantizedMatMul(b, mm.getLoc(), mm.getLhs(), w, nameOf(qC.getLoc(), "qdq")));
+          quant::createQuantizedMatMul(b, mm.getLoc(), mm.getLhs(), w, nameOr(qC.getLoc(), "qdq")));
       mm.erase();
       return true;
     }
@@ -239,7 +232,7 @@ struct FoldQdqPass : impl::FoldQdqPassBase<FoldQdqPass> {
         out[i] = centeredValue * scale[broadcastIndex(shape, *scaleShape, i)];
       }
       OpBuilder b(mul);
-      std::string name = nameOf(qC.getLoc(), "qdq") + ".dequantized";
+      std::string name = nameOr(qC.getLoc(), "qdq") + ".dequantized";
       ArrayRef<char> bytes(reinterpret_cast<const char *>(out.data()), out.size() * sizeof(float));
       auto attr = DenseResourceElementsAttr::get(
           type, name, HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, 64, /*dataIsMutable=*/false));

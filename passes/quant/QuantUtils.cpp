@@ -27,35 +27,11 @@ int64_t paddedPanelWidthFor(int64_t n, int64_t widest) {
   return n >= 16 ? 16 : 0;
 }
 
-bool constantBytes(ElementsAttr attr, std::vector<char> &scratch, ArrayRef<char> &bytes) {
-  if (auto res = dyn_cast<DenseResourceElementsAttr>(attr)) {
-    AsmResourceBlob *blob = res.getRawHandle().getBlob();
-    if (!blob)
-      return false;
-    bytes = blob->getData();
-    return true;
-  }
-  auto dense = dyn_cast<DenseElementsAttr>(attr);
-  if (!dense)
-    return false;
-  ArrayRef<char> raw = dense.getRawData();
-  if (!dense.isSplat()) {
-    bytes = raw;
-    return true;
-  }
-  int64_t count = dense.getNumElements();
-  scratch.resize(raw.size() * count);
-  for (int64_t i = 0; i < count; ++i)
-    std::memcpy(scratch.data() + i * raw.size(), raw.data(), raw.size());
-  bytes = scratch;
-  return true;
-}
-
 bool readInt8Constant(ElementsAttr attr, std::vector<int8_t> &out) {
   auto type = cast<ShapedType>(attr.getType());
   std::vector<char> scratch;
   ArrayRef<char> bytes;
-  if (!type.getElementType().isInteger(8) || !constantBytes(attr, scratch, bytes) ||
+  if (!type.getElementType().isInteger(8) || !graph::constantBytes(attr, scratch, bytes) ||
       bytes.size() != size_t(type.getNumElements()))
     return false;
   out.assign(bytes.begin(), bytes.end());

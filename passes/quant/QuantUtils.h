@@ -29,10 +29,6 @@ int64_t panelWidthFor(int64_t n, int64_t widest = 64);
 /// panelWidthFor(n), else 16 with a zero-padded last panel (n >= 16), else 0.
 int64_t paddedPanelWidthFor(int64_t n, int64_t widest = 64);
 
-/// Bytes of a constant (dense data, splats expanded, or a resource blob);
-/// false if the attribute holds none.
-bool constantBytes(mlir::ElementsAttr attr, std::vector<char> &scratch, llvm::ArrayRef<char> &bytes);
-
 /// The values of an i8 constant (dense or resource); false if it is none.
 bool readInt8Constant(mlir::ElementsAttr attr, std::vector<int8_t> &out);
 

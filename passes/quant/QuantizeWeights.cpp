@@ -17,17 +17,6 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// The first name in a (possibly fused) location, or "".
-std::string nameOf(Location loc) {
-  std::string name;
-  loc->walk([&](Location l) {
-    if (auto nl = dyn_cast<NameLoc>(l); nl && name.empty())
-      name = nl.getName().str();
-    return WalkResult::advance();
-  });
-  return name;
-}
-
 struct QuantizeWeightsPass : impl::QuantizeWeightsPassBase<QuantizeWeightsPass> {
   using QuantizeWeightsPassBase::QuantizeWeightsPassBase;
 
@@ -50,7 +39,7 @@ struct QuantizeWeightsPass : impl::QuantizeWeightsPassBase<QuantizeWeightsPass> 
     auto type = dyn_cast<RankedTensorType>(cst.getType());
     if (!type || type.getRank() != 2 || !type.getElementType().isF32() || !type.hasStaticShape())
       return nullptr;
-    std::string weightName = nameOf(cst.getLoc()), nodeName = nameOf(user->getLoc());
+    std::string weightName = graph::firstName(cst.getLoc()), nodeName = graph::firstName(user->getLoc());
     if (kept(weightName, nodeName)) {
       user->emitRemark() << "kept in f32 (--quantize-keep): weight '" << weightName << "'";
       return nullptr;
@@ -80,7 +69,7 @@ struct QuantizeWeightsPass : impl::QuantizeWeightsPassBase<QuantizeWeightsPass> 
       return it->second;
     std::vector<char> scratch;
     ArrayRef<char> bytes;
-    if (!quant::constantBytes(cst.getValue(), scratch, bytes) ||
+    if (!graph::constantBytes(cst.getValue(), scratch, bytes) ||
         bytes.size() != size_t(view.k * view.n) * sizeof(float))
       return nullptr;
     auto packed = std::make_shared<quant::PackedWeight>(quant::quantizeWeight(
@@ -111,7 +100,7 @@ struct QuantizeWeightsPass : impl::QuantizeWeightsPassBase<QuantizeWeightsPass> 
           continue;
         rhsConst = mm.getRhs();
         b.setInsertionPoint(op);
-        Value q = quant::createQuantizedMatMul(b, op->getLoc(), mm.getLhs(), *w, nameOf(rhsConst.getLoc()));
+        Value q = quant::createQuantizedMatMul(b, op->getLoc(), mm.getLhs(), *w, graph::firstName(rhsConst.getLoc()));
         mm.getResult().replaceAllUsesWith(q);
       } else {
         auto gemm = cast<graph::GemmOp>(op);
@@ -123,7 +112,7 @@ struct QuantizeWeightsPass : impl::QuantizeWeightsPassBase<QuantizeWeightsPass> 
         rhsConst = gemm.getB();
         b.setInsertionPoint(op);
         Location loc = op->getLoc();
-        Value y = quant::createQuantizedMatMul(b, loc, gemm.getA(), *w, nameOf(rhsConst.getLoc()));
+        Value y = quant::createQuantizedMatMul(b, loc, gemm.getA(), *w, graph::firstName(rhsConst.getLoc()));
         // alpha * A B + beta * C, as Gemm defines it, around the product.
         auto scalar = [&](double v) -> Value {
           return graph::ConstantOp::create(

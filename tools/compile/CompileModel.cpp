@@ -5,6 +5,7 @@
 #include "compiler/importer/ModelSource.h"
 #include "compiler/importer/OnnxImporter.h"
 #include "compiler/targets/x86/X86Target.h"
+#include "dialects/graph/IR/Graph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -92,25 +93,15 @@ bool compileModel(const CompileRequest &request, CompileResult *result, std::str
   std::string firstError;
   std::vector<std::string> remarks; // the quantization passes' reasons for keeping a product in f32
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
-    if (d.getSeverity() == DiagnosticSeverity::Remark) {
-      std::string where;
-      d.getLocation()->walk([&](Location l) {
-        if (auto nl = dyn_cast<NameLoc>(l); nl && where.empty())
-          where = "node '" + nl.getName().str() + "': ";
-        return WalkResult::advance();
-      });
-      remarks.push_back(where + d.str());
-      return success();
-    }
-    if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty()) {
-      std::string where;
-      d.getLocation()->walk([&](Location l) {
-        if (auto nl = dyn_cast<NameLoc>(l); nl && where.empty())
-          where = "node '" + nl.getName().str() + "': ";
-        return WalkResult::advance();
-      });
-      firstError = where + d.str();
-    }
+    // "node 'n': message", naming the ONNX node the diagnostic's op came from.
+    auto located = [&] {
+      std::string node = graph::firstName(d.getLocation());
+      return (node.empty() ? "" : "node '" + node + "': ") + d.str();
+    };
+    if (d.getSeverity() == DiagnosticSeverity::Remark)
+      remarks.push_back(located());
+    else if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
+      firstError = located();
     return success();
   });
 

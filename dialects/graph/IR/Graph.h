@@ -3,11 +3,15 @@
 #define KILN_DIALECTS_GRAPH_GRAPH_H
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <string>
+#include <vector>
 
 #include "dialects/graph/IR/GraphDialect.h.inc"
 
@@ -40,6 +44,14 @@ struct EinsumSpec {
 };
 mlir::FailureOr<EinsumSpec> parseEinsum(llvm::StringRef equation,
                                         llvm::ArrayRef<int64_t> ranks);
+
+/// The first name in a (possibly fused) location: the ONNX node or
+/// initializer an op or constant came from; "" if there is none.
+std::string firstName(mlir::Location loc);
+
+/// The bytes of a constant's value: a dense_resource blob, or dense data (a
+/// splat expanded into `scratch`); false if the attribute holds none.
+bool constantBytes(mlir::ElementsAttr value, std::vector<char> &scratch, llvm::ArrayRef<char> &bytes);
 } // namespace kiln::graph
 
 #endif

@@ -3,11 +3,13 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <cmath>
+#include <cstring>
 
 using namespace mlir;
 using namespace kiln::graph;
@@ -308,4 +310,40 @@ struct FoldBatchNormParameters : OpRewritePattern<BatchNormOp> {
 
 void BatchNormOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
   results.add<FoldBatchNormParameters>(context);
+}
+
+std::string kiln::graph::firstName(Location loc) {
+  std::string name;
+  loc->walk([&](Location l) {
+    if (auto nl = dyn_cast<NameLoc>(l)) {
+      name = nl.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return name;
+}
+
+bool kiln::graph::constantBytes(ElementsAttr value, std::vector<char> &scratch, ArrayRef<char> &bytes) {
+  if (auto res = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = res.getRawHandle().getBlob();
+    if (!blob)
+      return false;
+    bytes = blob->getData();
+    return true;
+  }
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  if (!dense)
+    return false;
+  ArrayRef<char> raw = dense.getRawData();
+  if (!dense.isSplat()) {
+    bytes = raw;
+    return true;
+  }
+  int64_t count = dense.getNumElements();
+  scratch.resize(raw.size() * count);
+  for (int64_t i = 0; i < count; ++i)
+    std::memcpy(scratch.data() + i * raw.size(), raw.data(), raw.size());
+  bytes = scratch;
+  return true;
 }

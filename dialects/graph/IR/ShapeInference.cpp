@@ -750,6 +750,16 @@ static LogicalResult checkWindowAttrs(std::optional<Location> loc,
   return success();
 }
 
+/// A convolution's optional bias: 1-D with one value per output channel.
+static LogicalResult checkConvBias(std::optional<Location> loc, Value bias, int64_t cout) {
+  if (!bias)
+    return success();
+  auto bt = rankedType(bias);
+  if (bt.getRank() != 1 || (bt.getDimSize(0) != kDyn && bt.getDimSize(0) != cout))
+    return fail(loc, "conv bias must be 1-D of size " + Twine(cout));
+  return success();
+}
+
 LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,
@@ -774,11 +784,8 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
   if (cin != kDyn && cin != w.getDimSize(1) * group)
     return fail(loc, "input channels " + Twine(cin) + " != weight channels " +
                          Twine(w.getDimSize(1)) + " x group " + Twine(group));
-  if (Value b = adaptor.getBias()) {
-    auto bt = rankedType(b);
-    if (bt.getRank() != 1 || (bt.getDimSize(0) != kDyn && bt.getDimSize(0) != cout))
-      return fail(loc, "conv bias must be 1-D of size " + Twine(cout));
-  }
+  if (failed(checkConvBias(loc, adaptor.getBias(), cout)))
+    return failure();
   SmallVector<int64_t> out = {x.getDimSize(0), cout};
   for (int64_t i = 0; i < spatial; ++i)
     out.push_back(slidingWindowSize(
@@ -805,11 +812,8 @@ LogicalResult PackedConvOp::inferReturnTypes(MLIRContext *, std::optional<Locati
   if (window <= 0 || (cin != kDyn && cin * window != w.getDimSize(1)))
     return fail(loc, "packed_conv weight rows " + Twine(w.getDimSize(1)) + " != input channels x window");
   int64_t cout = w.getDimSize(0) * w.getDimSize(2);
-  if (Value b = adaptor.getBias()) {
-    auto bt = rankedType(b);
-    if (bt.getRank() != 1 || (bt.getDimSize(0) != kDyn && bt.getDimSize(0) != cout))
-      return fail(loc, "conv bias must be 1-D of size " + Twine(cout));
-  }
+  if (failed(checkConvBias(loc, adaptor.getBias(), cout)))
+    return failure();
   SmallVector<int64_t> out = {x.getDimSize(0), cout};
   for (int64_t i = 0; i < spatial; ++i)
     out.push_back(slidingWindowSize(x.getDimSize(2 + i), kernel[i], adaptor.getPads()[i],
