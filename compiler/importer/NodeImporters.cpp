@@ -388,13 +388,11 @@ Results importBatchNormTraining(NodeContext &c) {
   if (failed(y))
     return failure();
   SmallVector<Value> results{*y};
-  Value channels = c.i64Constant({xt.getDimSize(1)});
   for (auto [batch, running] : {std::pair{*mean, inMean}, std::pair{*var, inVar}}) {
     if (results.size() >= (size_t)c.node.output_size() || c.node.output(results.size()).empty())
       break;
-    if (xt.isDynamicDim(1))
-      return c.fail("training outputs need a static channel count");
-    auto flat = create<ReshapeOp>(c, batch, channels, (int64_t)0);
+    // [1, C, 1...] -> [C]: the reduced axes squeezed (works for a symbolic C).
+    auto flat = create<SqueezeOp>(c, batch, axes);
     if (failed(flat))
       return failure();
     auto kept = create<MulOp>(c, running, cst(momentum));
@@ -959,9 +957,15 @@ FailureOr<Value> alongAxis(NodeContext &c, Value v, int64_t rank, int64_t axis) 
     axis += rank;
   if (axis < 0 || axis >= rank)
     return c.fail("axis out of range");
-  SmallVector<int64_t> shape(rank, 1);
-  shape[axis] = vt.getDimSize(0);
-  return create<ReshapeOp>(c, v, c.i64Constant(shape), (int64_t)0);
+  // Unit dims around the channel axis (an unsqueeze, so a symbolic channel
+  // count works too).
+  SmallVector<int64_t> unitAxes;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != axis)
+      unitAxes.push_back(i);
+  if (unitAxes.empty())
+    return v;
+  return create<UnsqueezeOp>(c, v, unitAxes);
 }
 
 /// How a quantization parameter (scale or zero point) maps onto its tensor.
@@ -988,7 +992,7 @@ FailureOr<Value> quantParam(NodeContext &c, size_t i, QuantParam how, int64_t ra
     return v;
   if (rank < 2)
     return c.fail(what + ": per-row quantization needs a matrix operand");
-  return create<ReshapeOp>(c, v, c.i64Constant({vt.getDimSize(0), 1}), (int64_t)0);
+  return create<UnsqueezeOp>(c, v, SmallVector<int64_t>{1});
 }
 
 /// Quantized input `i` minus its zero point input `zp` (when present), in i32.

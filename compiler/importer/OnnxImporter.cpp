@@ -28,10 +28,34 @@ std::string hexDigest(ArrayRef<uint8_t> bytes) {
   return out;
 }
 
+/// Operands whose length is part of the graph's structure, not a size: a
+/// shape, axes, pads or scales operand's length decides a result's rank or
+/// how many values the op reads, and a scalar given as [1] is one value.
+/// --symbolic-input-dims keeps these dims when such an operand is a graph
+/// input (a static-rank compiler cannot leave a rank to run time).
+bool isStructuralOperand(llvm::StringRef op, int index) {
+  static const llvm::StringMap<SmallVector<int>> operands = {
+      {"Reshape", {1}},         {"Expand", {1}},        {"ConstantOfShape", {0}},
+      {"Tile", {1}},            {"Slice", {1, 2, 3, 4}}, {"Squeeze", {1}},
+      {"Unsqueeze", {1}},       {"Pad", {1, 2, 3}},     {"Resize", {1, 2, 3}},
+      {"Upsample", {1}},        {"Split", {1}},         {"TopK", {1}},
+      {"OneHot", {1, 2}},       {"CumSum", {1}},        {"Range", {0, 1, 2}},
+      {"Clip", {1, 2}},         {"Trilu", {1}},         {"Dropout", {1, 2}},
+      {"NonMaxSuppression", {2, 3, 4}}, {"DFT", {1, 2}}, {"STFT", {1, 2, 3}},
+      {"HannWindow", {0}},      {"HammingWindow", {0}}, {"BlackmanWindow", {0}},
+      {"MelWeightMatrix", {0, 1, 2, 3, 4}}, {"QuantizeLinear", {1, 2}},
+      {"DequantizeLinear", {1, 2}}, {"ReverseSequence", {1}}};
+  if (op.starts_with("Reduce"))
+    return index == 1;
+  auto it = operands.find(op);
+  return it != operands.end() && llvm::is_contained(it->second, index);
+}
+
 class GraphImporter {
 public:
-  GraphImporter(MLIRContext &ctx, ModelSource &source, std::string &error)
-      : ctx(ctx), source(source), error(error), builder(&ctx) {}
+  GraphImporter(MLIRContext &ctx, ModelSource &source, std::string &error,
+                const ImportOptions &options)
+      : ctx(ctx), source(source), error(error), options(options), builder(&ctx) {}
 
   OwningOpRef<ModuleOp> run(const std::string &sha256);
 
@@ -49,6 +73,7 @@ private:
   MLIRContext &ctx;
   ModelSource &source;
   std::string &error;
+  ImportOptions options;
   OpBuilder builder;
   int64_t opset = 0;
   llvm::StringMap<Value> values;
@@ -184,6 +209,13 @@ OwningOpRef<ModuleOp> GraphImporter::run(const std::string &sha256) {
   for (const auto &init : g.initializer())
     initializerNames.insert(init.name());
 
+  llvm::StringSet<> structuralInputs;
+  if (options.symbolicInputDims)
+    for (const auto &node : g.node())
+      for (int i = 0; i < node.input_size(); ++i)
+        if (isStructuralOperand(node.op_type(), i))
+          structuralInputs.insert(node.input(i));
+
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
   SmallVector<std::string> argNames;
@@ -195,6 +227,9 @@ OwningOpRef<ModuleOp> GraphImporter::run(const std::string &sha256) {
     int32_t dtype;
     if (failed(importSignatureType(in, type, dims, dtype)))
       return nullptr;
+    if (options.symbolicInputDims && !structuralInputs.contains(in.name()))
+      type = RankedTensorType::get(SmallVector<int64_t>(type.getRank(), ShapedType::kDynamic),
+                                   type.getElementType());
     argTypes.push_back(type);
     argNames.push_back(in.name());
     argAttrs.push_back(builder.getDictionaryAttr(
@@ -268,7 +303,7 @@ OwningOpRef<ModuleOp> GraphImporter::run(const std::string &sha256) {
 } // namespace
 
 ImportedModel importOnnxFile(MLIRContext &context, const std::string &path,
-                             std::string &error) {
+                             std::string &error, const ImportOptions &options) {
   context.getOrLoadDialect<graph::GraphDialect>();
   context.getOrLoadDialect<func::FuncDialect>();
   ImportedModel result;
@@ -300,7 +335,7 @@ ImportedModel importOnnxFile(MLIRContext &context, const std::string &path,
     real = dir;
   source->modelDir = std::string(real);
 
-  GraphImporter importer(context, *source, error);
+  GraphImporter importer(context, *source, error, options);
   result.module = importer.run(sha);
   if (!result.module && error.empty())
     error = "import failed";

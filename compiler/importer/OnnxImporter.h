@@ -24,10 +24,20 @@ struct ImportedModel {
 /// so that folding and shape computations can read them.
 constexpr int64_t kInlineConstantLimit = 64;
 
+struct ImportOptions {
+  /// Every graph input's dims become symbolic (`?`, keeping a dim_param's
+  /// name, anonymous otherwise), as if the model declared no static sizes:
+  /// the whole compiler then works from run-time shapes. The conformance
+  /// runner's dynamic mode uses it to check that static and dynamic builds
+  /// agree.
+  bool symbolicInputDims = false;
+};
+
 /// Imports `path`. On failure returns an empty module and sets `error` to one
 /// line naming what is wrong (node, op, opset, file).
 ImportedModel importOnnxFile(mlir::MLIRContext &context,
-                             const std::string &path, std::string &error);
+                             const std::string &path, std::string &error,
+                             const ImportOptions &options = {});
 
 /// Attribute names the importer puts on the module and on @main's arguments
 /// and results; the artifact writer reads them back.

@@ -775,16 +775,45 @@ struct PoolPattern : OpConversionPattern<OpTy> {
                       strides = op.getStrides(), dilations = op.getDilations();
     Value padValue = isMax ? lowestValue(rewriter, loc, et) : scalarConstant(rewriter, loc, et, 0);
     SmallVector<OpFoldResult> low(2, rewriter.getIndexAttr(0)), high(2, rewriter.getIndexAttr(0));
+    SmallVector<Value> ceilDims(spatial); // run-time output sizes with ceil_mode
     bool anyPad = false;
+    auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(rewriter, loc, v); };
     for (int64_t i = 0; i < spatial; ++i) {
       int64_t in = xt.getDimSize(2 + i), out = rt.getDimSize(2 + i);
-      int64_t extra = 0; // ceil_mode windows may run past the end padding
-      if (in != ShapedType::kDynamic && out != ShapedType::kDynamic)
-        extra = std::max<int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 -
-                                         (in + pads[i] + pads[spatial + i]));
-      low.push_back(rewriter.getIndexAttr(pads[i]));
-      high.push_back(rewriter.getIndexAttr(pads[spatial + i] + extra));
-      anyPad |= pads[i] || pads[spatial + i] || extra;
+      int64_t padBegin = pads[i], padEnd = pads[spatial + i];
+      int64_t reach = (kernel[i] - 1) * dilations[i] + 1;
+      low.push_back(rewriter.getIndexAttr(padBegin));
+      if (in != ShapedType::kDynamic && out != ShapedType::kDynamic) {
+        // ceil_mode windows may run past the end padding.
+        int64_t extra = std::max<int64_t>(0, (out - 1) * strides[i] + reach - (in + padBegin + padEnd));
+        high.push_back(rewriter.getIndexAttr(padEnd + extra));
+        anyPad |= padBegin || padEnd || extra;
+        continue;
+      }
+      anyPad |= padBegin || padEnd || op.getCeilMode();
+      if (!op.getCeilMode()) {
+        high.push_back(rewriter.getIndexAttr(padEnd));
+        continue;
+      }
+      // A dynamic size with ceil_mode: the rule of slidingWindowSize at run
+      // time (the last window starts inside the input or the begin padding),
+      // and end padding for the windows that run past the input.
+      Value inV = dimValue(rewriter, loc, x, 2 + i);
+      Value total = arith::AddIOp::create(rewriter, loc, inV, c(padBegin + padEnd));
+      Value span = arith::SubIOp::create(rewriter, loc, total, c(reach));
+      Value outV = arith::AddIOp::create(rewriter, loc, arith::CeilDivSIOp::create(rewriter, loc, span, c(strides[i])), c(1));
+      Value lastStart = arith::MulIOp::create(rewriter, loc, arith::SubIOp::create(rewriter, loc, outV, c(1)), c(strides[i]));
+      Value pastInput = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sge, lastStart,
+                                              arith::AddIOp::create(rewriter, loc, inV, c(padBegin)));
+      outV = arith::SelectOp::create(rewriter, loc, pastInput, arith::SubIOp::create(rewriter, loc, outV, c(1)), outV);
+      Value empty = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt, span, c(0));
+      outV = arith::SelectOp::create(rewriter, loc, empty, c(0), outV);
+      Value needed = arith::AddIOp::create(
+          rewriter, loc, arith::MulIOp::create(rewriter, loc, arith::SubIOp::create(rewriter, loc, outV, c(1)), c(strides[i])),
+          c(reach));
+      Value extra = arith::MaxSIOp::create(rewriter, loc, arith::SubIOp::create(rewriter, loc, needed, total), c(0));
+      high.push_back(arith::AddIOp::create(rewriter, loc, extra, c(padEnd)).getResult());
+      ceilDims[i] = outV;
     }
     Value padded = anyPad ? (Value)tensor::PadOp::create(rewriter, loc, Type(), x, low, high, padValue) : x;
 
@@ -794,8 +823,9 @@ struct PoolPattern : OpConversionPattern<OpTy> {
         dims.push_back(arith::ConstantIndexOp::create(rewriter, loc, rt.getDimSize(2 + i)));
         continue;
       }
-      dims.push_back(windowCount(rewriter, loc, dimValue(rewriter, loc, padded, 2 + i),
-                                 kernel[i], strides[i], dilations[i]));
+      dims.push_back(ceilDims[i] ? ceilDims[i]
+                                 : windowCount(rewriter, loc, dimValue(rewriter, loc, padded, 2 + i), kernel[i],
+                                               strides[i], dilations[i]));
     }
     Value init = filledTensor(rewriter, loc, rt, dims, padValue);
     // The window's extent comes from a shape-only operand, as linalg does.

@@ -245,18 +245,49 @@ struct DynamicExpandPattern : OpConversionPattern<DynamicExpandOp> {
         Value e = tensor::ExtractOp::create(rewriter, loc, adaptor.getShape(), ValueRange{idx(rewriter, loc, k)});
         d = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(), e);
       }
-      if (i >= lead)
-        d = arith::MaxSIOp::create(rewriter, loc, d, dimValue(rewriter, loc, x, i - lead));
+      // Broadcasting: the input's dim unless it is 1 (then the shape's). A
+      // dynamic input dim may be 1 at run time, so the choice is made then;
+      // a size that breaks the rule keeps the input's, so reads stay inside.
+      if (i >= lead) {
+        Value xd = dimValue(rewriter, loc, x, i - lead);
+        Value isOne = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, xd, idx(rewriter, loc, 1));
+        d = arith::SelectOp::create(rewriter, loc, isOne, d, xd);
+      }
       dims.push_back(d);
     }
     MLIRContext *ctx = rewriter.getContext();
     Value init = emptyTensor(rewriter, loc, rt, dims);
-    SmallVector<AffineMap> maps = {broadcastMap(xt, rt, ctx), AffineMap::getMultiDimIdentityMap(rank, ctx)};
     SmallVector<IteratorType> iters(rank, IteratorType::parallel);
-    auto generic = linalg::GenericOp::create(rewriter, loc, TypeRange{rt}, ValueRange{x}, ValueRange{init}, maps, iters,
-                                             [](OpBuilder &b, Location l, ValueRange a) {
-                                               linalg::YieldOp::create(b, l, a[0]);
-                                             });
+    if (xt.hasStaticShape()) {
+      SmallVector<AffineMap> maps = {broadcastMap(xt, rt, ctx), AffineMap::getMultiDimIdentityMap(rank, ctx)};
+      auto generic = linalg::GenericOp::create(rewriter, loc, TypeRange{rt}, ValueRange{x}, ValueRange{init}, maps,
+                                               iters, [](OpBuilder &b, Location l, ValueRange a) {
+                                                 linalg::YieldOp::create(b, l, a[0]);
+                                               });
+      rewriter.replaceOp(op, generic.getResult(0));
+      return success();
+    }
+    // A dynamic input dim is read at min(i, d - 1): 0 where it broadcasts.
+    SmallVector<Value> lastIndex;
+    for (int64_t j = 0; j < xt.getRank(); ++j)
+      lastIndex.push_back(xt.isDynamicDim(j) ? arith::SubIOp::create(rewriter, loc, dimValue(rewriter, loc, x, j),
+                                                                     idx(rewriter, loc, 1))
+                                             : Value());
+    SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx)};
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{rt}, ValueRange{}, ValueRange{init}, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange) {
+          SmallVector<Value> index;
+          for (int64_t j = 0; j < xt.getRank(); ++j) {
+            if (xt.getDimSize(j) == 1)
+              index.push_back(idx(b, l, 0));
+            else if (lastIndex[j])
+              index.push_back(arith::MinSIOp::create(b, l, linalg::IndexOp::create(b, l, j + lead), lastIndex[j]));
+            else
+              index.push_back(linalg::IndexOp::create(b, l, j + lead));
+          }
+          linalg::YieldOp::create(b, l, tensor::ExtractOp::create(b, l, x, index).getResult());
+        });
     rewriter.replaceOp(op, generic.getResult(0));
     return success();
   }

@@ -63,35 +63,67 @@ AffineMap broadcastMap(RankedTensorType operand, RankedTensorType result, MLIRCo
   return AffineMap::get(rank, 0, exprs, ctx);
 }
 
+/// True when input dim `j` of `t` is dynamic where the result's dim is a
+/// static N != 1: ONNX lets it be 1 or N at run time, so it cannot be read
+/// through an indexing map that assumes either.
+static bool mayBroadcastAtRunTime(RankedTensorType t, int64_t j, RankedTensorType result) {
+  int64_t i = j + result.getRank() - t.getRank();
+  return t.isDynamicDim(j) && !result.isDynamicDim(i) && result.getDimSize(i) != 1;
+}
+
 Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
                        ValueRange inputsIn, const BodyFn &body) {
-  SmallVector<Value> inputs(inputsIn.begin(), inputsIn.end());
   int64_t rank = resultType.getRank();
   MLIRContext *ctx = b.getContext();
-  SmallVector<AffineMap> maps;
-  for (Value in : inputs)
-    maps.push_back(broadcastMap(cast<RankedTensorType>(in.getType()), resultType, ctx));
-  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
-  SmallVector<Value> dims = broadcastDims(b, loc, resultType, inputs);
+  SmallVector<Value> dims = broadcastDims(b, loc, resultType, inputsIn);
   Value init = emptyTensor(b, loc, resultType, dims);
+  // Inputs with a dim that may broadcast at run time are read in the body
+  // with tensor.extract at index min(i, d - 1) (0 when d is 1, i when it is
+  // N): correct either way and never out of bounds. The others are operands.
+  SmallVector<Value> mapped;
+  SmallVector<int64_t> slot(inputsIn.size(), -1); // operand position of each mapped input
+  struct Extracted {
+    Value tensor;
+    SmallVector<Value> lastIndex; // d - 1 per dynamic dim that may broadcast, else null
+  };
+  SmallVector<std::optional<Extracted>> extracted(inputsIn.size());
+  for (auto [k, in] : llvm::enumerate(inputsIn)) {
+    auto t = cast<RankedTensorType>(in.getType());
+    bool runtime = false;
+    for (int64_t j = 0; j < t.getRank(); ++j)
+      runtime |= mayBroadcastAtRunTime(t, j, resultType);
+    if (!runtime) {
+      slot[k] = mapped.size();
+      mapped.push_back(in);
+      continue;
+    }
+    Extracted e{in, SmallVector<Value>(t.getRank())};
+    for (int64_t j = 0; j < t.getRank(); ++j)
+      if (mayBroadcastAtRunTime(t, j, resultType))
+        e.lastIndex[j] = arith::SubIOp::create(b, loc, tensor::DimOp::create(b, loc, in, j),
+                                               arith::ConstantIndexOp::create(b, loc, 1));
+    extracted[k] = std::move(e);
+  }
   // linalg takes loop bounds from the first operand that has each dim, so
   // cut every input's dynamic dims to the result's: an input larger than its
   // partner then cannot drive the loops past the end of the others.
   // Only needed when two inputs are dynamic in the same result dim; a slice
   // also stops elementwise fusion, so unary chains must not get one.
   SmallVector<int> dynamicInputs(rank, 0);
-  for (Value in : inputs) {
+  for (Value in : mapped) {
     auto t = cast<RankedTensorType>(in.getType());
     for (int64_t j = 0; j < t.getRank(); ++j)
       if (t.isDynamicDim(j))
         ++dynamicInputs[j + rank - t.getRank()];
   }
   bool ambiguous = llvm::any_of(dynamicInputs, [](int n) { return n > 1; });
-  SmallVector<Value> bounded;
-  for (Value in : inputs) {
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (Value in : mapped) {
     auto t = cast<RankedTensorType>(in.getType());
+    maps.push_back(broadcastMap(t, resultType, ctx));
     if (!ambiguous || t.hasStaticShape()) {
-      bounded.push_back(in);
+      inputs.push_back(in);
       continue;
     }
     SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0)), sizes, strides(t.getRank(), b.getIndexAttr(1));
@@ -102,14 +134,34 @@ Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
       else
         sizes.push_back(b.getIndexAttr(t.getDimSize(j)));
     }
-    bounded.push_back(tensor::ExtractSliceOp::create(b, loc, t, in, offsets, sizes, strides));
+    inputs.push_back(tensor::ExtractSliceOp::create(b, loc, t, in, offsets, sizes, strides));
   }
-  inputs = bounded;
+  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
   SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
       b, loc, resultType, ValueRange(inputs), ValueRange{init}, maps, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value v = body(nb, nloc, args.drop_back());
+        SmallVector<Value> scalars;
+        for (size_t k = 0; k < inputsIn.size(); ++k) {
+          if (slot[k] >= 0) {
+            scalars.push_back(args[slot[k]]);
+            continue;
+          }
+          const Extracted &e = *extracted[k];
+          auto t = cast<RankedTensorType>(e.tensor.getType());
+          SmallVector<Value> index;
+          for (int64_t j = 0; j < t.getRank(); ++j) {
+            int64_t i = j + rank - t.getRank();
+            if (t.getDimSize(j) == 1)
+              index.push_back(arith::ConstantIndexOp::create(nb, nloc, 0));
+            else if (e.lastIndex[j])
+              index.push_back(arith::MinSIOp::create(nb, nloc, linalg::IndexOp::create(nb, nloc, i), e.lastIndex[j]));
+            else
+              index.push_back(linalg::IndexOp::create(nb, nloc, i));
+          }
+          scalars.push_back(tensor::ExtractOp::create(nb, nloc, e.tensor, index));
+        }
+        Value v = body(nb, nloc, scalars);
         linalg::YieldOp::create(nb, nloc, v);
       });
   return generic.getResult(0);
@@ -117,7 +169,7 @@ Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
 
 Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type,
                 ArrayRef<Value> dims) {
-  if (v.getType() == type)
+  if (v.getType() == type && type.hasStaticShape())
     return v;
   SmallVector<Value> sizes;
   for (Value d : dims)

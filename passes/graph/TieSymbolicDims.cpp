@@ -100,9 +100,30 @@ struct TieSymbolicDimsPass : impl::TieSymbolicDimsPassBase<TieSymbolicDimsPass> 
     if (auto g = dyn_cast<GemmOp>(op)) {
       tie(g.getA(), g.getTransA() ? 0 : 1, g.getB(), g.getTransB() ? 1 : 0);
       tie(g.getA(), g.getTransA() ? 1 : 0, r, 0);
+      tie(g.getB(), g.getTransB() ? 0 : 1, r, 1);
+      // The bias C is added with broadcasting: a dynamic dim of it is read as
+      // the result's.
+      if (Value cv = g.getC())
+        tieBroadcast(r, cv);
       return;
     }
-    if (isa<ConvOp, ConvTransposeOp, MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp, InstanceNormOp>(op)) {
+    if (auto conv = dyn_cast<ConvOp>(op)) {
+      tie(conv.getInput(), 0, r, 0);
+      tie(conv.getWeight(), 0, r, 1);
+      if (conv.getGroup() == 1)
+        tie(conv.getInput(), 1, conv.getWeight(), 1);
+      if (Value bias = conv.getBias())
+        tie(bias, 0, r, 1);
+      return;
+    }
+    // Per-channel parameters meet the input's channel axis.
+    if (isa<BatchNormOp, InstanceNormOp>(op)) {
+      tieSameShape(r, op->getOperand(0));
+      for (Value param : op->getOperands().drop_front())
+        tie(param, 0, op->getOperand(0), 1);
+      return;
+    }
+    if (isa<ConvTransposeOp, MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp>(op)) {
       tie(op->getOperand(0), 0, r, 0);
       return;
     }
@@ -111,7 +132,14 @@ struct TieSymbolicDimsPass : impl::TieSymbolicDimsPassBase<TieSymbolicDimsPass> 
       tieSameShape(r, op->getOperand(0));
       return;
     }
-    if (isa<SoftmaxOp, LogSoftmaxOp, BatchNormOp, LayerNormOp, RmsNormOp, GeluOp, CastOp, ClipOp>(op))
+    // Norms: the scale (and bias) broadcast against the input's trailing dims.
+    if (isa<LayerNormOp, RmsNormOp>(op)) {
+      tieSameShape(r, op->getOperand(0));
+      for (Value param : op->getOperands().drop_front())
+        tieBroadcast(r, param);
+      return;
+    }
+    if (isa<SoftmaxOp, LogSoftmaxOp, GeluOp, CastOp, ClipOp>(op))
       tieSameShape(r, op->getOperand(0));
   }
 

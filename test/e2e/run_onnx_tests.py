@@ -78,6 +78,9 @@ def parse_args(argv):
     ap.add_argument("--threads", help="passed to kiln-run as --threads")
     ap.add_argument("--compile-arg", action="append", default=[], metavar="ARG",
                     help="extra kiln-compile argument (repeatable), e.g. --compile-arg=--quantize=int8")
+    ap.add_argument("--dynamic", action="store_true",
+                    help="dynamic-shape mode: compile with --symbolic-input-dims (every input dim "
+                         "symbolic, the compiler never sees the test's sizes), run on the same data")
     ap.add_argument("--compile-timeout", type=float, default=300.0,
                     help="seconds for one kiln-compile (default 300)")
     ap.add_argument("--run-timeout", type=float, default=120.0,
@@ -223,6 +226,16 @@ def tail(text):
     return text if len(text) <= MAX_LOG else "...\n" + text[-MAX_LOG:]
 
 
+def suite_summary(results):
+    """{suite: {category: count}}, a suite being the first component of a test's name."""
+    suites = {}
+    for r in results:
+        suite = r["name"].split("/", 1)[0] if "/" in r["name"] else "."
+        sc = suites.setdefault(suite, {})
+        sc[r["status"]] = sc.get(r["status"], 0) + 1
+    return suites
+
+
 class Runner(object):
     def __init__(self, args, compile_bin, run_bin):
         self.args = args
@@ -243,7 +256,8 @@ class Runner(object):
         tmp = tempfile.mkdtemp(prefix="kiln-e2e-")
         try:
             artifact = os.path.join(tmp, "model.kiln")
-            step = run_step([self.compile_bin, model, "-o", artifact, "--quiet"] + self.args.compile_arg,
+            extra = (["--symbolic-input-dims"] if self.args.dynamic else []) + self.args.compile_arg
+            step = run_step([self.compile_bin, model, "-o", artifact, "--quiet"] + extra,
                             self.args.compile_timeout)
             status, message = classify_compile(step, artifact)
             result["compile"] = {"rc": step["rc"], "seconds": step["seconds"],
@@ -349,10 +363,19 @@ def main(argv=None):
     for r in failures:
         print("FAIL [%s] %s: %s" % (r["status"], r["name"], r["message"]))
     print("")
-    print("kiln e2e: %d tests in %.1fs (bin %s)" % (len(results), elapsed, args.bin))
+    print("kiln e2e: %d tests in %.1fs (bin %s%s)" % (len(results), elapsed, args.bin,
+                                                    ", dynamic shapes" if args.dynamic else ""))
     for c in CATEGORIES:
         if counts.get(c):
             print("  %-14s %d" % (c, counts[c]))
+    suites = suite_summary(results)
+    if len(suites) > 1:
+        print("by suite (first path component of the test name):")
+        for suite, sc in sorted(suites.items()):
+            total = sum(sc.values())
+            print("  %-20s %4d/%-4d pass (%.1f%%)%s" % (
+                suite, sc.get("pass", 0), total, 100.0 * sc.get("pass", 0) / total,
+                "".join("  %s %d" % (c, sc[c]) for c in CATEGORIES if c != "pass" and sc.get(c))))
 
     by_name = dict((r["name"], r) for r in results)
     exit_code = 0
@@ -394,6 +417,8 @@ def main(argv=None):
             "root": root,
             "rtol": args.rtol, "atol": args.atol, "threads": args.threads,
             "jobs": args.jobs,
+            "mode": "dynamic" if args.dynamic else "static",
+            "suites": suites,
             "seconds": round(elapsed, 3),
             "summary": counts,
             "expect_pass": expect_info,

@@ -25,6 +25,10 @@ import os, signal, sys, time
 model = sys.argv[1]
 out = sys.argv[sys.argv.index("-o") + 1]
 name = os.path.basename(os.path.dirname(model))
+log = os.environ.get("FAKE_COMPILE_LOG")
+if log:
+    with open(log, "a") as f:
+        f.write(" ".join([name] + sys.argv[2:]) + "\n")
 if "unsupported" in name:
     print("kiln-compile: error: node 'weird_node': unsupported op 'Unique'", file=sys.stderr)
     sys.exit(1)
@@ -180,6 +184,27 @@ class RunnerTest(unittest.TestCase):
                       "mismatch", out)
         with open(passed) as f:
             self.assertEqual(f.read(), "group/t_pass\n")
+
+    def test_dynamic_mode_and_suites(self):
+        report = os.path.join(self.tmp, "dyn.json")
+        log = os.path.join(self.tmp, "compile.log")
+        os.environ["FAKE_COMPILE_LOG"] = log
+        try:
+            rc, out, _ = self.run_runner("--dynamic", "--report", report, "group/t_pass",
+                                         "group/t_rerror")
+        finally:
+            del os.environ["FAKE_COMPILE_LOG"]
+        self.assertEqual(rc, 0, out)
+        with open(log) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(len(lines), 2)
+        for l in lines:
+            self.assertIn("--symbolic-input-dims", l)
+        with open(report) as f:
+            data = json.load(f)
+        self.assertEqual(data["mode"], "dynamic")
+        self.assertEqual(data["suites"], {"group": {"pass": 1, "runtime-error": 1}})
+        self.assertIn("dynamic shapes", out)
 
     def test_usage_errors(self):
         p = subprocess.Popen([sys.executable, RUNNER, "--bin", os.path.join(self.tmp, "nope"),

@@ -107,7 +107,9 @@ bool compileModel(const CompileRequest &request, CompileResult *result, std::str
 
   report("importing");
   std::string message;
-  ImportedModel imported = importOnnxFile(context, request.modelPath, message);
+  ImportOptions importOptions;
+  importOptions.symbolicInputDims = request.symbolicInputDims;
+  ImportedModel imported = importOnnxFile(context, request.modelPath, message, importOptions);
   if (!imported.module)
     return fail(message);
   ModuleOp module = *imported.module;

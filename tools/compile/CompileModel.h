@@ -23,6 +23,7 @@ struct CompileRequest {
   // Pipeline switches; compileModel sets vectorBits and the phase hooks itself.
   PipelineOptions options;
   int64_t maxContext = 2048;
+  bool symbolicInputDims = false; // every input dim symbolic (--symbolic-input-dims)
   bool progress = false;      // a progress line on stderr
   bool notes = false;         // with --quantize: how many products were quantized, which stayed f32 and why
   std::string compilerVersion;

@@ -114,6 +114,11 @@ static cl::opt<bool> checkAccuracy("check-accuracy",
                                    cl::desc("Measure and store the accuracy report without a threshold "
                                             "(implied by --calibration* and the thresholds)"),
                                    cl::cat(category));
+static cl::opt<bool> symbolicInputDims(
+    "symbolic-input-dims",
+    cl::desc("Make every input dim symbolic, as if the model declared no static sizes (the artifact then "
+             "accepts any size the graph allows; static and symbolic builds must agree)"),
+    cl::cat(category));
 static cl::opt<bool> listOps("list-ops", cl::desc("List the ONNX ops the importer supports and exit"),
                              cl::cat(category));
 
@@ -138,7 +143,7 @@ int main(int argc, char **argv) {
   const std::string modelPath = inputPath, outPath = outputPath, emitWhat = emit,
                     cpuName = targetCpu, printAfterName = printAfter, dumpDir = dumpIrDir;
   const bool printAllIr = printAll, beQuiet = quiet, useKvCache = kvCache, useFusion = fuse,
-             usePlan = planMemory, printPlan = printMemoryPlan;
+             usePlan = planMemory, printPlan = printMemoryPlan, allSymbolic = symbolicInputDims;
   const int64_t contextTokens = maxContext;
   const std::string quantMode = quantize == "none" ? std::string() : std::string(quantize),
                     quantScale = quantizeScale;
@@ -230,6 +235,7 @@ int main(int argc, char **argv) {
   request.emit = emits.at(emitWhat);
   request.targetCpu = cpuName;
   request.maxContext = contextTokens;
+  request.symbolicInputDims = allSymbolic;
   request.progress = !beQuiet && isatty(STDERR_FILENO);
   request.notes = !beQuiet;
   request.compilerVersion = "kiln " KILN_VERSION;

@@ -240,13 +240,42 @@ func.func @kv_cache_prefix(%cache: tensor<1x2x?x4xf32>, %pos: tensor<i64>) -> te
 
 // -----
 
+// A dynamic input dim may be 1 at run time: the result dim is the shape's
+// where it is 1, else its own, and it is read at min(i, d - 1) (0 when it
+// broadcasts) instead of through an indexing map.
 // CHECK-LABEL: func @dynamic_expand
-// CHECK: tensor.extract
-// CHECK: arith.maxsi
-// CHECK: linalg.generic
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[S0:.*]] = tensor.extract %arg1[%[[C0]]]
+// CHECK: %[[S0I:.*]] = arith.index_cast %[[S0]]
+// CHECK: %[[D0:.*]] = tensor.dim %arg0, %[[C0]]
+// CHECK: %[[ONE:.*]] = arith.cmpi eq, %[[D0]], %[[C1]]
+// CHECK: arith.select %[[ONE]], %[[S0I]], %[[D0]]
+// CHECK: %[[LAST0:.*]] = arith.subi %{{.*}}, %[[C1]]
+// CHECK: linalg.generic {{.*}} outs(
+// CHECK: %[[I0:.*]] = linalg.index 0
+// CHECK: %[[J0:.*]] = arith.minsi %[[I0]], %[[LAST0]]
+// CHECK: tensor.extract %arg0[%[[J0]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}]
 func.func @dynamic_expand(%x: tensor<?x2x1x?x4xf32>, %s: tensor<5xi64>) -> tensor<?x2x?x?x4xf32> {
   %0 = graph.dynamic_expand %x, %s : (tensor<?x2x1x?x4xf32>, tensor<5xi64>) -> tensor<?x2x?x?x4xf32>
   return %0 : tensor<?x2x?x?x4xf32>
+}
+
+// -----
+
+// An input dim that is dynamic where the result's is a static 4 may be 1 at
+// run time: that input is read at min(i, d - 1) in the body; the static one
+// stays an operand.
+// CHECK-LABEL: func @add_runtime_broadcast
+// CHECK: %[[D:.*]] = tensor.dim %arg0, %{{.*}} : tensor<?xf32>
+// CHECK: %[[LAST:.*]] = arith.subi %[[D]], %{{.*}} : index
+// CHECK: linalg.generic {{.*}} ins(%arg1 : tensor<4xf32>)
+// CHECK: %[[I:.*]] = linalg.index 0
+// CHECK: %[[J:.*]] = arith.minsi %[[I]], %[[LAST]]
+// CHECK: tensor.extract %arg0[%[[J]]]
+func.func @add_runtime_broadcast(%x: tensor<?xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = graph.add %x, %y : (tensor<?xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
 }
 
 // -----

@@ -15,3 +15,4 @@ func.func @main(%a: tensor<?x?xf32> {kiln.dims = ["batch", "k"]}, %w: tensor<?x8
   %2 = graph.relu %c : (tensor<?xf32>) -> tensor<?xf32>
   return %1, %2 : tensor<?x8xf32>, tensor<?xf32>
 }
+
