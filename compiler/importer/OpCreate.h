@@ -19,7 +19,8 @@ mlir::FailureOr<mlir::Operation *> createOperation(NodeContext &c, Args &&...arg
   if constexpr (NumResults == 1)
     OpTy::build(c.b, state, c.b.getNoneType(), std::forward<Args>(args)...);
   else
-    OpTy::build(c.b, state, mlir::TypeRange(llvm::SmallVector<mlir::Type>(NumResults, c.b.getNoneType())),
+    OpTy::build(c.b, state,
+                mlir::TypeRange(llvm::SmallVector<mlir::Type>(NumResults, c.b.getNoneType())),
                 std::forward<Args>(args)...);
   llvm::SmallVector<mlir::Type> types;
   if (mlir::failed(OpTy::inferReturnTypes(
@@ -49,8 +50,8 @@ mlir::FailureOr<mlir::Value> create(NodeContext &c, Args &&...args) {
   // Fold as we go: shape arithmetic on constants becomes constants at once,
   // so that the ops consuming it (Reshape, ConstantOfShape, ...) get static types.
   llvm::SmallVector<mlir::OpFoldResult> folded;
-  if (op->getNumResults() == 1 && !mlir::isa<graph::ConstantOp>(op) && mlir::succeeded(op->fold(folded)) &&
-      folded.size() == 1) {
+  if (op->getNumResults() == 1 && !mlir::isa<graph::ConstantOp>(op) &&
+      mlir::succeeded(op->fold(folded)) && folded.size() == 1) {
     mlir::Value replacement;
     if (auto v = llvm::dyn_cast<mlir::Value>(folded[0]))
       replacement = v;
@@ -99,32 +100,36 @@ struct Emitter {
     return *r;
   }
   mlir::Value scalar(double v) {
-    return graph::ConstantOp::create(c.b, c.loc,
-                              mlir::DenseElementsAttr::get(mlir::RankedTensorType::get({}, et), c.b.getFloatAttr(et, v)));
+    auto type = mlir::RankedTensorType::get({}, et);
+    return graph::ConstantOp::create(c.b, c.loc, mlir::DenseElementsAttr::get(type, c.b.getFloatAttr(et, v)));
   }
   mlir::Value add(mlir::Value a, mlir::Value b) { return op<graph::AddOp>(a, b); }
   mlir::Value sub(mlir::Value a, mlir::Value b) { return op<graph::SubOp>(a, b); }
   mlir::Value mul(mlir::Value a, mlir::Value b) { return op<graph::MulOp>(a, b); }
   /// x[start:end] along `axis`.
   mlir::Value slice(mlir::Value x, int64_t axis, int64_t start, int64_t end) {
-    return op<graph::SliceOp>(x, llvm::SmallVector<int64_t>{start}, llvm::SmallVector<int64_t>{end}, llvm::SmallVector<int64_t>{axis},
-                       llvm::SmallVector<int64_t>{1});
+    return op<graph::SliceOp>(x, llvm::SmallVector<int64_t>{start}, llvm::SmallVector<int64_t>{end},
+                              llvm::SmallVector<int64_t>{axis}, llvm::SmallVector<int64_t>{1});
   }
   /// x[index] along `axis`, that axis removed.
   mlir::Value pick(mlir::Value x, int64_t axis, int64_t index) {
     return op<graph::SqueezeOp>(slice(x, axis, index, index + 1), llvm::SmallVector<int64_t>{axis});
   }
-  mlir::Value unsqueeze(mlir::Value x, llvm::SmallVector<int64_t> axes) { return op<graph::UnsqueezeOp>(x, axes); }
+  mlir::Value unsqueeze(mlir::Value x, llvm::SmallVector<int64_t> axes) {
+    return op<graph::UnsqueezeOp>(x, axes);
+  }
   mlir::Value concat(llvm::ArrayRef<mlir::Value> parts, int64_t axis) {
     if (parts.size() == 1)
       return parts[0];
     return op<graph::ConcatOp>(llvm::SmallVector<mlir::Value>(parts), axis);
   }
-  mlir::Value transpose(mlir::Value x, llvm::SmallVector<int64_t> perm) { return op<graph::TransposeOp>(x, perm); }
+  mlir::Value transpose(mlir::Value x, llvm::SmallVector<int64_t> perm) {
+    return op<graph::TransposeOp>(x, perm);
+  }
   /// a * b^T (+ bias when given): the weights stay in ONNX's [rows, input] order.
   mlir::Value gemmT(mlir::Value a, mlir::Value b, mlir::Value bias) {
-    return op<graph::GemmOp>(a, b, bias, c.b.getF32FloatAttr(1.0f), c.b.getF32FloatAttr(1.0f), c.b.getI64IntegerAttr(0),
-                      c.b.getI64IntegerAttr(1));
+    return op<graph::GemmOp>(a, b, bias, c.b.getF32FloatAttr(1.0f), c.b.getF32FloatAttr(1.0f),
+                             c.b.getI64IntegerAttr(0), c.b.getI64IntegerAttr(1));
   }
 };
 

@@ -1,4 +1,4 @@
-// RNN, GRU and LSTM as graph ops: the time loop unrolled, one input product per direction and one state product per step.
+// RNN, GRU and LSTM as graph ops: the time loop unrolled, one input product per direction, one state product per step.
 #include "compiler/importer/OpCreate.h"
 
 #include "llvm/ADT/StringExtras.h"

@@ -50,9 +50,9 @@ FailureOr<OptimizerInputs> optimizerInputs(NodeContext &c, Emitter &e, int64_t g
   in.rate = c.input(0);
   if (rt.getElementType() != e.et)
     in.rate = e.op<CastOp>(in.rate, e.et);
+  Type countType = tt.getElementType();
   Value zeroCount = ConstantOp::create(
-      c.b, c.loc,
-      DenseElementsAttr::get(RankedTensorType::get({}, tt.getElementType()), c.b.getIntegerAttr(tt.getElementType(), 0)));
+      c.b, c.loc, DenseElementsAttr::get(RankedTensorType::get({}, countType), c.b.getIntegerAttr(countType, 0)));
   in.tIsPositive = e.op<GreaterOp>(c.input(1), zeroCount);
   in.count = e.op<CastOp>(c.input(1), e.et);
   if (!e.ok)
