@@ -111,9 +111,13 @@ struct Emitter {
     return op<graph::SliceOp>(x, llvm::SmallVector<int64_t>{start}, llvm::SmallVector<int64_t>{end},
                               llvm::SmallVector<int64_t>{axis}, llvm::SmallVector<int64_t>{1});
   }
-  /// x[index] along `axis`, that axis removed.
+  /// x[index] along `axis`, that axis removed (a unit axis is only squeezed,
+  /// which keeps constants constant).
   mlir::Value pick(mlir::Value x, int64_t axis, int64_t index) {
-    return op<graph::SqueezeOp>(slice(x, axis, index, index + 1), llvm::SmallVector<int64_t>{axis});
+    if (!ok)
+      return {};
+    bool whole = index == 0 && mlir::cast<mlir::RankedTensorType>(x.getType()).getDimSize(axis) == 1;
+    return op<graph::SqueezeOp>(whole ? x : slice(x, axis, index, index + 1), llvm::SmallVector<int64_t>{axis});
   }
   mlir::Value unsqueeze(mlir::Value x, llvm::SmallVector<int64_t> axes) {
     return op<graph::UnsqueezeOp>(x, axes);
