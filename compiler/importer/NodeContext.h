@@ -56,6 +56,12 @@ using NodeImporter =
 /// ONNX op type -> importer, for the default domain.
 const llvm::StringMap<NodeImporter> &nodeImporters();
 
+// Op families imported in files of their own.
+/// RNN, GRU, LSTM (RecurrentImporters.cpp), added to the default domain's table.
+void registerRecurrentImporters(llvm::StringMap<NodeImporter> &table);
+/// ONNX op type -> importer, for the ai.onnx.preview.training domain (TrainingImporters.cpp).
+const llvm::StringMap<NodeImporter> &trainingImporters();
+
 } // namespace kiln
 
 #endif

@@ -18,6 +18,8 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+constexpr const char *kTrainingDomain = "ai.onnx.preview.training";
+
 std::string hexDigest(ArrayRef<uint8_t> bytes) {
   static const char *digits = "0123456789abcdef";
   std::string out;
@@ -75,7 +77,8 @@ private:
   std::string &error;
   ImportOptions options;
   OpBuilder builder;
-  int64_t opset = 0;
+  int64_t opset = 0;         // of the default domain
+  int64_t trainingOpset = 0; // of ai.onnx.preview.training
   llvm::StringMap<Value> values;
   llvm::StringSet<> unsupportedOutputs;
 };
@@ -119,16 +122,31 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   std::string name = node.name().empty()
                          ? node.op_type() + "_" + std::to_string(index)
                          : node.name();
-  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+  // Each domain has its own table and opset version.
+  bool training = node.domain() == kTrainingDomain;
+  if (!node.domain().empty() && node.domain() != "ai.onnx" && !training) {
     error = "unsupported op '" + node.op_type() + "' from domain '" +
             node.domain() + "' (node '" + name + "')";
     return failure();
   }
-  const auto &table = nodeImporters();
+  int64_t version = training ? trainingOpset : opset;
+  if (version == 0) {
+    error = "node '" + name + "' (" + node.op_type() + ") is in domain '" +
+            (training ? node.domain() : std::string("ai.onnx")) +
+            "', which the model does not import";
+    return failure();
+  }
+  if (training && version != 1) {
+    error = "unsupported " + node.domain() + " opset " + std::to_string(version) +
+            " (node '" + name + "'; kiln knows version 1)";
+    return failure();
+  }
+  const auto &table = training ? trainingImporters() : nodeImporters();
   auto it = table.find(node.op_type());
   if (it == table.end()) {
-    error = "unsupported op '" + node.op_type() + "' (node '" + name +
-            "', opset " + std::to_string(opset) + ")";
+    error = "unsupported op '" + node.op_type() + "' " +
+            (training ? "from domain '" + node.domain() + "' " : std::string()) +
+            "(node '" + name + "', opset " + std::to_string(version) + ")";
     return failure();
   }
   SmallVector<Value> inputs;
@@ -152,7 +170,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   Location loc = NameLoc::get(builder.getStringAttr(name));
   // The context must reference the model's own node: constants imported
   // from its attributes point into it.
-  NodeContext context(node, name, builder, loc, opset, source, std::move(inputs), error);
+  NodeContext context(node, name, builder, loc, version, source, std::move(inputs), error);
   auto results = it->second(context);
   if (failed(results)) {
     if (error.empty())
@@ -172,10 +190,14 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
 
 OwningOpRef<ModuleOp> GraphImporter::run(const std::string &sha256) {
   const onnx::ModelProto &model = source.model;
-  for (const auto &imp : model.opset_import())
+  for (const auto &imp : model.opset_import()) {
     if (imp.domain().empty() || imp.domain() == "ai.onnx")
       opset = imp.version();
-  if (opset == 0) {
+    else if (imp.domain() == kTrainingDomain)
+      trainingOpset = imp.version();
+  }
+  // A model of training-domain nodes alone need not import the default opset.
+  if (opset == 0 && trainingOpset == 0) {
     error = "the model imports no version of the default ONNX opset";
     return nullptr;
   }
@@ -198,7 +220,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(const std::string &sha256) {
 
   auto module = ModuleOp::create(UnknownLoc::get(&ctx));
   OwningOpRef<ModuleOp> owned(module);
-  module->setAttr(attrs::kOpset, builder.getI64IntegerAttr(opset));
+  if (opset != 0)
+    module->setAttr(attrs::kOpset, builder.getI64IntegerAttr(opset));
   module->setAttr(attrs::kSourceSha256, builder.getStringAttr(sha256));
   module->setAttr(attrs::kProducer,
                   builder.getStringAttr(model.producer_name() + " " +

@@ -1,0 +1,1 @@
+*Bsequence_lens
