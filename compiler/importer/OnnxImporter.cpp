@@ -2,6 +2,7 @@
 #include "compiler/importer/OnnxImporter.h"
 #include "compiler/importer/ModelSource.h"
 #include "compiler/importer/NodeContext.h"
+#include "compiler/importer/SequenceImporters.h"
 
 #include "dialects/graph/IR/Graph.h"
 
@@ -45,7 +46,8 @@ bool isStructuralOperand(llvm::StringRef op, int index) {
       {"Clip", {1, 2}},         {"Trilu", {1}},         {"Dropout", {1, 2}},
       {"NonMaxSuppression", {2, 3, 4}}, {"DFT", {1, 2}}, {"STFT", {1, 2, 3}},
       {"HannWindow", {0}},      {"HammingWindow", {0}}, {"BlackmanWindow", {0}},
-      {"MelWeightMatrix", {0, 1, 2, 3, 4}}, {"QuantizeLinear", {1, 2}},
+      {"MelWeightMatrix", {0, 1, 2, 3, 4}}, {"SplitToSequence", {1}},
+      {"SequenceAt", {1}},     {"SequenceInsert", {2}}, {"SequenceErase", {1}}, {"QuantizeLinear", {1, 2}},
       {"DequantizeLinear", {1, 2}}, {"ReverseSequence", {1}}};
   if (op.starts_with("Reduce"))
     return index == 1;
@@ -80,6 +82,8 @@ private:
   int64_t opset = 0;         // of the default domain
   int64_t trainingOpset = 0; // of ai.onnx.preview.training
   llvm::StringMap<Value> values;
+  // Sequences resolved while importing (SequenceImporters.cpp), by name.
+  llvm::StringMap<SequenceElements> sequences;
   llvm::StringSet<> unsupportedOutputs;
 };
 
@@ -143,15 +147,25 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   }
   const auto &table = training ? trainingImporters() : nodeImporters();
   auto it = table.find(node.op_type());
-  if (it == table.end()) {
+  const auto &sequenceTable = sequenceImporters();
+  auto seqIt = training ? sequenceTable.end() : sequenceTable.find(node.op_type());
+  if (it == table.end() && seqIt == sequenceTable.end()) {
     error = "unsupported op '" + node.op_type() + "' " +
             (training ? "from domain '" + node.domain() + "' " : std::string()) +
             "(node '" + name + "', opset " + std::to_string(version) + ")";
     return failure();
   }
   SmallVector<Value> inputs;
+  SmallVector<const SequenceElements *> sequenceInputs;
   for (const std::string &in : node.input()) {
-    if (in.empty()) {
+    auto seq = sequences.find(in);
+    sequenceInputs.push_back(seq == sequences.end() ? nullptr : &seq->second);
+    if (seq != sequences.end() && seqIt == sequenceTable.end()) {
+      error = "node '" + name + "' (" + node.op_type() + ") takes the sequence '" + in +
+              "'; kiln supports sequences only between sequence ops";
+      return failure();
+    }
+    if (in.empty() || seq != sequences.end()) {
       inputs.push_back(Value());
       continue;
     }
@@ -171,6 +185,21 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   // The context must reference the model's own node: constants imported
   // from its attributes point into it.
   NodeContext context(node, name, builder, loc, version, source, std::move(inputs), error);
+  if (seqIt != sequenceTable.end()) {
+    auto result = seqIt->second(context, sequenceInputs);
+    if (failed(result)) {
+      if (error.empty())
+        error = "node '" + name + "' (" + node.op_type() + "): import failed";
+      return failure();
+    }
+    if (node.output_size() >= 1 && !node.output(0).empty()) {
+      if (result->isSequence)
+        sequences[node.output(0)] = std::move(result->values);
+      else
+        values[node.output(0)] = result->values[0];
+    }
+    return success();
+  }
   auto results = it->second(context);
   if (failed(results)) {
     if (error.empty())
@@ -288,7 +317,9 @@ OwningOpRef<ModuleOp> GraphImporter::run(const std::string &sha256) {
   for (const auto &out : g.output()) {
     Value v = lookup(out.name());
     if (!v) {
-      error = "graph output '" + out.name() + "' is not produced by any node";
+      error = sequences.count(out.name())
+                  ? "graph output '" + out.name() + "' is a sequence (kiln's outputs are tensors)"
+                  : "graph output '" + out.name() + "' is not produced by any node";
       return nullptr;
     }
     RankedTensorType declared;
