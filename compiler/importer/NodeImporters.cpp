@@ -95,11 +95,16 @@ int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); 
 /// True for a present input that is no constant.
 bool isRuntime(Value v) { return v && !matchPattern(v, m_Constant()); }
 
-/// The static length of a 1-D input, failing with a message naming it otherwise.
-FailureOr<int64_t> runtimeLength(NodeContext &c, Value v, StringRef what) {
+/// The static length of a 1-D input, failing with a message naming it
+/// otherwise (and when `needInt64` and its elements are not int64).
+FailureOr<int64_t> runtimeLength(NodeContext &c, Value v, StringRef what, bool needInt64 = false) {
   auto t = cast<RankedTensorType>(v.getType());
   if (t.getRank() != 1 || t.isDynamicDim(0)) {
     (void)c.fail("a computed '" + what + "' must be 1-D with a static length");
+    return failure();
+  }
+  if (needInt64 && !t.getElementType().isInteger(64)) {
+    (void)c.fail("'" + what + "' must be int64");
     return failure();
   }
   return t.getDimSize(0);
@@ -511,7 +516,7 @@ template <typename OpTy> NodeImporter reduce(int64_t axesInputSince, const char 
       if (axesType && axesType.hasStaticShape() && axesType.getNumElements() == 0) {
         // An empty axes tensor needs no values: its length alone says "default axes".
       } else if (isRuntime(c.input(1))) {
-        if (failed(runtimeLength(c, c.input(1), "axes")))
+        if (failed(runtimeLength(c, c.input(1), "axes", /*needInt64=*/true)))
           return failure();
         return single(create<DynamicReduceOp>(c, c.input(0), c.input(1), StringRef(kind),
                                               c.intAttr("keepdims", 1)));
@@ -1422,11 +1427,9 @@ Results importRuntimePad(NodeContext &c, StringRef mode) {
   int64_t rank = rankOf(x);
   Type et = cast<RankedTensorType>(x.getType()).getElementType();
   Value pads = c.input(1);
-  auto n = runtimeLength(c, pads, "pads");
+  auto n = runtimeLength(c, pads, "pads", /*needInt64=*/true);
   if (failed(n))
     return failure();
-  if (!cast<RankedTensorType>(pads.getType()).getElementType().isInteger(64))
-    return c.fail("pads must be int64");
   if (c.input(3)) {
     auto axes = c.constantInts(c.input(3), "axes");
     if (failed(axes))
@@ -1546,8 +1549,11 @@ Results importTrilu(NodeContext &c) {
 Results importTile(NodeContext &c) {
   if (failed(require(c, 2)))
     return failure();
-  if (isRuntime(c.input(1)))
+  if (isRuntime(c.input(1))) {
+    if (failed(runtimeLength(c, c.input(1), "repeats", /*needInt64=*/true)))
+      return failure();
     return single(create<DynamicTileOp>(c, c.input(0), c.input(1)));
+  }
   auto repeats = c.constantInts(c.input(1), "repeats");
   if (failed(repeats))
     return failure();

@@ -1140,8 +1140,10 @@ def Graph_DynamicSqueezeOp : Graph_Op<"dynamic_squeeze"> {
   let summary = "Removes the size-1 axes named by a run-time axes tensor";
   let description = [{
     `axes` (1-D, static length n) names n distinct axes, negative ones
-    counting from the end: the result has rank - n dims, all dynamic. Axes
-    that are repeated, out of range or not of size 1 give an empty result.
+    counting from the end: the result has rank - n dims, all dynamic. When
+    they are not n distinct axes of size 1, the result is [total, 1, ...]
+    (the same elements); a rank-0 result is then the first element, or 0
+    for an empty input.
 
     ```mlir
     %y = graph.dynamic_squeeze %x, %axes : (tensor<1x3x4xf32>, tensor<1xi64>) -> tensor<?x?xf32>
