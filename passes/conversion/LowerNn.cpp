@@ -411,12 +411,14 @@ struct DynamicReducePattern : OpConversionPattern<DynamicReduceOp> {
             o.push_back(linalg::IndexOp::create(nb, l, d));
           Value result;
           if (logSumExp) {
-            Value maxV = loopOver(nb, l, o, lowestValue(nb, l, et),
-                                  [](OpBuilder &sb, Location sl, Value acc, Value v) { return maxValues(sb, sl, acc, v); });
+            Value maxV = loopOver(nb, l, o, lowestValue(nb, l, et), [](OpBuilder &sb, Location sl, Value acc, Value v) {
+              return maxValues(sb, sl, acc, v);
+            });
             // A row of -inf would make x - max NaN; shift by 0 there instead.
             Value isInf = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, maxV, lowestValue(nb, l, et));
             Value shift = arith::SelectOp::create(nb, l, isInf, scalarConstant(nb, l, et, 0), maxV);
-            Value sum = loopOver(nb, l, o, scalarConstant(nb, l, et, 0), [&](OpBuilder &sb, Location sl, Value acc, Value v) {
+            Value zero = scalarConstant(nb, l, et, 0);
+            Value sum = loopOver(nb, l, o, zero, [&](OpBuilder &sb, Location sl, Value acc, Value v) {
               return addValues(sb, sl, acc, math::ExpOp::create(sb, sl, arith::SubFOp::create(sb, sl, v, shift)));
             });
             result = arith::AddFOp::create(nb, l, math::LogOp::create(nb, l, sum), shift);

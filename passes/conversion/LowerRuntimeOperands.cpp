@@ -383,8 +383,8 @@ struct DropoutPattern : OpConversionPattern<DropoutOp> {
     Value ratio = castScalar(b, loc, scalar(adaptor.getRatio()), f32);
     Value training = scalar(adaptor.getTrainingMode());
     Value oneF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
-    Value scale = select(b, loc, training, arith::DivFOp::create(b, loc, oneF, arith::SubFOp::create(b, loc, oneF, ratio)),
-                         oneF);
+    Value kept = arith::SubFOp::create(b, loc, oneF, ratio);
+    Value scale = select(b, loc, training, arith::DivFOp::create(b, loc, oneF, kept), oneF);
     scale = castScalar(b, loc, scale, et);
     SmallVector<Value> dims = dimsOf(b, loc, x);
     // Row-major strides give each element its counter.
