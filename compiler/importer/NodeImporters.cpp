@@ -20,6 +20,26 @@ using Results = FailureOr<SmallVector<Value>>;
 
 int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
 
+// Run-time shape operands (shapeinputs): a shape-like input that the model
+// computes is read by the generated code instead of being refused.
+/// True for a present input that is no constant.
+bool isRuntime(Value v) { return v && !matchPattern(v, m_Constant()); }
+
+/// The static length of a 1-D input, failing with a message naming it
+/// otherwise (and when `needInt64` and its elements are not int64).
+FailureOr<int64_t> runtimeLength(NodeContext &c, Value v, StringRef what, bool needInt64 = false) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getRank() != 1 || t.isDynamicDim(0)) {
+    (void)c.fail("a computed '" + what + "' must be 1-D with a static length");
+    return failure();
+  }
+  if (needInt64 && !t.getElementType().isInteger(64)) {
+    (void)c.fail("'" + what + "' must be int64");
+    return failure();
+  }
+  return t.getDimSize(0);
+}
+
 template <typename OpTy> NodeImporter binary() {
   return [](NodeContext &c) -> Results {
     if (failed(require(c, 2)))
@@ -414,8 +434,8 @@ template <typename OpTy> Results importSoftmaxLike(NodeContext &c) {
 }
 
 /// Reduce axes come from the `axes` attribute (older opsets) or input 1.
-template <typename OpTy> NodeImporter reduce(int64_t axesInputSince) {
-  return [axesInputSince](NodeContext &c) -> Results {
+template <typename OpTy> NodeImporter reduce(int64_t axesInputSince, const char *kind) {
+  return [axesInputSince, kind](NodeContext &c) -> Results {
     if (failed(require(c, 1)))
       return failure();
     SmallVector<int64_t> axes;
@@ -423,6 +443,11 @@ template <typename OpTy> NodeImporter reduce(int64_t axesInputSince) {
       auto axesType = c.input(1) ? dyn_cast<RankedTensorType>(c.input(1).getType()) : RankedTensorType();
       if (axesType && axesType.hasStaticShape() && axesType.getNumElements() == 0) {
         // An empty axes tensor needs no values: its length alone says "default axes".
+      } else if (isRuntime(c.input(1))) {
+        if (failed(runtimeLength(c, c.input(1), "axes", /*needInt64=*/true)))
+          return failure();
+        return single(create<DynamicReduceOp>(c, c.input(0), c.input(1), StringRef(kind),
+                                              c.intAttr("keepdims", 1)));
       } else if (c.input(1)) {
         auto v = c.constantInts(c.input(1), "axes");
         if (failed(v))
@@ -523,6 +548,19 @@ Results importSlice(NodeContext &c) {
   } else {
     if (failed(require(c, 3)))
       return failure();
+    if (isRuntime(c.input(3)) || isRuntime(c.input(4))) {
+      // Computed axes or steps: which axes are sliced, and in which
+      // direction, is only known at run time.
+      auto n = runtimeLength(c, c.input(1), "starts");
+      if (failed(n))
+        return failure();
+      SmallVector<int64_t> defaultAxes, ones(*n, 1);
+      for (int64_t i = 0; i < *n; ++i)
+        defaultAxes.push_back(i);
+      Value axes = c.input(3) ? c.input(3) : c.i64Constant(defaultAxes);
+      Value steps = c.input(4) ? c.input(4) : c.i64Constant(ones);
+      return single(create<DynamicStridedSliceOp>(c, c.input(0), c.input(1), c.input(2), axes, steps));
+    }
     DenseIntElementsAttr sAttr, eAttr;
     if (!matchPattern(c.input(1), m_Constant(&sAttr)) || !matchPattern(c.input(2), m_Constant(&eAttr))) {
       // Starts/ends computed at run time: axes and steps must still be known.
@@ -593,6 +631,11 @@ FailureOr<SmallVector<int64_t>> axesOf(NodeContext &c, bool required) {
 Results importSqueeze(NodeContext &c) {
   if (failed(require(c, 1)))
     return failure();
+  if (c.opset >= 13 && isRuntime(c.input(1))) {
+    if (failed(runtimeLength(c, c.input(1), "axes")))
+      return failure();
+    return single(create<DynamicSqueezeOp>(c, c.input(0), c.input(1)));
+  }
   auto axes = axesOf(c, false);
   if (failed(axes))
     return failure();
@@ -602,6 +645,11 @@ Results importSqueeze(NodeContext &c) {
 Results importUnsqueeze(NodeContext &c) {
   if (failed(require(c, 1)))
     return failure();
+  if (c.opset >= 13 && isRuntime(c.input(1))) {
+    if (failed(runtimeLength(c, c.input(1), "axes")))
+      return failure();
+    return single(create<DynamicUnsqueezeOp>(c, c.input(0), c.input(1)));
+  }
   auto axes = axesOf(c, true);
   if (failed(axes))
     return failure();
@@ -627,17 +675,40 @@ Results importCast(NodeContext &c) {
   return single(create<CastOp>(c, c.input(0), et));
 }
 
+/// Dropout whose training_mode is true or computed: graph.dropout.
+Results importTrainingDropout(NodeContext &c) {
+  Value x = c.input(0);
+  Type et = cast<RankedTensorType>(x.getType()).getElementType();
+  if (!isa<FloatType>(et))
+    return c.fail("dropout needs a floating-point input");
+  Value ratio = c.input(1);
+  if (!ratio) {
+    auto half = create<ConstantOp>(c, DenseElementsAttr::get(RankedTensorType::get({}, et),
+                                                             c.b.getFloatAttr(et, 0.5)));
+    if (failed(half))
+      return failure();
+    ratio = *half;
+  }
+  auto op = createOperation<DropoutOp, 2>(c, x, ratio, c.input(2), c.intAttr("seed", 0));
+  if (failed(op))
+    return failure();
+  SmallVector<Value> results{(*op)->getResult(0)};
+  if (c.node.output_size() == 2)
+    results.push_back((*op)->getResult(1));
+  return results;
+}
+
 Results importIdentityLike(NodeContext &c) {
   if (failed(require(c, 1)))
     return failure();
   // Dropout is the identity only at inference: training_mode must be absent,
   // or a constant false.
   if (c.node.op_type() == "Dropout" && c.input(2)) {
-    auto training = c.constantInts(c.input(2), "training_mode");
-    if (failed(training))
-      return failure();
-    if (!training->empty() && (*training)[0] != 0)
-      return c.fail("training_mode=true (random dropout) is not supported");
+    DenseIntElementsAttr training;
+    bool off = matchPattern(c.input(2), m_Constant(&training)) &&
+               (training.empty() || (*training.getValues<APInt>().begin()).isZero());
+    if (!off)
+      return importTrainingDropout(c);
   }
   if (c.node.op_type() == "Dropout" && c.intAttr("is_test", 1) == 0 && c.opset < 7)
     return c.fail("is_test=0 (random dropout) is not supported");
@@ -1283,6 +1354,50 @@ Results importWhere(NodeContext &c) {
   return single(create<WhereOp>(c, c.input(0), c.input(1), c.input(2)));
 }
 
+/// Pad with computed pads: given for the axes input's axes only (opset 18),
+/// they are spread to every axis by a gather from the pads plus a 0.
+Results importRuntimePad(NodeContext &c, StringRef mode) {
+  Value x = c.input(0);
+  int64_t rank = rankOf(x);
+  Type et = cast<RankedTensorType>(x.getType()).getElementType();
+  Value pads = c.input(1);
+  auto n = runtimeLength(c, pads, "pads", /*needInt64=*/true);
+  if (failed(n))
+    return failure();
+  if (c.input(3)) {
+    auto axes = c.constantInts(c.input(3), "axes");
+    if (failed(axes))
+      return failure();
+    int64_t k = axes->size();
+    if (*n != 2 * k)
+      return c.fail("pads must hold two values per axis");
+    SmallVector<int64_t> from(2 * rank, 2 * k);
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t a = (*axes)[i] < 0 ? (*axes)[i] + rank : (*axes)[i];
+      if (a < 0 || a >= rank)
+        return c.fail("pad axis out of range");
+      from[a] = i;
+      from[rank + a] = k + i;
+    }
+    auto withZero = create<ConcatOp>(c, ValueRange{pads, c.i64Constant({0})}, (int64_t)0);
+    if (failed(withZero))
+      return failure();
+    auto spread = create<GatherOp>(c, *withZero, c.i64Constant(from), (int64_t)0);
+    if (failed(spread))
+      return failure();
+    pads = *spread;
+  }
+  Value value = c.input(2);
+  if (!value) {
+    Attribute zero = isa<FloatType>(et) ? Attribute(c.b.getFloatAttr(et, 0)) : c.b.getIntegerAttr(et, 0);
+    auto cst = create<ConstantOp>(c, DenseElementsAttr::get(RankedTensorType::get({}, et), zero));
+    if (failed(cst))
+      return failure();
+    value = *cst;
+  }
+  return single(create<DynamicPadOp>(c, x, pads, value, mode));
+}
+
 Results importPad(NodeContext &c) {
   if (failed(require(c, 1)))
     return failure();
@@ -1303,6 +1418,8 @@ Results importPad(NodeContext &c) {
     if (failed(cst))
       return failure();
     value = *cst;
+  } else if (isRuntime(c.input(1))) {
+    return importRuntimePad(c, mode);
   } else {
     auto p = c.constantInts(c.input(1), "pads");
     if (failed(p))
@@ -1366,6 +1483,11 @@ Results importTrilu(NodeContext &c) {
 Results importTile(NodeContext &c) {
   if (failed(require(c, 2)))
     return failure();
+  if (isRuntime(c.input(1))) {
+    if (failed(runtimeLength(c, c.input(1), "repeats", /*needInt64=*/true)))
+      return failure();
+    return single(create<DynamicTileOp>(c, c.input(0), c.input(1)));
+  }
   auto repeats = c.constantInts(c.input(1), "repeats");
   if (failed(repeats))
     return failure();
@@ -1445,6 +1567,34 @@ Results importSplit(NodeContext &c) {
     return c.fail("axis out of range");
   int64_t outputs = c.node.output_size();
   SmallVector<int64_t> sizes;
+  if (c.opset >= 13 && isRuntime(c.input(1))) {
+    // Computed sizes: part i is [sum of sizes before i, that + size i),
+    // a run-time slice (clamped, so sizes that do not add up stay in bounds).
+    auto n = runtimeLength(c, c.input(1), "split");
+    if (failed(n))
+      return failure();
+    if (*n != outputs)
+      return c.fail("split has " + Twine(*n) + " sizes for " + Twine(outputs) + " outputs");
+    auto ends = create<CumSumOp>(c, c.input(1), (int64_t)0, (int64_t)0, (int64_t)0);
+    auto starts = create<CumSumOp>(c, c.input(1), (int64_t)0, (int64_t)1, (int64_t)0);
+    if (failed(ends) || failed(starts))
+      return failure();
+    SmallVector<Value> results;
+    for (int64_t i = 0; i < *n; ++i) {
+      auto element = [&](Value t) {
+        return create<SliceOp>(c, t, SmallVector<int64_t>{i}, SmallVector<int64_t>{i + 1},
+                               SmallVector<int64_t>{0}, SmallVector<int64_t>{1});
+      };
+      auto s = element(*starts), e = element(*ends);
+      if (failed(s) || failed(e))
+        return failure();
+      auto part = create<DynamicSliceOp>(c, x, *s, *e, SmallVector<int64_t>{axis}, SmallVector<int64_t>{1});
+      if (failed(part))
+        return failure();
+      results.push_back(*part);
+    }
+    return results;
+  }
   if (c.opset >= 13 && c.input(1)) {
     auto s = c.constantInts(c.input(1), "split");
     if (failed(s))
@@ -1777,13 +1927,15 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     t["OneHot"] = [](NodeContext &c) -> Results {
       if (failed(require(c, 3)))
         return failure();
+      if (isRuntime(c.input(1)))
+        return single(create<OneHotOp>(c, c.input(0), c.input(2), c.input(1), (int64_t)0, c.intAttr("axis", -1)));
       DenseElementsAttr depthAttr;
       if (!matchPattern(c.input(1), m_Constant(&depthAttr)) || depthAttr.getNumElements() != 1)
-        return c.fail("depth must be a constant scalar");
+        return c.fail("depth must be a single value");
       int64_t depth = isa<FloatType>(depthAttr.getElementType())
                           ? (int64_t)(*depthAttr.getValues<APFloat>().begin()).convertToDouble()
                           : (*depthAttr.getValues<APInt>().begin()).getSExtValue();
-      return single(create<OneHotOp>(c, c.input(0), c.input(2), depth, c.intAttr("axis", -1)));
+      return single(create<OneHotOp>(c, c.input(0), c.input(2), Value(), depth, c.intAttr("axis", -1)));
     };
     t["ArgMax"] = importArg<ArgMaxOp>;
     t["ArgMin"] = importArg<ArgMinOp>;
@@ -1810,16 +1962,16 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     t["Range"] = importRange;
     t["DepthToSpace"] = [](NodeContext &c) { return importDepthSpace(c, true); };
     t["SpaceToDepth"] = [](NodeContext &c) { return importDepthSpace(c, false); };
-    t["ReduceMean"] = reduce<ReduceMeanOp>(18);
-    t["ReduceSum"] = reduce<ReduceSumOp>(13);
-    t["ReduceMax"] = reduce<ReduceMaxOp>(18);
-    t["ReduceMin"] = reduce<ReduceMinOp>(18);
-    t["ReduceProd"] = reduce<ReduceProdOp>(18);
-    t["ReduceL1"] = reduce<ReduceL1Op>(18);
-    t["ReduceL2"] = reduce<ReduceL2Op>(18);
-    t["ReduceSumSquare"] = reduce<ReduceSumSquareOp>(18);
-    t["ReduceLogSum"] = reduce<ReduceLogSumOp>(18);
-    t["ReduceLogSumExp"] = reduce<ReduceLogSumExpOp>(18);
+    t["ReduceMean"] = reduce<ReduceMeanOp>(18, "mean");
+    t["ReduceSum"] = reduce<ReduceSumOp>(13, "sum");
+    t["ReduceMax"] = reduce<ReduceMaxOp>(18, "max");
+    t["ReduceMin"] = reduce<ReduceMinOp>(18, "min");
+    t["ReduceProd"] = reduce<ReduceProdOp>(18, "prod");
+    t["ReduceL1"] = reduce<ReduceL1Op>(18, "l1");
+    t["ReduceL2"] = reduce<ReduceL2Op>(18, "l2");
+    t["ReduceSumSquare"] = reduce<ReduceSumSquareOp>(18, "sum_square");
+    t["ReduceLogSum"] = reduce<ReduceLogSumOp>(18, "log_sum");
+    t["ReduceLogSumExp"] = reduce<ReduceLogSumExpOp>(18, "log_sum_exp");
     t["Constant"] = importConstant;
     t["Reshape"] = importReshape;
     t["Transpose"] = importTranspose;

@@ -309,6 +309,159 @@ struct ReduceLogSumExpPattern : OpConversionPattern<ReduceLogSumExpOp> {
   }
 };
 
+// Run-time reduce axes (shapeinputs): graph.dynamic_reduce.
+/// The Reduce* kind that `name` (dynamic_reduce's `kind`) stands for;
+/// log_sum_exp is handled apart (two passes).
+ReduceKind reduceKindNamed(StringRef name) {
+  if (name == "mean")
+    return reduceKind<ReduceMeanOp>();
+  if (name == "max")
+    return reduceKind<ReduceMaxOp>();
+  if (name == "min")
+    return reduceKind<ReduceMinOp>();
+  if (name == "prod")
+    return reduceKind<ReduceProdOp>();
+  if (name == "l1")
+    return reduceKind<ReduceL1Op>();
+  if (name == "l2")
+    return reduceKind<ReduceL2Op>();
+  if (name == "sum_square")
+    return reduceKind<ReduceSumSquareOp>();
+  if (name == "log_sum")
+    return reduceKind<ReduceLogSumOp>();
+  return reduceKind<ReduceSumOp>();
+}
+
+/// Which axes are reduced is data, so no indexing map can say it: the
+/// result is computed in the keepdims shape (a reduced axis has size 1
+/// there), each element an scf.for over the R elements of the reduced axes
+/// (extent = dim where reduced, 1 elsewhere), read at output coordinate +
+/// decoded offset. Without keepdims the kept dims are then regrouped.
+struct DynamicReducePattern : OpConversionPattern<DynamicReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(DynamicReduceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Value x = adaptor.getInput(), axes = adaptor.getAxes();
+    auto xt = cast<RankedTensorType>(x.getType());
+    auto rt = cast<RankedTensorType>(op.getType());
+    Type et = xt.getElementType();
+    int64_t rank = xt.getRank();
+    int64_t n = cast<RankedTensorType>(axes.getType()).getDimSize(0);
+    auto c = [&](OpBuilder &ob, int64_t v) -> Value { return arith::ConstantIndexOp::create(ob, loc, v); };
+    Value f = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+    SmallVector<Value> reduced(rank, f);
+    Value count = c(b, 0);
+    for (int64_t k = 0; k < n; ++k) {
+      Value e = tensor::ExtractOp::create(b, loc, axes, ValueRange{c(b, k)});
+      Value a = arith::IndexCastOp::create(b, loc, b.getIndexType(), e);
+      Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c(b, 0));
+      a = arith::SelectOp::create(b, loc, neg, arith::AddIOp::create(b, loc, a, c(b, rank)), a);
+      for (int64_t d = 0; d < rank; ++d)
+        reduced[d] = arith::OrIOp::create(b, loc, reduced[d],
+                                          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a, c(b, d)));
+    }
+    for (Value r : reduced)
+      count = arith::AddIOp::create(b, loc, count, arith::SelectOp::create(b, loc, r, c(b, 1), c(b, 0)));
+    if (!op.getKeepdims()) {
+      // The declared rank needs n distinct axes; otherwise reduce the first n.
+      Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, count, c(b, n));
+      for (int64_t d = 0; d < rank; ++d)
+        reduced[d] = arith::SelectOp::create(b, loc, valid, reduced[d],
+                                             arith::ConstantIntOp::create(b, loc, b.getI1Type(), d < n));
+    }
+    SmallVector<Value> extents, outDims;
+    Value total = c(b, 1);
+    for (int64_t d = 0; d < rank; ++d) {
+      Value dim = dimValue(b, loc, x, d);
+      extents.push_back(arith::SelectOp::create(b, loc, reduced[d], dim, c(b, 1)));
+      outDims.push_back(arith::SelectOp::create(b, loc, reduced[d], c(b, 1), dim));
+      total = arith::MulIOp::create(b, loc, total, extents.back());
+    }
+    StringRef kindName = op.getKind();
+    bool logSumExp = kindName == "log_sum_exp";
+    ReduceKind kind = reduceKindNamed(kindName);
+    auto keptType = RankedTensorType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic), et);
+    if (op.getKeepdims())
+      keptType = rt;
+    // acc = fold(combine, pre(x[o + offset(r)])) over r in [0, total).
+    auto loopOver = [&](OpBuilder &lb, Location l, ArrayRef<Value> o, Value init,
+                        const std::function<Value(OpBuilder &, Location, Value acc, Value v)> &step) {
+      auto loop = scf::ForOp::create(lb, l, c(lb, 0), total, c(lb, 1), ValueRange{init});
+      OpBuilder fb = OpBuilder::atBlockBegin(loop.getBody());
+      Value rest = loop.getInductionVar();
+      SmallVector<Value> at(rank);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        Value off = arith::RemUIOp::create(fb, l, rest, extents[d]);
+        rest = arith::DivUIOp::create(fb, l, rest, extents[d]);
+        at[d] = arith::AddIOp::create(fb, l, o[d], off);
+      }
+      Value v = tensor::ExtractOp::create(fb, l, x, at);
+      scf::YieldOp::create(fb, l, step(fb, l, loop.getRegionIterArgs()[0], v));
+      return loop.getResult(0);
+    };
+    Value keptResult = linalg::GenericOp::create(
+        b, loc, keptType, ValueRange{}, ValueRange{emptyTensor(b, loc, keptType, outDims)},
+        SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, getContext())},
+        SmallVector<IteratorType>(rank, IteratorType::parallel), [&](OpBuilder &nb, Location l, ValueRange) {
+          SmallVector<Value> o;
+          for (int64_t d = 0; d < rank; ++d)
+            o.push_back(linalg::IndexOp::create(nb, l, d));
+          Value result;
+          if (logSumExp) {
+            Value maxV = loopOver(nb, l, o, lowestValue(nb, l, et), [](OpBuilder &sb, Location sl, Value acc, Value v) {
+              return maxValues(sb, sl, acc, v);
+            });
+            // A row of -inf would make x - max NaN; shift by 0 there instead.
+            Value isInf = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, maxV, lowestValue(nb, l, et));
+            Value shift = arith::SelectOp::create(nb, l, isInf, scalarConstant(nb, l, et, 0), maxV);
+            Value zero = scalarConstant(nb, l, et, 0);
+            Value sum = loopOver(nb, l, o, zero, [&](OpBuilder &sb, Location sl, Value acc, Value v) {
+              return addValues(sb, sl, acc, math::ExpOp::create(sb, sl, arith::SubFOp::create(sb, sl, v, shift)));
+            });
+            result = arith::AddFOp::create(nb, l, math::LogOp::create(nb, l, sum), shift);
+          } else {
+            Value init = kind.init == ReduceKind::Lowest    ? lowestValue(nb, l, et)
+                         : kind.init == ReduceKind::Highest ? highestValue(nb, l, et)
+                         : scalarConstant(nb, l, et, kind.init == ReduceKind::One ? 1 : 0);
+            result = loopOver(nb, l, o, init, [&](OpBuilder &sb, Location sl, Value acc, Value v) {
+              return kind.combine(sb, sl, acc, kind.pre ? kind.pre(sb, sl, v) : v);
+            });
+            if (kindName == "mean") {
+              Value cnt = arith::IndexCastOp::create(nb, l, nb.getI64Type(), total);
+              result = divValues(nb, l, result, castScalar(nb, l, cnt, et));
+            }
+            if (kind.post)
+              result = kind.post(nb, l, result);
+          }
+          linalg::YieldOp::create(nb, l, result);
+        })
+                           .getResult(0);
+    if (op.getKeepdims()) {
+      rewriter.replaceOp(op, keptResult);
+      return success();
+    }
+    // The kept dims, in order (exactly rank - n of them after the fallback above).
+    int64_t outRank = rt.getRank();
+    SmallVector<Value> dims(outRank, c(b, 1));
+    Value pos = c(b, 0);
+    for (int64_t d = 0; d < rank; ++d) {
+      Value dim = dimValue(b, loc, x, d);
+      Value kept = arith::XOrIOp::create(b, loc, reduced[d], arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+      for (int64_t j = 0; j < outRank; ++j) {
+        Value here = arith::AndIOp::create(b, loc, kept,
+                                           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, pos, c(b, j)));
+        dims[j] = arith::SelectOp::create(b, loc, here, dim, dims[j]);
+      }
+      pos = arith::AddIOp::create(b, loc, pos, arith::SelectOp::create(b, loc, kept, c(b, 1), c(b, 0)));
+    }
+    rewriter.replaceOp(op, reshapeTo(b, loc, keptResult, rt, dims));
+    return success();
+  }
+};
+
 /// softmax(x) = exp(x - max) / sum(exp(x - max)) and
 /// log_softmax(x) = x - max - log(sum(exp(x - max))) along one axis: both
 /// reduce the max, then the shifted exponentials' sum.
@@ -903,7 +1056,7 @@ void populateNnLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ReducePattern<ReduceMeanOp>, ReducePattern<ReduceSumOp>,
                ReducePattern<ReduceMaxOp>, ReducePattern<ReduceMinOp>, ReducePattern<ReduceProdOp>,
                ReducePattern<ReduceL1Op>, ReducePattern<ReduceL2Op>, ReducePattern<ReduceSumSquareOp>,
-               ReducePattern<ReduceLogSumOp>, ReduceLogSumExpPattern,
+               ReducePattern<ReduceLogSumOp>, ReduceLogSumExpPattern, DynamicReducePattern,
                ArgPattern<ArgMaxOp>, ArgPattern<ArgMinOp>, InstanceNormPattern, HardmaxPattern,
                CumSumPattern, NllLossPattern, SoftmaxLikePattern<SoftmaxOp>, SoftmaxLikePattern<LogSoftmaxOp>, LayerNormPattern, RmsNormPattern,
                BatchNormPattern, GlobalAveragePoolPattern, PoolPattern<MaxPoolOp>,

@@ -703,12 +703,27 @@ struct OneHotPattern : OpConversionPattern<OneHotOp> {
     auto rt = cast<RankedTensorType>(op.getType());
     int64_t rank = rt.getRank(), depth = op.getDepth();
     int64_t axis = wrapAxis(op.getAxis(), rank);
+    // The depth as an index and as an i64 (the run-time one truncated, at least 0).
+    Value depthIndex = idx(rewriter, loc, depth);
+    if (Value dv = adaptor.getDepthValue()) {
+      auto dt = cast<RankedTensorType>(dv.getType());
+      SmallVector<Value> zeros(dt.getRank(), idx(rewriter, loc, 0));
+      Value e = tensor::ExtractOp::create(rewriter, loc, dv, zeros);
+      if (auto ft = dyn_cast<FloatType>(e.getType()))
+        e = arith::MinNumFOp::create(
+            rewriter, loc, arith::MaxNumFOp::create(rewriter, loc, e, scalarConstant(rewriter, loc, ft, 0)),
+            scalarConstant(rewriter, loc, ft, 4.0e18));
+      depthIndex = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(),
+                                              castScalar(rewriter, loc, e, rewriter.getI64Type()));
+      depthIndex = arith::MaxSIOp::create(rewriter, loc, depthIndex, idx(rewriter, loc, 0));
+    }
+    Value depthI64 = arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), depthIndex);
     SmallVector<Value> dims;
     SmallVector<AffineExpr> idxExprs;
     int64_t next = 0;
     for (int64_t i = 0; i < rank; ++i) {
       if (i == axis) {
-        dims.push_back(idx(rewriter, loc, depth));
+        dims.push_back(depthIndex);
         continue;
       }
       dims.push_back(dimValue(rewriter, loc, indices, next++));
@@ -723,7 +738,7 @@ struct OneHotPattern : OpConversionPattern<OneHotOp> {
         rewriter, loc, rt, dims, ValueRange{indices}, {AffineMap::get(rank, 0, idxExprs, ctx)},
         [&](OpBuilder &b, Location l, ArrayRef<Value> c, ValueRange args) -> Value {
           Value i = castScalar(b, l, args[0], b.getI64Type());
-          Value d = arith::ConstantOp::create(b, l, b.getI64IntegerAttr(depth));
+          Value d = depthI64;
           Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, i,
                                             arith::ConstantOp::create(b, l, b.getI64IntegerAttr(0)));
           i = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, i, d), i);

@@ -172,3 +172,30 @@ func.func @bad_rms_norm_axis(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = graph.rms_norm %x {axis = 2 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+func.func @dynamic_tile_repeats(%x: tensor<2x3xf32>, %r: tensor<3xi64>) -> tensor<?x?xf32> {
+  // expected-error @+2 {{dynamic_tile needs one repeat per axis (2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.dynamic_tile %x, %r : (tensor<2x3xf32>, tensor<3xi64>) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @dynamic_reduce_kind(%x: tensor<2x3xf32>, %a: tensor<1xi64>) -> tensor<2x1xf32> {
+  // expected-error @+2 {{unknown dynamic_reduce kind 'median'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.dynamic_reduce %x, %a {kind = "median"} : (tensor<2x3xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  return %0 : tensor<2x1xf32>
+}
+
+// -----
+
+func.func @dynamic_squeeze_too_many(%x: tensor<1x1xf32>, %a: tensor<3xi64>) -> tensor<?xf32> {
+  // expected-error @+2 {{dynamic_squeeze: 3 axes for a rank-2 input}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.dynamic_squeeze %x, %a : (tensor<1x1xf32>, tensor<3xi64>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}

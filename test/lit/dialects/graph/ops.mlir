@@ -179,3 +179,34 @@ func.func @einsum_broadcast(%a: tensor<2x1x4x5xf32>, %b: tensor<3x5x2xf32>) -> t
   %0 = graph.einsum %a, %b {equation = "...ij,...jk->...ik"} : (tensor<2x1x4x5xf32>, tensor<3x5x2xf32>) -> tensor<2x3x4x2xf32>
   return %0 : tensor<2x3x4x2xf32>
 }
+
+// -----
+
+// Run-time shape operands (shapeinputs): the dims the values decide are dynamic.
+// CHECK-LABEL: func @runtime_shape_operands
+// CHECK: graph.dynamic_strided_slice {{.*}} -> tensor<?x?xf32>
+// CHECK: graph.dynamic_squeeze {{.*}} -> tensor<?x?xf32>
+// CHECK: graph.dynamic_unsqueeze {{.*}} -> tensor<?x?x?x?x?xf32>
+// CHECK: graph.dynamic_tile {{.*}} -> tensor<?x?x?xf32>
+// CHECK: graph.dynamic_pad {{.*}} {mode = "reflect"} {{.*}} -> tensor<?x?x?xf32>
+// CHECK: graph.dynamic_reduce {{.*}} {keepdims = 0 : i64, kind = "sum"} {{.*}} -> tensor<?x?xf32>
+// CHECK: graph.dynamic_reduce {{.*}} {kind = "max"} {{.*}} -> tensor<1x?x?xf32>
+// CHECK: graph.one_hot {{.*}} -> tensor<1x?x3x4xf32>
+// CHECK: graph.dropout {{.*}} -> (tensor<1x3x4xf32>, tensor<1x3x4xi1>)
+func.func @runtime_shape_operands(%x: tensor<1x3x4xf32>, %m: tensor<20x10xf32>, %i2: tensor<2xi64>, %i3: tensor<3xi64>,
+                                  %i6: tensor<6xi64>, %i1: tensor<1xi64>, %v: tensor<f32>, %t: tensor<i1>,
+                                  %v2: tensor<2xf32>)
+    -> (tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?xf32>,
+        tensor<1x?x?xf32>, tensor<1x?x3x4xf32>, tensor<1x3x4xf32>, tensor<1x3x4xi1>) {
+  %0 = graph.dynamic_strided_slice %m, %i2, %i2, %i2, %i2 : (tensor<20x10xf32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<?x?xf32>
+  %1 = graph.dynamic_squeeze %x, %i1 : (tensor<1x3x4xf32>, tensor<1xi64>) -> tensor<?x?xf32>
+  %2 = graph.dynamic_unsqueeze %x, %i2 : (tensor<1x3x4xf32>, tensor<2xi64>) -> tensor<?x?x?x?x?xf32>
+  %3 = graph.dynamic_tile %x, %i3 : (tensor<1x3x4xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  %4 = graph.dynamic_pad %x, %i6, %v {mode = "reflect"} : (tensor<1x3x4xf32>, tensor<6xi64>, tensor<f32>) -> tensor<?x?x?xf32>
+  %5 = graph.dynamic_reduce %x, %i1 {kind = "sum", keepdims = 0 : i64} : (tensor<1x3x4xf32>, tensor<1xi64>) -> tensor<?x?xf32>
+  %6 = graph.dynamic_reduce %x, %i2 {kind = "max"} : (tensor<1x3x4xf32>, tensor<2xi64>) -> tensor<1x?x?xf32>
+  %7 = graph.one_hot %x, %v2, %v {axis = 1 : i64} : (tensor<1x3x4xf32>, tensor<2xf32>, tensor<f32>) -> tensor<1x?x3x4xf32>
+  %8, %9 = graph.dropout %x, %v, %t {seed = 3 : i64} : (tensor<1x3x4xf32>, tensor<f32>, tensor<i1>) -> (tensor<1x3x4xf32>, tensor<1x3x4xi1>)
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9 : tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?xf32>,
+        tensor<1x?x?xf32>, tensor<1x?x3x4xf32>, tensor<1x3x4xf32>, tensor<1x3x4xi1>
+}

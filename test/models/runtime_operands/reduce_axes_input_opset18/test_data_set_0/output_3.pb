@@ -1,0 +1,1 @@
+"ıaùAÑ[ÉAB	sumsquare
