@@ -239,13 +239,13 @@ struct ResizePattern : OpConversionPattern<ResizeOp> {
       for (int64_t k = 0; k < 4; ++k)
         raw.push_back(arith::AddIOp::create(b, l, base, index(k - 1)));
       if (op.getExcludeOutside()) {
-        Value sum = cc(0);
+        Value sum;
         for (int64_t k = 0; k < 4; ++k) {
           Value in = arith::AndIOp::create(
               b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, raw[k], index(0)),
               arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, raw[k], a.inDim));
           w[k] = arith::SelectOp::create(b, l, in, w[k], cc(0));
-          sum = addC(sum, w[k]);
+          sum = sum ? addC(sum, w[k]) : w[k];
         }
         for (int64_t k = 0; k < 4; ++k)
           w[k] = arith::DivFOp::create(b, l, w[k], sum);

@@ -172,3 +172,56 @@ func.func @bad_rms_norm_axis(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = graph.rms_norm %x {axis = 2 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// --- Resize family ---
+func.func @resize_scales_and_sizes(%x: tensor<1x1x2x2xf32>, %s: tensor<4xf32>, %n: tensor<4xi64>) -> tensor<?x?x?x?xf32> {
+  // expected-error @+2 {{resize needs exactly one of scales and sizes}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.resize %x scales %s sizes %n {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"}
+      : (tensor<1x1x2x2xf32>, tensor<4xf32>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+  return %0 : tensor<?x?x?x?xf32>
+}
+
+// -----
+
+func.func @resize_scales_length(%x: tensor<1x1x2x2xf32>, %s: tensor<3xf32>) -> tensor<?x?x?x?xf32> {
+  // expected-error @+2 {{resize scales must have 4 values, got 3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.resize %x scales %s {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"}
+      : (tensor<1x1x2x2xf32>, tensor<3xf32>) -> tensor<?x?x?x?xf32>
+  return %0 : tensor<?x?x?x?xf32>
+}
+
+// -----
+
+func.func @resize_bad_mode(%x: tensor<1x1x2x2xf32>, %s: tensor<4xf32>) -> tensor<?x?x?x?xf32> {
+  // expected-error @+2 {{unsupported resize mode 'bicubic'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.resize %x scales %s {mode = "bicubic", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"}
+      : (tensor<1x1x2x2xf32>, tensor<4xf32>) -> tensor<?x?x?x?xf32>
+  return %0 : tensor<?x?x?x?xf32>
+}
+
+// -----
+
+func.func @resize_crop_without_roi(%x: tensor<1x1x2x2xf32>, %n: tensor<4xi64>) -> tensor<?x?x?x?xf32> {
+  // expected-error @+2 {{coordinate_transformation_mode tf_crop_and_resize needs roi}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.resize %x sizes %n {mode = "linear", coordinate_transformation_mode = "tf_crop_and_resize", nearest_mode = "floor"}
+      : (tensor<1x1x2x2xf32>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+  return %0 : tensor<?x?x?x?xf32>
+}
+
+// -----
+
+func.func @resize_negative_scale(%x: tensor<1x1x2x2xf32>) -> tensor<?x?x?x?xf32> {
+  %s = graph.constant {value = dense<[1.0, 1.0, -2.0, 2.0]> : tensor<4xf32>} : () -> tensor<4xf32>
+  // expected-error @+2 {{resize scales must be positive}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.resize %x scales %s {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"}
+      : (tensor<1x1x2x2xf32>, tensor<4xf32>) -> tensor<?x?x?x?xf32>
+  return %0 : tensor<?x?x?x?xf32>
+}
+// --- end Resize family ---
