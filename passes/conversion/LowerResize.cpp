@@ -83,9 +83,15 @@ struct ResizePattern : OpConversionPattern<ResizeOp> {
       if (scales) {
         a.scale = castScalar(b, loc, element(scales, i), f64);
         a.len = arith::MulFOp::create(b, loc, a.scale, a.inLen);
+        // A NaN, negative or huge run-time scale must not reach fptosi (poison): NaN and
+        // negatives give 0, the rest at most 2^53 (too large to allocate, an error later).
+        Value f0 = arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0));
+        Value big = arith::ConstantOp::create(b, loc, b.getF64FloatAttr(9007199254740992.0));
+        Value valid = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, a.len, f0);
+        Value len = arith::SelectOp::create(b, loc, valid, arith::MinimumFOp::create(b, loc, a.len, big), f0);
         a.outDim = arith::IndexCastOp::create(
             b, loc, b.getIndexType(),
-            arith::FPToSIOp::create(b, loc, b.getI64Type(), math::FloorOp::create(b, loc, a.len)));
+            arith::FPToSIOp::create(b, loc, b.getI64Type(), math::FloorOp::create(b, loc, len)));
         a.identity = known && (*known)[i] == 1.0;
       } else {
         a.outDim = arith::IndexCastOp::create(b, loc, b.getIndexType(), element(sizes, i));

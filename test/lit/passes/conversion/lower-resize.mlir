@@ -20,13 +20,15 @@ func.func @resize_linear(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x8x8xf32> {
 
 // -----
 
-// Run-time scales: each output dim is floor(scale * input) computed before the kernel,
-// and the kernel divides by the same run-time scale.
+// Run-time scales: each output dim is floor(scale * input) computed before the kernel
+// (NaN and negative lengths as 0), and the kernel divides by the same run-time scale.
 // CHECK-LABEL: func @resize_runtime_scales
 // CHECK: %[[S3:.*]] = tensor.extract %arg1[%c3] : tensor<4xf32>
 // CHECK: %[[S3D:.*]] = arith.extf %[[S3]] : f32 to f64
 // CHECK: %[[LEN:.*]] = arith.mulf %[[S3D]], %{{.*}} : f64
-// CHECK: math.floor %[[LEN]] : f64
+// CHECK: %[[OK:.*]] = arith.cmpf oge, %[[LEN]], %{{.*}} : f64
+// CHECK: %[[CLAMPED:.*]] = arith.select %[[OK]], %{{.*}}, %{{.*}} : f64
+// CHECK: math.floor %[[CLAMPED]] : f64
 // CHECK: %[[D3:.*]] = arith.select
 // CHECK: tensor.empty(%{{.*}}, %{{.*}}, %{{.*}}, %[[D3]]) : tensor<?x?x?x?xf32>
 // CHECK: linalg.generic
