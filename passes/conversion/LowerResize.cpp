@@ -22,7 +22,7 @@ using utils::IteratorType;
 struct Axis {
   Value inDim, outDim;     // index
   Value inLen, scale, len; // f64
-  Value roiStart, roiEnd;  // f64, crop mode only
+  Value roiDelta, roiOffset; // f64, crop mode only: end - start, start * (in - 1)
   bool identity = false;   // output coordinate == input coordinate, known at compile time
 };
 
@@ -92,15 +92,16 @@ struct ResizePattern : OpConversionPattern<ResizeOp> {
         a.outDim = arith::IndexCastOp::create(
             b, loc, b.getIndexType(),
             arith::FPToSIOp::create(b, loc, b.getI64Type(), math::FloorOp::create(b, loc, len)));
-        a.identity = known && (*known)[i] == 1.0;
+        // floor(1.0 * n) == n: a unit scale keeps even a dynamic length.
+        a.identity = identityAtOne && known && (*known)[i] == 1.0;
       } else {
         a.outDim = arith::IndexCastOp::create(b, loc, b.getIndexType(), element(sizes, i));
-        a.len = toF64(a.outDim);
-        a.scale = arith::DivFOp::create(b, loc, a.len, a.inLen);
-        a.identity = known && !xt.isDynamicDim(i) && (*known)[i] == (double)xt.getDimSize(i);
+        a.scale = arith::DivFOp::create(b, loc, toF64(a.outDim), a.inLen);
+        // scale * input as ONNX's reference has it, not the size itself: the two differ
+        // in the last bit, which decides whether a crop point lies inside the input.
+        a.len = arith::MulFOp::create(b, loc, a.scale, a.inLen);
+        a.identity = identityAtOne && known && !xt.isDynamicDim(i) && (*known)[i] == (double)xt.getDimSize(i);
       }
-      a.identity = a.identity && identityAtOne && !rt.isDynamicDim(i) && !xt.isDynamicDim(i) &&
-                   rt.getDimSize(i) == xt.getDimSize(i);
       if (!rt.isDynamicDim(i)) {
         a.outDim = index(rt.getDimSize(i));
       } else {
@@ -110,8 +111,13 @@ struct ResizePattern : OpConversionPattern<ResizeOp> {
                                            arith::MaxSIOp::create(b, loc, a.outDim, index(0)));
       }
       if (crop) {
-        a.roiStart = castScalar(b, loc, element(adaptor.getRoi(), i), f64);
-        a.roiEnd = castScalar(b, loc, element(adaptor.getRoi(), rank + i), f64);
+        // In the roi's own type, as ONNX's reference computes these two.
+        Value start = element(adaptor.getRoi(), i), end = element(adaptor.getRoi(), rank + i);
+        Value last = castScalar(b, loc, arith::SubFOp::create(b, loc, a.inLen, arith::ConstantOp::create(
+                                                                          b, loc, b.getF64FloatAttr(1))),
+                                start.getType());
+        a.roiDelta = castScalar(b, loc, arith::SubFOp::create(b, loc, end, start), f64);
+        a.roiOffset = castScalar(b, loc, arith::MulFOp::create(b, loc, start, last), f64);
       }
     }
 
@@ -168,7 +174,9 @@ struct ResizePattern : OpConversionPattern<ResizeOp> {
       if (ctm == "half_pixel")
         return sub(div(add(o, half), a.scale), half);
       if (ctm == "pytorch_half_pixel") {
-        Value many = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sgt, a.outDim, index(1));
+        // As ONNX's reference, the unrounded resized length decides; then 0 as the spec
+        // says (the reference's -0.5 differs only for cubic).
+        Value many = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, a.len, fc(1));
         return select(many, sub(div(add(o, half), a.scale), half), fc(0));
       }
       if (ctm == "align_corners") {
@@ -180,11 +188,10 @@ struct ResizePattern : OpConversionPattern<ResizeOp> {
       if (ctm == "tf_half_pixel_for_nn")
         return div(add(o, half), a.scale);
       if (ctm == "tf_crop_and_resize") {
-        Value extent = mul(sub(a.roiEnd, a.roiStart), last);
         Value one = isOne(a.len);
         Value den = select(one, fc(1), sub(a.len, fc(1)));
-        Value v = select(one, div(extent, fc(2)), div(mul(o, extent), den));
-        v = add(v, mul(a.roiStart, last));
+        Value v = select(one, div(mul(a.roiDelta, last), fc(2)), div(mul(mul(o, a.roiDelta), last), den));
+        v = add(v, a.roiOffset);
         Value out = arith::OrIOp::create(b, l, arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, v, fc(0)),
                                          arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, v, last));
         outside = outside ? arith::OrIOp::create(b, l, outside, out) : out;
