@@ -1,4 +1,4 @@
-// graph.resize (ONNX Resize/Upsample: nearest, linear, cubic; scales/sizes/roi constant or run-time) -> linalg.
+// graph.resize (ONNX Resize/Upsample: nearest, linear, cubic; constant or run-time scales) -> linalg.
 #include "passes/conversion/LoweringUtils.h"
 
 #include "dialects/graph/IR/Graph.h"
@@ -18,12 +18,12 @@ using utils::IteratorType;
 /// What one axis needs inside the kernel, computed once before it: the input
 /// length, the scale and the unrounded resized length (input * scale) in f64,
 /// as ONNX's reference computes coordinates in double precision, and for
-/// tf_crop_and_resize the roi's start and end.
+/// tf_crop_and_resize the roi's terms.
 struct Axis {
-  Value inDim, outDim;     // index
-  Value inLen, scale, len; // f64
+  Value inDim, outDim;       // index
+  Value inLen, scale, len;   // f64
   Value roiDelta, roiOffset; // f64, crop mode only: end - start, start * (in - 1)
-  bool identity = false;   // output coordinate == input coordinate, known at compile time
+  bool identity = false;     // output coordinate == input coordinate, known at compile time
 };
 
 std::optional<SmallVector<double>> constantValues(Value v) {
@@ -47,9 +47,8 @@ std::optional<SmallVector<double>> constantValues(Value v) {
 /// edge padding does).
 struct ResizePattern : OpConversionPattern<ResizeOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(ResizeOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(ResizeOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
     auto xt = cast<RankedTensorType>(x.getType());
@@ -68,13 +67,15 @@ struct ResizePattern : OpConversionPattern<ResizeOp> {
     auto toF64 = [&](Value i) -> Value {
       return arith::SIToFPOp::create(b, loc, f64, arith::IndexCastOp::create(b, loc, b.getI64Type(), i));
     };
-    auto element = [&](Value t, int64_t i) -> Value { return tensor::ExtractOp::create(b, loc, t, ValueRange{index(i)}); };
+    auto element = [&](Value t, int64_t i) -> Value {
+      return tensor::ExtractOp::create(b, loc, t, ValueRange{index(i)});
+    };
 
     Value scales = adaptor.getScales(), sizes = adaptor.getSizes();
     auto known = constantValues(scales ? scales : sizes);
     // Coordinate rules under which a scale of 1 maps each output coordinate to itself.
-    bool identityAtOne = ctm == "half_pixel" || ctm == "pytorch_half_pixel" || ctm == "align_corners" ||
-                         ctm == "asymmetric";
+    bool identityAtOne =
+        ctm == "half_pixel" || ctm == "pytorch_half_pixel" || ctm == "align_corners" || ctm == "asymmetric";
     SmallVector<Axis> axes(rank);
     for (int64_t i = 0; i < rank; ++i) {
       Axis &a = axes[i];
@@ -113,9 +114,10 @@ struct ResizePattern : OpConversionPattern<ResizeOp> {
       if (crop) {
         // In the roi's own type, as ONNX's reference computes these two.
         Value start = element(adaptor.getRoi(), i), end = element(adaptor.getRoi(), rank + i);
-        Value last = castScalar(b, loc, arith::SubFOp::create(b, loc, a.inLen, arith::ConstantOp::create(
-                                                                          b, loc, b.getF64FloatAttr(1))),
-                                start.getType());
+        Value last = castScalar(
+            b, loc,
+            arith::SubFOp::create(b, loc, a.inLen, arith::ConstantOp::create(b, loc, b.getF64FloatAttr(1))),
+            start.getType());
         a.roiDelta = castScalar(b, loc, arith::SubFOp::create(b, loc, end, start), f64);
         a.roiOffset = castScalar(b, loc, arith::MulFOp::create(b, loc, start, last), f64);
       }
@@ -128,8 +130,7 @@ struct ResizePattern : OpConversionPattern<ResizeOp> {
     auto generic = linalg::GenericOp::create(
         b, loc, rt, ValueRange{}, ValueRange{init},
         SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, b.getContext())},
-        SmallVector<IteratorType>(rank, IteratorType::parallel),
-        [&](OpBuilder &nb, Location l, ValueRange) {
+        SmallVector<IteratorType>(rank, IteratorType::parallel), [&](OpBuilder &nb, Location l, ValueRange) {
           SmallVector<Value> coords;
           for (int64_t d = 0; d < rank; ++d)
             coords.push_back(linalg::IndexOp::create(nb, l, d));
@@ -142,7 +143,8 @@ struct ResizePattern : OpConversionPattern<ResizeOp> {
   /// The output element at `coords`.
   static Value interpolate(OpBuilder &b, Location l, ResizeOp op, Value x, ArrayRef<Axis> axes,
                            ArrayRef<Value> coords, Type ct) {
-    StringRef mode = op.getMode(), ctm = op.getCoordinateTransformationMode(), nearestMode = op.getNearestMode();
+    StringRef mode = op.getMode(), ctm = op.getCoordinateTransformationMode(),
+              nearestMode = op.getNearestMode();
     Type et = cast<RankedTensorType>(x.getType()).getElementType();
     int64_t rank = axes.size();
     auto f64 = b.getF64Type();
@@ -150,7 +152,8 @@ struct ResizePattern : OpConversionPattern<ResizeOp> {
     auto cc = [&](double v) -> Value { return arith::ConstantOp::create(b, l, b.getFloatAttr(ct, v)); };
     auto index = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, l, v); };
     auto toIndex = [&](Value f) -> Value {
-      return arith::IndexCastOp::create(b, l, b.getIndexType(), arith::FPToSIOp::create(b, l, b.getI64Type(), f));
+      return arith::IndexCastOp::create(b, l, b.getIndexType(),
+                                        arith::FPToSIOp::create(b, l, b.getI64Type(), f));
     };
     auto clampIndex = [&](Value i, const Axis &a) -> Value {
       Value last = arith::SubIOp::create(b, l, a.inDim, index(1));
@@ -192,8 +195,9 @@ struct ResizePattern : OpConversionPattern<ResizeOp> {
         Value den = select(one, fc(1), sub(a.len, fc(1)));
         Value v = select(one, div(mul(a.roiDelta, last), fc(2)), div(mul(mul(o, a.roiDelta), last), den));
         v = add(v, a.roiOffset);
-        Value out = arith::OrIOp::create(b, l, arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, v, fc(0)),
-                                         arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, v, last));
+        Value out =
+            arith::OrIOp::create(b, l, arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, v, fc(0)),
+                                 arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, v, last));
         outside = outside ? arith::OrIOp::create(b, l, outside, out) : out;
         return v;
       }
