@@ -145,67 +145,60 @@ Results importConv(NodeContext &c) {
   return single(convolution(c, c.input(0), c.input(1), c.input(2)));
 }
 
-/// Resize (opset 10+) and Upsample: constant scales or sizes.
+// --- Resize family (Resize, Upsample) ---
+/// Resize (opset 10+) and Upsample: scales, sizes and roi pass through as
+/// operands, constant or not; shape inference reads the constant ones.
 Results importResize(NodeContext &c) {
   if (failed(require(c, 1)))
     return failure();
+  bool upsample = c.node.op_type() == "Upsample";
   Value x = c.input(0);
-  auto xt = cast<RankedTensorType>(x.getType());
-  int64_t rank = xt.getRank();
+  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
   std::string mode = c.stringAttr("mode", "nearest");
-  std::string ctm = c.stringAttr("coordinate_transformation_mode", c.opset >= 11 ? "half_pixel" : "asymmetric");
-  std::string nearest = c.stringAttr("nearest_mode", c.opset >= 11 ? "round_prefer_floor" : "floor");
-  if (c.node.op_type() == "Upsample" || c.opset < 11) {
+  std::string ctm = c.stringAttr("coordinate_transformation_mode", "half_pixel");
+  std::string nearest = c.stringAttr("nearest_mode", "round_prefer_floor");
+  // Upsample and Resize-10 had neither attribute: their rule is asymmetric with floor.
+  if (upsample || c.opset < 11) {
     ctm = "asymmetric";
     nearest = "floor";
   }
-  if (mode != "nearest" && mode != "linear")
-    return c.fail("resize mode '" + mode + "' is not supported");
-  if (ctm == "tf_crop_and_resize")
-    return c.fail("coordinate_transformation_mode tf_crop_and_resize is not supported");
-  if (c.intAttr("antialias", 0) || c.attr("axes"))
-    return c.fail("antialias and axes are not supported");
-  // scales is input 1 before opset 11 (and for Upsample), input 2 after; sizes is input 3.
-  Value scalesIn = (c.opset < 11 || c.node.op_type() == "Upsample") ? c.input(1) : c.input(2);
-  Value sizesIn = c.opset >= 11 ? c.input(3) : Value();
-  SmallVector<float> scales(rank, 1.0f);
-  SmallVector<int64_t> sizes(rank, ShapedType::kDynamic);
-  DenseElementsAttr attr;
-  if (sizesIn && cast<RankedTensorType>(sizesIn.getType()).getNumElements() > 0) {
-    auto s = c.constantInts(sizesIn, "sizes");
-    if (failed(s))
-      return failure();
-    if ((int64_t)s->size() != rank)
-      return c.fail("sizes must have one value per axis");
-    for (int64_t i = 0; i < rank; ++i) {
-      if (xt.isDynamicDim(i) || xt.getDimSize(i) == 0)
-        return c.fail("sizes need static input dims");
-      sizes[i] = (*s)[i];
-      scales[i] = float((*s)[i]) / float(xt.getDimSize(i));
-    }
-  } else if (scalesIn && matchPattern(scalesIn, m_Constant(&attr)) && isa<FloatType>(attr.getElementType())) {
-    if (attr.getNumElements() != rank)
-      return c.fail("scales must have one value per axis");
-    int64_t i = 0;
-    for (APFloat v : attr.getValues<APFloat>())
-      scales[i++] = v.convertToFloat();
-    for (i = 0; i < rank; ++i)
-      if (!xt.isDynamicDim(i))
-        sizes[i] = (int64_t)std::floor(xt.getDimSize(i) * (double)scales[i]);
-  } else if (auto s = c.intsAttr("scales"); s || c.attr("scales")) {
+  if (c.intAttr("antialias", 0))
+    return c.fail("unsupported antialias = 1");
+  if (c.attr("axes"))
+    return c.fail("unsupported attribute 'axes'");
+  if (c.stringAttr("keep_aspect_ratio_policy", "stretch") != "stretch")
+    return c.fail("unsupported keep_aspect_ratio_policy '" + c.stringAttr("keep_aspect_ratio_policy", "") + "'");
+  // An empty tensor stands for an omitted optional input.
+  auto present = [](Value v) {
+    if (!v)
+      return Value();
+    auto t = cast<RankedTensorType>(v.getType());
+    return t.hasStaticShape() && t.getNumElements() == 0 ? Value() : v;
+  };
+  // scales is input 1 for Resize-10 and Upsample-9, input 2 after them; sizes is input 3.
+  bool early = upsample || c.opset < 11;
+  Value roi = early ? Value() : present(c.input(1));
+  Value scales = present(early ? c.input(1) : c.input(2));
+  Value sizes = early ? Value() : present(c.input(3));
+  if (upsample && !scales) {
+    // Upsample-7 holds the scales as an attribute.
     const auto *a = c.attr("scales");
+    if (!a)
+      return c.fail("Upsample needs scales");
     if ((int64_t)a->floats_size() != rank)
       return c.fail("scales must have one value per axis");
-    for (int64_t i = 0; i < rank; ++i) {
-      scales[i] = a->floats(i);
-      if (!xt.isDynamicDim(i))
-        sizes[i] = (int64_t)std::floor(xt.getDimSize(i) * (double)scales[i]);
-    }
-  } else {
-    return c.fail("scales or sizes must be constants");
+    SmallVector<float> values(a->floats().begin(), a->floats().end());
+    auto type = RankedTensorType::get({rank}, c.b.getF32Type());
+    scales = ConstantOp::create(c.b, c.loc, DenseElementsAttr::get(type, ArrayRef<float>(values)));
   }
-  return single(create<ResizeOp>(c, x, mode, ctm, nearest, scales, sizes));
+  if (ctm != "tf_crop_and_resize")
+    roi = Value();
+  return single(create<ResizeOp>(c, x, roi, scales, sizes, mode, ctm, nearest,
+                                 APFloat(c.floatAttr("cubic_coeff_a", -0.75f)),
+                                 (uint64_t)c.intAttr("exclude_outside", 0),
+                                 APFloat(c.floatAttr("extrapolation_value", 0.0f))));
 }
+// --- end Resize family ---
 
 Results importConvTranspose(NodeContext &c) {
   if (failed(require(c, 2)))

@@ -31,6 +31,7 @@ struct ConvertGraphToLinalgPass
     populateContractionLoweringPatterns(patterns);
     populateNnLoweringPatterns(patterns);
     populateShapeLoweringPatterns(patterns);
+    populateResizeLoweringPatterns(patterns);
     populateScatterGatherLoweringPatterns(patterns);
     populateAttentionLoweringPatterns(patterns);
     populateRuntimeOperandLoweringPatterns(patterns);

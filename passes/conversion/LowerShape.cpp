@@ -778,138 +778,13 @@ struct TilePattern : OpConversionPattern<TileOp> {
   }
 };
 
-/// Resize: each output coordinate maps back to a fractional input coordinate
-/// (ONNX's coordinate_transformation_mode), then nearest picks one element
-/// and linear blends the 2^k neighbours of the k resized axes.
-struct ResizePattern : OpConversionPattern<ResizeOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(ResizeOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value x = adaptor.getInput();
-    auto rt = cast<RankedTensorType>(op.getType());
-    Type et = rt.getElementType();
-    int64_t rank = rt.getRank();
-    ArrayRef<float> scales = op.getScales();
-    StringRef ctm = op.getCoordinateTransformationMode(), nearestMode = op.getNearestMode();
-    bool linear = op.getMode() == "linear";
-    if (linear && !isa<FloatType>(et))
-      return rewriter.notifyMatchFailure(op, "linear resize needs floats");
-    auto f32 = rewriter.getF32Type();
-    SmallVector<Value> inDims, outDims;
-    for (int64_t i = 0; i < rank; ++i) {
-      inDims.push_back(dimValue(rewriter, loc, x, i));
-      if (!rt.isDynamicDim(i)) {
-        outDims.push_back(idx(rewriter, loc, rt.getDimSize(i)));
-        continue;
-      }
-      Value inF = castScalar(rewriter, loc, arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), inDims[i]), f32);
-      Value outF = math::FloorOp::create(rewriter, loc, arith::MulFOp::create(rewriter, loc, inF,
-                       arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(scales[i]))));
-      outDims.push_back(arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(),
-                                                   castScalar(rewriter, loc, outF, rewriter.getI64Type())));
-    }
-    Value result = gatherGeneric(
-        rewriter, loc, rt, outDims, {}, {},
-        [&](OpBuilder &b, Location l, ArrayRef<Value> c, ValueRange) -> Value {
-          auto fc = [&](double v) -> Value { return arith::ConstantOp::create(b, l, b.getF32FloatAttr(v)); };
-          auto toF = [&](Value i) { return castScalar(b, l, arith::IndexCastOp::create(b, l, b.getI64Type(), i), f32); };
-          auto toIndex = [&](Value f) {
-            return arith::IndexCastOp::create(b, l, b.getIndexType(), castScalar(b, l, f, b.getI64Type()));
-          };
-          auto clampIndex = [&](Value i, int64_t axis) -> Value {
-            Value last = arith::SubIOp::create(b, l, inDims[axis], idx(b, l, 1));
-            return arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, i, idx(b, l, 0)), last);
-          };
-          // Fractional input coordinate of output coordinate c[i].
-          auto source = [&](int64_t i) -> Value {
-            Value o = toF(c[i]), s = fc(scales[i]);
-            Value half = fc(0.5);
-            if (ctm == "half_pixel" || ctm == "pytorch_half_pixel") {
-              Value v = arith::SubFOp::create(b, l, arith::DivFOp::create(b, l, arith::AddFOp::create(b, l, o, half), s), half);
-              if (ctm == "pytorch_half_pixel") {
-                Value many = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sgt, outDims[i], idx(b, l, 1));
-                v = arith::SelectOp::create(b, l, many, v, fc(0));
-              }
-              return v;
-            }
-            if (ctm == "align_corners") {
-              // ONNX divides by (in * scale - 1), the unrounded resized length.
-              Value num = arith::MulFOp::create(b, l, o, arith::SubFOp::create(b, l, toF(inDims[i]), fc(1)));
-              Value resized = arith::MulFOp::create(b, l, toF(inDims[i]), s);
-              Value den = arith::SubFOp::create(b, l, resized, fc(1));
-              Value one = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLE, resized, fc(1));
-              Value safeDen = arith::SelectOp::create(b, l, one, fc(1), den);
-              return arith::SelectOp::create(b, l, one, fc(0), arith::DivFOp::create(b, l, num, safeDen));
-            }
-            if (ctm == "tf_half_pixel_for_nn")
-              return arith::DivFOp::create(b, l, arith::AddFOp::create(b, l, o, half), s);
-            return arith::DivFOp::create(b, l, o, s); // asymmetric
-          };
-          if (!linear) {
-            SmallVector<Value> src;
-            for (int64_t i = 0; i < rank; ++i) {
-              if (scales[i] == 1.0f && !rt.isDynamicDim(i)) {
-                src.push_back(c[i]);
-                continue;
-              }
-              Value v = source(i), r;
-              if (nearestMode == "floor")
-                r = math::FloorOp::create(b, l, v);
-              else if (nearestMode == "ceil")
-                r = math::CeilOp::create(b, l, v);
-              else if (nearestMode == "round_prefer_ceil")
-                r = math::FloorOp::create(b, l, arith::AddFOp::create(b, l, v, fc(0.5)));
-              else // round_prefer_floor: halves go down
-                r = math::CeilOp::create(b, l, arith::SubFOp::create(b, l, v, fc(0.5)));
-              src.push_back(clampIndex(toIndex(r), i));
-            }
-            return tensor::ExtractOp::create(b, l, x, src);
-          }
-          // Linear: per resized axis, two neighbours and a weight.
-          SmallVector<int64_t> axes;
-          SmallVector<Value> lo(rank), hi(rank), frac(rank);
-          for (int64_t i = 0; i < rank; ++i) {
-            if (scales[i] == 1.0f && !rt.isDynamicDim(i)) {
-              lo[i] = hi[i] = c[i];
-              continue;
-            }
-            axes.push_back(i);
-            Value last = toF(arith::SubIOp::create(b, l, inDims[i], idx(b, l, 1)));
-            Value v = arith::MinimumFOp::create(b, l, arith::MaximumFOp::create(b, l, source(i), fc(0)), last);
-            Value f0 = math::FloorOp::create(b, l, v);
-            frac[i] = arith::SubFOp::create(b, l, v, f0);
-            lo[i] = clampIndex(toIndex(f0), i);
-            hi[i] = clampIndex(arith::AddIOp::create(b, l, lo[i], idx(b, l, 1)), i);
-          }
-          Value acc = fc(0);
-          for (int64_t corner = 0; corner < (int64_t(1) << axes.size()); ++corner) {
-            SmallVector<Value> src(lo.begin(), lo.end());
-            Value w = fc(1);
-            for (size_t k = 0; k < axes.size(); ++k) {
-              int64_t i = axes[k];
-              bool upper = (corner >> k) & 1;
-              src[i] = upper ? hi[i] : lo[i];
-              w = arith::MulFOp::create(b, l, w, upper ? frac[i] : arith::SubFOp::create(b, l, fc(1), frac[i]));
-            }
-            Value v = castScalar(b, l, tensor::ExtractOp::create(b, l, x, src), f32);
-            acc = arith::AddFOp::create(b, l, acc, arith::MulFOp::create(b, l, w, v));
-          }
-          return castScalar(b, l, acc, et);
-        });
-    rewriter.replaceOp(op, result);
-    return success();
-  }
-};
-
 } // namespace
 
 void populateShapeLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ConstantPattern, ReshapePattern, RegroupPattern<FlattenOp>,
                RegroupPattern<SqueezeOp>, RegroupPattern<UnsqueezeOp>,
                TransposePattern, ConcatPattern, GatherPattern, SlicePattern, DynamicSlicePattern,
-               ShapePattern, ConstantOfShapePattern, RangePattern, DynamicExpandPattern, KvCacheAppendPattern, KvCachePrefixPattern, PadPattern, ResizePattern, TriluPattern, GatherElementsPattern, TilePattern, OneHotPattern>(
+               ShapePattern, ConstantOfShapePattern, RangePattern, DynamicExpandPattern, KvCacheAppendPattern, KvCachePrefixPattern, PadPattern, TriluPattern, GatherElementsPattern, TilePattern, OneHotPattern>(
       patterns.getContext());
 }
 

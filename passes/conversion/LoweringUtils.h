@@ -85,6 +85,7 @@ void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateContractionLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateNnLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateShapeLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateResizeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateScatterGatherLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// Ops whose shape-like operands are run-time values (LowerRuntimeOperands.cpp).

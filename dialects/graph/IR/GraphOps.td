@@ -689,23 +689,41 @@ def Graph_ConvTransposeOp : Graph_Op<"conv_transpose"> {
   let results = (outs AnyRankedTensor:$result);
 }
 
-def Graph_ResizeOp : Graph_Op<"resize"> {
-  let summary = "Resize (nearest or linear) to the sizes `scales` give, with ONNX coordinate rules";
+// --- Resize family (Resize, Upsample) ---
+def Graph_ResizeOp : Graph_RefinableOp<"resize", [AttrSizedOperandSegments]> {
+  let summary = "Resize (nearest, linear or cubic) with ONNX's coordinate rules; scales, sizes and roi may be run-time values";
   let description = [{
-    One scale per axis (output size = floor(input * scale) unless `sizes`
-    fixed it at import); `coordinate_transformation_mode` and `nearest_mode`
-    follow ONNX.
+    ONNX Resize: exactly one of `scales` (f32, one per axis) and `sizes`
+    (i64, one per axis) gives the output size, floor(input * scale) or the
+    size itself; with `sizes` the scale of an axis is size / input. Either
+    may be a run-time value: the output dims are then dynamic and computed
+    from it when the kernel runs (a constant gives a static type). `roi`
+    (start values for every axis, then end values) is read only by
+    `coordinate_transformation_mode = "tf_crop_and_resize"`, whose output
+    points outside the input are `extrapolation_value`. Cubic uses 4 taps per
+    axis with `cubic_coeff_a`; `exclude_outside` drops the taps outside the
+    input and renormalizes the others.
 
     ```mlir
-    %y = graph.resize %x {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor",
-                          scales = array<f32: 1.0, 1.0, 2.0, 2.0>, sizes = array<i64: 1, 3, 8, 8>}
-        : (tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32>
+    %s = graph.constant {value = dense<[1.0, 1.0, 2.0, 2.0]> : tensor<4xf32>} : () -> tensor<4xf32>
+    %y = graph.resize %x scales %s {mode = "cubic", coordinate_transformation_mode = "half_pixel",
+                                   nearest_mode = "round_prefer_floor", cubic_coeff_a = -7.5e-01 : f32,
+                                   exclude_outside = 0 : i64, extrapolation_value = 0.0 : f32}
+        : (tensor<1x3x4x4xf32>, tensor<4xf32>) -> tensor<1x3x8x8xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$input, StrAttr:$mode, StrAttr:$coordinate_transformation_mode,
-                   StrAttr:$nearest_mode, DenseF32ArrayAttr:$scales, DenseI64ArrayAttr:$sizes);
+  let arguments = (ins AnyRankedTensor:$input, Optional<AnyRankedTensor>:$roi,
+                   Optional<AnyRankedTensor>:$scales, Optional<AnyRankedTensor>:$sizes,
+                   StrAttr:$mode, StrAttr:$coordinate_transformation_mode, StrAttr:$nearest_mode,
+                   DefaultValuedAttr<F32Attr, "-0.75">:$cubic_coeff_a,
+                   DefaultValuedAttr<I64Attr, "0">:$exclude_outside,
+                   DefaultValuedAttr<F32Attr, "0.0">:$extrapolation_value);
   let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input (`roi` $roi^)? (`scales` $scales^)? (`sizes` $sizes^)? attr-dict `:` functional-type(operands, results)
+  }];
 }
+// --- end Resize family ---
 
 def Graph_InstanceNormOp : Graph_Op<"instance_norm"> {
   let summary = "InstanceNormalization: per (n, c) over the spatial axes";

@@ -861,24 +861,78 @@ LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *, std::optional<Loc
   return success();
 }
 
+// --- Resize family (Resize, Upsample) ---
+/// Reads a constant float tensor produced by graph.constant, if it is one.
+static std::optional<SmallVector<double>> constantFloats(Value v) {
+  DenseFPElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)))
+    return std::nullopt;
+  SmallVector<double> values;
+  for (const APFloat &x : attr.getValues<APFloat>())
+    values.push_back(x.convertToDouble());
+  return values;
+}
+
 LogicalResult ResizeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
   auto x = rankedType(adaptor.getInput());
-  if ((int64_t)adaptor.getScales().size() != x.getRank() ||
-      (int64_t)adaptor.getSizes().size() != x.getRank())
-    return fail(loc, "resize needs one scale and one size per axis");
-  StringRef mode = adaptor.getMode();
-  if (mode != "nearest" && mode != "linear")
-    return fail(loc, "resize mode '" + mode + "' is not supported");
-  SmallVector<int64_t> out;
-  for (int64_t i = 0; i < x.getRank(); ++i) {
-    if (adaptor.getScales()[i] <= 0)
-      return fail(loc, "resize scales must be positive");
-    out.push_back(adaptor.getSizes()[i] < 0 ? kDyn : adaptor.getSizes()[i]);
+  int64_t rank = x.getRank();
+  StringRef mode = adaptor.getMode(), ctm = adaptor.getCoordinateTransformationMode();
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return fail(loc, "unsupported resize mode '" + mode + "'");
+  if (!llvm::is_contained({"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                           "tf_half_pixel_for_nn", "tf_crop_and_resize"}, ctm))
+    return fail(loc, "unsupported coordinate_transformation_mode '" + ctm + "'");
+  if (mode == "nearest" && !llvm::is_contained({"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"},
+                                               adaptor.getNearestMode()))
+    return fail(loc, "unsupported nearest_mode '" + adaptor.getNearestMode() + "'");
+  if (mode != "nearest" && !isa<FloatType>(x.getElementType()))
+    return fail(loc, "resize mode '" + mode + "' needs a float input");
+  // scales, sizes and roi are 1-D: one value per axis (roi: two).
+  auto checkVector = [&](Value v, StringRef name, int64_t length, bool isFloat) -> LogicalResult {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || t.getRank() != 1 || (isFloat ? !isa<FloatType>(t.getElementType())
+                                           : !t.getElementType().isInteger(64)))
+      return fail(loc, "resize " + name + " must be a 1-D " + (isFloat ? "float" : "i64") + " tensor");
+    if (!t.isDynamicDim(0) && t.getDimSize(0) != length)
+      return fail(loc, "resize " + name + " must have " + Twine(length) + " values, got " +
+                           Twine(t.getDimSize(0)));
+    return success();
+  };
+  Value scales = adaptor.getScales(), sizes = adaptor.getSizes(), roi = adaptor.getRoi();
+  if (bool(scales) == bool(sizes))
+    return fail(loc, "resize needs exactly one of scales and sizes");
+  if (scales && failed(checkVector(scales, "scales", rank, true)))
+    return failure();
+  if (sizes && failed(checkVector(sizes, "sizes", rank, false)))
+    return failure();
+  if (ctm == "tf_crop_and_resize" && !roi)
+    return fail(loc, "coordinate_transformation_mode tf_crop_and_resize needs roi");
+  if (roi && failed(checkVector(roi, "roi", 2 * rank, true)))
+    return failure();
+  SmallVector<int64_t> out(rank, kDyn);
+  if (scales) {
+    if (auto s = constantFloats(scales)) {
+      for (int64_t i = 0; i < rank; ++i) {
+        if (!((*s)[i] > 0))
+          return fail(loc, "resize scales must be positive");
+        if (!x.isDynamicDim(i))
+          out[i] = (int64_t)std::floor((*s)[i] * (double)x.getDimSize(i));
+      }
+    }
+  } else if (auto s = constantInts(sizes)) {
+    for (int64_t i = 0; i < rank; ++i) {
+      if ((*s)[i] < 0)
+        return fail(loc, "resize sizes must not be negative");
+      if (x.getDimSize(i) == 0 && (*s)[i] > 0)
+        return fail(loc, "resize cannot fill axis " + Twine(i) + " from an empty input axis");
+      out[i] = (*s)[i];
+    }
   }
   types.push_back(x.clone(out));
   return success();
 }
+// --- end Resize family ---
 
 LogicalResult InstanceNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                                Adaptor adaptor, SmallVectorImpl<Type> &types) {

@@ -184,11 +184,32 @@ func.func @dynamic_tile_repeats(%x: tensor<2x3xf32>, %r: tensor<3xi64>) -> tenso
 
 // -----
 
+// --- Resize family ---
+func.func @resize_scales_and_sizes(%x: tensor<1x1x2x2xf32>, %s: tensor<4xf32>, %n: tensor<4xi64>) -> tensor<?x?x?x?xf32> {
+  // expected-error @+2 {{resize needs exactly one of scales and sizes}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.resize %x scales %s sizes %n {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"}
+      : (tensor<1x1x2x2xf32>, tensor<4xf32>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+  return %0 : tensor<?x?x?x?xf32>
+}
+
+// -----
+
 func.func @dynamic_reduce_kind(%x: tensor<2x3xf32>, %a: tensor<1xi64>) -> tensor<2x1xf32> {
   // expected-error @+2 {{unknown dynamic_reduce kind 'median'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = graph.dynamic_reduce %x, %a {kind = "median"} : (tensor<2x3xf32>, tensor<1xi64>) -> tensor<2x1xf32>
   return %0 : tensor<2x1xf32>
+}
+
+// -----
+
+func.func @resize_scales_length(%x: tensor<1x1x2x2xf32>, %s: tensor<3xf32>) -> tensor<?x?x?x?xf32> {
+  // expected-error @+2 {{resize scales must have 4 values, got 3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.resize %x scales %s {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"}
+      : (tensor<1x1x2x2xf32>, tensor<3xf32>) -> tensor<?x?x?x?xf32>
+  return %0 : tensor<?x?x?x?xf32>
 }
 
 // -----
@@ -199,3 +220,36 @@ func.func @dynamic_squeeze_too_many(%x: tensor<1x1xf32>, %a: tensor<3xi64>) -> t
   %0 = graph.dynamic_squeeze %x, %a : (tensor<1x1xf32>, tensor<3xi64>) -> tensor<?xf32>
   return %0 : tensor<?xf32>
 }
+}
+
+// -----
+
+func.func @resize_bad_mode(%x: tensor<1x1x2x2xf32>, %s: tensor<4xf32>) -> tensor<?x?x?x?xf32> {
+  // expected-error @+2 {{unsupported resize mode 'bicubic'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.resize %x scales %s {mode = "bicubic", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"}
+      : (tensor<1x1x2x2xf32>, tensor<4xf32>) -> tensor<?x?x?x?xf32>
+  return %0 : tensor<?x?x?x?xf32>
+}
+
+// -----
+
+func.func @resize_crop_without_roi(%x: tensor<1x1x2x2xf32>, %n: tensor<4xi64>) -> tensor<?x?x?x?xf32> {
+  // expected-error @+2 {{coordinate_transformation_mode tf_crop_and_resize needs roi}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.resize %x sizes %n {mode = "linear", coordinate_transformation_mode = "tf_crop_and_resize", nearest_mode = "floor"}
+      : (tensor<1x1x2x2xf32>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+  return %0 : tensor<?x?x?x?xf32>
+}
+
+// -----
+
+func.func @resize_negative_scale(%x: tensor<1x1x2x2xf32>) -> tensor<?x?x?x?xf32> {
+  %s = graph.constant {value = dense<[1.0, 1.0, -2.0, 2.0]> : tensor<4xf32>} : () -> tensor<4xf32>
+  // expected-error @+2 {{resize scales must be positive}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.resize %x scales %s {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"}
+      : (tensor<1x1x2x2xf32>, tensor<4xf32>) -> tensor<?x?x?x?xf32>
+  return %0 : tensor<?x?x?x?xf32>
+}
+// --- end Resize family ---

@@ -210,3 +210,28 @@ func.func @runtime_shape_operands(%x: tensor<1x3x4xf32>, %m: tensor<20x10xf32>, 
   return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9 : tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?xf32>,
         tensor<1x?x?xf32>, tensor<1x?x3x4xf32>, tensor<1x3x4xf32>, tensor<1x3x4xi1>
 }
+
+// -----
+
+// --- Resize family ---
+// Constant scales and sizes give static dims (floor(input * scale), or the size);
+// run-time ones give dynamic dims; the optional operands round-trip by keyword.
+// CHECK-LABEL: func @resize
+// CHECK: graph.resize %arg0 scales %{{.*}} {{.*}} -> tensor<1x3x5x2xf32>
+// CHECK: graph.resize %arg0 sizes %arg1 {{.*}}mode = "cubic"{{.*}} -> tensor<?x?x?x?xf32>
+// CHECK: graph.resize %arg0 roi %arg2 sizes %{{.*}} {{.*}}extrapolation_value = 1.000000e+01 : f32{{.*}} -> tensor<1x3x2x2xf32>
+func.func @resize(%x: tensor<1x3x4x4xf32>, %n: tensor<4xi64>, %roi: tensor<8xf32>)
+    -> (tensor<1x3x5x2xf32>, tensor<?x?x?x?xf32>, tensor<1x3x2x2xf32>) {
+  %s = graph.constant {value = dense<[1.0, 1.0, 1.3, 0.6]> : tensor<4xf32>} : () -> tensor<4xf32>
+  %0 = graph.resize %x scales %s {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"}
+      : (tensor<1x3x4x4xf32>, tensor<4xf32>) -> tensor<1x3x5x2xf32>
+  %1 = graph.resize %x sizes %n {mode = "cubic", coordinate_transformation_mode = "half_pixel", nearest_mode = "round_prefer_floor",
+                                 cubic_coeff_a = -5.0e-01 : f32, exclude_outside = 1 : i64}
+      : (tensor<1x3x4x4xf32>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+  %c = graph.constant {value = dense<[1, 3, 2, 2]> : tensor<4xi64>} : () -> tensor<4xi64>
+  %2 = graph.resize %x roi %roi sizes %c {mode = "linear", coordinate_transformation_mode = "tf_crop_and_resize",
+                                          nearest_mode = "round_prefer_floor", extrapolation_value = 1.0e+01 : f32}
+      : (tensor<1x3x4x4xf32>, tensor<8xf32>, tensor<4xi64>) -> tensor<1x3x2x2xf32>
+  return %0, %1, %2 : tensor<1x3x5x2xf32>, tensor<?x?x?x?xf32>, tensor<1x3x2x2xf32>
+}
+// --- end Resize family ---

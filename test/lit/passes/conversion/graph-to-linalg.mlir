@@ -347,19 +347,6 @@ func.func @instance_norm(%x: tensor<2x3x4x4xf32>, %s: tensor<3xf32>, %b: tensor<
 
 // -----
 
-// CHECK-LABEL: func @resize_linear
-// CHECK: linalg.generic
-// CHECK: math.floor
-// CHECK-COUNT-4: tensor.extract
-func.func @resize_linear(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x8x8xf32> {
-  %0 = graph.resize %x {mode = "linear", coordinate_transformation_mode = "half_pixel", nearest_mode = "round_prefer_floor",
-                        scales = array<f32: 1.0, 1.0, 2.0, 2.0>, sizes = array<i64: 1, 1, 8, 8>}
-      : (tensor<1x1x4x4xf32>) -> tensor<1x1x8x8xf32>
-  return %0 : tensor<1x1x8x8xf32>
-}
-
-// -----
-
 // CHECK-LABEL: func @trilu_runtime_k
 // CHECK: %[[K:.*]] = tensor.extract %arg1[%{{.*}}] : tensor<1xi64>
 // CHECK: %[[KI:.*]] = arith.index_cast %[[K]] : i64 to index
