@@ -220,7 +220,6 @@ func.func @dynamic_squeeze_too_many(%x: tensor<1x1xf32>, %a: tensor<3xi64>) -> t
   %0 = graph.dynamic_squeeze %x, %a : (tensor<1x1xf32>, tensor<3xi64>) -> tensor<?xf32>
   return %0 : tensor<?xf32>
 }
-}
 
 // -----
 
