@@ -1,5 +1,5 @@
 // One importer per ONNX op: maps a node's inputs and attributes onto graph dialect ops, per opset.
-#include "compiler/importer/NodeContext.h"
+#include "compiler/importer/ImportBuilders.h"
 
 #include "dialects/graph/IR/Graph.h"
 
@@ -14,81 +14,6 @@ using namespace kiln::graph;
 
 namespace kiln {
 namespace {
-
-using Results = FailureOr<SmallVector<Value>>;
-
-/// Creates OpTy from builder arguments, inferring its result type without the
-/// fatal error that ODS builders raise when inference fails: a malformed
-/// model must give an error, not an abort.
-/// (NumResults: how many results OpTy has; their types are inferred below,
-/// the builder gets placeholders.)
-template <typename OpTy, unsigned NumResults = 1, typename... Args>
-FailureOr<Operation *> createOperation(NodeContext &c, Args &&...args) {
-  OperationState state(c.loc, OpTy::getOperationName());
-  if constexpr (NumResults == 1)
-    OpTy::build(c.b, state, c.b.getNoneType(), std::forward<Args>(args)...);
-  else
-    OpTy::build(c.b, state, TypeRange(SmallVector<Type>(NumResults, c.b.getNoneType())),
-                std::forward<Args>(args)...);
-  SmallVector<Type> types;
-  if (failed(OpTy::inferReturnTypes(
-          c.b.getContext(), state.location, state.operands,
-          state.attributes.getDictionary(c.b.getContext()),
-          state.getRawProperties(), state.regions, types))) {
-    // Shape inference reported why through a diagnostic, which the importer
-    // captured as "node 'n': why"; say it in the node's own error line.
-    std::string why = c.error.empty() ? "invalid operands or attributes" : c.error;
-    size_t prefix = why.rfind("node '", 0) == 0 ? why.find("': ") : std::string::npos;
-    if (prefix != std::string::npos)
-      why = why.substr(prefix + 3);
-    c.error.clear();
-    (void)c.fail(why);
-    return failure();
-  }
-  state.types.assign(types.begin(), types.end());
-  return c.b.create(state);
-}
-
-template <typename OpTy, typename... Args>
-FailureOr<Value> create(NodeContext &c, Args &&...args) {
-  auto created = createOperation<OpTy>(c, std::forward<Args>(args)...);
-  if (failed(created))
-    return failure();
-  Operation *op = *created;
-  // Fold as we go: shape arithmetic on constants becomes constants at once,
-  // so that the ops consuming it (Reshape, ConstantOfShape, ...) get static types.
-  SmallVector<OpFoldResult> folded;
-  if (op->getNumResults() == 1 && !isa<ConstantOp>(op) && succeeded(op->fold(folded)) &&
-      folded.size() == 1) {
-    Value replacement;
-    if (auto v = llvm::dyn_cast<Value>(folded[0]))
-      replacement = v;
-    else if (auto elems = llvm::dyn_cast<ElementsAttr>(llvm::cast<Attribute>(folded[0]));
-             elems && elems.getType() == op->getResult(0).getType())
-      replacement = ConstantOp::create(c.b, c.loc, elems);
-    if (replacement) {
-      op->erase();
-      return replacement;
-    }
-  }
-  return op->getResult(0);
-}
-
-Results single(FailureOr<Value> v) {
-  if (failed(v))
-    return failure();
-  return SmallVector<Value>{*v};
-}
-
-/// Checks that required inputs are present.
-LogicalResult require(NodeContext &c, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    if (!c.input(i))
-      return c.fail("missing required input " + Twine(i));
-  return success();
-}
-
-int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
 
 template <typename OpTy> NodeImporter binary() {
   return [](NodeContext &c) -> Results {
@@ -302,16 +227,23 @@ Results importConvTranspose(NodeContext &c) {
 template <typename OpTy> Results importPool(NodeContext &c) {
   if (failed(require(c, 1)))
     return failure();
-  if (c.node.output_size() > 1 && !c.node.output(1).empty())
-    return c.fail("the Indices output is not supported");
-  if (c.intAttr("storage_order", 0) != 0)
-    return c.fail("storage_order=1 is not supported");
   auto kernel = c.intsAttr("kernel_shape");
   if (!kernel)
     return c.fail("kernel_shape is required");
   auto w = windowAttrs(c, c.input(0), *kernel);
   if (failed(w))
     return failure();
+  // MaxPool's Indices output (storage_order says how they are numbered).
+  if (c.node.output_size() > 1 && !c.node.output(1).empty()) {
+    if constexpr (std::is_same_v<OpTy, MaxPoolOp>) {
+      auto op = createOperation<MaxPoolWithIndicesOp, 2>(c, c.input(0), w->kernel, w->pads, w->strides,
+                                                         w->dilations, c.intAttr("ceil_mode", 0),
+                                                         c.intAttr("storage_order", 0));
+      if (failed(op))
+        return failure();
+      return SmallVector<Value>((*op)->getResults());
+    }
+  }
   if constexpr (std::is_same_v<OpTy, MaxPoolOp>)
     return single(create<MaxPoolOp>(c, c.input(0), w->kernel, w->pads,
                                     w->strides, w->dilations,
@@ -880,12 +812,6 @@ int32_t declaredOnnxType(NodeContext &c, size_t i) {
 }
 
 Type elementTypeOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }
-
-/// A rank-0 constant of element type `et`.
-Value scalarConstant(NodeContext &c, Type et, double v) {
-  Attribute a = isa<FloatType>(et) ? (Attribute)FloatAttr::get(et, v) : IntegerAttr::get(et, (int64_t)v);
-  return ConstantOp::create(c.b, c.loc, DenseElementsAttr::get(RankedTensorType::get({}, et), a));
-}
 
 /// Whether the 8-bit quantized input `i` is uint8 (else int8); its zero
 /// point `zp` (same type by the spec) answers when `i`'s type is undeclared.
@@ -1895,6 +1821,12 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     t["Squeeze"] = importSqueeze;
     t["Unsqueeze"] = importUnsqueeze;
     t["Shape"] = importShape;
+    // New op families, each in its own file (newops).
+    addNormalizationImporters(t);
+    addSignalImporters(t);
+    addSequenceImporters(t);
+    addPoolingImporters(t);
+    addLinearAlgebraImporters(t);
     return t;
   }();
   return table;

@@ -34,6 +34,8 @@ struct ConvertGraphToLinalgPass
     populateScatterGatherLoweringPatterns(patterns);
     populateAttentionLoweringPatterns(patterns);
     populateQuantizedMatMulLoweringPatterns(patterns, vectorBits);
+    populatePoolIndicesLoweringPatterns(patterns);
+    populateLinearAlgebraLoweringPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -89,6 +89,9 @@ void populateScatterGatherLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// `vectorBits` sizes the register blocks of the quantized product kernels.
 void populateQuantizedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns, int64_t vectorBits);
+// newops: pooling indices, linear algebra.
+void populatePoolIndicesLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateLinearAlgebraLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln
 

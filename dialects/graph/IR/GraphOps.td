@@ -1105,4 +1105,44 @@ def Graph_ShapeOp : Graph_Op<"shape"> {
   let hasFolder = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// newops: pooling with indices, unpooling, linear algebra
+//===----------------------------------------------------------------------===//
+
+def Graph_MaxPoolWithIndicesOp : Graph_Op<"max_pool_with_indices"> {
+  let summary = "MaxPool that also returns where each maximum was (ONNX MaxPool's Indices)";
+  let description = [{
+    The values are those of `graph.max_pool`. Each index is the flat i64
+    position of the maximum in the unpadded input: row-major
+    ((n * C + c) * D1 + d1) * D2 + d2 ... when `storage_order` is 0, spatial
+    axes column-major (n * C + c) * D1 * D2 + d2 * D1 + d1 when it is 1. The
+    first maximum of a window in row-major window order wins ties.
+
+    ```mlir
+    %y, %i = graph.max_pool_with_indices %x {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, storage_order = 0 : i64}
+        : (tensor<1x1x4x4xf32>) -> (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
+                   DefaultValuedAttr<I64Attr, "0">:$ceil_mode,
+                   DefaultValuedAttr<I64Attr, "0">:$storage_order);
+  let results = (outs AnyRankedTensor:$values, TensorOf<[I64]>:$indices);
+}
+
+def Graph_DetOp : Graph_Op<"det"> {
+  let summary = "Determinant of each square matrix in the two innermost axes (ONNX Det)";
+  let description = [{
+    Input [..., M, M] of floats, result [...]. Each matrix is factored by
+    Gaussian elimination with partial pivoting (LU); the determinant is the
+    product of the pivots, negated per row swap.
+
+    ```mlir
+    %d = graph.det %x : (tensor<3x2x2xf32>) -> tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 #endif // KILN_GRAPH_OPS

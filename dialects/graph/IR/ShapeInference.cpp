@@ -1408,3 +1408,33 @@ LogicalResult ShapeOp::inferReturnTypes(MLIRContext *ctx,
 }
 
 } // namespace kiln::graph
+
+// newops: pooling with indices, linear algebra.
+namespace kiln::graph {
+
+LogicalResult MaxPoolWithIndicesOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                                     Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  if (adaptor.getStorageOrder() != 0 && adaptor.getStorageOrder() != 1)
+    return fail(loc, "storage_order must be 0 or 1");
+  if (failed(inferPool(loc, adaptor, types)))
+    return failure();
+  types.push_back(cast<RankedTensorType>(types[0]).clone(IntegerType::get(ctx, 64)));
+  return success();
+}
+
+LogicalResult DetOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  int64_t rank = x.getRank();
+  if (rank < 2)
+    return fail(loc, "det input must have rank >= 2");
+  if (!isa<FloatType>(x.getElementType()))
+    return fail(loc, "det input must be floating point");
+  int64_t m = x.getDimSize(rank - 2), n = x.getDimSize(rank - 1);
+  if (m != kDyn && n != kDyn && m != n)
+    return fail(loc, "det needs square matrices, got " + Twine(m) + "x" + Twine(n));
+  types.push_back(x.clone(x.getShape().drop_back(2)));
+  return success();
+}
+
+} // namespace kiln::graph
