@@ -1,7 +1,9 @@
-// Signal-processing ops: the Hann, Hamming and Blackman windows, composed from graph ops.
+// Signal-processing ops (windows, DFT), composed from graph ops.
 #include "compiler/importer/ImportBuilders.h"
 
 #include "compiler/importer/ModelSource.h"
+
+#include "mlir/IR/Matchers.h"
 
 #include <cmath>
 
@@ -77,6 +79,302 @@ Results importCosineWindow(NodeContext &c, ArrayRef<double> coefficients) {
   return single(create<CastOp>(c, w, outType));
 }
 
+/// A constant [n, k] matrix of f(2 pi i j / n) * scale for rows i < n, columns j < k.
+Value twiddles(NodeContext &c, Type ft, int64_t n, int64_t k, double scale, double (*f)(double)) {
+  SmallVector<Attribute> values;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < k; ++j)
+      values.push_back(c.b.getFloatAttr(ft, scale * f(2 * M_PI * double((i * j) % n) / double(n))));
+  return ConstantOp::create(c.b, c.loc, DenseElementsAttr::get(RankedTensorType::get({n, k}, ft), values));
+}
+
+/// Y = (re A + im B) + i (im A - re B) for signals along the last axis of
+/// re/im (im null for a real signal) and [n, k] matrices A, B; returns Y's
+/// real and imaginary parts.
+FailureOr<std::pair<Value, Value>> complexProduct(NodeContext &c, Value re, Value im, Value a, Value bm) {
+  auto outRe = create<MatMulOp>(c, re, a);
+  auto reB = create<MatMulOp>(c, re, bm);
+  if (failed(outRe) || failed(reB))
+    return failure();
+  auto outIm = create<NegOp>(c, *reB);
+  if (failed(outIm))
+    return failure();
+  if (im) {
+    auto imA = create<MatMulOp>(c, im, a), imB = create<MatMulOp>(c, im, bm);
+    if (failed(imA) || failed(imB))
+      return failure();
+    outRe = create<AddOp>(c, *outRe, *imB);
+    outIm = create<AddOp>(c, *imA, *outIm);
+    if (failed(outRe) || failed(outIm))
+      return failure();
+  }
+  return std::pair{*outRe, *outIm};
+}
+
+/// Component `which` (0 real, 1 imaginary) of a [..., 1|2] signal, that axis dropped.
+FailureOr<Value> component(NodeContext &c, Value x, int64_t which) {
+  Value index = ConstantOp::create(c.b, c.loc,
+                                   DenseElementsAttr::get(RankedTensorType::get({}, c.b.getI64Type()), which));
+  return create<GatherOp>(c, x, index, rankOf(x) - 1);
+}
+
+/// [..., re/im] from the two parts.
+FailureOr<Value> stackComplex(NodeContext &c, Value re, Value im) {
+  int64_t rank = rankOf(re);
+  auto lre = create<UnsqueezeOp>(c, re, ArrayRef<int64_t>{rank});
+  auto lim = create<UnsqueezeOp>(c, im, ArrayRef<int64_t>{rank});
+  if (failed(lre) || failed(lim))
+    return failure();
+  return create<ConcatOp>(c, ValueRange{*lre, *lim}, rank);
+}
+
+/// DFT over a static axis as products with constant cosine and sine
+/// matrices (the axis moved last): with X = re + i im and A, B the scaled
+/// cosines and signed sines, Y = (re A + im B) + i (im A - re B). Forward:
+/// A = cos, B = sin; inverse: A = cos / N, B = -sin / N. A real input (last
+/// dim 1) has no im terms.
+Results importDft(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  Value x = c.input(0);
+  auto xt = cast<RankedTensorType>(x.getType());
+  Type ft = xt.getElementType();
+  int64_t rank = xt.getRank();
+  if (!isa<FloatType>(ft))
+    return c.fail("unsupported DFT input type (float expected)");
+  if (rank < 2 || xt.isDynamicDim(rank - 1) || (xt.getDimSize(rank - 1) != 1 && xt.getDimSize(rank - 1) != 2))
+    return c.fail("DFT input's last dim must be 1 (real) or 2 (complex)");
+  bool complexIn = xt.getDimSize(rank - 1) == 2;
+  int64_t axis = c.intAttr("axis", 1);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank - 1)
+    return c.fail("DFT axis " + Twine(c.intAttr("axis", 1)) + " out of range (the last axis holds the components)");
+  int64_t n = xt.getDimSize(axis);
+  if (n == ShapedType::kDynamic || n == 0)
+    return c.fail("DFT needs a static, non-empty signal axis");
+  if (c.input(1)) {
+    auto length = c.constantInts(c.input(1), "dft_length");
+    if (failed(length))
+      return failure();
+    if (length->size() != 1 || (*length)[0] != n)
+      return c.fail("unsupported dft_length (only the signal's own length " + Twine(n) + ")");
+  }
+  bool inverse = c.intAttr("inverse", 0), onesided = c.intAttr("onesided", 0);
+  int64_t k = onesided ? n / 2 + 1 : n;
+  double scale = inverse ? 1.0 / n : 1.0;
+  Value a = twiddles(c, ft, n, k, scale, [](double t) { return std::cos(t); });
+  Value bm = twiddles(c, ft, n, k, inverse ? -scale : scale, [](double t) { return std::sin(t); });
+  // Components as [..., signal axis last]; perm moves the axis to the end.
+  SmallVector<int64_t> perm, back(rank - 1);
+  for (int64_t i = 0; i < rank - 1; ++i)
+    if (i != axis)
+      perm.push_back(i);
+  perm.push_back(axis);
+  for (int64_t i = 0; i < rank - 1; ++i)
+    back[perm[i]] = i;
+  auto axisLast = [&](int64_t which) -> FailureOr<Value> {
+    auto part = component(c, x, which);
+    if (failed(part))
+      return failure();
+    return create<TransposeOp>(c, *part, perm);
+  };
+  auto re = axisLast(0);
+  FailureOr<Value> im = complexIn ? axisLast(1) : FailureOr<Value>(Value());
+  if (failed(re) || failed(im))
+    return failure();
+  auto y = complexProduct(c, *re, *im, a, bm);
+  if (failed(y))
+    return failure();
+  auto yRe = create<TransposeOp>(c, y->first, back), yIm = create<TransposeOp>(c, y->second, back);
+  if (failed(yRe) || failed(yIm))
+    return failure();
+  return single(stackComplex(c, *yRe, *yIm));
+}
+
+/// A one-element integer input as a rank-0 i64 tensor.
+FailureOr<Value> i64Scalar(NodeContext &c, Value v, StringRef what) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (!isa<IntegerType>(t.getElementType()) || !t.hasStaticShape() || t.getNumElements() != 1) {
+    (void)c.fail(what + Twine(" must be a single integer"));
+    return failure();
+  }
+  if (t.getRank() != 0) {
+    auto scalar = create<ReshapeOp>(c, v, c.i64Constant({}), (int64_t)0);
+    if (failed(scalar))
+      return failure();
+    v = *scalar;
+  }
+  if (t.getElementType().isInteger(64))
+    return v;
+  return create<CastOp>(c, v, c.b.getI64Type());
+}
+
+/// Cosines and sines [n, k] of 2 pi ((i * j) mod n) / n, with n and k run-time scalars.
+FailureOr<std::pair<Value, Value>> runtimeTwiddles(NodeContext &c, Type ft, Value n, Value k) {
+  Type i64 = c.b.getI64Type();
+  auto rows = create<RangeOp>(c, scalarConstant(c, i64, 0), n, scalarConstant(c, i64, 1));
+  auto cols = create<RangeOp>(c, scalarConstant(c, i64, 0), k, scalarConstant(c, i64, 1));
+  if (failed(rows) || failed(cols))
+    return failure();
+  auto r2 = create<UnsqueezeOp>(c, *rows, ArrayRef<int64_t>{1});
+  auto c2 = create<UnsqueezeOp>(c, *cols, ArrayRef<int64_t>{0});
+  if (failed(r2) || failed(c2))
+    return failure();
+  auto ij = create<MulOp>(c, *r2, *c2);
+  if (failed(ij))
+    return failure();
+  auto wrapped = create<ModOp>(c, *ij, n, (int64_t)0); // exact phases for large i * j
+  if (failed(wrapped))
+    return failure();
+  auto wf = create<CastOp>(c, *wrapped, ft), nf = create<CastOp>(c, n, ft);
+  if (failed(wf) || failed(nf))
+    return failure();
+  auto turns = create<DivOp>(c, *wf, *nf);
+  if (failed(turns))
+    return failure();
+  auto phase = create<MulOp>(c, *turns, scalarConstant(c, ft, 2 * M_PI));
+  if (failed(phase))
+    return failure();
+  auto cosine = create<CosOp>(c, *phase), sine = create<SinOp>(c, *phase);
+  if (failed(cosine) || failed(sine))
+    return failure();
+  return std::pair{*cosine, *sine};
+}
+
+/// STFT: frames f of length W (frame_length, else the window's length) start
+/// at f * frame_step, F = (L - W) / frame_step + 1 of them; each is
+/// multiplied by the window and transformed (first W / 2 + 1 bins when
+/// onesided). Frame gathers and the DFT matrices follow run-time steps and
+/// lengths; a static window length gives constant matrices.
+Results importStft(NodeContext &c) {
+  if (failed(require(c, 2)))
+    return failure();
+  Value signal = c.input(0), window = c.input(2), frameLength = c.input(3);
+  auto st = cast<RankedTensorType>(signal.getType());
+  Type ft = st.getElementType();
+  Type i64 = c.b.getI64Type();
+  if (!isa<FloatType>(ft))
+    return c.fail("unsupported STFT signal type (float expected)");
+  if (st.getRank() != 3 || st.isDynamicDim(2) || (st.getDimSize(2) != 1 && st.getDimSize(2) != 2))
+    return c.fail("STFT signal must be [batch, length, 1 or 2]");
+  bool onesided = c.intAttr("onesided", 1);
+  auto step = i64Scalar(c, c.input(1), "frame_step");
+  if (failed(step))
+    return failure();
+  if (window) {
+    auto wt = cast<RankedTensorType>(window.getType());
+    if (wt.getRank() != 1 || wt.getElementType() != ft)
+      return c.fail("window must be 1-D of the signal's type");
+  }
+  // The frame length: static from the window when possible.
+  int64_t staticW = ShapedType::kDynamic;
+  Value w;
+  if (frameLength) {
+    auto fl = i64Scalar(c, frameLength, "frame_length");
+    if (failed(fl))
+      return failure();
+    w = *fl;
+    DenseIntElementsAttr flAttr;
+    if (matchPattern(w, m_Constant(&flAttr)))
+      staticW = (*flAttr.getValues<APInt>().begin()).getSExtValue();
+  } else if (window) {
+    auto wt = cast<RankedTensorType>(window.getType());
+    staticW = wt.getDimSize(0);
+    if (staticW == ShapedType::kDynamic) {
+      auto shape = create<ShapeOp>(c, window, (int64_t)0, IntegerAttr());
+      if (failed(shape))
+        return failure();
+      auto scalar = i64Scalar(c, *shape, "window length");
+      if (failed(scalar))
+        return failure();
+      w = *scalar;
+    }
+  } else {
+    return c.fail("STFT needs a window or frame_length");
+  }
+  if (staticW != ShapedType::kDynamic) {
+    if (staticW <= 0)
+      return c.fail("frame length must be positive");
+    w = scalarConstant(c, i64, (double)staticW);
+  }
+  Value length;
+  if (!st.isDynamicDim(1)) {
+    length = scalarConstant(c, i64, (double)st.getDimSize(1));
+  } else {
+    auto shape = create<ShapeOp>(c, signal, (int64_t)1, c.b.getI64IntegerAttr(2));
+    if (failed(shape))
+      return failure();
+    auto scalar = i64Scalar(c, *shape, "signal length");
+    if (failed(scalar))
+      return failure();
+    length = *scalar;
+  }
+  auto span = create<SubOp>(c, length, w);
+  if (failed(span))
+    return failure();
+  auto frames = create<DivOp>(c, *span, *step);
+  if (failed(frames))
+    return failure();
+  frames = create<AddOp>(c, *frames, scalarConstant(c, i64, 1));
+  if (failed(frames))
+    return failure();
+  // Sample indices [F, W]: f * step + n.
+  auto f = create<RangeOp>(c, scalarConstant(c, i64, 0), *frames, scalarConstant(c, i64, 1));
+  auto n = create<RangeOp>(c, scalarConstant(c, i64, 0), w, scalarConstant(c, i64, 1));
+  if (failed(f) || failed(n))
+    return failure();
+  auto starts = create<MulOp>(c, *f, *step);
+  if (failed(starts))
+    return failure();
+  auto s2 = create<UnsqueezeOp>(c, *starts, ArrayRef<int64_t>{1});
+  auto n2 = create<UnsqueezeOp>(c, *n, ArrayRef<int64_t>{0});
+  if (failed(s2) || failed(n2))
+    return failure();
+  auto indices = create<AddOp>(c, *s2, *n2);
+  if (failed(indices))
+    return failure();
+  auto framed = [&](int64_t which) -> FailureOr<Value> {
+    auto part = component(c, signal, which);
+    if (failed(part))
+      return failure();
+    auto g = create<GatherOp>(c, *part, *indices, (int64_t)1); // [B, F, W]
+    if (failed(g) || !window)
+      return g;
+    return create<MulOp>(c, *g, window);
+  };
+  auto re = framed(0);
+  FailureOr<Value> im = st.getDimSize(2) == 2 ? framed(1) : FailureOr<Value>(Value());
+  if (failed(re) || failed(im))
+    return failure();
+  Value a, bm;
+  if (staticW != ShapedType::kDynamic) {
+    int64_t k = onesided ? staticW / 2 + 1 : staticW;
+    a = twiddles(c, ft, staticW, k, 1.0, [](double t) { return std::cos(t); });
+    bm = twiddles(c, ft, staticW, k, 1.0, [](double t) { return std::sin(t); });
+  } else {
+    Value k = w;
+    if (onesided) {
+      auto half = create<DivOp>(c, w, scalarConstant(c, i64, 2));
+      if (failed(half))
+        return failure();
+      auto bins = create<AddOp>(c, *half, scalarConstant(c, i64, 1));
+      if (failed(bins))
+        return failure();
+      k = *bins;
+    }
+    auto tw = runtimeTwiddles(c, ft, w, k);
+    if (failed(tw))
+      return failure();
+    a = tw->first;
+    bm = tw->second;
+  }
+  auto y = complexProduct(c, *re, *im, a, bm);
+  if (failed(y))
+    return failure();
+  return single(stackComplex(c, y->first, y->second));
+}
+
 } // namespace
 
 void addSignalImporters(llvm::StringMap<NodeImporter> &t) {
@@ -85,6 +383,8 @@ void addSignalImporters(llvm::StringMap<NodeImporter> &t) {
     return importCosineWindow(c, {25.0 / 46.0, -(1.0 - 25.0 / 46.0)});
   };
   t["BlackmanWindow"] = [](NodeContext &c) { return importCosineWindow(c, {0.42, -0.5, 0.08}); };
+  t["DFT"] = importDft;
+  t["STFT"] = importStft;
 }
 
 } // namespace kiln

@@ -172,3 +172,32 @@ func.func @bad_rms_norm_axis(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = graph.rms_norm %x {axis = 2 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// newops: pooling with indices, det.
+func.func @bad_det_not_square(%x: tensor<2x3xf32>) -> tensor<f32> {
+  // expected-error @+2 {{det needs square matrices, got 2x3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.det %x : (tensor<2x3xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @bad_det_integer(%x: tensor<2x2xi32>) -> tensor<i32> {
+  // expected-error @+2 {{det input must be floating point}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.det %x : (tensor<2x2xi32>) -> tensor<i32>
+  return %0 : tensor<i32>
+}
+
+// -----
+
+func.func @bad_storage_order(%x: tensor<1x1x4x4xf32>) -> (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>) {
+  // expected-error @+2 {{storage_order must be 0 or 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %v, %i = graph.max_pool_with_indices %x {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, storage_order = 2 : i64}
+      : (tensor<1x1x4x4xf32>) -> (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>)
+  return %v, %i : tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>
+}

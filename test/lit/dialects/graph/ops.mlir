@@ -179,3 +179,23 @@ func.func @einsum_broadcast(%a: tensor<2x1x4x5xf32>, %b: tensor<3x5x2xf32>) -> t
   %0 = graph.einsum %a, %b {equation = "...ij,...jk->...ik"} : (tensor<2x1x4x5xf32>, tensor<3x5x2xf32>) -> tensor<2x3x4x2xf32>
   return %0 : tensor<2x3x4x2xf32>
 }
+
+// -----
+
+// newops: pooling with indices, det.
+// CHECK-LABEL: func @max_pool_with_indices
+func.func @max_pool_with_indices(%x: tensor<1x2x5x5xf32>) -> (tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>) {
+  // CHECK: graph.max_pool_with_indices {{.*}} -> (tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>)
+  %v, %i = graph.max_pool_with_indices %x {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, storage_order = 1 : i64}
+      : (tensor<1x2x5x5xf32>) -> (tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>)
+  return %v, %i : tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func @det_batched
+func.func @det_batched(%x: tensor<?x3x3xf32>) -> tensor<?xf32> {
+  // CHECK: graph.det %{{.*}} : (tensor<?x3x3xf32>) -> tensor<?xf32>
+  %0 = graph.det %x : (tensor<?x3x3xf32>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
