@@ -1,4 +1,4 @@
-// Signal-processing ops (windows, DFT), composed from graph ops.
+// Signal-processing ops (windows, DFT, STFT, mel filters), composed from graph ops.
 #include "compiler/importer/ImportBuilders.h"
 
 #include "compiler/importer/ModelSource.h"
@@ -375,6 +375,104 @@ Results importStft(NodeContext &c) {
   return single(stackComplex(c, y->first, y->second));
 }
 
+/// MelWeightMatrix [dft_length / 2 + 1, num_mel_bins]: triangular filters
+/// whose edges are num_mel_bins + 2 points equally spaced on the mel scale
+/// from lower_edge_hertz to upper_edge_hertz (step: range / (bins + 2), as
+/// ONNX's reference), mapped to spectrogram bins floor((dft_length + 1) *
+/// hz / sample_rate) in f64. Filter i rises from its left edge l to its
+/// centre c ((j - l) / (c - l); 1 at c when l == c) and falls to its right
+/// edge h ((h - j) / (h - c), for c <= j < h), the fall taking precedence.
+Results importMelWeightMatrix(NodeContext &c) {
+  if (failed(require(c, 5)))
+    return failure();
+  Type i64 = c.b.getI64Type(), f64 = c.b.getF64Type(), f32 = c.b.getF32Type();
+  auto bins = i64Scalar(c, c.input(0), "num_mel_bins");
+  auto dft = i64Scalar(c, c.input(1), "dft_length");
+  auto rate = i64Scalar(c, c.input(2), "sample_rate");
+  if (failed(bins) || failed(dft) || failed(rate))
+    return failure();
+  SmallVector<Value> edges;
+  for (int i = 3; i < 5; ++i) {
+    auto t = cast<RankedTensorType>(c.input(i).getType());
+    if (!isa<FloatType>(t.getElementType()) || !t.hasStaticShape() || t.getNumElements() != 1)
+      return c.fail("lower_edge_hertz and upper_edge_hertz must be single floats");
+    Value v = c.input(i);
+    if (t.getRank() != 0) {
+      auto scalar = create<ReshapeOp>(c, v, c.i64Constant({}), (int64_t)0);
+      if (failed(scalar))
+        return failure();
+      v = *scalar;
+    }
+    auto wide = create<CastOp>(c, v, f64);
+    if (failed(wide))
+      return failure();
+    edges.push_back(*wide);
+  }
+  int64_t dtype = c.intAttr("output_datatype", onnx::TensorProto::FLOAT);
+  Type outType = onnxElementType(c.b.getContext(), dtype);
+  if (!outType || outType.isInteger(1))
+    return c.fail("unsupported output_datatype " + Twine(dtype));
+  // Chains of graph ops, stopping at the first failure.
+  bool ok = true;
+  auto check = [&](FailureOr<Value> v) -> Value {
+    if (failed(v)) {
+      ok = false;
+      return scalarConstant(c, f64, 0);
+    }
+    return *v;
+  };
+  auto k = [&](Type t, double v) { return scalarConstant(c, t, v); };
+  auto toMel = [&](Value hz) {
+    Value ratio = check(create<AddOp>(c, check(create<DivOp>(c, hz, k(f64, 700))), k(f64, 1)));
+    return check(create<MulOp>(c, check(create<LogOp>(c, ratio)), k(f64, 2595 / std::log(10.0))));
+  };
+  Value lowMel = toMel(edges[0]), highMel = toMel(edges[1]);
+  Value points = check(create<AddOp>(c, *bins, k(i64, 2)));
+  Value melStep = check(create<DivOp>(c, check(create<SubOp>(c, highMel, lowMel)),
+                                      check(create<CastOp>(c, points, f64))));
+  Value index = check(create<RangeOp>(c, k(i64, 0), points, k(i64, 1)));
+  Value mel = check(create<AddOp>(c, check(create<MulOp>(c, check(create<CastOp>(c, index, f64)), melStep)),
+                                  lowMel));
+  Value hz = check(create<MulOp>(c, check(create<SubOp>(c, check(create<PowOp>(c, k(f64, 10),
+                                                                              check(create<DivOp>(c, mel, k(f64, 2595))))),
+                                                        k(f64, 1))),
+                                 k(f64, 700)));
+  Value dftPlus = check(create<CastOp>(c, check(create<AddOp>(c, *dft, k(i64, 1))), f64));
+  Value binF = check(create<FloorOp>(c, check(create<DivOp>(c, check(create<MulOp>(c, hz, dftPlus)),
+                                                            check(create<CastOp>(c, *rate, f64))))));
+  if (!ok)
+    return failure();
+  // Edges l, c, h of filter i are points i, i + 1, i + 2, as [1, bins] rows
+  // (f32, exact for bin numbers).
+  Value edgeF = check(create<CastOp>(c, binF, f32));
+  auto edgeRow = [&](int64_t offset) {
+    Value from = check(create<RangeOp>(c, k(i64, (double)offset),
+                                       check(create<AddOp>(c, *bins, k(i64, (double)offset))), k(i64, 1)));
+    return check(create<UnsqueezeOp>(c, check(create<GatherOp>(c, edgeF, from, (int64_t)0)), ArrayRef<int64_t>{0}));
+  };
+  Value l = edgeRow(0), ctr = edgeRow(1), h = edgeRow(2);
+  Value spectrum = check(create<AddOp>(c, check(create<DivOp>(c, *dft, k(i64, 2))), k(i64, 1)));
+  Value j = check(create<UnsqueezeOp>(c, check(create<CastOp>(c, check(create<RangeOp>(c, k(i64, 0), spectrum, k(i64, 1))), f32)),
+                                      ArrayRef<int64_t>{1})); // [K, 1]
+  if (!ok)
+    return failure();
+  Value one = k(f32, 1), zero = k(f32, 0);
+  Value rising = check(create<AndOp>(c, check(create<LessOrEqualOp>(c, l, j)), check(create<LessOrEqualOp>(c, j, ctr))));
+  Value riseVal = check(create<DivOp>(c, check(create<SubOp>(c, j, l)), check(create<SubOp>(c, ctr, l))));
+  riseVal = check(create<WhereOp>(c, check(create<EqualOp>(c, ctr, l)), one, riseVal));
+  Value falling = check(create<AndOp>(c, check(create<LessOrEqualOp>(c, ctr, j)), check(create<LessOp>(c, j, h))));
+  Value fallVal = check(create<DivOp>(c, check(create<SubOp>(c, h, j)), check(create<SubOp>(c, h, ctr))));
+  if (!ok)
+    return failure();
+  auto out = create<WhereOp>(c, rising, riseVal, zero);
+  if (failed(out))
+    return failure();
+  out = create<WhereOp>(c, falling, fallVal, *out);
+  if (failed(out) || outType == f32)
+    return single(out);
+  return single(create<CastOp>(c, *out, outType));
+}
+
 } // namespace
 
 void addSignalImporters(llvm::StringMap<NodeImporter> &t) {
@@ -385,6 +483,7 @@ void addSignalImporters(llvm::StringMap<NodeImporter> &t) {
   t["BlackmanWindow"] = [](NodeContext &c) { return importCosineWindow(c, {0.42, -0.5, 0.08}); };
   t["DFT"] = importDft;
   t["STFT"] = importStft;
+  t["MelWeightMatrix"] = importMelWeightMatrix;
 }
 
 } // namespace kiln
