@@ -102,6 +102,7 @@ void addSignalImporters(llvm::StringMap<NodeImporter> &t);
 void addSequenceImporters(llvm::StringMap<NodeImporter> &t);
 void addPoolingImporters(llvm::StringMap<NodeImporter> &t);
 void addLinearAlgebraImporters(llvm::StringMap<NodeImporter> &t);
+void addSamplingImporters(llvm::StringMap<NodeImporter> &t);
 
 } // namespace kiln
 

@@ -1827,6 +1827,7 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     addSequenceImporters(t);
     addPoolingImporters(t);
     addLinearAlgebraImporters(t);
+    addSamplingImporters(t);
     return t;
   }();
   return table;

@@ -36,6 +36,7 @@ struct ConvertGraphToLinalgPass
     populateQuantizedMatMulLoweringPatterns(patterns, vectorBits);
     populatePoolIndicesLoweringPatterns(patterns);
     populateLinearAlgebraLoweringPatterns(patterns);
+    populateSamplingLoweringPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -89,9 +89,10 @@ void populateScatterGatherLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// `vectorBits` sizes the register blocks of the quantized product kernels.
 void populateQuantizedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns, int64_t vectorBits);
-// newops: pooling indices, linear algebra.
+// newops: pooling indices, linear algebra, sampling.
 void populatePoolIndicesLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateLinearAlgebraLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateSamplingLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln
 

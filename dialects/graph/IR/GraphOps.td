@@ -1106,7 +1106,7 @@ def Graph_ShapeOp : Graph_Op<"shape"> {
 }
 
 //===----------------------------------------------------------------------===//
-// newops: pooling with indices, unpooling, linear algebra
+// newops: pooling with indices, linear algebra, sampling
 //===----------------------------------------------------------------------===//
 
 def Graph_MaxPoolWithIndicesOp : Graph_Op<"max_pool_with_indices"> {
@@ -1142,6 +1142,27 @@ def Graph_DetOp : Graph_Op<"det"> {
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_GridSampleOp : Graph_Op<"grid_sample"> {
+  let summary = "Samples an NCHW input at the grid's normalized (x, y) points (ONNX GridSample)";
+  let description = [{
+    `grid` is [N, H_out, W_out, 2] with x, y in [-1, 1] (beyond: padding);
+    the result is [N, C, H_out, W_out]. `mode` is bilinear, nearest (ties to
+    even) or bicubic (A = -0.75); `padding_mode` zeros, border or reflection;
+    `align_corners` says whether -1 and 1 are the centres (1) or the outer
+    edges (0) of the corner pixels. PyTorch's grid_sample defines the details.
+
+    ```mlir
+    %y = graph.grid_sample %x, %g {mode = "bilinear", padding_mode = "zeros", align_corners = 0 : i64}
+        : (tensor<1x1x4x4xf32>, tensor<1x6x6x2xf32>) -> tensor<1x1x6x6xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$grid,
+                   DefaultValuedAttr<StrAttr, "\"bilinear\"">:$mode,
+                   DefaultValuedAttr<StrAttr, "\"zeros\"">:$padding_mode,
+                   DefaultValuedAttr<I64Attr, "0">:$align_corners);
   let results = (outs AnyRankedTensor:$result);
 }
 

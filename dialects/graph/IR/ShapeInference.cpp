@@ -1409,7 +1409,7 @@ LogicalResult ShapeOp::inferReturnTypes(MLIRContext *ctx,
 
 } // namespace kiln::graph
 
-// newops: pooling with indices, linear algebra.
+// newops: pooling with indices, linear algebra, sampling.
 namespace kiln::graph {
 
 LogicalResult MaxPoolWithIndicesOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
@@ -1434,6 +1434,27 @@ LogicalResult DetOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
   if (m != kDyn && n != kDyn && m != n)
     return fail(loc, "det needs square matrices, got " + Twine(m) + "x" + Twine(n));
   types.push_back(x.clone(x.getShape().drop_back(2)));
+  return success();
+}
+
+LogicalResult GridSampleOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput()), g = rankedType(adaptor.getGrid());
+  if (x.getRank() != 4 || g.getRank() != 4)
+    return fail(loc, "grid_sample needs a 4-D input and a 4-D grid");
+  if (!isa<FloatType>(x.getElementType()) || g.getElementType() != x.getElementType())
+    return fail(loc, "grid_sample input and grid must have the same float type");
+  if (g.getDimSize(3) != kDyn && g.getDimSize(3) != 2)
+    return fail(loc, "grid_sample grid's last dim must be 2");
+  int64_t n = x.getDimSize(0) != kDyn ? x.getDimSize(0) : g.getDimSize(0);
+  if (x.getDimSize(0) != kDyn && g.getDimSize(0) != kDyn && x.getDimSize(0) != g.getDimSize(0))
+    return fail(loc, "grid_sample input and grid batch sizes differ");
+  StringRef mode = adaptor.getMode(), padding = adaptor.getPaddingMode();
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic")
+    return fail(loc, "unsupported grid_sample mode '" + mode + "'");
+  if (padding != "zeros" && padding != "border" && padding != "reflection")
+    return fail(loc, "unsupported grid_sample padding_mode '" + padding + "'");
+  types.push_back(x.clone({n, x.getDimSize(1), g.getDimSize(1), g.getDimSize(2)}));
   return success();
 }
 
