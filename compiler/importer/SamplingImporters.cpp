@@ -1,4 +1,4 @@
-// Sampling ops: GridSample.
+// Sampling ops: GridSample, RoiAlign.
 #include "compiler/importer/ImportBuilders.h"
 
 using namespace mlir;
@@ -21,8 +21,31 @@ Results importGridSample(NodeContext &c) {
                                      c.intAttr("align_corners", 0)));
 }
 
+/// RoiAlign (opset 10: no coordinate_transformation_mode, which behaves as
+/// output_half_pixel).
+Results importRoiAlign(NodeContext &c) {
+  if (failed(require(c, 3)))
+    return failure();
+  Value indices = c.input(2);
+  auto it = cast<RankedTensorType>(indices.getType());
+  if (!it.getElementType().isInteger(64)) {
+    auto wide = create<CastOp>(c, indices, c.b.getI64Type());
+    if (failed(wide))
+      return failure();
+    indices = *wide;
+  }
+  std::string ctm = c.stringAttr("coordinate_transformation_mode", c.opset >= 16 ? "half_pixel" : "output_half_pixel");
+  return single(create<RoiAlignOp>(c, c.input(0), c.input(1), indices, StringRef(c.stringAttr("mode", "avg")),
+                                   c.intAttr("output_height", 1), c.intAttr("output_width", 1),
+                                   c.intAttr("sampling_ratio", 0),
+                                   llvm::APFloat(c.floatAttr("spatial_scale", 1.0f)), StringRef(ctm)));
+}
+
 } // namespace
 
-void addSamplingImporters(llvm::StringMap<NodeImporter> &t) { t["GridSample"] = importGridSample; }
+void addSamplingImporters(llvm::StringMap<NodeImporter> &t) {
+  t["GridSample"] = importGridSample;
+  t["RoiAlign"] = importRoiAlign;
+}
 
 } // namespace kiln

@@ -1,4 +1,4 @@
-// graph.grid_sample -> one linalg.generic over the output that reads the input at computed taps (tensor.extract).
+// graph.grid_sample and graph.roi_align -> one linalg.generic over the output each, reading the input at computed taps.
 #include "passes/conversion/LoweringUtils.h"
 
 #include "dialects/graph/IR/Graph.h"
@@ -172,10 +172,112 @@ struct GridSamplePattern : OpConversionPattern<GridSampleOp> {
   }
 };
 
+/// RoiAlign as ONNX Runtime computes it: each bin of a region takes
+/// sampling_ratio^2 samples at the centres of a regular sub-grid; a sample
+/// more than one pixel outside the input counts as 0, others are clamped to
+/// the input and interpolated bilinearly. avg divides the sum by the sample
+/// count; max takes the largest weighted corner value of any sample (ONNX
+/// Runtime's definition).
+struct RoiAlignPattern : OpConversionPattern<RoiAlignOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(RoiAlignOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value x = adaptor.getInput(), rois = adaptor.getRois(), batch = adaptor.getBatchIndices();
+    auto rt = cast<RankedTensorType>(op.getType());
+    Type et = rt.getElementType();
+    SmallVector<Value> dims = {dimValue(rewriter, loc, rois, 0), dimValue(rewriter, loc, x, 1),
+                               dimValue(rewriter, loc, x, 0), dimValue(rewriter, loc, x, 0)};
+    dims[2] = arith::ConstantIndexOp::create(rewriter, loc, rt.getDimSize(2));
+    dims[3] = arith::ConstantIndexOp::create(rewriter, loc, rt.getDimSize(3));
+    Value h = dimValue(rewriter, loc, x, 2), w = dimValue(rewriter, loc, x, 3);
+    auto asFloat = [&](Value i) {
+      return castScalar(rewriter, loc, arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), i), et);
+    };
+    Value hf = asFloat(h), wf = asFloat(w);
+    Value init = emptyTensor(rewriter, loc, rt, dims);
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    auto roiMap = [&](int64_t k) { return AffineMap::get(4, 0, {d(0), getAffineConstantExpr(k, ctx)}, ctx); };
+    SmallVector<AffineMap> maps = {roiMap(0), roiMap(1), roiMap(2), roiMap(3), AffineMap::get(4, 0, {d(0)}, ctx),
+                                   AffineMap::getMultiDimIdentityMap(4, ctx)};
+    SmallVector<IteratorType> iters(4, IteratorType::parallel);
+    bool halfPixel = op.getCoordinateTransformationMode() == "half_pixel";
+    bool isMax = op.getMode() == "max";
+    int64_t ratio = op.getSamplingRatio(), outH = rt.getDimSize(2), outW = rt.getDimSize(3);
+    double scale = op.getSpatialScale().convertToDouble();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{rt}, ValueRange{rois, rois, rois, rois, batch}, ValueRange{init}, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Sampler s{b, l, et, x, {}, linalg::IndexOp::create(b, l, 1), {w, h}, {wf, hf}, false, "zeros"};
+          s.n = arith::IndexCastOp::create(b, l, b.getIndexType(), args[4]);
+          double offset = halfPixel ? 0.5 : 0.0;
+          auto start = [&](Value v) { return s.sub(s.mul(v, s.f(scale)), s.f(offset)); };
+          Value x1 = start(args[0]), y1 = start(args[1]), x2 = start(args[2]), y2 = start(args[3]);
+          Value roiW = s.sub(x2, x1), roiH = s.sub(y2, y1);
+          if (!halfPixel) {
+            roiW = arith::MaximumFOp::create(b, l, roiW, s.f(1));
+            roiH = arith::MaximumFOp::create(b, l, roiH, s.f(1));
+          }
+          Value binH = s.div(roiH, s.f(outH)), binW = s.div(roiW, s.f(outW));
+          auto asF = [&](Value i) {
+            return castScalar(b, l, arith::IndexCastOp::create(b, l, b.getI64Type(), i), et);
+          };
+          Value ph = asF(linalg::IndexOp::create(b, l, 2)), pw = asF(linalg::IndexOp::create(b, l, 3));
+          Value y0 = s.add(y1, s.mul(ph, binH)), x0 = s.add(x1, s.mul(pw, binW));
+          Value acc = isMax ? lowestValue(b, l, et) : s.f(0);
+          for (int64_t iy = 0; iy < ratio; ++iy) {
+            Value y = s.add(y0, s.div(s.mul(s.f(iy + 0.5), binH), s.f(ratio)));
+            for (int64_t ix = 0; ix < ratio; ++ix) {
+              Value xs = s.add(x0, s.div(s.mul(s.f(ix + 0.5), binW), s.f(ratio)));
+              Value v = roiSample(s, xs, y, isMax);
+              acc = isMax ? arith::MaximumFOp::create(b, l, acc, v) : s.add(acc, v);
+            }
+          }
+          if (!isMax)
+            acc = s.div(acc, s.f(ratio * ratio));
+          linalg::YieldOp::create(b, l, acc);
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+
+  /// One bilinear sample (max: the largest weighted corner); 0 when more
+  /// than a pixel outside the input.
+  static Value roiSample(Sampler &s, Value x, Value y, bool isMax) {
+    OpBuilder &b = s.b;
+    Location l = s.loc;
+    auto lt = [&](Value p, Value q) { return arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, p, q); };
+    Value outside = arith::OrIOp::create(
+        b, l, arith::OrIOp::create(b, l, lt(y, s.f(-1)), lt(s.sizeF[1], y)),
+        arith::OrIOp::create(b, l, lt(x, s.f(-1)), lt(s.sizeF[0], x)));
+    y = arith::MaximumFOp::create(b, l, y, s.f(0));
+    x = arith::MaximumFOp::create(b, l, x, s.f(0));
+    auto corners = [&](Value p, Value size) {
+      Value last = s.sub(size, s.f(1));
+      Value low = math::FloorOp::create(b, l, p);
+      Value atEnd = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGE, low, last);
+      low = arith::SelectOp::create(b, l, atEnd, last, low);
+      Value high = arith::SelectOp::create(b, l, atEnd, last, s.add(low, s.f(1)));
+      p = arith::SelectOp::create(b, l, atEnd, last, p);
+      return std::tuple{low, high, s.sub(p, low)};
+    };
+    auto [yl, yh, ly] = corners(y, s.sizeF[1]);
+    auto [xl, xh, lx] = corners(x, s.sizeF[0]);
+    Value hy = s.sub(s.f(1), ly), hx = s.sub(s.f(1), lx);
+    Value v1 = s.mul(s.mul(hy, hx), s.tap(xl, yl)), v2 = s.mul(s.mul(hy, lx), s.tap(xh, yl));
+    Value v3 = s.mul(s.mul(ly, hx), s.tap(xl, yh)), v4 = s.mul(s.mul(ly, lx), s.tap(xh, yh));
+    Value v = isMax ? (Value)arith::MaximumFOp::create(
+                          b, l, arith::MaximumFOp::create(b, l, v1, v2), arith::MaximumFOp::create(b, l, v3, v4))
+                    : s.add(s.add(v1, v2), s.add(v3, v4));
+    return arith::SelectOp::create(b, l, outside, s.f(0), v);
+  }
+};
+
 } // namespace
 
 void populateSamplingLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<GridSamplePattern>(patterns.getContext());
+  patterns.add<GridSamplePattern, RoiAlignPattern>(patterns.getContext());
 }
 
 } // namespace kiln

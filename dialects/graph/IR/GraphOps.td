@@ -1166,4 +1166,29 @@ def Graph_GridSampleOp : Graph_Op<"grid_sample"> {
   let results = (outs AnyRankedTensor:$result);
 }
 
+def Graph_RoiAlignOp : Graph_Op<"roi_align"> {
+  let summary = "Average or max of bilinear samples over each region's output bins (ONNX RoiAlign)";
+  let description = [{
+    `rois` [R, 4] holds (x1, y1, x2, y2) in input coordinates times
+    `spatial_scale`, `batch_indices` [R] the image of each; the result is
+    [R, C, output_height, output_width]. Each bin averages (or maxes)
+    sampling_ratio x sampling_ratio bilinear samples (sampling_ratio > 0).
+    `coordinate_transformation_mode` half_pixel shifts by -0.5;
+    output_half_pixel does not and makes each region at least 1 x 1.
+
+    ```mlir
+    %y = graph.roi_align %x, %rois, %idx {mode = "avg", output_height = 5 : i64, output_width = 5 : i64, sampling_ratio = 2 : i64, spatial_scale = 1.0 : f32, coordinate_transformation_mode = "half_pixel"}
+        : (tensor<1x1x10x10xf32>, tensor<3x4xf32>, tensor<3xi64>) -> tensor<3x1x5x5xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$rois, TensorOf<[I64]>:$batch_indices,
+                   DefaultValuedAttr<StrAttr, "\"avg\"">:$mode,
+                   DefaultValuedAttr<I64Attr, "1">:$output_height,
+                   DefaultValuedAttr<I64Attr, "1">:$output_width,
+                   DefaultValuedAttr<I64Attr, "0">:$sampling_ratio,
+                   DefaultValuedAttr<F32Attr, "1.0">:$spatial_scale,
+                   DefaultValuedAttr<StrAttr, "\"half_pixel\"">:$coordinate_transformation_mode);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 #endif // KILN_GRAPH_OPS

@@ -1458,4 +1458,33 @@ LogicalResult GridSampleOp::inferReturnTypes(MLIRContext *, std::optional<Locati
   return success();
 }
 
+LogicalResult RoiAlignOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput()), rois = rankedType(adaptor.getRois());
+  auto idx = rankedType(adaptor.getBatchIndices());
+  if (x.getRank() != 4 || !isa<FloatType>(x.getElementType()))
+    return fail(loc, "roi_align needs a 4-D float input");
+  if (rois.getRank() != 2 || rois.getElementType() != x.getElementType() ||
+      (rois.getDimSize(1) != kDyn && rois.getDimSize(1) != 4))
+    return fail(loc, "roi_align rois must be [R, 4] of the input's type");
+  if (idx.getRank() != 1 || (idx.getDimSize(0) != kDyn && rois.getDimSize(0) != kDyn &&
+                             idx.getDimSize(0) != rois.getDimSize(0)))
+    return fail(loc, "roi_align batch_indices must be [R]");
+  if (adaptor.getMode() != "avg" && adaptor.getMode() != "max")
+    return fail(loc, "unsupported roi_align mode '" + adaptor.getMode() + "'");
+  StringRef ctm = adaptor.getCoordinateTransformationMode();
+  if (ctm != "half_pixel" && ctm != "output_half_pixel")
+    return fail(loc, "unsupported roi_align coordinate_transformation_mode '" + ctm + "'");
+  int64_t outH = adaptor.getOutputHeight(), outW = adaptor.getOutputWidth();
+  if (outH < 1 || outW < 1)
+    return fail(loc, "roi_align output_height and output_width must be positive");
+  int64_t ratio = adaptor.getSamplingRatio();
+  if (ratio < 1)
+    return fail(loc, "unsupported roi_align sampling_ratio " + Twine(ratio) +
+                         " (adaptive sampling, 0, is not supported)");
+  int64_t r = rois.getDimSize(0) != kDyn ? rois.getDimSize(0) : idx.getDimSize(0);
+  types.push_back(x.clone({r, x.getDimSize(1), outH, outW}));
+  return success();
+}
+
 } // namespace kiln::graph
