@@ -201,3 +201,21 @@ func.func @bad_storage_order(%x: tensor<1x1x4x4xf32>) -> (tensor<1x1x2x2xf32>, t
       : (tensor<1x1x4x4xf32>) -> (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>)
   return %v, %i : tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>
 }
+
+// -----
+
+func.func @bad_grid_sample_mode(%x: tensor<1x1x4x4xf32>, %g: tensor<1x2x2x2xf32>) -> tensor<1x1x2x2xf32> {
+  // expected-error @+2 {{unsupported grid_sample mode 'area'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.grid_sample %x, %g {mode = "area"} : (tensor<1x1x4x4xf32>, tensor<1x2x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %0 : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+func.func @bad_roi_align_ratio(%x: tensor<1x1x4x4xf32>, %r: tensor<2x4xf32>, %b: tensor<2xi64>) -> tensor<2x1x1x1xf32> {
+  // expected-error @+2 {{unsupported roi_align sampling_ratio 0 (adaptive sampling, 0, is not supported)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.roi_align %x, %r, %b {sampling_ratio = 0 : i64} : (tensor<1x1x4x4xf32>, tensor<2x4xf32>, tensor<2xi64>) -> tensor<2x1x1x1xf32>
+  return %0 : tensor<2x1x1x1xf32>
+}

@@ -199,3 +199,23 @@ func.func @det_batched(%x: tensor<?x3x3xf32>) -> tensor<?xf32> {
   %0 = graph.det %x : (tensor<?x3x3xf32>) -> tensor<?xf32>
   return %0 : tensor<?xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @grid_sample
+func.func @grid_sample(%x: tensor<?x3x8x8xf32>, %g: tensor<2x5x7x2xf32>) -> tensor<2x3x5x7xf32> {
+  // CHECK: graph.grid_sample {{.*}} -> tensor<2x3x5x7xf32>
+  %0 = graph.grid_sample %x, %g {mode = "nearest", padding_mode = "border", align_corners = 1 : i64}
+      : (tensor<?x3x8x8xf32>, tensor<2x5x7x2xf32>) -> tensor<2x3x5x7xf32>
+  return %0 : tensor<2x3x5x7xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @roi_align
+func.func @roi_align(%x: tensor<1x4x10x10xf32>, %r: tensor<?x4xf32>, %b: tensor<?xi64>) -> tensor<?x4x2x3xf32> {
+  // CHECK: graph.roi_align {{.*}} -> tensor<?x4x2x3xf32>
+  %0 = graph.roi_align %x, %r, %b {mode = "max", output_height = 2 : i64, output_width = 3 : i64, sampling_ratio = 1 : i64, spatial_scale = 0.5 : f32, coordinate_transformation_mode = "output_half_pixel"}
+      : (tensor<1x4x10x10xf32>, tensor<?x4xf32>, tensor<?xi64>) -> tensor<?x4x2x3xf32>
+  return %0 : tensor<?x4x2x3xf32>
+}
