@@ -4,6 +4,7 @@
 #include "dialects/graph/IR/Graph.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -28,6 +29,10 @@ struct Sampler {
   StringRef padding;
 
   Value f(double v) { return scalarConstant(b, loc, et, v); }
+  /// The same sampler building at `other` (inside a loop body).
+  Sampler at(OpBuilder &other) const {
+    return Sampler{other, loc, et, input, n, ch, {size[0], size[1]}, {sizeF[0], sizeF[1]}, align, padding};
+  }
   Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
   Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
@@ -173,7 +178,8 @@ struct GridSamplePattern : OpConversionPattern<GridSampleOp> {
 };
 
 /// RoiAlign as ONNX Runtime computes it: each bin of a region takes
-/// sampling_ratio^2 samples at the centres of a regular sub-grid; a sample
+/// sampling_ratio^2 samples (sampling_ratio 0: ceil(region / output size)
+/// per axis, loops with run-time bounds) at the centres of a regular sub-grid; a sample
 /// more than one pixel outside the input counts as 0, others are clamped to
 /// the input and interpolated bilinearly. avg divides the sum by the sample
 /// count; max takes the largest weighted corner value of any sample (ONNX
@@ -226,16 +232,50 @@ struct RoiAlignPattern : OpConversionPattern<RoiAlignOp> {
           Value ph = asF(linalg::IndexOp::create(b, l, 2)), pw = asF(linalg::IndexOp::create(b, l, 3));
           Value y0 = s.add(y1, s.mul(ph, binH)), x0 = s.add(x1, s.mul(pw, binW));
           Value acc = isMax ? lowestValue(b, l, et) : s.f(0);
-          for (int64_t iy = 0; iy < ratio; ++iy) {
-            Value y = s.add(y0, s.div(s.mul(s.f(iy + 0.5), binH), s.f(ratio)));
-            for (int64_t ix = 0; ix < ratio; ++ix) {
-              Value xs = s.add(x0, s.div(s.mul(s.f(ix + 0.5), binW), s.f(ratio)));
-              Value v = roiSample(s, xs, y, isMax);
-              acc = isMax ? arith::MaximumFOp::create(b, l, acc, v) : s.add(acc, v);
+          if (ratio > 0) {
+            for (int64_t iy = 0; iy < ratio; ++iy) {
+              Value y = s.add(y0, s.div(s.mul(s.f(iy + 0.5), binH), s.f(ratio)));
+              for (int64_t ix = 0; ix < ratio; ++ix) {
+                Value xs = s.add(x0, s.div(s.mul(s.f(ix + 0.5), binW), s.f(ratio)));
+                Value v = roiSample(s, xs, y, isMax);
+                acc = isMax ? arith::MaximumFOp::create(b, l, acc, v) : s.add(acc, v);
+              }
             }
+            if (!isMax)
+              acc = s.div(acc, s.f(ratio * ratio));
+          } else {
+            // Adaptive: ceil(roi size / output size) samples per bin and axis, loops.
+            auto count = [&](Value roi, int64_t out) {
+              Value n = math::CeilOp::create(b, l, s.div(roi, s.f(out)));
+              n = arith::FPToSIOp::create(b, l, b.getI64Type(), n);
+              n = arith::MaxSIOp::create(b, l, n, arith::ConstantIntOp::create(b, l, 0, 64));
+              return arith::IndexCastOp::create(b, l, b.getIndexType(), n).getResult();
+            };
+            Value gridH = count(roiH, outH), gridW = count(roiW, outW);
+            Value gridHF = asF(gridH), gridWF = asF(gridW);
+            Value zero = arith::ConstantIndexOp::create(b, l, 0), one = arith::ConstantIndexOp::create(b, l, 1);
+            auto rows = scf::ForOp::create(b, l, zero, gridH, one, ValueRange{acc});
+            {
+              OpBuilder rb = OpBuilder::atBlockBegin(rows.getBody());
+              Sampler rs = s.at(rb);
+              Value iy = castScalar(rb, l, arith::IndexCastOp::create(rb, l, rb.getI64Type(), rows.getInductionVar()), et);
+              Value y = rs.add(y0, rs.div(rs.mul(rs.add(iy, rs.f(0.5)), binH), gridHF));
+              auto cols = scf::ForOp::create(rb, l, zero, gridW, one, ValueRange{rows.getRegionIterArg(0)});
+              {
+                OpBuilder cb = OpBuilder::atBlockBegin(cols.getBody());
+                Sampler cs = s.at(cb);
+                Value ix = castScalar(cb, l, arith::IndexCastOp::create(cb, l, cb.getI64Type(), cols.getInductionVar()), et);
+                Value xs = cs.add(x0, cs.div(cs.mul(cs.add(ix, cs.f(0.5)), binW), gridWF));
+                Value v = roiSample(cs, xs, y, isMax);
+                Value a = cols.getRegionIterArg(0);
+                scf::YieldOp::create(cb, l, isMax ? (Value)arith::MaximumFOp::create(cb, l, a, v) : cs.add(a, v));
+              }
+              scf::YieldOp::create(rb, l, cols.getResult(0));
+            }
+            acc = rows.getResult(0);
+            if (!isMax)
+              acc = s.div(acc, arith::MaximumFOp::create(b, l, s.mul(gridHF, gridWF), s.f(1)));
           }
-          if (!isMax)
-            acc = s.div(acc, s.f(ratio * ratio));
           linalg::YieldOp::create(b, l, acc);
         });
     rewriter.replaceOp(op, generic.getResult(0));

@@ -1172,7 +1172,8 @@ def Graph_RoiAlignOp : Graph_Op<"roi_align"> {
     `rois` [R, 4] holds (x1, y1, x2, y2) in input coordinates times
     `spatial_scale`, `batch_indices` [R] the image of each; the result is
     [R, C, output_height, output_width]. Each bin averages (or maxes)
-    sampling_ratio x sampling_ratio bilinear samples (sampling_ratio > 0).
+    sampling_ratio x sampling_ratio bilinear samples (0: ceil(region size /
+    output size) per axis, decided per region at run time).
     `coordinate_transformation_mode` half_pixel shifts by -0.5;
     output_half_pixel does not and makes each region at least 1 x 1.
 

@@ -1479,9 +1479,8 @@ LogicalResult RoiAlignOp::inferReturnTypes(MLIRContext *, std::optional<Location
   if (outH < 1 || outW < 1)
     return fail(loc, "roi_align output_height and output_width must be positive");
   int64_t ratio = adaptor.getSamplingRatio();
-  if (ratio < 1)
-    return fail(loc, "unsupported roi_align sampling_ratio " + Twine(ratio) +
-                         " (adaptive sampling, 0, is not supported)");
+  if (ratio < 0)
+    return fail(loc, "roi_align sampling_ratio must be >= 0");
   int64_t r = rois.getDimSize(0) != kDyn ? rois.getDimSize(0) : idx.getDimSize(0);
   types.push_back(x.clone({r, x.getDimSize(1), outH, outW}));
   return success();

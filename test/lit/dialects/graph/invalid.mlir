@@ -214,8 +214,8 @@ func.func @bad_grid_sample_mode(%x: tensor<1x1x4x4xf32>, %g: tensor<1x2x2x2xf32>
 // -----
 
 func.func @bad_roi_align_ratio(%x: tensor<1x1x4x4xf32>, %r: tensor<2x4xf32>, %b: tensor<2xi64>) -> tensor<2x1x1x1xf32> {
-  // expected-error @+2 {{unsupported roi_align sampling_ratio 0 (adaptive sampling, 0, is not supported)}}
+  // expected-error @+2 {{roi_align sampling_ratio must be >= 0}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = graph.roi_align %x, %r, %b {sampling_ratio = 0 : i64} : (tensor<1x1x4x4xf32>, tensor<2x4xf32>, tensor<2xi64>) -> tensor<2x1x1x1xf32>
+  %0 = graph.roi_align %x, %r, %b {sampling_ratio = -1 : i64} : (tensor<1x1x4x4xf32>, tensor<2x4xf32>, tensor<2xi64>) -> tensor<2x1x1x1xf32>
   return %0 : tensor<2x1x1x1xf32>
 }
