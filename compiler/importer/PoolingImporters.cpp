@@ -10,9 +10,10 @@ namespace kiln {
 namespace {
 
 /// MaxUnpool: zeros of the output shape with X[i] written at the flat
-/// position I[i] (the Indices of MaxPool). The output shape is the
-/// output_shape input when given (possibly a run-time value), otherwise
-/// (in - 1) * stride + kernel - pads per spatial axis.
+/// position I[i] (the Indices of MaxPool) of the unpooled shape, (in - 1) *
+/// stride + kernel - pads per spatial axis. The output shape is that, or the
+/// output_shape input (possibly a run-time value) whose extra elements are
+/// zeros at the end of each axis.
 Results importMaxUnpool(NodeContext &c) {
   if (failed(require(c, 2)))
     return failure();
@@ -32,34 +33,69 @@ Results importMaxUnpool(NodeContext &c) {
   if ((int64_t)strides.size() != spatial || (int64_t)pads.size() != 2 * spatial)
     return c.fail("strides/pads do not match " + Twine(spatial) + " spatial axes");
   Type et = xt.getElementType();
-  Value shape;
-  if (outputShape) {
+  // The unpooled shape the indices count in: (in - 1) * stride + kernel - pads.
+  SmallVector<int64_t> dims(xt.getShape().take_front(2));
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t in = xt.getDimSize(2 + i);
+    dims.push_back(in == ShapedType::kDynamic
+                       ? in
+                       : (in - 1) * strides[i] + (*kernel)[i] - pads[i] - pads[spatial + i]);
+  }
+  Value shape, flatIndices;
+  auto flat = create<ReshapeOp>(c, indices, c.i64Constant({-1}), (int64_t)0);
+  if (failed(flat))
+    return failure();
+  flatIndices = *flat;
+  if (!outputShape) {
+    if (llvm::is_contained(dims, ShapedType::kDynamic))
+      return c.fail("dynamic input sizes need output_shape");
+    shape = c.i64Constant(dims);
+  } else {
+    // A larger output_shape extends the unpooled tensor at the end of each
+    // axis: an index keeps its coordinates, renumbered in output_shape.
     auto st = cast<RankedTensorType>(outputShape.getType());
     if (st.getRank() != 1 || st.getDimSize(0) != rank || !st.getElementType().isInteger(64))
       return c.fail("output_shape must be an int64 tensor of " + Twine(rank) + " values");
-    shape = outputShape;
-  } else {
-    SmallVector<int64_t> dims(xt.getShape().take_front(2));
-    for (int64_t i = 0; i < spatial; ++i) {
-      int64_t in = xt.getDimSize(2 + i);
-      if (in == ShapedType::kDynamic)
-        return c.fail("a dynamic spatial size needs output_shape");
-      dims.push_back((in - 1) * strides[i] + (*kernel)[i] - pads[i] - pads[spatial + i]);
-    }
     if (llvm::is_contained(dims, ShapedType::kDynamic))
-      return c.fail("dynamic batch or channel sizes need output_shape");
-    shape = c.i64Constant(dims);
+      return c.fail("output_shape with dynamic input sizes is not supported");
+    shape = outputShape;
+    Type i64 = c.b.getI64Type();
+    SmallVector<Value> coords(rank);
+    Value rest = flatIndices;
+    for (int64_t i = rank - 1; i > 0; --i) {
+      auto coord = create<ModOp>(c, rest, scalarConstant(c, i64, (double)dims[i]), (int64_t)0);
+      auto above = create<DivOp>(c, rest, scalarConstant(c, i64, (double)dims[i]));
+      if (failed(coord) || failed(above))
+        return failure();
+      coords[i] = *coord;
+      rest = *above;
+    }
+    coords[0] = rest;
+    Value renumbered = coords[0];
+    for (int64_t i = 1; i < rank; ++i) {
+      Value axis = ConstantOp::create(c.b, c.loc, DenseElementsAttr::get(RankedTensorType::get({}, i64), i));
+      auto size = create<GatherOp>(c, shape, axis, (int64_t)0);
+      if (failed(size))
+        return failure();
+      auto scaled = create<MulOp>(c, renumbered, *size);
+      if (failed(scaled))
+        return failure();
+      auto sum = create<AddOp>(c, *scaled, coords[i]);
+      if (failed(sum))
+        return failure();
+      renumbered = *sum;
+    }
+    flatIndices = renumbered;
   }
   auto count = create<ReduceProdOp>(c, shape, ArrayRef<int64_t>{}, (int64_t)1);
   if (failed(count))
     return failure();
   auto zero = DenseElementsAttr::get(RankedTensorType::get({1}, et), c.b.getZeroAttr(et));
   auto zeros = create<ConstantOfShapeOp>(c, *count, zero);
-  auto flatIndices = create<ReshapeOp>(c, indices, c.i64Constant({-1}), (int64_t)0);
   auto flatX = create<ReshapeOp>(c, x, c.i64Constant({-1}), (int64_t)0);
-  if (failed(zeros) || failed(flatIndices) || failed(flatX))
+  if (failed(zeros) || failed(flatX))
     return failure();
-  auto scattered = create<ScatterElementsOp>(c, *zeros, *flatIndices, *flatX, (int64_t)0, StringRef("none"));
+  auto scattered = create<ScatterElementsOp>(c, *zeros, flatIndices, *flatX, (int64_t)0, StringRef("none"));
   if (failed(scattered))
     return failure();
   return single(create<ReshapeOp>(c, *scattered, shape, (int64_t)0));

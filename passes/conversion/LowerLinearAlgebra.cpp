@@ -110,7 +110,8 @@ struct DetPattern : OpConversionPattern<DetOp> {
         rewriter, loc, init, {OpFoldResult(batch)}, {}, [&](OpBuilder &fb, ValueRange ivs, Value block) {
           auto matType = RankedTensorType::get({sm, sm}, et);
           SmallVector<OpFoldResult> offsets = {ivs[0], fb.getIndexAttr(0), fb.getIndexAttr(0)};
-          SmallVector<OpFoldResult> sizes = {fb.getIndexAttr(1), m, m};
+          OpFoldResult side = sm == ShapedType::kDynamic ? OpFoldResult(m) : OpFoldResult(fb.getIndexAttr(sm));
+          SmallVector<OpFoldResult> sizes = {fb.getIndexAttr(1), side, side};
           SmallVector<OpFoldResult> unit(3, fb.getIndexAttr(1));
           Value mat = tensor::ExtractSliceOp::create(fb, loc, matType, flat, offsets, sizes, unit);
           Value det = determinant(fb, loc, mat, m, et);
