@@ -1,8 +1,6 @@
 // ReverseSequence, composed from graph ops: per-batch reversed time indices fed to a GatherElements.
 #include "compiler/importer/ImportBuilders.h"
 
-#include "mlir/IR/Matchers.h"
-
 using namespace mlir;
 using namespace kiln::graph;
 
@@ -74,20 +72,19 @@ Results importReverseSequence(NodeContext &c) {
     if (failed(index))
       return failure();
   }
-  auto shape = create<ShapeOp>(c, x, (int64_t)0, IntegerAttr());
-  if (failed(shape))
-    return failure();
-  DenseIntElementsAttr constShape;
-  if (matchPattern(*shape, m_Constant(&constShape))) {
-    SmallVector<int64_t> dims;
-    for (const APInt &d : constShape.getValues<APInt>())
-      dims.push_back(d.getSExtValue());
-    index = create<ExpandOp>(c, *index, dims);
-  } else {
-    index = create<DynamicExpandOp>(c, *index, *shape);
+  // Broadcast to the input's shape unless it already has it.
+  if (cast<RankedTensorType>(index->getType()).getShape() != xt.getShape() || !xt.hasStaticShape()) {
+    if (xt.hasStaticShape()) {
+      index = create<ExpandOp>(c, *index, xt.getShape());
+    } else {
+      auto shape = create<ShapeOp>(c, x, (int64_t)0, IntegerAttr());
+      if (failed(shape))
+        return failure();
+      index = create<DynamicExpandOp>(c, *index, *shape);
+    }
+    if (failed(index))
+      return failure();
   }
-  if (failed(index))
-    return failure();
   return single(create<GatherElementsOp>(c, x, *index, timeAxis));
 }
 
