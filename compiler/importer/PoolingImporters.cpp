@@ -1,4 +1,4 @@
-// MaxUnpool, composed from graph ops: a scatter of the pooled values into a flat zero tensor.
+// MaxUnpool: graph.max_unpool of the flattened values at indices renumbered for the output shape.
 #include "compiler/importer/ImportBuilders.h"
 
 #include "mlir/IR/Matchers.h"
@@ -87,18 +87,10 @@ Results importMaxUnpool(NodeContext &c) {
     }
     flatIndices = renumbered;
   }
-  auto count = create<ReduceProdOp>(c, shape, ArrayRef<int64_t>{}, (int64_t)1);
-  if (failed(count))
-    return failure();
-  auto zero = DenseElementsAttr::get(RankedTensorType::get({1}, et), c.b.getZeroAttr(et));
-  auto zeros = create<ConstantOfShapeOp>(c, *count, zero);
   auto flatX = create<ReshapeOp>(c, x, c.i64Constant({-1}), (int64_t)0);
-  if (failed(zeros) || failed(flatX))
+  if (failed(flatX))
     return failure();
-  auto scattered = create<ScatterElementsOp>(c, *zeros, flatIndices, *flatX, (int64_t)0, StringRef("none"));
-  if (failed(scattered))
-    return failure();
-  return single(create<ReshapeOp>(c, *scattered, shape, (int64_t)0));
+  return single(create<MaxUnpoolOp>(c, *flatX, flatIndices, shape));
 }
 
 } // namespace

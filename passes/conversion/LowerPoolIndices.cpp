@@ -1,8 +1,9 @@
-// graph.max_pool_with_indices -> one linalg.generic reducing each window to its maximum and that maximum's flat index.
+// MaxPool's indices and MaxUnpool: graph.max_pool_with_indices (one window reduction with two results) and graph.max_unpool (a scatter loop).
 #include "passes/conversion/LoweringUtils.h"
 
 #include "dialects/graph/IR/Graph.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -113,10 +114,69 @@ struct MaxPoolWithIndicesPattern : OpConversionPattern<MaxPoolWithIndicesOp> {
   }
 };
 
+/// A sequential loop over the input writing each element at its flat index
+/// into zeros: linear in the element count (a gather formulation would
+/// compare every output element with every input element). Indices outside
+/// the output are skipped.
+struct MaxUnpoolPattern : OpConversionPattern<MaxUnpoolOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(MaxUnpoolOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput(), indices = adaptor.getIndices(), shape = adaptor.getShape();
+    auto xt = cast<RankedTensorType>(x.getType());
+    auto rt = cast<RankedTensorType>(op.getType());
+    Type et = rt.getElementType();
+    auto c = [&](OpBuilder &b, int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+    SmallVector<Value> dims;
+    Value total = c(rewriter, 1), count = c(rewriter, 1);
+    for (int64_t i = 0; i < rt.getRank(); ++i) {
+      Value d = rt.isDynamicDim(i)
+                    ? (Value)arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(),
+                                                        tensor::ExtractOp::create(rewriter, loc, shape, ValueRange{c(rewriter, i)}))
+                    : c(rewriter, rt.getDimSize(i));
+      dims.push_back(d);
+      total = arith::MulIOp::create(rewriter, loc, total, d);
+    }
+    SmallVector<Value> inDims;
+    for (int64_t i = 0; i < xt.getRank(); ++i) {
+      inDims.push_back(dimValue(rewriter, loc, x, i));
+      count = arith::MulIOp::create(rewriter, loc, count, inDims.back());
+    }
+    auto flatType = [&](RankedTensorType t) {
+      return RankedTensorType::get({t.hasStaticShape() ? t.getNumElements() : ShapedType::kDynamic},
+                                   t.getElementType());
+    };
+    Value flatX = reshapeTo(rewriter, loc, x, flatType(xt), {count});
+    Value flatI = reshapeTo(rewriter, loc, indices, flatType(cast<RankedTensorType>(indices.getType())), {count});
+    auto outFlatType = flatType(rt);
+    Value out = filledTensor(rewriter, loc, outFlatType, {total}, scalarConstant(rewriter, loc, et, 0));
+    auto loop = scf::ForOp::create(rewriter, loc, c(rewriter, 0), count, c(rewriter, 1), ValueRange{out});
+    {
+      OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
+      Value i = loop.getInductionVar(), acc = loop.getRegionIterArg(0);
+      Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), tensor::ExtractOp::create(b, loc, flatI, ValueRange{i}));
+      Value inside = arith::AndIOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, at, c(b, 0)),
+                                           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, at, total));
+      auto guarded = scf::IfOp::create(b, loc, TypeRange{acc.getType()}, inside, /*withElseRegion=*/true);
+      {
+        OpBuilder tb = guarded.getThenBodyBuilder();
+        Value v = tensor::ExtractOp::create(tb, loc, flatX, ValueRange{i});
+        scf::YieldOp::create(tb, loc, tensor::InsertOp::create(tb, loc, v, acc, ValueRange{at}).getResult());
+        OpBuilder eb = guarded.getElseBodyBuilder();
+        scf::YieldOp::create(eb, loc, acc);
+      }
+      scf::YieldOp::create(b, loc, guarded.getResult(0));
+    }
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, loop.getResult(0), rt, dims));
+    return success();
+  }
+};
+
 } // namespace
 
 void populatePoolIndicesLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<MaxPoolWithIndicesPattern>(patterns.getContext());
+  patterns.add<MaxPoolWithIndicesPattern, MaxUnpoolPattern>(patterns.getContext());
 }
 
 } // namespace kiln

@@ -89,7 +89,7 @@ void populateScatterGatherLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// `vectorBits` sizes the register blocks of the quantized product kernels.
 void populateQuantizedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns, int64_t vectorBits);
-// newops: pooling indices, linear algebra, sampling.
+// newops: pooling indices and unpooling, linear algebra, sampling.
 void populatePoolIndicesLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateLinearAlgebraLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateSamplingLoweringPatterns(mlir::RewritePatternSet &patterns);

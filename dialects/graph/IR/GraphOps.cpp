@@ -64,6 +64,7 @@ static bool compatibleRefinement(TypeRange inferred, TypeRange actual) {
 bool ReshapeOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return compatibleRefinement(l, r); }
 bool ConstantOfShapeOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return compatibleRefinement(l, r); }
 bool AttentionOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return compatibleRefinement(l, r); }
+bool MaxUnpoolOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return compatibleRefinement(l, r); } // newops
 
 //===----------------------------------------------------------------------===//
 // Folding of small integer tensors: the shape arithmetic exporters emit

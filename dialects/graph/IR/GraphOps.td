@@ -1130,6 +1130,23 @@ def Graph_MaxPoolWithIndicesOp : Graph_Op<"max_pool_with_indices"> {
   let results = (outs AnyRankedTensor:$values, TensorOf<[I64]>:$indices);
 }
 
+def Graph_MaxUnpoolOp : Graph_RefinableOp<"max_unpool"> {
+  let summary = "Zeros of `shape` with each input element written at its flat index (ONNX MaxUnpool)";
+  let description = [{
+    out = zeros(shape); out.flat[indices[i]] = input[i] for every element,
+    later elements winning; an index outside the output is skipped. `shape`
+    (1-D i64, a constant or a run-time value) gives the result's rank and,
+    when constant, its sizes. The importer turns MaxPool's indices into
+    indices of this shape.
+
+    ```mlir
+    %y = graph.max_unpool %x, %i, %s : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, TensorOf<[I64]>:$indices, 1DTensorOf<[I64]>:$shape);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 def Graph_DetOp : Graph_Op<"det"> {
   let summary = "Determinant of each square matrix in the two innermost axes (ONNX Det)";
   let description = [{

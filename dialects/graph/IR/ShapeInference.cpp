@@ -1422,6 +1422,29 @@ LogicalResult MaxPoolWithIndicesOp::inferReturnTypes(MLIRContext *ctx, std::opti
   return success();
 }
 
+LogicalResult MaxUnpoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput()), idx = rankedType(adaptor.getIndices());
+  auto shapeType = rankedType(adaptor.getShape());
+  if (idx.getRank() != x.getRank())
+    return fail(loc, "max_unpool indices must have the input's rank");
+  for (int64_t i = 0; i < x.getRank(); ++i)
+    if (x.getDimSize(i) != kDyn && idx.getDimSize(i) != kDyn && x.getDimSize(i) != idx.getDimSize(i))
+      return fail(loc, "max_unpool indices must have the input's shape");
+  if (shapeType.isDynamicDim(0))
+    return fail(loc, "max_unpool shape must have a static length");
+  SmallVector<int64_t> dims(shapeType.getDimSize(0), kDyn);
+  if (auto shape = constantInts(adaptor.getShape())) {
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if ((*shape)[i] < 0)
+        return fail(loc, "max_unpool shape has a negative dimension");
+      dims[i] = (*shape)[i];
+    }
+  }
+  types.push_back(x.clone(dims));
+  return success();
+}
+
 LogicalResult DetOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
                                       SmallVectorImpl<Type> &types) {
   auto x = rankedType(adaptor.getInput());

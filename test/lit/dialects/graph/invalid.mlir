@@ -219,3 +219,12 @@ func.func @bad_roi_align_ratio(%x: tensor<1x1x4x4xf32>, %r: tensor<2x4xf32>, %b:
   %0 = graph.roi_align %x, %r, %b {sampling_ratio = -1 : i64} : (tensor<1x1x4x4xf32>, tensor<2x4xf32>, tensor<2xi64>) -> tensor<2x1x1x1xf32>
   return %0 : tensor<2x1x1x1xf32>
 }
+
+// -----
+
+func.func @bad_max_unpool_indices(%x: tensor<4xf32>, %i: tensor<5xi64>, %s: tensor<2xi64>) -> tensor<?x?xf32> {
+  // expected-error @+2 {{max_unpool indices must have the input's shape}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.max_unpool %x, %i, %s : (tensor<4xf32>, tensor<5xi64>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}

@@ -219,3 +219,13 @@ func.func @roi_align(%x: tensor<1x4x10x10xf32>, %r: tensor<?x4xf32>, %b: tensor<
       : (tensor<1x4x10x10xf32>, tensor<?x4xf32>, tensor<?xi64>) -> tensor<?x4x2x3xf32>
   return %0 : tensor<?x4x2x3xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @max_unpool_constant_shape
+func.func @max_unpool_constant_shape(%x: tensor<4xf32>, %i: tensor<4xi64>) -> tensor<1x1x4x4xf32> {
+  %s = graph.constant {value = dense<[1, 1, 4, 4]> : tensor<4xi64>} : () -> tensor<4xi64>
+  // CHECK: graph.max_unpool {{.*}} -> tensor<1x1x4x4xf32>
+  %0 = graph.max_unpool %x, %i, %s : (tensor<4xf32>, tensor<4xi64>, tensor<4xi64>) -> tensor<1x1x4x4xf32>
+  return %0 : tensor<1x1x4x4xf32>
+}

@@ -1,4 +1,4 @@
-// kiln-convert-graph-to-linalg for max_pool_with_indices, det, grid_sample and roi_align.
+// kiln-convert-graph-to-linalg for max_pool_with_indices, max_unpool, det, grid_sample and roi_align.
 // RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg | FileCheck %s
 
 // One reduction over the windows with two results; positions in the padding
@@ -72,4 +72,21 @@ func.func @roi_align(%x: tensor<1x1x10x10xf32>, %r: tensor<3x4xf32>, %b: tensor<
   %0 = graph.roi_align %x, %r, %b {mode = "avg", output_height = 5 : i64, output_width = 5 : i64, sampling_ratio = 2 : i64, spatial_scale = 1.0 : f32, coordinate_transformation_mode = "half_pixel"}
       : (tensor<1x1x10x10xf32>, tensor<3x4xf32>, tensor<3xi64>) -> tensor<3x1x5x5xf32>
   return %0 : tensor<3x1x5x5xf32>
+}
+
+// -----
+
+// Unpooling: zeros, then one loop over the inputs with a guarded insert at
+// each index (run-time output sizes read from the shape operand).
+// CHECK-LABEL: func @max_unpool
+// CHECK: tensor.extract %{{.*}}[%{{.*}}] : tensor<4xi64>
+// CHECK: linalg.fill
+// CHECK: scf.for
+// CHECK: arith.cmpi slt
+// CHECK: scf.if
+// CHECK: tensor.insert
+// CHECK: tensor.reshape
+func.func @max_unpool(%x: tensor<4xf32>, %i: tensor<4xi64>, %s: tensor<4xi64>) -> tensor<?x?x?x?xf32> {
+  %0 = graph.max_unpool %x, %i, %s : (tensor<4xf32>, tensor<4xi64>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+  return %0 : tensor<?x?x?x?xf32>
 }
