@@ -41,6 +41,9 @@ Results importMaxUnpool(NodeContext &c) {
                        ? in
                        : (in - 1) * strides[i] + (*kernel)[i] - pads[i] - pads[spatial + i]);
   }
+  for (int64_t d : dims)
+    if (d != ShapedType::kDynamic && d <= 0)
+      return c.fail("the unpooled shape must be positive, got " + Twine(d));
   Value shape, flatIndices;
   auto flat = create<ReshapeOp>(c, indices, c.i64Constant({-1}), (int64_t)0);
   if (failed(flat))

@@ -145,11 +145,24 @@ Results importDft(NodeContext &c) {
   if (rank < 2 || xt.isDynamicDim(rank - 1) || (xt.getDimSize(rank - 1) != 1 && xt.getDimSize(rank - 1) != 2))
     return c.fail("DFT input's last dim must be 1 (real) or 2 (complex)");
   bool complexIn = xt.getDimSize(rank - 1) == 2;
+  // Opset 20 moved the axis (default -2) into input 2.
   int64_t axis = c.intAttr("axis", 1);
+  if (c.opset >= 20) {
+    axis = -2;
+    if (c.input(2)) {
+      auto given = c.constantInts(c.input(2), "axis");
+      if (failed(given))
+        return failure();
+      if (given->size() != 1)
+        return c.fail("axis must be a single value");
+      axis = (*given)[0];
+    }
+  }
+  int64_t requested = axis;
   if (axis < 0)
     axis += rank;
   if (axis < 0 || axis >= rank - 1)
-    return c.fail("DFT axis " + Twine(c.intAttr("axis", 1)) + " out of range (the last axis holds the components)");
+    return c.fail("DFT axis " + Twine(requested) + " out of range (the last axis holds the components)");
   int64_t n = xt.getDimSize(axis);
   if (n == ShapedType::kDynamic || n == 0)
     return c.fail("DFT needs a static, non-empty signal axis");
@@ -268,6 +281,10 @@ Results importStft(NodeContext &c) {
     return c.fail("STFT signal must be [batch, length, 1 or 2]");
   bool onesided = c.intAttr("onesided", 1);
   auto step = i64Scalar(c, c.input(1), "frame_step");
+  if (failed(step))
+    return failure();
+  // frame_step must be positive; a zero from the data must not trap the division.
+  step = create<MaxOp>(c, *step, scalarConstant(c, i64, 1));
   if (failed(step))
     return failure();
   if (window) {
