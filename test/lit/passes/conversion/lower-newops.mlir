@@ -90,3 +90,22 @@ func.func @max_unpool(%x: tensor<4xf32>, %i: tensor<4xi64>, %s: tensor<4xi64>) -
   %0 = graph.max_unpool %x, %i, %s : (tensor<4xf32>, tensor<4xi64>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
   return %0 : tensor<?x?x?x?xf32>
 }
+
+// -----
+
+// sampling_ratio 0: per-region sample counts ceil(size / bins), run-time loops
+// in the body, the average divided by their product.
+// CHECK-LABEL: func @roi_align_adaptive
+// CHECK: linalg.generic
+// CHECK: math.ceil
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK-COUNT-4: tensor.extract
+// CHECK: arith.maximumf
+// CHECK: arith.divf
+// CHECK: linalg.yield
+func.func @roi_align_adaptive(%x: tensor<1x1x10x10xf32>, %r: tensor<?x4xf32>, %b: tensor<?xi64>) -> tensor<?x1x2x2xf32> {
+  %0 = graph.roi_align %x, %r, %b {output_height = 2 : i64, output_width = 2 : i64, sampling_ratio = 0 : i64}
+      : (tensor<1x1x10x10xf32>, tensor<?x4xf32>, tensor<?xi64>) -> tensor<?x1x2x2xf32>
+  return %0 : tensor<?x1x2x2xf32>
+}
