@@ -59,6 +59,18 @@ const llvm::StringMap<NodeImporter> &nodeImporters();
 // Op families imported in files of their own.
 /// RNN, GRU, LSTM (RecurrentImporters.cpp), added to the default domain's table.
 void registerRecurrentImporters(llvm::StringMap<NodeImporter> &table);
+/// LRN, MeanVarianceNormalization (NormalizationImporters.cpp).
+void addNormalizationImporters(llvm::StringMap<NodeImporter> &t);
+/// Window functions, DFT, STFT, MelWeightMatrix (SignalImporters.cpp).
+void addSignalImporters(llvm::StringMap<NodeImporter> &t);
+/// ReverseSequence (ReverseSequenceImporter.cpp).
+void addReverseSequenceImporter(llvm::StringMap<NodeImporter> &t);
+/// MaxUnpool (PoolingImporters.cpp).
+void addPoolingImporters(llvm::StringMap<NodeImporter> &t);
+/// Det (LinearAlgebraImporters.cpp).
+void addLinearAlgebraImporters(llvm::StringMap<NodeImporter> &t);
+/// GridSample, RoiAlign (SamplingImporters.cpp).
+void addSamplingImporters(llvm::StringMap<NodeImporter> &t);
 /// ONNX op type -> importer, for the ai.onnx.preview.training domain (TrainingImporters.cpp).
 const llvm::StringMap<NodeImporter> &trainingImporters();
 

@@ -16,10 +16,6 @@ using namespace kiln::graph;
 namespace kiln {
 namespace {
 
-using Results = FailureOr<SmallVector<Value>>;
-
-int64_t rankOf(Value v) { return cast<RankedTensorType>(v.getType()).getRank(); }
-
 // Run-time shape operands (shapeinputs): a shape-like input that the model
 // computes is read by the generated code instead of being refused.
 /// True for a present input that is no constant.
@@ -245,16 +241,23 @@ Results importConvTranspose(NodeContext &c) {
 template <typename OpTy> Results importPool(NodeContext &c) {
   if (failed(require(c, 1)))
     return failure();
-  if (c.node.output_size() > 1 && !c.node.output(1).empty())
-    return c.fail("the Indices output is not supported");
-  if (c.intAttr("storage_order", 0) != 0)
-    return c.fail("storage_order=1 is not supported");
   auto kernel = c.intsAttr("kernel_shape");
   if (!kernel)
     return c.fail("kernel_shape is required");
   auto w = windowAttrs(c, c.input(0), *kernel);
   if (failed(w))
     return failure();
+  // MaxPool's Indices output (storage_order says how they are numbered).
+  if (c.node.output_size() > 1 && !c.node.output(1).empty()) {
+    if constexpr (std::is_same_v<OpTy, MaxPoolOp>) {
+      auto op = createOperation<MaxPoolWithIndicesOp, 2>(c, c.input(0), w->kernel, w->pads, w->strides,
+                                                         w->dilations, c.intAttr("ceil_mode", 0),
+                                                         c.intAttr("storage_order", 0));
+      if (failed(op))
+        return failure();
+      return SmallVector<Value>((*op)->getResults());
+    }
+  }
   if constexpr (std::is_same_v<OpTy, MaxPoolOp>)
     return single(create<MaxPoolOp>(c, c.input(0), w->kernel, w->pads,
                                     w->strides, w->dilations,
@@ -872,12 +875,6 @@ int32_t declaredOnnxType(NodeContext &c, size_t i) {
 }
 
 Type elementTypeOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }
-
-/// A rank-0 constant of element type `et`.
-Value scalarConstant(NodeContext &c, Type et, double v) {
-  Attribute a = isa<FloatType>(et) ? (Attribute)FloatAttr::get(et, v) : IntegerAttr::get(et, (int64_t)v);
-  return ConstantOp::create(c.b, c.loc, DenseElementsAttr::get(RankedTensorType::get({}, et), a));
-}
 
 /// Whether the 8-bit quantized input `i` is uint8 (else int8); its zero
 /// point `zp` (same type by the spec) answers when `i`'s type is undeclared.
@@ -1975,6 +1972,13 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     t["Squeeze"] = importSqueeze;
     t["Unsqueeze"] = importUnsqueeze;
     t["Shape"] = importShape;
+    // New op families, each in its own file (newops).
+    addNormalizationImporters(t);
+    addSignalImporters(t);
+    addReverseSequenceImporter(t);
+    addPoolingImporters(t);
+    addLinearAlgebraImporters(t);
+    addSamplingImporters(t);
     return t;
   }();
   return table;

@@ -8,6 +8,9 @@
 
 namespace kiln {
 
+/// What an importer returns: one value per node output, or failure.
+using Results = mlir::FailureOr<llvm::SmallVector<mlir::Value>>;
+
 /// Creates OpTy from builder arguments, inferring its result type without the
 /// fatal error that ODS builders raise when inference fails: a malformed
 /// model must give an error, not an abort.
@@ -66,7 +69,7 @@ mlir::FailureOr<mlir::Value> create(NodeContext &c, Args &&...args) {
   return op->getResult(0);
 }
 
-inline mlir::FailureOr<llvm::SmallVector<mlir::Value>> single(mlir::FailureOr<mlir::Value> v) {
+inline Results single(mlir::FailureOr<mlir::Value> v) {
   if (mlir::failed(v))
     return mlir::failure();
   return llvm::SmallVector<mlir::Value>{*v};
@@ -78,6 +81,16 @@ inline mlir::LogicalResult require(NodeContext &c, size_t n) {
     if (!c.input(i))
       return c.fail("missing required input " + llvm::Twine(i));
   return mlir::success();
+}
+
+inline int64_t rankOf(mlir::Value v) { return mlir::cast<mlir::RankedTensorType>(v.getType()).getRank(); }
+
+/// A rank-0 constant of element type `et`.
+inline mlir::Value scalarConstant(NodeContext &c, mlir::Type et, double v) {
+  mlir::Attribute a = mlir::isa<mlir::FloatType>(et) ? (mlir::Attribute)mlir::FloatAttr::get(et, v)
+                                                     : mlir::IntegerAttr::get(et, (int64_t)v);
+  return graph::ConstantOp::create(c.b, c.loc,
+                                   mlir::DenseElementsAttr::get(mlir::RankedTensorType::get({}, et), a));
 }
 
 /// Builds a node's composition op by op and keeps the first failure: once an

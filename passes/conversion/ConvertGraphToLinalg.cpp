@@ -36,6 +36,9 @@ struct ConvertGraphToLinalgPass
     populateAttentionLoweringPatterns(patterns);
     populateRuntimeOperandLoweringPatterns(patterns);
     populateQuantizedMatMulLoweringPatterns(patterns, vectorBits);
+    populatePoolIndicesLoweringPatterns(patterns);
+    populateLinearAlgebraLoweringPatterns(patterns);
+    populateSamplingLoweringPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

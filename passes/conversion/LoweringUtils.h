@@ -92,6 +92,10 @@ void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateRuntimeOperandLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// `vectorBits` sizes the register blocks of the quantized product kernels.
 void populateQuantizedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns, int64_t vectorBits);
+// newops: pooling indices and unpooling, linear algebra, sampling.
+void populatePoolIndicesLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateLinearAlgebraLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateSamplingLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln
 

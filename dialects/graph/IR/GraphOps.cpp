@@ -65,6 +65,7 @@ bool ReshapeOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return compa
 bool ConstantOfShapeOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return compatibleRefinement(l, r); }
 bool AttentionOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return compatibleRefinement(l, r); }
 bool ResizeOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return compatibleRefinement(l, r); }
+bool MaxUnpoolOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) { return compatibleRefinement(l, r); } // newops
 
 //===----------------------------------------------------------------------===//
 // Folding of small integer tensors: the shape arithmetic exporters emit

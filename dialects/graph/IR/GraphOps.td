@@ -1254,4 +1254,108 @@ def Graph_DropoutOp : Graph_Op<"dropout"> {
   let results = (outs AnyRankedTensor:$output, AnyRankedTensor:$mask);
 }
 
+
+// newops: pooling with indices, linear algebra, sampling
+//===----------------------------------------------------------------------===//
+
+def Graph_MaxPoolWithIndicesOp : Graph_Op<"max_pool_with_indices"> {
+  let summary = "MaxPool that also returns where each maximum was (ONNX MaxPool's Indices)";
+  let description = [{
+    The values are those of `graph.max_pool`. Each index is the flat i64
+    position of the maximum in the unpadded input: row-major
+    ((n * C + c) * D1 + d1) * D2 + d2 ... when `storage_order` is 0, spatial
+    axes column-major (n * C + c) * D1 * D2 + d2 * D1 + d1 when it is 1. The
+    first maximum of a window in row-major window order wins ties.
+
+    ```mlir
+    %y, %i = graph.max_pool_with_indices %x {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, storage_order = 0 : i64}
+        : (tensor<1x1x4x4xf32>) -> (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
+                   DefaultValuedAttr<I64Attr, "0">:$ceil_mode,
+                   DefaultValuedAttr<I64Attr, "0">:$storage_order);
+  let results = (outs AnyRankedTensor:$values, TensorOf<[I64]>:$indices);
+}
+
+def Graph_MaxUnpoolOp : Graph_RefinableOp<"max_unpool"> {
+  let summary = "Zeros of `shape` with each input element written at its flat index (ONNX MaxUnpool)";
+  let description = [{
+    out = zeros(shape); out.flat[indices[i]] = input[i] for every element,
+    later elements winning; an index outside the output is skipped. `shape`
+    (1-D i64, a constant or a run-time value) gives the result's rank and,
+    when constant, its sizes. The importer turns MaxPool's indices into
+    indices of this shape.
+
+    ```mlir
+    %y = graph.max_unpool %x, %i, %s : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, TensorOf<[I64]>:$indices, 1DTensorOf<[I64]>:$shape);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_DetOp : Graph_Op<"det"> {
+  let summary = "Determinant of each square matrix in the two innermost axes (ONNX Det)";
+  let description = [{
+    Input [..., M, M] of floats, result [...]. Each matrix is factored by
+    Gaussian elimination with partial pivoting (LU); the determinant is the
+    product of the pivots, negated per row swap.
+
+    ```mlir
+    %d = graph.det %x : (tensor<3x2x2xf32>) -> tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_GridSampleOp : Graph_Op<"grid_sample"> {
+  let summary = "Samples an NCHW input at the grid's normalized (x, y) points (ONNX GridSample)";
+  let description = [{
+    `grid` is [N, H_out, W_out, 2] with x, y in [-1, 1] (beyond: padding);
+    the result is [N, C, H_out, W_out]. `mode` is bilinear, nearest (ties to
+    even) or bicubic (A = -0.75); `padding_mode` zeros, border or reflection;
+    `align_corners` says whether -1 and 1 are the centres (1) or the outer
+    edges (0) of the corner pixels. PyTorch's grid_sample defines the details.
+
+    ```mlir
+    %y = graph.grid_sample %x, %g {mode = "bilinear", padding_mode = "zeros", align_corners = 0 : i64}
+        : (tensor<1x1x4x4xf32>, tensor<1x6x6x2xf32>) -> tensor<1x1x6x6xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$grid,
+                   DefaultValuedAttr<StrAttr, "\"bilinear\"">:$mode,
+                   DefaultValuedAttr<StrAttr, "\"zeros\"">:$padding_mode,
+                   DefaultValuedAttr<I64Attr, "0">:$align_corners);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_RoiAlignOp : Graph_Op<"roi_align"> {
+  let summary = "Average or max of bilinear samples over each region's output bins (ONNX RoiAlign)";
+  let description = [{
+    `rois` [R, 4] holds (x1, y1, x2, y2) in input coordinates times
+    `spatial_scale`, `batch_indices` [R] the image of each; the result is
+    [R, C, output_height, output_width]. Each bin averages (or maxes)
+    sampling_ratio x sampling_ratio bilinear samples (0: ceil(region size /
+    output size) per axis, decided per region at run time).
+    `coordinate_transformation_mode` half_pixel shifts by -0.5;
+    output_half_pixel does not and makes each region at least 1 x 1.
+
+    ```mlir
+    %y = graph.roi_align %x, %rois, %idx {mode = "avg", output_height = 5 : i64, output_width = 5 : i64, sampling_ratio = 2 : i64, spatial_scale = 1.0 : f32, coordinate_transformation_mode = "half_pixel"}
+        : (tensor<1x1x10x10xf32>, tensor<3x4xf32>, tensor<3xi64>) -> tensor<3x1x5x5xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$rois, TensorOf<[I64]>:$batch_indices,
+                   DefaultValuedAttr<StrAttr, "\"avg\"">:$mode,
+                   DefaultValuedAttr<I64Attr, "1">:$output_height,
+                   DefaultValuedAttr<I64Attr, "1">:$output_width,
+                   DefaultValuedAttr<I64Attr, "0">:$sampling_ratio,
+                   DefaultValuedAttr<F32Attr, "1.0">:$spatial_scale,
+                   DefaultValuedAttr<StrAttr, "\"half_pixel\"">:$coordinate_transformation_mode);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 #endif // KILN_GRAPH_OPS

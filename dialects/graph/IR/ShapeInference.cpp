@@ -1585,3 +1585,105 @@ LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locati
 }
 
 } // namespace kiln::graph
+
+// newops: pooling with indices, linear algebra, sampling.
+namespace kiln::graph {
+
+LogicalResult MaxPoolWithIndicesOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                                     Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  if (adaptor.getStorageOrder() != 0 && adaptor.getStorageOrder() != 1)
+    return fail(loc, "storage_order must be 0 or 1");
+  if (failed(inferPool(loc, adaptor, types)))
+    return failure();
+  types.push_back(cast<RankedTensorType>(types[0]).clone(IntegerType::get(ctx, 64)));
+  return success();
+}
+
+LogicalResult MaxUnpoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput()), idx = rankedType(adaptor.getIndices());
+  auto shapeType = rankedType(adaptor.getShape());
+  if (idx.getRank() != x.getRank())
+    return fail(loc, "max_unpool indices must have the input's rank");
+  for (int64_t i = 0; i < x.getRank(); ++i)
+    if (x.getDimSize(i) != kDyn && idx.getDimSize(i) != kDyn && x.getDimSize(i) != idx.getDimSize(i))
+      return fail(loc, "max_unpool indices must have the input's shape");
+  if (shapeType.isDynamicDim(0))
+    return fail(loc, "max_unpool shape must have a static length");
+  SmallVector<int64_t> dims(shapeType.getDimSize(0), kDyn);
+  if (auto shape = constantInts(adaptor.getShape())) {
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if ((*shape)[i] < 0)
+        return fail(loc, "max_unpool shape has a negative dimension");
+      dims[i] = (*shape)[i];
+    }
+  }
+  types.push_back(x.clone(dims));
+  return success();
+}
+
+LogicalResult DetOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  int64_t rank = x.getRank();
+  if (rank < 2)
+    return fail(loc, "det input must have rank >= 2");
+  if (!isa<FloatType>(x.getElementType()))
+    return fail(loc, "det input must be floating point");
+  int64_t m = x.getDimSize(rank - 2), n = x.getDimSize(rank - 1);
+  if (m != kDyn && n != kDyn && m != n)
+    return fail(loc, "det needs square matrices, got " + Twine(m) + "x" + Twine(n));
+  types.push_back(x.clone(x.getShape().drop_back(2)));
+  return success();
+}
+
+LogicalResult GridSampleOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput()), g = rankedType(adaptor.getGrid());
+  if (x.getRank() != 4 || g.getRank() != 4)
+    return fail(loc, "grid_sample needs a 4-D input and a 4-D grid");
+  if (!isa<FloatType>(x.getElementType()) || g.getElementType() != x.getElementType())
+    return fail(loc, "grid_sample input and grid must have the same float type");
+  if (g.getDimSize(3) != kDyn && g.getDimSize(3) != 2)
+    return fail(loc, "grid_sample grid's last dim must be 2");
+  int64_t n = x.getDimSize(0) != kDyn ? x.getDimSize(0) : g.getDimSize(0);
+  if (x.getDimSize(0) != kDyn && g.getDimSize(0) != kDyn && x.getDimSize(0) != g.getDimSize(0))
+    return fail(loc, "grid_sample input and grid batch sizes differ");
+  StringRef mode = adaptor.getMode(), padding = adaptor.getPaddingMode();
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic")
+    return fail(loc, "unsupported grid_sample mode '" + mode + "'");
+  if (padding != "zeros" && padding != "border" && padding != "reflection")
+    return fail(loc, "unsupported grid_sample padding_mode '" + padding + "'");
+  types.push_back(x.clone({n, x.getDimSize(1), g.getDimSize(1), g.getDimSize(2)}));
+  return success();
+}
+
+LogicalResult RoiAlignOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput()), rois = rankedType(adaptor.getRois());
+  auto idx = rankedType(adaptor.getBatchIndices());
+  if (x.getRank() != 4 || !isa<FloatType>(x.getElementType()))
+    return fail(loc, "roi_align needs a 4-D float input");
+  if (rois.getRank() != 2 || rois.getElementType() != x.getElementType() ||
+      (rois.getDimSize(1) != kDyn && rois.getDimSize(1) != 4))
+    return fail(loc, "roi_align rois must be [R, 4] of the input's type");
+  if (idx.getRank() != 1 || (idx.getDimSize(0) != kDyn && rois.getDimSize(0) != kDyn &&
+                             idx.getDimSize(0) != rois.getDimSize(0)))
+    return fail(loc, "roi_align batch_indices must be [R]");
+  if (adaptor.getMode() != "avg" && adaptor.getMode() != "max")
+    return fail(loc, "unsupported roi_align mode '" + adaptor.getMode() + "'");
+  StringRef ctm = adaptor.getCoordinateTransformationMode();
+  if (ctm != "half_pixel" && ctm != "output_half_pixel")
+    return fail(loc, "unsupported roi_align coordinate_transformation_mode '" + ctm + "'");
+  int64_t outH = adaptor.getOutputHeight(), outW = adaptor.getOutputWidth();
+  if (outH < 1 || outW < 1)
+    return fail(loc, "roi_align output_height and output_width must be positive");
+  int64_t ratio = adaptor.getSamplingRatio();
+  if (ratio < 0)
+    return fail(loc, "roi_align sampling_ratio must be >= 0");
+  int64_t r = rois.getDimSize(0) != kDyn ? rois.getDimSize(0) : idx.getDimSize(0);
+  types.push_back(x.clone({r, x.getDimSize(1), outH, outW}));
+  return success();
+}
+
+} // namespace kiln::graph

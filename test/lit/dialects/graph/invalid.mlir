@@ -252,3 +252,59 @@ func.func @resize_negative_scale(%x: tensor<1x1x2x2xf32>) -> tensor<?x?x?x?xf32>
   return %0 : tensor<?x?x?x?xf32>
 }
 // --- end Resize family ---
+
+// -----
+
+// newops: pooling with indices, det.
+func.func @bad_det_not_square(%x: tensor<2x3xf32>) -> tensor<f32> {
+  // expected-error @+2 {{det needs square matrices, got 2x3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.det %x : (tensor<2x3xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @bad_det_integer(%x: tensor<2x2xi32>) -> tensor<i32> {
+  // expected-error @+2 {{det input must be floating point}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.det %x : (tensor<2x2xi32>) -> tensor<i32>
+  return %0 : tensor<i32>
+}
+
+// -----
+
+func.func @bad_storage_order(%x: tensor<1x1x4x4xf32>) -> (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>) {
+  // expected-error @+2 {{storage_order must be 0 or 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %v, %i = graph.max_pool_with_indices %x {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, storage_order = 2 : i64}
+      : (tensor<1x1x4x4xf32>) -> (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>)
+  return %v, %i : tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>
+}
+
+// -----
+
+func.func @bad_grid_sample_mode(%x: tensor<1x1x4x4xf32>, %g: tensor<1x2x2x2xf32>) -> tensor<1x1x2x2xf32> {
+  // expected-error @+2 {{unsupported grid_sample mode 'area'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.grid_sample %x, %g {mode = "area"} : (tensor<1x1x4x4xf32>, tensor<1x2x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %0 : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+func.func @bad_roi_align_ratio(%x: tensor<1x1x4x4xf32>, %r: tensor<2x4xf32>, %b: tensor<2xi64>) -> tensor<2x1x1x1xf32> {
+  // expected-error @+2 {{roi_align sampling_ratio must be >= 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.roi_align %x, %r, %b {sampling_ratio = -1 : i64} : (tensor<1x1x4x4xf32>, tensor<2x4xf32>, tensor<2xi64>) -> tensor<2x1x1x1xf32>
+  return %0 : tensor<2x1x1x1xf32>
+}
+
+// -----
+
+func.func @bad_max_unpool_indices(%x: tensor<4xf32>, %i: tensor<5xi64>, %s: tensor<2xi64>) -> tensor<?x?xf32> {
+  // expected-error @+2 {{max_unpool indices must have the input's shape}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.max_unpool %x, %i, %s : (tensor<4xf32>, tensor<5xi64>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}

@@ -213,6 +213,17 @@ func.func @runtime_shape_operands(%x: tensor<1x3x4xf32>, %m: tensor<20x10xf32>, 
 
 // -----
 
+// newops: pooling with indices, det.
+// CHECK-LABEL: func @max_pool_with_indices
+func.func @max_pool_with_indices(%x: tensor<1x2x5x5xf32>) -> (tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>) {
+  // CHECK: graph.max_pool_with_indices {{.*}} -> (tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>)
+  %v, %i = graph.max_pool_with_indices %x {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, storage_order = 1 : i64}
+      : (tensor<1x2x5x5xf32>) -> (tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>)
+  return %v, %i : tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>
+}
+
+// -----
+
 // --- Resize family ---
 // Constant scales and sizes give static dims (floor(input * scale), or the size);
 // run-time ones give dynamic dims; the optional operands round-trip by keyword.
@@ -235,3 +246,42 @@ func.func @resize(%x: tensor<1x3x4x4xf32>, %n: tensor<4xi64>, %roi: tensor<8xf32
   return %0, %1, %2 : tensor<1x3x5x2xf32>, tensor<?x?x?x?xf32>, tensor<1x3x2x2xf32>
 }
 // --- end Resize family ---
+
+// -----
+
+// CHECK-LABEL: func @det_batched
+func.func @det_batched(%x: tensor<?x3x3xf32>) -> tensor<?xf32> {
+  // CHECK: graph.det %{{.*}} : (tensor<?x3x3xf32>) -> tensor<?xf32>
+  %0 = graph.det %x : (tensor<?x3x3xf32>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @grid_sample
+func.func @grid_sample(%x: tensor<?x3x8x8xf32>, %g: tensor<2x5x7x2xf32>) -> tensor<2x3x5x7xf32> {
+  // CHECK: graph.grid_sample {{.*}} -> tensor<2x3x5x7xf32>
+  %0 = graph.grid_sample %x, %g {mode = "nearest", padding_mode = "border", align_corners = 1 : i64}
+      : (tensor<?x3x8x8xf32>, tensor<2x5x7x2xf32>) -> tensor<2x3x5x7xf32>
+  return %0 : tensor<2x3x5x7xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @roi_align
+func.func @roi_align(%x: tensor<1x4x10x10xf32>, %r: tensor<?x4xf32>, %b: tensor<?xi64>) -> tensor<?x4x2x3xf32> {
+  // CHECK: graph.roi_align {{.*}} -> tensor<?x4x2x3xf32>
+  %0 = graph.roi_align %x, %r, %b {mode = "max", output_height = 2 : i64, output_width = 3 : i64, sampling_ratio = 1 : i64, spatial_scale = 0.5 : f32, coordinate_transformation_mode = "output_half_pixel"}
+      : (tensor<1x4x10x10xf32>, tensor<?x4xf32>, tensor<?xi64>) -> tensor<?x4x2x3xf32>
+  return %0 : tensor<?x4x2x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @max_unpool_constant_shape
+func.func @max_unpool_constant_shape(%x: tensor<4xf32>, %i: tensor<4xi64>) -> tensor<1x1x4x4xf32> {
+  %s = graph.constant {value = dense<[1, 1, 4, 4]> : tensor<4xi64>} : () -> tensor<4xi64>
+  // CHECK: graph.max_unpool {{.*}} -> tensor<1x1x4x4xf32>
+  %0 = graph.max_unpool %x, %i, %s : (tensor<4xf32>, tensor<4xi64>, tensor<4xi64>) -> tensor<1x1x4x4xf32>
+  return %0 : tensor<1x1x4x4xf32>
+}
