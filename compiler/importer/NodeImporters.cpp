@@ -1613,6 +1613,9 @@ Results importDepthSpace(NodeContext &c, bool toSpace) {
 
 } // namespace
 
+// Data-dependent shape family (DataDependentImporters.cpp).
+void addDataDependentImporters(llvm::StringMap<NodeImporter> &table);
+
 const llvm::StringMap<NodeImporter> &nodeImporters() {
   static const llvm::StringMap<NodeImporter> table = [] {
     llvm::StringMap<NodeImporter> t;
@@ -1895,6 +1898,7 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     t["Squeeze"] = importSqueeze;
     t["Unsqueeze"] = importUnsqueeze;
     t["Shape"] = importShape;
+    addDataDependentImporters(t);
     return t;
   }();
   return table;

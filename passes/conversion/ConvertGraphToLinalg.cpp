@@ -33,6 +33,7 @@ struct ConvertGraphToLinalgPass
     populateShapeLoweringPatterns(patterns);
     populateScatterGatherLoweringPatterns(patterns);
     populateAttentionLoweringPatterns(patterns);
+    populateDataDependentLoweringPatterns(patterns);
     populateQuantizedMatMulLoweringPatterns(patterns, vectorBits);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();

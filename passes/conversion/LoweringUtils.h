@@ -87,6 +87,8 @@ void populateNnLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateShapeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateScatterGatherLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// NonZero, Compress, Unique, NonMaxSuppression (LowerDataDependent.cpp).
+void populateDataDependentLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// `vectorBits` sizes the register blocks of the quantized product kernels.
 void populateQuantizedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns, int64_t vectorBits);
 
