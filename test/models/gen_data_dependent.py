@@ -39,7 +39,7 @@ def save(name, nodes, inputs, outputs, data_sets):
 
 # NonZero and Compress on one input, results read by further ops (so their
 # dynamic dims flow on): idx = NonZero(x > 0), rows = Compress(x, keep, axis 0) * 2,
-# flat = Compress(x, x > 0) (flattened).
+# flat = Compress(x, reshape(x > 0, [-1])) (flattened).
 def nonzero_compress(x, keep):
     mask = x > 0
     return [np.array(np.nonzero(mask), dtype=np.int64), np.compress(keep, x, axis=0) * 2,
@@ -57,7 +57,9 @@ save("nonzero_compress",
       helper.make_node("NonZero", ["mask"], ["idx"]),
       helper.make_node("Compress", ["x", "keep"], ["sel"], axis=0),
       helper.make_node("Mul", ["sel", "two"], ["rows"]),
-      helper.make_node("Compress", ["x", "mask"], ["flat"])],
+      helper.make_node("Constant", [], ["minus1"], value=numpy_helper.from_array(np.array([-1], np.int64))),
+      helper.make_node("Reshape", ["mask", "minus1"], ["mask1d"]),
+      helper.make_node("Compress", ["x", "mask1d"], ["flat"])],
      [("x", TensorProto.FLOAT, [4, 3]), ("keep", TensorProto.BOOL, [4])],
      [("idx", TensorProto.INT64, [2, None]), ("rows", TensorProto.FLOAT, [None, 3]),
       ("flat", TensorProto.FLOAT, [None])],
