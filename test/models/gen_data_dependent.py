@@ -131,3 +131,13 @@ save("nms",
      [("boxes", TensorProto.FLOAT, [2, 12, 4]), ("scores", TensorProto.FLOAT, [2, 3, 12]),
       ("max_boxes", TensorProto.INT64, [1]), ("iou", TensorProto.FLOAT, [1]), ("score", TensorProto.FLOAT, [1])],
      [("selected", TensorProto.INT64, [None, 3])], sets)
+
+# The thresholds omitted: IoU threshold 0 (any overlap suppresses), no score threshold.
+sets = []
+for m in (4, 1):
+    sets.append(([boxes, scores, np.array([m], np.int64)], [nms(boxes, scores, m, 0.0, -np.inf)]))
+save("nms_defaults",
+     [helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_boxes"], ["selected"], center_point_box=0)],
+     [("boxes", TensorProto.FLOAT, [2, 12, 4]), ("scores", TensorProto.FLOAT, [2, 3, 12]),
+      ("max_boxes", TensorProto.INT64, [1])],
+     [("selected", TensorProto.INT64, [None, 3])], sets)
