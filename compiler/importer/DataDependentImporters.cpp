@@ -17,11 +17,9 @@ using Results = FailureOr<SmallVector<Value>>;
 
 /// Builds OpTy with its inferred result types, or records the inference's
 /// reason on the node: a malformed model gets an error, never an abort.
-template <typename OpTy, unsigned NumResults = 1, typename... Args>
-Results build(NodeContext &c, Args &&...args) {
+template <typename OpTy, unsigned NumResults = 1, typename... Args> Results build(NodeContext &c, Args &&...args) {
   OperationState state(c.loc, OpTy::getOperationName());
-  OpTy::build(c.b, state, TypeRange(SmallVector<Type>(NumResults, c.b.getNoneType())),
-              std::forward<Args>(args)...);
+  OpTy::build(c.b, state, TypeRange(SmallVector<Type>(NumResults, c.b.getNoneType())), std::forward<Args>(args)...);
   SmallVector<Type> types;
   if (failed(OpTy::inferReturnTypes(c.b.getContext(), state.location, state.operands,
                                     state.attributes.getDictionary(c.b.getContext()), state.getRawProperties(),

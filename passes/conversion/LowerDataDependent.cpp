@@ -64,10 +64,9 @@ SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value flat, ArrayRef<
 
 /// An scf.for over [lb, ub) carrying `init`; `body` returns the next values.
 SmallVector<Value> forLoop(OpBuilder &b, Location loc, Value lb, Value ub, ValueRange init, LoopBody body) {
-  auto loop = scf::ForOp::create(b, loc, lb, ub, cst(b, loc, 1), init,
-                                 [&](OpBuilder &nb, Location l, Value iv, ValueRange acc) {
-                                   scf::YieldOp::create(nb, l, body(nb, l, iv, acc));
-                                 });
+  auto loop = scf::ForOp::create(
+      b, loc, lb, ub, cst(b, loc, 1), init,
+      [&](OpBuilder &nb, Location l, Value iv, ValueRange acc) { scf::YieldOp::create(nb, l, body(nb, l, iv, acc)); });
   return SmallVector<Value>(loop.getResults());
 }
 
@@ -103,8 +102,8 @@ Value fillWhere(OpBuilder &b, Location loc, Value n, Value init, Predicate pred,
 /// The positions j in [0, n) that satisfy `pred`, ascending, as tensor<?xi64>.
 Value selectedPositions(OpBuilder &b, Location loc, Value n, Predicate pred) {
   Value count = countWhere(b, loc, n, pred);
-  Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{ShapedType::kDynamic}, b.getI64Type(),
-                                       ValueRange{count});
+  Value init =
+      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{ShapedType::kDynamic}, b.getI64Type(), ValueRange{count});
   return fillWhere(b, loc, n, init, pred, [](OpBuilder &nb, Location l, Value t, Value j, Value pos) {
     return insert(nb, l, toI64(nb, l, j), t, {pos});
   });
@@ -241,8 +240,7 @@ struct UniquePattern : OpConversionPattern<UniqueOp> {
       if (isa<FloatType>(et))
         return arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, u, v);
       // false < true for bools, signed order for the other integers.
-      return arith::CmpIOp::create(b, l, et.isInteger(1) ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt, u,
-                                   v);
+      return arith::CmpIOp::create(b, l, et.isInteger(1) ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt, u, v);
     };
     // Slice j against slice i: {j sorts before i, j equals i}, lexicographic
     // over the slice's row-major elements.
@@ -267,20 +265,19 @@ struct UniquePattern : OpConversionPattern<UniqueOp> {
 
     Value first = forLoop(rewriter, loc, zero, n, {vectorOf(n)},
                           [&](OpBuilder &b, Location l, Value i, ValueRange acc) -> SmallVector<Value> {
-                            Value f = forLoop(b, l, cst(b, l, 0), i, {i},
-                                              [&](OpBuilder &jb, Location jl, Value j, ValueRange fa)
-                                                  -> SmallVector<Value> {
-                                                Value take = arith::AndIOp::create(
-                                                    jb, jl, compare(jb, jl, j, i).second, eq(jb, jl, fa[0], i));
-                                                return {select(jb, jl, take, j, fa[0])};
-                                              })[0];
+                            Value f =
+                                forLoop(b, l, cst(b, l, 0), i, {i},
+                                        [&](OpBuilder &jb, Location jl, Value j, ValueRange fa) -> SmallVector<Value> {
+                                          Value take = arith::AndIOp::create(jb, jl, compare(jb, jl, j, i).second,
+                                                                             eq(jb, jl, fa[0], i));
+                                          return {select(jb, jl, take, j, fa[0])};
+                                        })[0];
                             return {insert(b, l, toI64(b, l, f), acc[0], {i})};
                           })[0];
 
     bool sorted = op.getSorted() != 0;
-    SmallVector<Value> ranked = forLoop(
-        rewriter, loc, zero, n, {vectorOf(n), zero},
-        [&](OpBuilder &b, Location l, Value i, ValueRange acc) {
+    SmallVector<Value> ranked =
+        forLoop(rewriter, loc, zero, n, {vectorOf(n), zero}, [&](OpBuilder &b, Location l, Value i, ValueRange acc) {
           return ifThen(b, l, isFirst(b, l, first, i), acc, [&](OpBuilder &tb, Location tl) -> SmallVector<Value> {
             Value r = acc[1];
             if (sorted)
@@ -298,19 +295,20 @@ struct UniquePattern : OpConversionPattern<UniqueOp> {
     auto invType = cast<RankedTensorType>(op.getInverseIndices().getType());
     Value counts0 = filledTensor(rewriter, loc, cast<RankedTensorType>(op.getCounts().getType()), {distinct},
                                  i64Cst(rewriter, loc, 0));
-    SmallVector<Value> outs = forLoop(
-        rewriter, loc, zero, n, {vectorOf(distinct), counts0, emptyTensor(rewriter, loc, invType, {n})},
-        [&](OpBuilder &b, Location l, Value i, ValueRange acc) -> SmallVector<Value> {
-          Value f = toIndex(b, l, extract(b, l, first, {i}));
-          Value r = extract(b, l, ranks, {f}), ri = toIndex(b, l, r);
-          Value inverse = insert(b, l, r, acc[2], {i});
-          Value c = add(b, l, extract(b, l, acc[1], {ri}), i64Cst(b, l, 1));
-          Value counts = insert(b, l, c, acc[1], {ri});
-          Value indices = ifThen(b, l, eq(b, l, f, i), {acc[0]}, [&](OpBuilder &tb, Location tl) -> SmallVector<Value> {
-            return {insert(tb, tl, toI64(tb, tl, i), acc[0], {ri})};
-          })[0];
-          return {indices, counts, inverse};
-        });
+    SmallVector<Value> outs =
+        forLoop(rewriter, loc, zero, n, {vectorOf(distinct), counts0, emptyTensor(rewriter, loc, invType, {n})},
+                [&](OpBuilder &b, Location l, Value i, ValueRange acc) -> SmallVector<Value> {
+                  Value f = toIndex(b, l, extract(b, l, first, {i}));
+                  Value r = extract(b, l, ranks, {f}), ri = toIndex(b, l, r);
+                  Value inverse = insert(b, l, r, acc[2], {i});
+                  Value c = add(b, l, extract(b, l, acc[1], {ri}), i64Cst(b, l, 1));
+                  Value counts = insert(b, l, c, acc[1], {ri});
+                  Value indices =
+                      ifThen(b, l, eq(b, l, f, i), {acc[0]}, [&](OpBuilder &tb, Location tl) -> SmallVector<Value> {
+                        return {insert(tb, tl, toI64(tb, tl, i), acc[0], {ri})};
+                      })[0];
+                  return {indices, counts, inverse};
+                });
 
     SmallVector<Value> yDims = axis ? dims : SmallVector<Value>{};
     if (axis)
@@ -332,19 +330,119 @@ struct UniquePattern : OpConversionPattern<UniqueOp> {
   }
 };
 
+/// The scalar pieces of NonMaxSuppression's first pass, for one batch `bi`.
+/// `order[b, c, box]` is -2 while the box is a candidate (score above the
+/// threshold), -1 once dropped, k once it is the k-th selected.
+struct NmsBuilder {
+  Value boxes, scores, count, maxBoxes, iouThreshold, scoreThreshold;
+  bool center;
+
+  Value fcmp(OpBuilder &b, Location l, arith::CmpFPredicate p, Value x, Value y) const {
+    return arith::CmpFOp::create(b, l, p, x, y);
+  }
+
+  /// {ymin, xmin, ymax, xmax} of box `i`.
+  SmallVector<Value> corners(OpBuilder &b, Location l, Value bi, Value i) const {
+    SmallVector<Value> c;
+    for (int64_t k = 0; k < 4; ++k)
+      c.push_back(extract(b, l, boxes, {bi, i, cst(b, l, k)}));
+    if (center) {
+      Value half = scalarConstant(b, l, b.getF32Type(), 0.5);
+      Value hw = arith::MulFOp::create(b, l, c[2], half), hh = arith::MulFOp::create(b, l, c[3], half);
+      return {arith::SubFOp::create(b, l, c[1], hh), arith::SubFOp::create(b, l, c[0], hw),
+              arith::AddFOp::create(b, l, c[1], hh), arith::AddFOp::create(b, l, c[0], hw)};
+    }
+    return {arith::MinimumFOp::create(b, l, c[0], c[2]), arith::MinimumFOp::create(b, l, c[1], c[3]),
+            arith::MaximumFOp::create(b, l, c[0], c[2]), arith::MaximumFOp::create(b, l, c[1], c[3])};
+  }
+
+  /// IoU(i, j) > threshold; boxes without area or overlap never suppress.
+  Value suppresses(OpBuilder &b, Location l, Value bi, Value i, Value j) const {
+    SmallVector<Value> p = corners(b, l, bi, i), q = corners(b, l, bi, j);
+    Value zero = scalarConstant(b, l, b.getF32Type(), 0);
+    auto side = [&](int64_t lo, int64_t hi) -> Value {
+      Value d = arith::SubFOp::create(b, l, arith::MinimumFOp::create(b, l, p[hi], q[hi]),
+                                      arith::MaximumFOp::create(b, l, p[lo], q[lo]));
+      return arith::MaximumFOp::create(b, l, d, zero);
+    };
+    auto area = [&](ArrayRef<Value> c) -> Value {
+      return arith::MulFOp::create(b, l, arith::SubFOp::create(b, l, c[2], c[0]),
+                                   arith::SubFOp::create(b, l, c[3], c[1]));
+    };
+    Value inter = arith::MulFOp::create(b, l, side(0, 2), side(1, 3));
+    Value ap = area(p), aq = area(q);
+    Value uni = arith::SubFOp::create(b, l, arith::AddFOp::create(b, l, ap, aq), inter);
+    Value valid = fcmp(b, l, arith::CmpFPredicate::OGT, ap, zero);
+    for (Value v : {aq, inter, uni})
+      valid = arith::AndIOp::create(b, l, valid, fcmp(b, l, arith::CmpFPredicate::OGT, v, zero));
+    Value iou = arith::DivFOp::create(b, l, inter, uni);
+    return arith::AndIOp::create(b, l, valid, fcmp(b, l, arith::CmpFPredicate::OGT, iou, iouThreshold));
+  }
+
+  /// Runs the greedy selection of class `ci` into `order`; returns the new
+  /// order and how many boxes were selected.
+  SmallVector<Value> selectClass(OpBuilder &b, Location l, Value bi, Value ci, Value order) const {
+    auto at = [&](Value box) { return SmallVector<Value>{bi, ci, box}; };
+    auto isCandidate = [&](OpBuilder &nb, Location nl, Value o, Value i) {
+      return eq(nb, nl, extract(nb, nl, o, at(i)), i64Cst(nb, nl, -2));
+    };
+    order = forLoop(b, l, cst(b, l, 0), count, {order},
+                    [&](OpBuilder &nb, Location nl, Value i, ValueRange o) -> SmallVector<Value> {
+                      Value keep =
+                          fcmp(nb, nl, arith::CmpFPredicate::OGT, extract(nb, nl, scores, at(i)), scoreThreshold);
+                      Value v = select(nb, nl, keep, i64Cst(nb, nl, -2), i64Cst(nb, nl, -1));
+                      return {insert(nb, nl, v, o[0], at(i))};
+                    })[0];
+    // The best candidate of `o` (ties to the lower index), or `count` when none is left.
+    auto best = [&](OpBuilder &nb, Location nl, Value o) {
+      return forLoop(nb, nl, cst(nb, nl, 0), count, {count, scalarConstant(nb, nl, nb.getF32Type(), 0)},
+                     [&](OpBuilder &ib, Location il, Value i, ValueRange bs) -> SmallVector<Value> {
+                       Value s = extract(ib, il, scores, at(i));
+                       Value better = arith::OrIOp::create(ib, il, eq(ib, il, bs[0], count),
+                                                           fcmp(ib, il, arith::CmpFPredicate::OGT, s, bs[1]));
+                       better = arith::AndIOp::create(ib, il, better, isCandidate(ib, il, o, i));
+                       return {select(ib, il, better, i, bs[0]), select(ib, il, better, s, bs[1])};
+                     })[0];
+    };
+    // Selects `pick` as the k-th box and drops the candidates it overlaps.
+    auto take = [&](OpBuilder &nb, Location nl, Value o, Value pick, Value k) {
+      o = insert(nb, nl, toI64(nb, nl, k), o, at(pick));
+      return forLoop(nb, nl, cst(nb, nl, 0), count, {o}, [&](OpBuilder &ib, Location il, Value i, ValueRange oo) {
+        Value drop = arith::AndIOp::create(ib, il, isCandidate(ib, il, oo[0], i), suppresses(ib, il, bi, pick, i));
+        return ifThen(ib, il, drop, oo, [&](OpBuilder &db, Location dl) -> SmallVector<Value> {
+          return {insert(db, dl, i64Cst(db, dl, -1), oo[0], at(i))};
+        });
+      })[0];
+    };
+    // Steps carry (order, no candidate left, selected so far).
+    SmallVector<Value> steps =
+        forLoop(b, l, cst(b, l, 0), maxBoxes, {order, boolCst(b, l, false), cst(b, l, 0)},
+                [&](OpBuilder &sb, Location sl, Value k, ValueRange st) {
+                  Value live = arith::XOrIOp::create(sb, sl, st[1], boolCst(sb, sl, true));
+                  return ifThen(sb, sl, live, st, [&](OpBuilder &tb, Location tl) {
+                    Value pick = best(tb, tl, st[0]);
+                    Value found = arith::CmpIOp::create(tb, tl, arith::CmpIPredicate::ne, pick, count);
+                    SmallVector<Value> exhausted{st[0], boolCst(tb, tl, true), st[2]};
+                    return ifThen(tb, tl, found, exhausted, [&](OpBuilder &fb, Location fl) -> SmallVector<Value> {
+                      return {take(fb, fl, st[0], pick, k), st[1], add(fb, fl, st[2], cst(fb, fl, 1))};
+                    });
+                  });
+                });
+    return {steps[0], steps[2]};
+  }
+};
+
 /// NonMaxSuppression in two host passes. The first runs the greedy selection
-/// of every (batch, class) into order[b, c, box]: -2 while the box is a
-/// candidate (score above the threshold), -1 once dropped, k once it is the
-/// k-th selected; each step takes the best candidate (ties to the lower
-/// index) and drops the candidates it overlaps. The second writes the rows
-/// [b, c, box] of the selected boxes at their batch/class offset plus k.
+/// of every (batch, class) into order[b, c, box] (NmsBuilder), each step
+/// taking the best candidate and dropping those it overlaps, and sums the
+/// selected counts. The second writes the rows [b, c, box] of the selected
+/// boxes at their batch/class offset plus their selection index.
 struct NonMaxSuppressionPattern : OpConversionPattern<NonMaxSuppressionOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(NonMaxSuppressionOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value boxes = adaptor.getBoxes(), scores = adaptor.getScores();
-    Type f32 = rewriter.getF32Type(), i64 = rewriter.getI64Type();
     Value batches = dimValue(rewriter, loc, boxes, 0), count = dimValue(rewriter, loc, boxes, 1);
     Value classes = dimValue(rewriter, loc, scores, 1);
     auto first = [&](Value t) {
@@ -352,136 +450,55 @@ struct NonMaxSuppressionPattern : OpConversionPattern<NonMaxSuppressionOp> {
       return extract(rewriter, loc, t, at);
     };
     Value maxBoxes = toIndex(rewriter, loc, first(adaptor.getMaxOutputBoxesPerClass()));
-    maxBoxes = arith::MinSIOp::create(rewriter, loc, arith::MaxSIOp::create(rewriter, loc, maxBoxes, cst(rewriter, loc, 0)),
-                                      count);
-    Value iouThreshold = first(adaptor.getIouThreshold()), scoreThreshold = first(adaptor.getScoreThreshold());
-    bool center = op.getCenterPointBox() == 1;
+    maxBoxes = arith::MinSIOp::create(rewriter, loc,
+                                      arith::MaxSIOp::create(rewriter, loc, maxBoxes, cst(rewriter, loc, 0)), count);
+    NmsBuilder nms{boxes,
+                   scores,
+                   count,
+                   maxBoxes,
+                   first(adaptor.getIouThreshold()),
+                   first(adaptor.getScoreThreshold()),
+                   op.getCenterPointBox() == 1};
 
-    auto fcmp = [](OpBuilder &b, Location l, arith::CmpFPredicate p, Value x, Value y) -> Value {
-      return arith::CmpFOp::create(b, l, p, x, y);
+    // Every (batch, class) in order, carrying `init` through `body`.
+    auto eachClass = [&](ValueRange init,
+                         function_ref<SmallVector<Value>(OpBuilder &, Location, Value, Value, ValueRange)> body) {
+      return forLoop(rewriter, loc, cst(rewriter, loc, 0), batches, init,
+                     [&](OpBuilder &b, Location l, Value bi, ValueRange acc) {
+                       return forLoop(b, l, cst(b, l, 0), classes, acc,
+                                      [&](OpBuilder &cb, Location cl, Value ci, ValueRange acc2) {
+                                        return body(cb, cl, bi, ci, acc2);
+                                      });
+                     });
     };
-    // {ymin, xmin, ymax, xmax} of box `i` in batch `bi`.
-    auto corners = [&](OpBuilder &b, Location l, Value bi, Value i) {
-      SmallVector<Value> c;
-      for (int64_t k = 0; k < 4; ++k)
-        c.push_back(extract(b, l, boxes, {bi, i, cst(b, l, k)}));
-      if (center) {
-        Value half = scalarConstant(b, l, f32, 0.5);
-        Value hw = arith::MulFOp::create(b, l, c[2], half), hh = arith::MulFOp::create(b, l, c[3], half);
-        return SmallVector<Value>{arith::SubFOp::create(b, l, c[1], hh), arith::SubFOp::create(b, l, c[0], hw),
-                                  arith::AddFOp::create(b, l, c[1], hh), arith::AddFOp::create(b, l, c[0], hw)};
-      }
-      return SmallVector<Value>{arith::MinimumFOp::create(b, l, c[0], c[2]), arith::MinimumFOp::create(b, l, c[1], c[3]),
-                                arith::MaximumFOp::create(b, l, c[0], c[2]), arith::MaximumFOp::create(b, l, c[1], c[3])};
-    };
-    // IoU(i, j) > threshold; boxes without area or overlap never suppress.
-    auto suppresses = [&](OpBuilder &b, Location l, Value bi, Value i, Value j) {
-      SmallVector<Value> p = corners(b, l, bi, i), q = corners(b, l, bi, j);
-      Value zeroF = scalarConstant(b, l, f32, 0);
-      auto side = [&](int64_t lo, int64_t hi) {
-        Value d = arith::SubFOp::create(b, l, arith::MinimumFOp::create(b, l, p[hi], q[hi]),
-                                        arith::MaximumFOp::create(b, l, p[lo], q[lo]));
-        return arith::MaximumFOp::create(b, l, d, zeroF).getResult();
-      };
-      Value inter = arith::MulFOp::create(b, l, side(0, 2), side(1, 3));
-      auto area = [&](ArrayRef<Value> c) {
-        return arith::MulFOp::create(b, l, arith::SubFOp::create(b, l, c[2], c[0]),
-                                     arith::SubFOp::create(b, l, c[3], c[1]))
-            .getResult();
-      };
-      Value ap = area(p), aq = area(q);
-      Value uni = arith::SubFOp::create(b, l, arith::AddFOp::create(b, l, ap, aq), inter);
-      Value valid = arith::AndIOp::create(b, l, fcmp(b, l, arith::CmpFPredicate::OGT, ap, zeroF),
-                                          fcmp(b, l, arith::CmpFPredicate::OGT, aq, zeroF));
-      valid = arith::AndIOp::create(b, l, valid, fcmp(b, l, arith::CmpFPredicate::OGT, inter, zeroF));
-      valid = arith::AndIOp::create(b, l, valid, fcmp(b, l, arith::CmpFPredicate::OGT, uni, zeroF));
-      Value iou = arith::DivFOp::create(b, l, inter, uni);
-      return arith::AndIOp::create(b, l, valid, fcmp(b, l, arith::CmpFPredicate::OGT, iou, iouThreshold))
-          .getResult();
-    };
-
-    Value zero = cst(rewriter, loc, 0);
-    auto orderType = RankedTensorType::get(cast<RankedTensorType>(scores.getType()).getShape(), i64);
+    auto orderType = RankedTensorType::get(cast<RankedTensorType>(scores.getType()).getShape(), rewriter.getI64Type());
     Value order0 = emptyTensor(rewriter, loc, orderType, {batches, classes, count});
-    SmallVector<Value> pass1 = forLoop(
-        rewriter, loc, zero, batches, {order0, zero},
-        [&](OpBuilder &b, Location l, Value bi, ValueRange acc) {
-          return forLoop(b, l, cst(b, l, 0), classes, acc,
-                         [&](OpBuilder &cb, Location cl, Value ci, ValueRange acc2) -> SmallVector<Value> {
-                           auto at = [&](Value box) { return SmallVector<Value>{bi, ci, box}; };
-                           Value order = forLoop(
-                               cb, cl, cst(cb, cl, 0), count, {acc2[0]},
-                               [&](OpBuilder &nb, Location nl, Value i, ValueRange o) -> SmallVector<Value> {
-                                 Value keep = fcmp(nb, nl, arith::CmpFPredicate::OGT, extract(nb, nl, scores, at(i)),
-                                                   scoreThreshold);
-                                 Value v = select(nb, nl, keep, i64Cst(nb, nl, -2), i64Cst(nb, nl, -1));
-                                 return {insert(nb, nl, v, o[0], at(i))};
-                               })[0];
-                           auto isCandidate = [&](OpBuilder &nb, Location nl, Value o, Value i) {
-                             return eq(nb, nl, extract(nb, nl, o, at(i)), i64Cst(nb, nl, -2));
-                           };
-                           SmallVector<Value> greedy = forLoop(
-                               cb, cl, cst(cb, cl, 0), maxBoxes, {order, boolCst(cb, cl, false), cst(cb, cl, 0)},
-                               [&](OpBuilder &sb, Location sl, Value k, ValueRange st) {
-                                 Value live = arith::XOrIOp::create(sb, sl, st[1], boolCst(sb, sl, true));
-                                 return ifThen(sb, sl, live, st, [&](OpBuilder &tb, Location tl) {
-                                   SmallVector<Value> best = forLoop(
-                                       tb, tl, cst(tb, tl, 0), count, {count, scalarConstant(tb, tl, f32, 0)},
-                                       [&](OpBuilder &nb, Location nl, Value i, ValueRange bs) -> SmallVector<Value> {
-                                         Value s = extract(nb, nl, scores, at(i));
-                                         Value better = arith::OrIOp::create(
-                                             nb, nl, eq(nb, nl, bs[0], count),
-                                             fcmp(nb, nl, arith::CmpFPredicate::OGT, s, bs[1]));
-                                         better = arith::AndIOp::create(nb, nl, better, isCandidate(nb, nl, st[0], i));
-                                         return {select(nb, nl, better, i, bs[0]), select(nb, nl, better, s, bs[1])};
-                                       });
-                                   Value found = arith::CmpIOp::create(tb, tl, arith::CmpIPredicate::ne, best[0], count);
-                                   SmallVector<Value> done{st[0], boolCst(tb, tl, true), st[2]};
-                                   return ifThen(tb, tl, found, done, [&](OpBuilder &fb, Location fl) -> SmallVector<Value> {
-                                     Value o = insert(fb, fl, toI64(fb, fl, k), st[0], at(best[0]));
-                                     o = forLoop(fb, fl, cst(fb, fl, 0), count, {o},
-                                                 [&](OpBuilder &nb, Location nl, Value i, ValueRange oo) {
-                                                   Value drop = arith::AndIOp::create(
-                                                       nb, nl, isCandidate(nb, nl, oo[0], i),
-                                                       suppresses(nb, nl, bi, best[0], i));
-                                                   return ifThen(nb, nl, drop, oo, [&](OpBuilder &db, Location dl)
-                                                                     -> SmallVector<Value> {
-                                                     return {insert(db, dl, i64Cst(db, dl, -1), oo[0], at(i))};
-                                                   });
-                                                 })[0];
-                                     return {o, boolCst(fb, fl, false), add(fb, fl, st[2], cst(fb, fl, 1))};
-                                   });
-                                 });
-                               });
-                           return {greedy[0], add(cb, cl, acc2[1], greedy[2])};
-                         });
+    SmallVector<Value> pass1 =
+        eachClass({order0, cst(rewriter, loc, 0)}, [&](OpBuilder &b, Location l, Value bi, Value ci, ValueRange acc) {
+          SmallVector<Value> r = nms.selectClass(b, l, bi, ci, acc[0]);
+          return SmallVector<Value>{r[0], add(b, l, acc[1], r[1])};
         });
     Value order = pass1[0], total = pass1[1];
 
     auto rt = cast<RankedTensorType>(op.getType());
     Value out0 = emptyTensor(rewriter, loc, rt, {total, cst(rewriter, loc, 3)});
-    Value result = forLoop(
-        rewriter, loc, zero, batches, {out0, zero},
-        [&](OpBuilder &b, Location l, Value bi, ValueRange acc) {
-          return forLoop(b, l, cst(b, l, 0), classes, acc,
-                         [&](OpBuilder &cb, Location cl, Value ci, ValueRange acc2) -> SmallVector<Value> {
-                           SmallVector<Value> row = forLoop(
-                               cb, cl, cst(cb, cl, 0), count, {acc2[0], cst(cb, cl, 0)},
-                               [&](OpBuilder &nb, Location nl, Value i, ValueRange st) {
-                                 Value k = extract(nb, nl, order, {bi, ci, i});
-                                 Value selected =
-                                     arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, k, i64Cst(nb, nl, 0));
-                                 return ifThen(nb, nl, selected, st, [&](OpBuilder &tb, Location tl) -> SmallVector<Value> {
-                                   Value r = add(tb, tl, acc2[1], toIndex(tb, tl, k));
-                                   Value t = st[0];
-                                   SmallVector<Value> where{bi, ci, i};
-                                   for (auto [d, v] : llvm::enumerate(where))
-                                     t = insert(tb, tl, toI64(tb, tl, v), t, {r, cst(tb, tl, d)});
-                                   return {t, add(tb, tl, st[1], cst(tb, tl, 1))};
-                                 });
-                               });
-                           return {row[0], add(cb, cl, acc2[1], row[1])};
-                         });
+    Value result =
+        eachClass({out0, cst(rewriter, loc, 0)}, [&](OpBuilder &b, Location l, Value bi, Value ci, ValueRange acc) {
+          SmallVector<Value> row =
+              forLoop(b, l, cst(b, l, 0), count, {acc[0], cst(b, l, 0)},
+                      [&](OpBuilder &nb, Location nl, Value i, ValueRange st) {
+                        Value k = extract(nb, nl, order, {bi, ci, i});
+                        Value selected = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sge, k, i64Cst(nb, nl, 0));
+                        return ifThen(nb, nl, selected, st, [&](OpBuilder &tb, Location tl) -> SmallVector<Value> {
+                          Value r = add(tb, tl, acc[1], toIndex(tb, tl, k));
+                          Value t = st[0];
+                          SmallVector<Value> where{bi, ci, i};
+                          for (auto [d, v] : llvm::enumerate(where))
+                            t = insert(tb, tl, toI64(tb, tl, v), t, {r, cst(tb, tl, d)});
+                          return {t, add(tb, tl, st[1], cst(tb, tl, 1))};
+                        });
+                      });
+          return SmallVector<Value>{row[0], add(b, l, acc[1], row[1])};
         })[0];
     rewriter.replaceOp(op, result);
     return success();
