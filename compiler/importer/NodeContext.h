@@ -69,6 +69,8 @@ void addReverseSequenceImporter(llvm::StringMap<NodeImporter> &t);
 void addPoolingImporters(llvm::StringMap<NodeImporter> &t);
 /// Det (LinearAlgebraImporters.cpp).
 void addLinearAlgebraImporters(llvm::StringMap<NodeImporter> &t);
+/// NonZero, Compress, Unique, NonMaxSuppression (DataDependentImporters.cpp).
+void addDataDependentImporters(llvm::StringMap<NodeImporter> &t);
 /// GridSample, RoiAlign (SamplingImporters.cpp).
 void addSamplingImporters(llvm::StringMap<NodeImporter> &t);
 /// ONNX op type -> importer, for the ai.onnx.preview.training domain (TrainingImporters.cpp).

@@ -1979,6 +1979,7 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     addPoolingImporters(t);
     addLinearAlgebraImporters(t);
     addSamplingImporters(t);
+    addDataDependentImporters(t);
     return t;
   }();
   return table;

@@ -35,6 +35,7 @@ struct ConvertGraphToLinalgPass
     populateScatterGatherLoweringPatterns(patterns);
     populateAttentionLoweringPatterns(patterns);
     populateRuntimeOperandLoweringPatterns(patterns);
+    populateDataDependentLoweringPatterns(patterns);
     populateQuantizedMatMulLoweringPatterns(patterns, vectorBits);
     populatePoolIndicesLoweringPatterns(patterns);
     populateLinearAlgebraLoweringPatterns(patterns);

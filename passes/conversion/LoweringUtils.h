@@ -90,6 +90,8 @@ void populateScatterGatherLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// Ops whose shape-like operands are run-time values (LowerRuntimeOperands.cpp).
 void populateRuntimeOperandLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// NonZero, Compress, Unique, NonMaxSuppression (LowerDataDependent.cpp).
+void populateDataDependentLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// `vectorBits` sizes the register blocks of the quantized product kernels.
 void populateQuantizedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns, int64_t vectorBits);
 // newops: pooling indices and unpooling, linear algebra, sampling.

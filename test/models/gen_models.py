@@ -392,15 +392,17 @@ def gen_bad(mlp_bytes, use_ort):
             continue
         raise SystemExit("bad/%s unexpectedly parses as a valid model" % name)
 
-    # A node of an op kiln does not support (Unique: data-dependent output shape).
+    # A node of an op kiln does not support (TfIdfVectorizer: n-gram counting).
     nodes = [
-        helper.make_node("Relu", ["x"], ["r"], name="relu"),
-        helper.make_node("Unique", ["r"], ["y"], name="weird_node", sorted=1),
+        helper.make_node("Abs", ["x"], ["r"], name="abs"),
+        helper.make_node("TfIdfVectorizer", ["r"], ["y"], name="weird_node", mode="TF",
+                         min_gram_length=1, max_gram_length=1, max_skip_count=0,
+                         ngram_counts=[0], ngram_indexes=[0], pool_int64s=[1]),
     ]
     graph = helper.make_graph(
         nodes, "kiln_unsupported_op",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])],
+        [helper.make_tensor_value_info("x", TensorProto.INT64, [8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
     )
     save_model(make_model(graph), os.path.join(bad, "unsupported_op.onnx"))
 

@@ -308,3 +308,30 @@ func.func @bad_max_unpool_indices(%x: tensor<4xf32>, %i: tensor<5xi64>, %s: tens
   %0 = graph.max_unpool %x, %i, %s : (tensor<4xf32>, tensor<5xi64>, tensor<2xi64>) -> tensor<?x?xf32>
   return %0 : tensor<?x?xf32>
 }
+
+// -----
+
+func.func @bad_compress(%x: tensor<2x3xf32>, %c: tensor<4xi1>) -> tensor<2x?xf32> {
+  // expected-error @+2 {{compress condition has 4 entries for an axis of 3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.compress %x, %c {axis = 1 : i64} : (tensor<2x3xf32>, tensor<4xi1>) -> tensor<2x?xf32>
+  return %0 : tensor<2x?xf32>
+}
+
+// -----
+
+func.func @bad_unique_axis(%x: tensor<2x3xf32>) -> tensor<?xi64> {
+  // expected-error @+2 {{unique axis 2 out of range}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:4 = graph.unique %x {axis = 2 : i64} : (tensor<2x3xf32>) -> (tensor<?xf32>, tensor<?xi64>, tensor<6xi64>, tensor<?xi64>)
+  return %0#1 : tensor<?xi64>
+}
+
+// -----
+
+func.func @bad_nms_boxes(%b: tensor<1x6x5xf32>, %s: tensor<1x1x6xf32>, %m: tensor<1xi64>, %t: tensor<1xf32>) -> tensor<?x3xi64> {
+  // expected-error @+2 {{non_max_suppression boxes need 4 coordinates, got 5}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.non_max_suppression %b, %s, %m, %t, %t : (tensor<1x6x5xf32>, tensor<1x1x6xf32>, tensor<1xi64>, tensor<1xf32>, tensor<1xf32>) -> tensor<?x3xi64>
+  return %0 : tensor<?x3xi64>
+}

@@ -285,3 +285,26 @@ func.func @max_unpool_constant_shape(%x: tensor<4xf32>, %i: tensor<4xi64>) -> te
   %0 = graph.max_unpool %x, %i, %s : (tensor<4xf32>, tensor<4xi64>, tensor<4xi64>) -> tensor<1x1x4x4xf32>
   return %0 : tensor<1x1x4x4xf32>
 }
+
+// -----
+
+// Data-dependent results (datadep family): the counted dims are `?` even for
+// static operands; Unique's inverse indices keep the input's length.
+// CHECK-LABEL: func @data_dependent
+// CHECK: graph.non_zero {{.*}} -> tensor<2x?xi64>
+// CHECK: graph.compress {{.*}} {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2xi1>) -> tensor<2x?xf32>
+// CHECK: graph.compress {{.*}} : (tensor<2x3xf32>, tensor<5xi1>) -> tensor<?xf32>
+// CHECK: graph.unique {{.*}} -> (tensor<2x?xf32>, tensor<?xi64>, tensor<3xi64>, tensor<?xi64>)
+// CHECK: graph.unique {{.*}} -> (tensor<?xf32>, tensor<?xi64>, tensor<6xi64>, tensor<?xi64>)
+// CHECK: graph.non_max_suppression {{.*}} -> tensor<?x3xi64>
+func.func @data_dependent(%x: tensor<2x3xf32>, %c: tensor<2xi1>, %d: tensor<5xi1>, %b: tensor<?x6x4xf32>,
+                          %s: tensor<?x2x6xf32>, %m: tensor<1xi64>, %t: tensor<f32>) -> tensor<?x3xi64> {
+  %0 = graph.non_zero %x : (tensor<2x3xf32>) -> tensor<2x?xi64>
+  %1 = graph.compress %x, %c {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2xi1>) -> tensor<2x?xf32>
+  %2 = graph.compress %x, %d : (tensor<2x3xf32>, tensor<5xi1>) -> tensor<?xf32>
+  %3:4 = graph.unique %x {axis = -1 : i64, sorted = 0 : i64} : (tensor<2x3xf32>) -> (tensor<2x?xf32>, tensor<?xi64>, tensor<3xi64>, tensor<?xi64>)
+  %4:4 = graph.unique %x : (tensor<2x3xf32>) -> (tensor<?xf32>, tensor<?xi64>, tensor<6xi64>, tensor<?xi64>)
+  %5 = graph.non_max_suppression %b, %s, %m, %t, %t {center_point_box = 1 : i64}
+      : (tensor<?x6x4xf32>, tensor<?x2x6xf32>, tensor<1xi64>, tensor<f32>, tensor<f32>) -> tensor<?x3xi64>
+  return %5 : tensor<?x3xi64>
+}
