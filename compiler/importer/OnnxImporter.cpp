@@ -2,6 +2,7 @@
 #include "compiler/importer/OnnxImporter.h"
 #include "compiler/importer/ModelSource.h"
 #include "compiler/importer/NodeContext.h"
+#include "compiler/importer/ControlFlowImporters.h"
 #include "compiler/importer/SequenceImporters.h"
 
 #include "dialects/graph/IR/Graph.h"
@@ -9,6 +10,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -31,12 +33,16 @@ std::string hexDigest(ArrayRef<uint8_t> bytes) {
   return out;
 }
 
-/// Operands whose length is part of the graph's structure, not a size: a
-/// shape, axes, pads or scales operand's length decides a result's rank or
-/// how many values the op reads, and a scalar given as [1] is one value.
+/// How much of an operand's shape is part of the graph's structure, not a
+/// size: a shape, axes, pads or scales operand's length decides a result's
+/// rank or how many values the op reads, a scalar given as [1] is one value,
+/// and the last dim of GatherND/ScatterND indices (the coordinates' length)
+/// or of a DFT signal (real or complex) decides a rank or a layout.
 /// --symbolic-input-dims keeps these dims when such an operand is a graph
 /// input (a static-rank compiler cannot leave a rank to run time).
-bool isStructuralOperand(llvm::StringRef op, int index) {
+enum class Structure { None, AllDims, LastDim };
+
+Structure structureOfOperand(llvm::StringRef op, int index) {
   static const llvm::StringMap<SmallVector<int>> operands = {
       {"Reshape", {1}},         {"Expand", {1}},        {"ConstantOfShape", {0}},
       {"Tile", {1}},            {"Slice", {1, 2, 3, 4}}, {"Squeeze", {1}},
@@ -47,21 +53,30 @@ bool isStructuralOperand(llvm::StringRef op, int index) {
       {"NonMaxSuppression", {2, 3, 4}}, {"DFT", {1, 2}}, {"STFT", {1, 2, 3}},
       {"HannWindow", {0}},      {"HammingWindow", {0}}, {"BlackmanWindow", {0}},
       {"MelWeightMatrix", {0, 1, 2, 3, 4}}, {"SplitToSequence", {1}},
-      {"SequenceAt", {1}},     {"SequenceInsert", {2}}, {"SequenceErase", {1}}, {"QuantizeLinear", {1, 2}},
+      {"SequenceAt", {1}},     {"SequenceInsert", {2}}, {"SequenceErase", {1}},
+      {"QuantizeLinear", {1, 2}},
       {"DequantizeLinear", {1, 2}}, {"ReverseSequence", {1}}};
+  static const llvm::StringMap<SmallVector<int>> lastDims = {
+      {"GatherND", {1}}, {"ScatterND", {1}}, {"DFT", {0}}, {"STFT", {0}}};
   if (op.starts_with("Reduce"))
-    return index == 1;
+    return index == 1 ? Structure::AllDims : Structure::None;
   auto it = operands.find(op);
-  return it != operands.end() && llvm::is_contained(it->second, index);
+  if (it != operands.end() && llvm::is_contained(it->second, index))
+    return Structure::AllDims;
+  auto last = lastDims.find(op);
+  if (last != lastDims.end() && llvm::is_contained(last->second, index))
+    return Structure::LastDim;
+  return Structure::None;
 }
 
-class GraphImporter {
+class GraphImporter : public SubgraphImporter {
 public:
   GraphImporter(MLIRContext &ctx, ModelSource &source, std::string &error,
                 const ImportOptions &options)
       : ctx(ctx), source(source), error(error), options(options), builder(&ctx) {}
 
   OwningOpRef<ModuleOp> run(const std::string &sha256);
+  FailureOr<SmallVector<Value>> importSubgraph(const onnx::GraphProto &graph, ArrayRef<Value> inputs) override;
 
 private:
   LogicalResult importSignatureType(const onnx::ValueInfoProto &info,
@@ -84,6 +99,8 @@ private:
   llvm::StringMap<Value> values;
   // Sequences resolved while importing (SequenceImporters.cpp), by name.
   llvm::StringMap<SequenceElements> sequences;
+  // Subgraphs being imported inside one another (If branches, Scan bodies).
+  int subgraphDepth = 0;
   llvm::StringSet<> unsupportedOutputs;
 };
 
@@ -149,7 +166,9 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   auto it = table.find(node.op_type());
   const auto &sequenceTable = sequenceImporters();
   auto seqIt = training ? sequenceTable.end() : sequenceTable.find(node.op_type());
-  if (it == table.end() && seqIt == sequenceTable.end()) {
+  const auto &controlTable = controlFlowImporters();
+  auto controlIt = training ? controlTable.end() : controlTable.find(node.op_type());
+  if (it == table.end() && seqIt == sequenceTable.end() && controlIt == controlTable.end()) {
     error = "unsupported op '" + node.op_type() + "' " +
             (training ? "from domain '" + node.domain() + "' " : std::string()) +
             "(node '" + name + "', opset " + std::to_string(version) + ")";
@@ -200,7 +219,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     }
     return success();
   }
-  auto results = it->second(context);
+  auto results = controlIt != controlTable.end() ? controlIt->second(context, *this) : it->second(context);
   if (failed(results)) {
     if (error.empty())
       error = "node '" + name + "' (" + node.op_type() + "): import failed";
@@ -215,6 +234,57 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
       unsupportedOutputs.insert(node.output(i));
   }
   return success();
+}
+
+FailureOr<SmallVector<Value>> GraphImporter::importSubgraph(const onnx::GraphProto &graph,
+                                                            ArrayRef<Value> inputs) {
+  // Unrolled bodies nest (a Scan in a Scan): bound the depth so that a
+  // hostile model cannot exhaust the stack.
+  constexpr int kMaxSubgraphDepth = 16;
+  if (subgraphDepth >= kMaxSubgraphDepth) {
+    error = "subgraph '" + graph.name() + "' is nested more than " + std::to_string(kMaxSubgraphDepth) + " deep";
+    return failure();
+  }
+  if (graph.input_size() != (int)inputs.size()) {
+    error = "subgraph '" + graph.name() + "' has " + std::to_string(graph.input_size()) + " inputs, " +
+            std::to_string(inputs.size()) + " given";
+    return failure();
+  }
+  // The subgraph sees the enclosing values; the names it defines shadow them
+  // only until it ends.
+  llvm::StringMap<Value> outerValues = values;
+  llvm::StringMap<SequenceElements> outerSequences = sequences;
+  auto restore = llvm::make_scope_exit([&] {
+    values = std::move(outerValues);
+    sequences = std::move(outerSequences);
+    --subgraphDepth;
+  });
+  ++subgraphDepth;
+  for (int i = 0; i < graph.input_size(); ++i) {
+    values[graph.input(i).name()] = inputs[i];
+    sequences.erase(graph.input(i).name());
+  }
+  for (const auto &init : graph.initializer()) {
+    auto attr = importTensor(&ctx, init, source, error);
+    if (failed(attr))
+      return failure();
+    values[init.name()] =
+        graph::ConstantOp::create(builder, NameLoc::get(builder.getStringAttr(init.name())), *attr);
+  }
+  for (int i = 0; i < graph.node_size(); ++i)
+    if (failed(importNode(graph.node(i), i)))
+      return failure();
+  SmallVector<Value> outputs;
+  for (const auto &out : graph.output()) {
+    Value v = lookup(out.name());
+    if (!v) {
+      error = "subgraph '" + graph.name() + "' output '" + out.name() + "' " +
+              (sequences.count(out.name()) ? "is a sequence" : "is not produced by any node");
+      return failure();
+    }
+    outputs.push_back(v);
+  }
+  return outputs;
 }
 
 OwningOpRef<ModuleOp> GraphImporter::run(const std::string &sha256) {
@@ -261,12 +331,16 @@ OwningOpRef<ModuleOp> GraphImporter::run(const std::string &sha256) {
   for (const auto &init : g.initializer())
     initializerNames.insert(init.name());
 
-  llvm::StringSet<> structuralInputs;
+  // Input name -> how much of its shape stays static (the strongest use wins).
+  llvm::StringMap<Structure> structuralInputs;
   if (options.symbolicInputDims)
     for (const auto &node : g.node())
-      for (int i = 0; i < node.input_size(); ++i)
-        if (isStructuralOperand(node.op_type(), i))
-          structuralInputs.insert(node.input(i));
+      for (int i = 0; i < node.input_size(); ++i) {
+        Structure st = structureOfOperand(node.op_type(), i);
+        Structure &kept = structuralInputs[node.input(i)];
+        if (st == Structure::AllDims || (st == Structure::LastDim && kept == Structure::None))
+          kept = st;
+      }
 
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
@@ -279,9 +353,15 @@ OwningOpRef<ModuleOp> GraphImporter::run(const std::string &sha256) {
     int32_t dtype;
     if (failed(importSignatureType(in, type, dims, dtype)))
       return nullptr;
-    if (options.symbolicInputDims && !structuralInputs.contains(in.name()))
-      type = RankedTensorType::get(SmallVector<int64_t>(type.getRank(), ShapedType::kDynamic),
-                                   type.getElementType());
+    if (options.symbolicInputDims) {
+      Structure kept = structuralInputs.lookup(in.name());
+      SmallVector<int64_t> dims(type.getRank(), ShapedType::kDynamic);
+      if (kept == Structure::AllDims)
+        dims.assign(type.getShape().begin(), type.getShape().end());
+      else if (kept == Structure::LastDim && type.getRank() > 0)
+        dims.back() = type.getShape().back();
+      type = RankedTensorType::get(dims, type.getElementType());
+    }
     argTypes.push_back(type);
     argNames.push_back(in.name());
     argAttrs.push_back(builder.getDictionaryAttr(

@@ -3,6 +3,7 @@
 #include "AccuracyCheck.h"
 #include "CompileModel.h"
 #include "compiler/importer/NodeContext.h"
+#include "compiler/importer/ControlFlowImporters.h"
 #include "compiler/importer/SequenceImporters.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -163,6 +164,8 @@ int main(int argc, char **argv) {
     for (const auto &entry : kiln::nodeImporters())
       names.push_back(entry.getKey().str());
     for (const auto &entry : kiln::sequenceImporters())
+      names.push_back(entry.getKey().str());
+    for (const auto &entry : kiln::controlFlowImporters())
       names.push_back(entry.getKey().str());
     std::sort(names.begin(), names.end());
     for (const auto &n : names)
