@@ -77,6 +77,10 @@ public:
 
   OwningOpRef<ModuleOp> run(const std::string &sha256);
   FailureOr<SmallVector<Value>> importSubgraph(const onnx::GraphProto &graph, ArrayRef<Value> inputs) override;
+  Value lookupName(llvm::StringRef name) const override {
+    auto it = values.find(name);
+    return it == values.end() ? Value() : it->second;
+  }
 
 private:
   LogicalResult importSignatureType(const onnx::ValueInfoProto &info,
@@ -168,7 +172,8 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   auto seqIt = training ? sequenceTable.end() : sequenceTable.find(node.op_type());
   const auto &controlTable = controlFlowImporters();
   auto controlIt = training ? controlTable.end() : controlTable.find(node.op_type());
-  if (it == table.end() && seqIt == sequenceTable.end() && controlIt == controlTable.end()) {
+  bool gradient = training && node.op_type() == "Gradient";
+  if (it == table.end() && seqIt == sequenceTable.end() && controlIt == controlTable.end() && !gradient) {
     error = "unsupported op '" + node.op_type() + "' " +
             (training ? "from domain '" + node.domain() + "' " : std::string()) +
             "(node '" + name + "', opset " + std::to_string(version) + ")";
@@ -219,7 +224,9 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     }
     return success();
   }
-  auto results = controlIt != controlTable.end() ? controlIt->second(context, *this) : it->second(context);
+  auto results = gradient                         ? importGradient(context, *this)
+                 : controlIt != controlTable.end() ? controlIt->second(context, *this)
+                                                   : it->second(context);
   if (failed(results)) {
     if (error.empty())
       error = "node '" + name + "' (" + node.op_type() + "): import failed";
