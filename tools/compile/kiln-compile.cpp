@@ -121,7 +121,7 @@ static cl::opt<bool> symbolicInputDims(
     cl::desc("Make every input dim symbolic, as if the model declared no static sizes (the artifact then "
              "accepts any size the graph allows; static and symbolic builds must agree)"),
     cl::cat(category));
-static cl::opt<bool> listOps("list-ops", cl::desc("List the ONNX ops the importer supports and exit"),
+static cl::opt<bool> listOps("list-ops", cl::desc("List the ONNX ops the importer supports (default and training domains) and exit"),
                              cl::cat(category));
 
 static int fail(const std::string &msg) {
@@ -167,6 +167,9 @@ int main(int argc, char **argv) {
       names.push_back(entry.getKey().str());
     for (const auto &entry : kiln::controlFlowImporters())
       names.push_back(entry.getKey().str());
+    for (const auto &entry : kiln::trainingImporters())
+      names.push_back(entry.getKey().str());
+    names.push_back("Gradient"); // ai.onnx.preview.training, imported with the graph importer's scope
     std::sort(names.begin(), names.end());
     for (const auto &n : names)
       llvm::outs() << n << "\n";
