@@ -1378,13 +1378,8 @@ Results importRuntimePad(NodeContext &c, StringRef mode) {
     pads = *spread;
   }
   Value value = c.input(2);
-  if (!value) {
-    Attribute zero = isa<FloatType>(et) ? Attribute(c.b.getFloatAttr(et, 0)) : c.b.getIntegerAttr(et, 0);
-    auto cst = create<ConstantOp>(c, DenseElementsAttr::get(RankedTensorType::get({}, et), zero));
-    if (failed(cst))
-      return failure();
-    value = *cst;
-  }
+  if (!value)
+    value = scalarConstant(c, et, 0);
   return single(create<DynamicPadOp>(c, x, pads, value, mode));
 }
 
@@ -1434,13 +1429,8 @@ Results importPad(NodeContext &c) {
       }
       pads = full;
     }
-    if (!value) {
-      Attribute zero = isa<FloatType>(et) ? Attribute(c.b.getFloatAttr(et, 0)) : c.b.getIntegerAttr(et, 0);
-      auto cst = create<ConstantOp>(c, DenseElementsAttr::get(RankedTensorType::get({}, et), zero));
-      if (failed(cst))
-        return failure();
-      value = *cst;
-    }
+    if (!value)
+      value = scalarConstant(c, et, 0);
   }
   return single(create<PadOp>(c, x, value, mode, pads));
 }

@@ -38,12 +38,6 @@ Value insert(OpBuilder &b, Location loc, Value v, Value t, ValueRange at) {
   return tensor::InsertOp::create(b, loc, v, t, at);
 }
 
-SmallVector<Value> dimsOf(OpBuilder &b, Location loc, Value v) {
-  SmallVector<Value> dims;
-  for (int64_t i = 0, e = cast<RankedTensorType>(v.getType()).getRank(); i < e; ++i)
-    dims.push_back(dimValue(b, loc, v, i));
-  return dims;
-}
 
 Value productOf(OpBuilder &b, Location loc, ArrayRef<Value> dims) {
   Value p = cst(b, loc, 1);
@@ -109,22 +103,6 @@ Value selectedPositions(OpBuilder &b, Location loc, Value n, Predicate pred) {
   });
 }
 
-/// A parallel linalg.generic of `type` (sizes `dims`) whose element at `coords` is `element(coords)`.
-Value generate(OpBuilder &b, Location loc, RankedTensorType type, ArrayRef<Value> dims,
-               function_ref<Value(OpBuilder &, Location, SmallVector<Value>)> element) {
-  int64_t rank = type.getRank();
-  Value init = emptyTensor(b, loc, type, dims);
-  return linalg::GenericOp::create(b, loc, TypeRange{type}, ValueRange{}, ValueRange{init},
-                                   ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, b.getContext())},
-                                   SmallVector<IteratorType>(rank, IteratorType::parallel),
-                                   [&](OpBuilder &nb, Location l, ValueRange) {
-                                     SmallVector<Value> coords;
-                                     for (int64_t i = 0; i < rank; ++i)
-                                       coords.push_back(linalg::IndexOp::create(nb, l, i));
-                                     linalg::YieldOp::create(nb, l, element(nb, l, coords));
-                                   })
-      .getResult(0);
-}
 
 /// ONNX's truth of a value: non-zero (a NaN counts as non-zero, as in numpy).
 Value isNonZero(OpBuilder &b, Location loc, Value v) {
@@ -183,7 +161,8 @@ struct CompressPattern : OpConversionPattern<CompressOp> {
     else
       outDims.push_back(count);
     auto rt = cast<RankedTensorType>(op.getType());
-    Value result = generate(rewriter, loc, rt, outDims, [&](OpBuilder &b, Location l, SmallVector<Value> coords) {
+    Value result = generate(rewriter, loc, rt, outDims, [&](OpBuilder &b, Location l, ArrayRef<Value> at) {
+      SmallVector<Value> coords(at);
       Value src = toIndex(b, l, extract(b, l, positions, {coords[axis.value_or(0)]}));
       if (axis)
         coords[*axis] = src;
@@ -317,7 +296,8 @@ struct UniquePattern : OpConversionPattern<UniqueOp> {
       yDims.push_back(distinct);
     Value indices = outs[0];
     Value y = generate(rewriter, loc, cast<RankedTensorType>(op.getY().getType()), yDims,
-                       [&](OpBuilder &b, Location l, SmallVector<Value> coords) {
+                       [&](OpBuilder &b, Location l, ArrayRef<Value> at) {
+      SmallVector<Value> coords(at);
                          Value src = toIndex(b, l, extract(b, l, indices, {coords[axis.value_or(0)]}));
                          if (axis)
                            coords[*axis] = src;

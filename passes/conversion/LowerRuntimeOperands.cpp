@@ -78,12 +78,6 @@ Value product(OpBuilder &b, Location loc, ArrayRef<Value> dims) {
   return p;
 }
 
-SmallVector<Value> dimsOf(OpBuilder &b, Location loc, Value x) {
-  SmallVector<Value> dims;
-  for (int64_t i = 0; i < cast<RankedTensorType>(x.getType()).getRank(); ++i)
-    dims.push_back(dimValue(b, loc, x, i));
-  return dims;
-}
 
 /// The dims of `inDims` that `keep` selects, in order, as `outRank` values
 /// (keep must select exactly outRank of them for the result to mean anything).
@@ -101,22 +95,6 @@ SmallVector<Value> keptDims(OpBuilder &b, Location loc, ArrayRef<Value> inDims, 
   return out;
 }
 
-/// A generic over `dims` whose body computes each element from the output coordinates.
-Value generate(OpBuilder &b, Location loc, RankedTensorType rt, ArrayRef<Value> dims,
-               const std::function<Value(OpBuilder &, Location, ArrayRef<Value>)> &body) {
-  int64_t rank = rt.getRank();
-  return linalg::GenericOp::create(
-             b, loc, rt, ValueRange{}, ValueRange{emptyTensor(b, loc, rt, dims)},
-             SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, b.getContext())},
-             SmallVector<IteratorType>(rank, IteratorType::parallel),
-             [&](OpBuilder &nb, Location l, ValueRange) {
-               SmallVector<Value> coords;
-               for (int64_t d = 0; d < rank; ++d)
-                 coords.push_back(linalg::IndexOp::create(nb, l, d));
-               linalg::YieldOp::create(nb, l, body(nb, l, coords));
-             })
-      .getResult(0);
-}
 
 /// Slice with run-time axes and steps: start, step and size of every input
 /// axis are selected from the entries that name it (later entries win).

@@ -16,6 +16,29 @@ Value dimValue(OpBuilder &b, Location loc, Value v, int64_t i) {
   return tensor::DimOp::create(b, loc, v, i);
 }
 
+SmallVector<Value> dimsOf(OpBuilder &b, Location loc, Value v) {
+  SmallVector<Value> dims;
+  for (int64_t i = 0, e = cast<RankedTensorType>(v.getType()).getRank(); i < e; ++i)
+    dims.push_back(dimValue(b, loc, v, i));
+  return dims;
+}
+
+Value generate(OpBuilder &b, Location loc, RankedTensorType type, ArrayRef<Value> dims,
+               const std::function<Value(OpBuilder &, Location, ArrayRef<Value>)> &element) {
+  int64_t rank = type.getRank();
+  Value init = emptyTensor(b, loc, type, dims);
+  return linalg::GenericOp::create(b, loc, TypeRange{type}, ValueRange{}, ValueRange{init},
+                                   ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, b.getContext())},
+                                   SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+                                   [&](OpBuilder &nb, Location l, ValueRange) {
+                                     SmallVector<Value> coords;
+                                     for (int64_t i = 0; i < rank; ++i)
+                                       coords.push_back(linalg::IndexOp::create(nb, l, i));
+                                     linalg::YieldOp::create(nb, l, element(nb, l, coords));
+                                   })
+      .getResult(0);
+}
+
 Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
                   ArrayRef<Value> dims) {
   SmallVector<Value> dynamic;

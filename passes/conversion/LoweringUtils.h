@@ -22,6 +22,16 @@ inline int64_t wrapAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + r
 mlir::Value dimValue(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                      int64_t i);
 
+/// The sizes of every dim of `v` as index values.
+llvm::SmallVector<mlir::Value> dimsOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
+
+/// A parallel linalg.generic of `type` (sizes `dims`, no inputs) whose element
+/// at coordinates `coords` is `element(coords)`: gathers, index arithmetic.
+mlir::Value generate(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
+                     llvm::ArrayRef<mlir::Value> dims,
+                     const std::function<mlir::Value(mlir::OpBuilder &, mlir::Location, llvm::ArrayRef<mlir::Value>)>
+                         &element);
+
 /// tensor.empty of `type`, taking dynamic sizes from `dims` (one per dim).
 mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc,
                         mlir::RankedTensorType type,
