@@ -128,11 +128,14 @@ FailureOr<Value> stackComplex(NodeContext &c, Value re, Value im) {
   return create<ConcatOp>(c, ValueRange{*lre, *lim}, rank);
 }
 
-/// DFT over a static axis as products with constant cosine and sine
-/// matrices (the axis moved last): with X = re + i im and A, B the scaled
-/// cosines and signed sines, Y = (re A + im B) + i (im A - re B). Forward:
-/// A = cos, B = sin; inverse: A = cos / N, B = -sin / N. A real input (last
-/// dim 1) has no im terms.
+FailureOr<std::pair<Value, Value>> runtimeTwiddles(NodeContext &c, Type resultType, Value n, Value k);
+
+/// DFT as products with cosine and sine matrices (the axis moved last):
+/// with X = re + i im and A, B the scaled cosines and signed sines,
+/// Y = (re A + im B) + i (im A - re B). Forward: A = cos, B = sin; inverse:
+/// A = cos / N, B = -sin / N. A real input (last dim 1) has no im terms. The
+/// matrices are constants for a static axis, computed at run time from the
+/// axis's size otherwise.
 Results importDft(NodeContext &c) {
   if (failed(require(c, 1)))
     return failure();
@@ -164,8 +167,10 @@ Results importDft(NodeContext &c) {
   if (axis < 0 || axis >= rank - 1)
     return c.fail("DFT axis " + Twine(requested) + " out of range (the last axis holds the components)");
   int64_t n = xt.getDimSize(axis);
-  if (n == ShapedType::kDynamic || n == 0)
-    return c.fail("DFT needs a static, non-empty signal axis");
+  if (n == 0)
+    return c.fail("DFT needs a non-empty signal axis");
+  if (c.input(1) && n == ShapedType::kDynamic)
+    return c.fail("unsupported: dft_length with a signal axis of dynamic size");
   if (c.input(1)) {
     auto length = c.constantInts(c.input(1), "dft_length");
     if (failed(length))
@@ -174,10 +179,33 @@ Results importDft(NodeContext &c) {
       return c.fail("unsupported dft_length (only the signal's own length " + Twine(n) + ")");
   }
   bool inverse = c.intAttr("inverse", 0), onesided = c.intAttr("onesided", 0);
-  int64_t k = onesided ? n / 2 + 1 : n;
-  double scale = inverse ? 1.0 / n : 1.0;
-  Value a = twiddles(c, ft, n, k, scale, [](double t) { return std::cos(t); });
-  Value bm = twiddles(c, ft, n, k, inverse ? -scale : scale, [](double t) { return std::sin(t); });
+  Value a, bm;
+  if (n != ShapedType::kDynamic) {
+    int64_t k = onesided ? n / 2 + 1 : n;
+    double scale = inverse ? 1.0 / n : 1.0;
+    a = twiddles(c, ft, n, k, scale, [](double t) { return std::cos(t); });
+    bm = twiddles(c, ft, n, k, inverse ? -scale : scale, [](double t) { return std::sin(t); });
+  } else {
+    Emitter e{c, ft};
+    Type i64 = c.b.getI64Type();
+    Value size = e.op<ShapeOp>(x, axis, c.b.getI64IntegerAttr(axis + 1));
+    Value nv = e.op<ReshapeOp>(size, c.i64Constant({}), (int64_t)0);
+    Value kv = onesided ? e.add(e.op<DivOp>(nv, scalarConstant(c, i64, 2)), scalarConstant(c, i64, 1)) : nv;
+    if (!e.ok)
+      return failure();
+    auto tw = runtimeTwiddles(c, ft, nv, kv);
+    if (failed(tw))
+      return failure();
+    a = tw->first;
+    bm = tw->second;
+    if (inverse) {
+      Value invN = e.op<DivOp>(e.scalar(1.0), e.op<CastOp>(nv, ft));
+      a = e.mul(a, invN);
+      bm = e.mul(bm, e.op<NegOp>(invN));
+      if (!e.ok)
+        return failure();
+    }
+  }
   // Components as [..., signal axis last]; perm moves the axis to the end.
   SmallVector<int64_t> perm, back(rank - 1);
   for (int64_t i = 0; i < rank - 1; ++i)
