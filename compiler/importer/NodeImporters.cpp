@@ -103,7 +103,7 @@ FailureOr<Window> windowAttrs(NodeContext &c, Value input,
   } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     for (int64_t i = 0; i < spatial; ++i) {
       int64_t in = type.getDimSize(2 + i);
-      if (in == ShapedType::kDynamic) {
+      if (in == ShapedType::kDynamic || w.kernel[i] == ShapedType::kDynamic) {
         (void)c.fail("auto_pad " + autoPad + " needs a static spatial size");
         return failure();
       }
@@ -121,14 +121,24 @@ FailureOr<Window> windowAttrs(NodeContext &c, Value input,
   return w;
 }
 
-/// Conv's attributes applied to `x` and `w` (weight of static shape), with an optional bias.
+/// Conv's attributes applied to `x` and `w`, with an optional bias. A weight
+/// of dynamic shape (a graph input) takes its kernel sizes from kernel_shape
+/// when given, else leaves them to run time.
 FailureOr<Value> convolution(NodeContext &c, Value x, Value w, Value bias) {
   auto wType = cast<RankedTensorType>(w.getType());
-  if (!wType.hasStaticShape())
-    return c.fail("weight must have a static shape");
+  auto xType = cast<RankedTensorType>(x.getType());
+  if (wType.getRank() != xType.getRank() || xType.getRank() < 3)
+    return c.fail("weight must have the input's rank >= 3");
   SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
-  if (auto ks = c.intsAttr("kernel_shape"); ks && *ks != kernel)
-    return c.fail("kernel_shape does not match the weight's shape");
+  if (auto ks = c.intsAttr("kernel_shape")) {
+    if (ks->size() != kernel.size())
+      return c.fail("kernel_shape does not match the weight's shape");
+    for (auto [k, a] : llvm::zip(kernel, *ks)) {
+      if (k != ShapedType::kDynamic && k != a)
+        return c.fail("kernel_shape does not match the weight's shape");
+      k = a;
+    }
+  }
   auto win = windowAttrs(c, x, kernel);
   if (failed(win))
     return failure();
@@ -201,8 +211,8 @@ Results importConvTranspose(NodeContext &c) {
     return failure();
   auto xt = cast<RankedTensorType>(c.input(0).getType());
   auto wt = cast<RankedTensorType>(c.input(1).getType());
-  if (!wt.hasStaticShape() || wt.getRank() != xt.getRank() || xt.getRank() < 3)
-    return c.fail("weight must be static with the input's rank");
+  if (wt.getRank() != xt.getRank() || xt.getRank() < 3)
+    return c.fail("weight must have the input's rank >= 3");
   int64_t spatial = xt.getRank() - 2;
   SmallVector<int64_t> kernel(wt.getShape().drop_front(2));
   auto strides = c.intsAttr("strides").value_or(SmallVector<int64_t>(spatial, 1));
@@ -218,8 +228,8 @@ Results importConvTranspose(NodeContext &c) {
     // Pads that give the requested output size (SAME: input * stride).
     for (int64_t i = 0; i < spatial; ++i) {
       int64_t in = xt.getDimSize(2 + i);
-      if (in == ShapedType::kDynamic)
-        return c.fail("output_shape/auto_pad need static spatial sizes");
+      if (in == ShapedType::kDynamic || kernel[i] == ShapedType::kDynamic)
+        return c.fail("output_shape/auto_pad need static spatial and kernel sizes");
       int64_t want = outputShape ? (*outputShape)[outputShape->size() - spatial + i] : in * strides[i];
       int64_t total = strides[i] * (in - 1) + outPad[i] + (kernel[i] - 1) * dilations[i] + 1 - want;
       if (total < 0) {

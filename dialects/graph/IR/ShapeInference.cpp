@@ -758,7 +758,7 @@ static LogicalResult checkConvBias(std::optional<Location> loc, Value bias, int6
   if (!bias)
     return success();
   auto bt = rankedType(bias);
-  if (bt.getRank() != 1 || (bt.getDimSize(0) != kDyn && bt.getDimSize(0) != cout))
+  if (bt.getRank() != 1 || (bt.getDimSize(0) != kDyn && cout != kDyn && bt.getDimSize(0) != cout))
     return fail(loc, "conv bias must be 1-D of size " + Twine(cout));
   return success();
 }
@@ -777,24 +777,24 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
   int64_t group = adaptor.getGroup();
   if (group <= 0)
     return fail(loc, "group must be positive");
-  if (!w.hasStaticShape())
-    return fail(loc, "conv weight must have a static shape");
+  // A weight of dynamic shape (a graph input) leaves its sizes to run time.
   int64_t cout = w.getDimSize(0);
-  if (cout % group != 0)
+  if (cout != kDyn && cout % group != 0)
     return fail(loc, "output channels " + Twine(cout) +
                          " not divisible by group " + Twine(group));
   int64_t cin = x.getDimSize(1);
-  if (cin != kDyn && cin != w.getDimSize(1) * group)
+  if (cin != kDyn && w.getDimSize(1) != kDyn && cin != w.getDimSize(1) * group)
     return fail(loc, "input channels " + Twine(cin) + " != weight channels " +
                          Twine(w.getDimSize(1)) + " x group " + Twine(group));
   if (failed(checkConvBias(loc, adaptor.getBias(), cout)))
     return failure();
   SmallVector<int64_t> out = {x.getDimSize(0), cout};
   for (int64_t i = 0; i < spatial; ++i)
-    out.push_back(slidingWindowSize(
-        x.getDimSize(2 + i), w.getDimSize(2 + i), adaptor.getPads()[i],
-        adaptor.getPads()[spatial + i], adaptor.getStrides()[i],
-        adaptor.getDilations()[i], false));
+    out.push_back(w.isDynamicDim(2 + i)
+                      ? kDyn
+                      : slidingWindowSize(x.getDimSize(2 + i), w.getDimSize(2 + i), adaptor.getPads()[i],
+                                          adaptor.getPads()[spatial + i], adaptor.getStrides()[i],
+                                          adaptor.getDilations()[i], false));
   types.push_back(RankedTensorType::get(out, x.getElementType()));
   return success();
 }
@@ -830,23 +830,24 @@ LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *, std::optional<Loc
                                                 Adaptor adaptor, SmallVectorImpl<Type> &types) {
   auto x = rankedType(adaptor.getInput()), w = rankedType(adaptor.getWeight());
   int64_t rank = x.getRank(), spatial = rank - 2;
-  if (rank < 3 || w.getRank() != rank || !w.hasStaticShape())
-    return fail(loc, "conv_transpose input and static weight must have the same rank >= 3");
+  if (rank < 3 || w.getRank() != rank)
+    return fail(loc, "conv_transpose input and weight must have the same rank >= 3");
   if (failed(checkWindowAttrs(loc, spatial, adaptor.getPads(), adaptor.getStrides(),
                               adaptor.getDilations())))
     return failure();
   if ((int64_t)adaptor.getOutputPadding().size() != spatial)
     return fail(loc, "expected " + Twine(spatial) + " output_padding values");
   int64_t group = adaptor.getGroup();
-  if (group <= 0 || w.getDimSize(0) % group != 0)
+  // A weight of dynamic shape (a graph input) leaves its sizes to run time.
+  if (group <= 0 || (!w.isDynamicDim(0) && w.getDimSize(0) % group != 0))
     return fail(loc, "weight input channels not divisible by group");
   int64_t cin = x.getDimSize(1);
-  if (cin != kDyn && cin != w.getDimSize(0))
+  if (cin != kDyn && !w.isDynamicDim(0) && cin != w.getDimSize(0))
     return fail(loc, "input channels " + Twine(cin) + " != weight's " + Twine(w.getDimSize(0)));
-  SmallVector<int64_t> out = {x.getDimSize(0), w.getDimSize(1) * group};
+  SmallVector<int64_t> out = {x.getDimSize(0), w.isDynamicDim(1) ? kDyn : w.getDimSize(1) * group};
   for (int64_t i = 0; i < spatial; ++i) {
     int64_t in = x.getDimSize(2 + i);
-    if (in == kDyn) {
+    if (in == kDyn || w.isDynamicDim(2 + i)) {
       out.push_back(kDyn);
       continue;
     }
