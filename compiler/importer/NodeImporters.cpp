@@ -779,8 +779,8 @@ Results importEyeLike(NodeContext &c) {
   if (failed(require(c, 1)))
     return failure();
   auto xt = cast<RankedTensorType>(c.input(0).getType());
-  if (xt.getRank() != 2 || !xt.hasStaticShape())
-    return c.fail("input must be a 2-D tensor of static shape");
+  if (xt.getRank() != 2)
+    return c.fail("input must be a 2-D tensor");
   Type et = xt.getElementType();
   if (c.attr("dtype")) {
     int64_t dtype = c.intAttr("dtype", 0);
@@ -790,6 +790,21 @@ Results importEyeLike(NodeContext &c) {
   }
   if (!et.isIntOrFloat())
     return c.fail("unsupported element type");
+  if (!xt.hasStaticShape()) {
+    // A run-time shape: row index + k == column index, compared over ranges.
+    Type i64 = c.b.getI64Type();
+    Emitter e{c, i64};
+    Value shape = e.op<ShapeOp>(c.input(0), (int64_t)0, IntegerAttr());
+    Value zero = scalarConstant(c, i64, 0), one = scalarConstant(c, i64, 1);
+    Value rows = e.op<RangeOp>(zero, e.pick(shape, 0, 0), one);
+    Value cols = e.op<RangeOp>(zero, e.pick(shape, 0, 1), one);
+    Value shifted = e.add(e.unsqueeze(rows, {1}), scalarConstant(c, i64, (double)c.intAttr("k", 0)));
+    Value diagonal = e.op<EqualOp>(shifted, e.unsqueeze(cols, {0}));
+    Value y = e.op<CastOp>(diagonal, et);
+    if (!e.ok)
+      return failure();
+    return single(y);
+  }
   int64_t rows = xt.getDimSize(0), cols = xt.getDimSize(1), k = c.intAttr("k", 0);
   auto type = RankedTensorType::get({rows, cols}, et);
   DenseElementsAttr value;
@@ -1603,10 +1618,26 @@ Results importSplit(NodeContext &c) {
   } else if (auto s = c.intsAttr("split")) {
     sizes = *s;
   }
+  if (sizes.empty() && xt.isDynamicDim(axis)) {
+    // An equal split of a run-time size: part i is [i * chunk, (i + 1) *
+    // chunk) with chunk = ceil(size / parts), clamped by the run-time slice.
+    int64_t parts = c.attr("num_outputs") ? c.intAttr("num_outputs", outputs) : outputs;
+    if (parts <= 0)
+      return c.fail("an equal split needs a positive number of parts");
+    Emitter e{c, c.b.getI64Type()};
+    Value size = e.op<ShapeOp>(x, axis, c.b.getI64IntegerAttr(axis + 1));
+    Value chunk = e.op<DivOp>(e.add(size, c.i64Constant({parts - 1})), c.i64Constant({parts}));
+    SmallVector<Value> results;
+    for (int64_t i = 0; i < parts; ++i) {
+      Value start = e.mul(chunk, c.i64Constant({i})), end = e.mul(chunk, c.i64Constant({i + 1}));
+      results.push_back(e.op<DynamicSliceOp>(x, start, end, SmallVector<int64_t>{axis}, SmallVector<int64_t>{1}));
+    }
+    if (!e.ok)
+      return failure();
+    return results;
+  }
   if (sizes.empty()) {
     int64_t dim = xt.getDimSize(axis);
-    if (dim == ShapedType::kDynamic)
-      return c.fail("an equal split needs a static size along the axis");
     int64_t parts = c.attr("num_outputs") ? c.intAttr("num_outputs", outputs) : outputs;
     int64_t chunk = (dim + parts - 1) / parts;
     for (int64_t i = 0; i < parts; ++i)
@@ -1665,11 +1696,37 @@ Results importDepthSpace(NodeContext &c, bool toSpace) {
     return failure();
   Value x = c.input(0);
   auto xt = cast<RankedTensorType>(x.getType());
-  if (xt.getRank() != 4 || !xt.hasStaticShape())
-    return c.fail("needs a static 4-D input");
+  if (xt.getRank() != 4)
+    return c.fail("needs a 4-D input");
   int64_t b = c.intAttr("blocksize", 0);
   if (b <= 0)
     return c.fail("blocksize must be positive");
+  if (!xt.hasStaticShape()) {
+    // Run-time sizes: the same reshapes with shapes computed from the
+    // input's (0 copies N, and C for SpaceToDepth; -1 is the channels).
+    Emitter e{c, c.b.getI64Type()};
+    Value shape = e.op<ShapeOp>(x, (int64_t)0, IntegerAttr());
+    Value h = e.slice(shape, 0, 2, 3), w = e.slice(shape, 0, 3, 4), block = c.i64Constant({b});
+    SmallVector<Value> first, last;
+    SmallVector<int64_t> perm;
+    if (toSpace) {
+      bool crd = c.stringAttr("mode", "DCR") == "CRD";
+      first = {crd ? c.i64Constant({0, -1, b, b}) : c.i64Constant({0, b, b, -1}), h, w};
+      perm = crd ? SmallVector<int64_t>{0, 1, 4, 2, 5, 3} : SmallVector<int64_t>{0, 3, 4, 1, 5, 2};
+      last = {c.i64Constant({0, -1}), e.mul(h, block), e.mul(w, block)};
+    } else {
+      Value hb = e.op<DivOp>(h, block), wb = e.op<DivOp>(w, block);
+      first = {c.i64Constant({0, 0}), hb, block, wb, block};
+      perm = {0, 3, 5, 1, 2, 4};
+      last = {c.i64Constant({0, -1}), hb, wb};
+    }
+    Value r1 = e.op<ReshapeOp>(x, e.concat(first, 0), (int64_t)0);
+    Value t = e.transpose(r1, perm);
+    Value y = e.op<ReshapeOp>(t, e.concat(last, 0), (int64_t)0);
+    if (!e.ok)
+      return failure();
+    return single(y);
+  }
   int64_t n = xt.getDimSize(0), ch = xt.getDimSize(1), h = xt.getDimSize(2), w = xt.getDimSize(3);
   SmallVector<int64_t> first, perm, last;
   if (toSpace) {
