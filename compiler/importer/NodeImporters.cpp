@@ -76,6 +76,8 @@ template <typename OpTy> NodeImporter unary() {
 /// Per-spatial-axis window attributes with ONNX defaults; resolves auto_pad.
 struct Window {
   SmallVector<int64_t> kernel, pads, strides, dilations;
+  /// auto_pad SAME_* left to run time (pads zero), null when resolved here.
+  StringAttr runTimeAutoPad;
 };
 
 FailureOr<Window> windowAttrs(NodeContext &c, Value input,
@@ -104,8 +106,11 @@ FailureOr<Window> windowAttrs(NodeContext &c, Value input,
     for (int64_t i = 0; i < spatial; ++i) {
       int64_t in = type.getDimSize(2 + i);
       if (in == ShapedType::kDynamic || w.kernel[i] == ShapedType::kDynamic) {
-        (void)c.fail("auto_pad " + autoPad + " needs a static spatial size");
-        return failure();
+        // Sizes known at run time only: the op keeps auto_pad and the
+        // lowering computes the pads.
+        std::fill(w.pads.begin(), w.pads.end(), 0);
+        w.runTimeAutoPad = c.b.getStringAttr(autoPad);
+        break;
       }
       int64_t out = (in + w.strides[i] - 1) / w.strides[i];
       int64_t total = std::max<int64_t>(
@@ -142,7 +147,8 @@ FailureOr<Value> convolution(NodeContext &c, Value x, Value w, Value bias) {
   auto win = windowAttrs(c, x, kernel);
   if (failed(win))
     return failure();
-  return create<ConvOp>(c, x, w, bias, c.intAttr("group", 1), win->pads, win->strides, win->dilations);
+  return create<ConvOp>(c, x, w, bias, c.intAttr("group", 1), win->pads, win->strides, win->dilations,
+                        win->runTimeAutoPad);
 }
 
 Results importConv(NodeContext &c) {
@@ -224,12 +230,30 @@ Results importConvTranspose(NodeContext &c) {
     return c.fail("strides/dilations/output_padding/pads do not match the spatial axes");
   std::string autoPad = c.stringAttr("auto_pad", "NOTSET");
   auto outputShape = c.intsAttr("output_shape");
+  if (auto ks = c.intsAttr("kernel_shape"); ks && (int64_t)ks->size() == spatial)
+    for (int64_t i = 0; i < spatial; ++i)
+      if (kernel[i] == ShapedType::kDynamic)
+        kernel[i] = (*ks)[i];
+  if (outputShape && (int64_t)outputShape->size() < spatial)
+    return c.fail("output_shape must have a size per spatial axis");
+  bool runTime = false;
+  for (int64_t i = 0; i < spatial; ++i)
+    runTime |= xt.isDynamicDim(2 + i) || kernel[i] == ShapedType::kDynamic;
+  if ((outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") && runTime) {
+    // Sizes known at run time only: the op keeps the request and the
+    // lowering computes the begin pads.
+    std::fill(pads.begin(), pads.end(), 0);
+    StringAttr same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" ? c.b.getStringAttr(autoPad) : StringAttr();
+    DenseI64ArrayAttr size;
+    if (outputShape)
+      size = c.b.getDenseI64ArrayAttr(ArrayRef<int64_t>(*outputShape).take_back(spatial));
+    return single(create<ConvTransposeOp>(c, c.input(0), c.input(1), c.input(2), c.intAttr("group", 1), pads,
+                                          strides, dilations, outPad, same, size));
+  }
   if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     // Pads that give the requested output size (SAME: input * stride).
     for (int64_t i = 0; i < spatial; ++i) {
       int64_t in = xt.getDimSize(2 + i);
-      if (in == ShapedType::kDynamic || kernel[i] == ShapedType::kDynamic)
-        return c.fail("output_shape/auto_pad need static spatial and kernel sizes");
       int64_t want = outputShape ? (*outputShape)[outputShape->size() - spatial + i] : in * strides[i];
       int64_t total = strides[i] * (in - 1) + outPad[i] + (kernel[i] - 1) * dilations[i] + 1 - want;
       if (total < 0) {
@@ -245,7 +269,7 @@ Results importConvTranspose(NodeContext &c) {
     std::fill(pads.begin(), pads.end(), 0);
   }
   return single(create<ConvTransposeOp>(c, c.input(0), c.input(1), c.input(2), c.intAttr("group", 1),
-                                        pads, strides, dilations, outPad));
+                                        pads, strides, dilations, outPad, StringAttr(), DenseI64ArrayAttr()));
 }
 
 template <typename OpTy> Results importPool(NodeContext &c) {
@@ -259,6 +283,8 @@ template <typename OpTy> Results importPool(NodeContext &c) {
     return failure();
   // MaxPool's Indices output (storage_order says how they are numbered).
   if (c.node.output_size() > 1 && !c.node.output(1).empty()) {
+    if (w->runTimeAutoPad)
+      return c.fail("Indices with auto_pad " + w->runTimeAutoPad.getValue() + " need static spatial sizes");
     if constexpr (std::is_same_v<OpTy, MaxPoolOp>) {
       auto op = createOperation<MaxPoolWithIndicesOp, 2>(c, c.input(0), w->kernel, w->pads, w->strides,
                                                          w->dilations, c.intAttr("ceil_mode", 0),
@@ -271,12 +297,12 @@ template <typename OpTy> Results importPool(NodeContext &c) {
   if constexpr (std::is_same_v<OpTy, MaxPoolOp>)
     return single(create<MaxPoolOp>(c, c.input(0), w->kernel, w->pads,
                                     w->strides, w->dilations,
-                                    c.intAttr("ceil_mode", 0)));
+                                    c.intAttr("ceil_mode", 0), w->runTimeAutoPad));
   else
     return single(create<AveragePoolOp>(c, c.input(0), w->kernel, w->pads,
                                         w->strides, w->dilations,
                                         c.intAttr("ceil_mode", 0),
-                                        c.intAttr("count_include_pad", 0)));
+                                        c.intAttr("count_include_pad", 0), w->runTimeAutoPad));
 }
 
 Results importGemm(NodeContext &c) {

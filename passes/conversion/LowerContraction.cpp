@@ -320,16 +320,48 @@ static Value rowCopyIm2Col(OpBuilder &b, Location loc, Value x, Value colInit,
 }
 
 /// `x` (N, C, spatial...) with ONNX `pads` of zeros around its spatial dims.
-static Value zeroPadSpatial(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pads, Type et) {
-  if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
+static Value zeroPadSpatial(OpBuilder &b, Location loc, Value x, ArrayRef<OpFoldResult> pads, Type et) {
+  if (llvm::all_of(pads, [](OpFoldResult p) { return isConstantIntValue(p, 0); }))
     return x;
   int64_t spatial = pads.size() / 2;
   SmallVector<OpFoldResult> low(2, b.getIndexAttr(0)), high(2, b.getIndexAttr(0));
   for (int64_t i = 0; i < spatial; ++i) {
-    low.push_back(b.getIndexAttr(pads[i]));
-    high.push_back(b.getIndexAttr(pads[spatial + i]));
+    low.push_back(pads[i]);
+    high.push_back(pads[spatial + i]);
   }
   return tensor::PadOp::create(b, loc, Type(), x, low, high, scalarConstant(b, loc, et, 0));
+}
+
+static Value zeroPadSpatial(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pads, Type et) {
+  SmallVector<OpFoldResult> values;
+  for (int64_t p : pads)
+    values.push_back(b.getIndexAttr(p));
+  return zeroPadSpatial(b, loc, x, values, et);
+}
+
+/// A conv's pads: its attribute, or with auto_pad SAME_* kept for run time
+/// values computed from the input's and the weight's sizes.
+static SmallVector<OpFoldResult> convPads(OpBuilder &b, Location loc, ConvOp op, Value x, Value w) {
+  ArrayRef<int64_t> pads = op.getPads();
+  int64_t spatial = pads.size() / 2;
+  SmallVector<OpFoldResult> result(2 * spatial);
+  std::optional<StringRef> autoPad = op.getAutoPad();
+  for (int64_t i = 0; i < spatial; ++i) {
+    if (!autoPad) {
+      result[i] = b.getIndexAttr(pads[i]);
+      result[spatial + i] = b.getIndexAttr(pads[spatial + i]);
+      continue;
+    }
+    auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+    int64_t dilation = op.getDilations()[i];
+    Value reach = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, arith::SubIOp::create(b, loc, dimValue(b, loc, w, 2 + i), c(1)), c(dilation)),
+        c(1));
+    auto [begin, end] = samePads(b, loc, dimValue(b, loc, x, 2 + i), reach, op.getStrides()[i], *autoPad == "SAME_UPPER");
+    result[i] = begin;
+    result[spatial + i] = end;
+  }
+  return result;
 }
 
 /// A convolution whose weight has a dynamic shape (a graph input: kernel
@@ -346,7 +378,7 @@ static Value dynamicWeightConv(OpBuilder &b, Location loc, ConvOp op, Value x, V
   ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
   auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
   Value batch = dimValue(b, loc, x, 0), channels = dimValue(b, loc, x, 1);
-  x = zeroPadSpatial(b, loc, x, op.getPads(), et);
+  x = zeroPadSpatial(b, loc, x, convPads(b, loc, op, x, w), et);
   Value cout = dimValue(b, loc, w, 0), icg = dimValue(b, loc, w, 1);
   Value ocg = arith::DivSIOp::create(b, loc, cout, c(group));
   SmallVector<Value> kernel, outDims;
@@ -440,7 +472,7 @@ struct ConvPattern : OpConversionPattern<ConvOp> {
     auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(rewriter, loc, v); };
 
     // Zero-pad the input once; the gather then never checks bounds.
-    x = zeroPadSpatial(rewriter, loc, x, pads, et);
+    x = zeroPadSpatial(rewriter, loc, x, convPads(rewriter, loc, op, x, w), et);
 
     // Output sizes (index values) and their product P.
     SmallVector<Value> outDims;
@@ -651,9 +683,41 @@ struct ConvTransposePattern : OpConversionPattern<ConvTransposeOp> {
       dims.push_back(c(rewriter, loc, rt.getDimSize(1)));
     else
       dims.push_back(arith::MulIOp::create(rewriter, loc, dimValue(rewriter, loc, w, 1), c(rewriter, loc, group)));
+    // output_shape / auto_pad SAME_* kept for run time: the output size is
+    // the requested one, the begin pads (all the gather reads) values.
+    std::optional<StringRef> autoPad = op.getAutoPad();
+    std::optional<ArrayRef<int64_t>> outputShape = op.getOutputShape();
+    SmallVector<Value> runTimePadBegin(spatial), requestedSize(spatial);
+    for (int64_t i = 0; i < spatial && (autoPad || outputShape); ++i) {
+      Value in = dimValue(rewriter, loc, x, 2 + i);
+      Value one = c(rewriter, loc, 1);
+      Value size = outputShape ? (Value)c(rewriter, loc, (*outputShape)[i])
+                               : (Value)arith::MulIOp::create(rewriter, loc, in, c(rewriter, loc, strides[i]));
+      // total = s * (in - 1) + output_padding + (k - 1) * d + 1 - size, at
+      // least 0 (a larger size grows the output at the end).
+      Value span = arith::MulIOp::create(
+          rewriter, loc, arith::SubIOp::create(rewriter, loc, dimValue(rewriter, loc, w, 2 + i), one),
+          c(rewriter, loc, dilations[i]));
+      Value total = arith::AddIOp::create(
+          rewriter, loc,
+          arith::MulIOp::create(rewriter, loc, arith::SubIOp::create(rewriter, loc, in, one),
+                                c(rewriter, loc, strides[i])),
+          span);
+      total = arith::AddIOp::create(rewriter, loc, total, c(rewriter, loc, op.getOutputPadding()[i] + 1));
+      total = arith::MaxSIOp::create(rewriter, loc, arith::SubIOp::create(rewriter, loc, total, size),
+                                     c(rewriter, loc, 0));
+      Value half = arith::DivSIOp::create(rewriter, loc, total, c(rewriter, loc, 2));
+      runTimePadBegin[i] =
+          autoPad && *autoPad == "SAME_LOWER" ? (Value)arith::SubIOp::create(rewriter, loc, total, half) : half;
+      requestedSize[i] = size;
+    }
     for (int64_t i = 0; i < spatial; ++i) {
       if (!rt.isDynamicDim(2 + i)) {
         dims.push_back(c(rewriter, loc, rt.getDimSize(2 + i)));
+        continue;
+      }
+      if (requestedSize[i]) {
+        dims.push_back(requestedSize[i]);
         continue;
       }
       Value in = dimValue(rewriter, loc, x, 2 + i);
@@ -720,7 +784,8 @@ struct ConvTransposePattern : OpConversionPattern<ConvTransposeOp> {
             Value o = linalg::IndexOp::create(b, l, 2 + i);
             Value k = linalg::IndexOp::create(b, l, icDim + 1 + i);
             // offset = o + pad_begin - k*dilation; input i = offset / stride
-            Value off = arith::SubIOp::create(b, l, arith::AddIOp::create(b, l, o, c(b, l, pads[i])),
+            Value padBegin = runTimePadBegin[i] ? runTimePadBegin[i] : (Value)c(b, l, pads[i]);
+            Value off = arith::SubIOp::create(b, l, arith::AddIOp::create(b, l, o, padBegin),
                                               arith::MulIOp::create(b, l, k, c(b, l, dilations[i])));
             Value q = arith::DivSIOp::create(b, l, off, c(b, l, strides[i]));
             Value exact = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
