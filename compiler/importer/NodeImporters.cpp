@@ -1654,9 +1654,11 @@ Results importSplit(NodeContext &c) {
     Value size = e.op<ShapeOp>(x, axis, c.b.getI64IntegerAttr(axis + 1));
     Value chunk = e.op<DivOp>(e.add(size, c.i64Constant({parts - 1})), c.i64Constant({parts}));
     SmallVector<Value> results;
+    Value start = c.i64Constant({0});
     for (int64_t i = 0; i < parts; ++i) {
-      Value start = e.mul(chunk, c.i64Constant({i})), end = e.mul(chunk, c.i64Constant({i + 1}));
+      Value end = i == 0 ? chunk : e.mul(chunk, c.i64Constant({i + 1}));
       results.push_back(e.op<DynamicSliceOp>(x, start, end, SmallVector<int64_t>{axis}, SmallVector<int64_t>{1}));
+      start = end;
     }
     if (!e.ok)
       return failure();
