@@ -1718,7 +1718,7 @@ Results importRange(NodeContext &c) {
   return single(create<ConstantOp>(c, DenseElementsAttr::get(type, values)));
 }
 
-/// DepthToSpace/SpaceToDepth as reshape -> transpose -> reshape (static shapes).
+/// DepthToSpace/SpaceToDepth as reshape -> transpose -> reshape (constant shapes when static).
 Results importDepthSpace(NodeContext &c, bool toSpace) {
   if (failed(require(c, 1)))
     return failure();

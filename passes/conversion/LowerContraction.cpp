@@ -354,10 +354,10 @@ static SmallVector<OpFoldResult> convPads(OpBuilder &b, Location loc, ConvOp op,
     }
     auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
     int64_t dilation = op.getDilations()[i];
-    Value reach = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, arith::SubIOp::create(b, loc, dimValue(b, loc, w, 2 + i), c(1)), c(dilation)),
-        c(1));
-    auto [begin, end] = samePads(b, loc, dimValue(b, loc, x, 2 + i), reach, op.getStrides()[i], *autoPad == "SAME_UPPER");
+    Value kernelMinusOne = arith::SubIOp::create(b, loc, dimValue(b, loc, w, 2 + i), c(1));
+    Value reach = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, kernelMinusOne, c(dilation)), c(1));
+    auto [begin, end] =
+        samePads(b, loc, dimValue(b, loc, x, 2 + i), reach, op.getStrides()[i], *autoPad == "SAME_UPPER");
     result[i] = begin;
     result[spatial + i] = end;
   }

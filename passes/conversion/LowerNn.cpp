@@ -1048,8 +1048,9 @@ struct PoolPattern : OpConversionPattern<OpTy> {
                          : autoPad   ? (Value)arith::SubIOp::create(b, l, c(0), padBegin)
                                      : (Value)c(-pads[i]);
               Value padEnd = autoPad ? runTimePads[spatial + i] : Value();
-              Value hi = includePad ? (Value)arith::AddIOp::create(b, l, inDims[i], padEnd ? padEnd : c(pads[spatial + i]))
-                                    : inDims[i];
+              if (includePad && !padEnd)
+                padEnd = c(pads[spatial + i]);
+              Value hi = includePad ? (Value)arith::AddIOp::create(b, l, inDims[i], padEnd) : inDims[i];
               Value jmin = arith::CeilDivSIOp::create(b, l, arith::SubIOp::create(b, l, lo, start), c(dilations[i]));
               jmin = arith::MaxSIOp::create(b, l, jmin, c(0));
               Value jmax = arith::FloorDivSIOp::create(
