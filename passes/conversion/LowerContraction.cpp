@@ -407,6 +407,18 @@ static Value dynamicWeightConv(OpBuilder &b, Location loc, ConvOp op, Value x, V
   }
   Value xg = reshapeTo(b, loc, x, RankedTensorType::get(xShape, et), xDims);
   Value wg = reshapeTo(b, loc, w, RankedTensorType::get(wShape, et), wDims);
+  // A request whose channels disagree (C/G != the weight's) reads only the
+  // channels both have: every read stays in its buffer.
+  Value common = arith::MinSIOp::create(b, loc, xDims[2], icg);
+  auto channelView = [&](Value v, int64_t axis) -> Value {
+    auto t = cast<RankedTensorType>(v.getType());
+    SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0)), sizes, unit(t.getRank(), b.getIndexAttr(1));
+    for (int64_t i = 0; i < t.getRank(); ++i)
+      sizes.push_back(i == axis ? OpFoldResult(common) : tensor::getMixedSize(b, loc, v, i));
+    return tensor::ExtractSliceOp::create(b, loc, v, offsets, sizes, unit);
+  };
+  xg = channelView(xg, 2);
+  wg = channelView(wg, 2);
   auto outType = RankedTensorType::get(oShape, et);
   Value init;
   if (bias) {
@@ -439,7 +451,8 @@ static Value dynamicWeightConv(OpBuilder &b, Location loc, ConvOp op, Value x, V
   for (int64_t i = cDim; i < numDims; ++i)
     iters[i] = IteratorType::reduction;
   Value out = contraction(b, loc, xg, wg, init, maps, iters);
-  SmallVector<Value> resultDims = {batch, cout};
+  // G * (Cout / G): a Cout that G does not divide cannot read past the product.
+  SmallVector<Value> resultDims = {batch, arith::MulIOp::create(b, loc, ocg, c(group))};
   resultDims.append(outDims.begin(), outDims.end());
   return reshapeTo(b, loc, out, rt, resultDims);
 }
@@ -658,7 +671,7 @@ struct ConvTransposePattern : OpConversionPattern<ConvTransposeOp> {
     auto rt = cast<RankedTensorType>(op.getType());
     Type et = rt.getElementType();
     Value x = adaptor.getInput(), w = adaptor.getWeight();
-    auto wt = cast<RankedTensorType>(w.getType());
+    auto wt = cast<RankedTensorType>(w.getType()), xt = cast<RankedTensorType>(x.getType());
     int64_t spatial = rt.getRank() - 2;
     ArrayRef<int64_t> pads = op.getPads(), strides = op.getStrides(), dilations = op.getDilations();
     int64_t group = op.getGroup();
@@ -674,6 +687,7 @@ struct ConvTransposePattern : OpConversionPattern<ConvTransposeOp> {
       cinPerGroupV = arith::DivSIOp::create(rewriter, loc, dimValue(rewriter, loc, w, 0), c(rewriter, loc, group));
     if (coutPerGroup == kDyn)
       coutPerGroupV = dimValue(rewriter, loc, w, 1);
+    Value xChannels = xt.isDynamicDim(1) ? dimValue(rewriter, loc, x, 1) : Value();
     auto sizeOf = [&](OpBuilder &b, Location l, int64_t v, Value dyn) -> Value {
       return v == kDyn ? dyn : c(b, l, v);
     };
@@ -796,6 +810,13 @@ struct ConvTransposePattern : OpConversionPattern<ConvTransposeOp> {
             valid = arith::AndIOp::create(b, l, valid, arith::AndIOp::create(b, l, exact, inRange));
             Value last = arith::SubIOp::create(b, l, inDims[i], c(b, l, 1));
             coords.push_back(arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, q, zero), last));
+          }
+          if (cinPerGroup == kDyn || xt.isDynamicDim(1)) {
+            // Run-time channel counts that disagree read only channels the input has.
+            Value channels = xChannels ? xChannels : c(b, l, xt.getDimSize(1));
+            valid = arith::AndIOp::create(
+                b, l, valid, arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, coords[1], channels));
+            coords[1] = arith::MinSIOp::create(b, l, coords[1], arith::SubIOp::create(b, l, channels, c(b, l, 1)));
           }
           Value xv = tensor::ExtractOp::create(b, l, x, coords);
           xv = arith::SelectOp::create(b, l, valid, xv, scalarConstant(b, l, et, 0));

@@ -10,8 +10,12 @@
 // CHECK: %[[K:.*]] = tensor.dim %arg1, %c2
 // CHECK: %[[X:.*]] = tensor.reshape %[[P]]({{.*}}) : (tensor<?x?x?x?xf32>, tensor<5xi64>) -> tensor<?x2x?x?x?xf32>
 // CHECK: %[[W:.*]] = tensor.reshape %arg1({{.*}}) : (tensor<?x?x?x?xf32>, tensor<5xi64>) -> tensor<2x?x?x?x?xf32>
+// Both read only the channels they have in common (a bad request stays in bounds).
+// CHECK: %[[C:.*]] = arith.minsi
+// CHECK: %[[XC:.*]] = tensor.extract_slice %[[X]][0, 0, 0, 0, 0] [%{{.*}}, 2, %[[C]], %{{.*}}, %{{.*}}] [1, 1, 1, 1, 1]
+// CHECK: %[[WC:.*]] = tensor.extract_slice %[[W]][0, 0, 0, 0, 0] [2, %{{.*}}, %[[C]], %{{.*}}, %{{.*}}] [1, 1, 1, 1, 1]
 // CHECK: %[[B:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<2x?xf32>)
-// CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [#[[XM:.*]], #[[WM:.*]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[X]], %[[W]] : {{.*}}) outs(%[[B]]
+// CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[XC]], %[[WC]] : {{.*}}) outs(%[[B]]
 // CHECK: arith.mulf
 // CHECK: tensor.reshape %[[Y]]({{.*}}) : (tensor<?x2x?x?x?xf32>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
 // CHECK-NOT: graph.
@@ -90,14 +94,19 @@ func.func @average_pool_same_runtime(%x: tensor<?x?x?x?xf32>) -> tensor<?x?x?x?x
 // CHECK-LABEL: func @conv_transpose_dynamic_weight
 // CHECK-DAG: %[[CIN:.*]] = tensor.dim %arg1, %c0
 // CHECK-DAG: %[[COUT:.*]] = tensor.dim %arg1, %c1
+// CHECK-DAG: %[[CH:.*]] = tensor.dim %arg0, %c1
 // CHECK: %[[T:.*]] = arith.maxsi
 // CHECK: %[[PB:.*]] = arith.divsi %[[T]], %c2
 // CHECK: tensor.empty({{.*}}) : tensor<?x?x9xf32>
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]
 // CHECK: arith.divsi %{{.*}}, %[[COUT]]
-// CHECK: arith.muli %{{.*}}, %[[CIN]]
+// CHECK: %[[G:.*]] = arith.muli %{{.*}}, %[[CIN]]
+// CHECK: %[[IC:.*]] = arith.addi %[[G]], %{{.*}} : index
 // CHECK: arith.addi %{{.*}}, %[[PB]]
-// CHECK: tensor.extract %arg0
+// A channel the input lacks reads nothing.
+// CHECK: arith.cmpi slt, %[[IC]], %[[CH]] : index
+// CHECK: %[[ICC:.*]] = arith.minsi %[[IC]],
+// CHECK: tensor.extract %arg0[%{{.*}}, %[[ICC]], %{{.*}}]
 // CHECK: arith.remsi %{{.*}}, %[[COUT]]
 // CHECK: tensor.extract %arg1
 // CHECK-NOT: graph.
