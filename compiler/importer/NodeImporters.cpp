@@ -76,6 +76,8 @@ template <typename OpTy> NodeImporter unary() {
 /// Per-spatial-axis window attributes with ONNX defaults; resolves auto_pad.
 struct Window {
   SmallVector<int64_t> kernel, pads, strides, dilations;
+  /// auto_pad SAME_* left to run time (pads zero), null when resolved here.
+  StringAttr runTimeAutoPad;
 };
 
 FailureOr<Window> windowAttrs(NodeContext &c, Value input,
@@ -103,9 +105,12 @@ FailureOr<Window> windowAttrs(NodeContext &c, Value input,
   } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     for (int64_t i = 0; i < spatial; ++i) {
       int64_t in = type.getDimSize(2 + i);
-      if (in == ShapedType::kDynamic) {
-        (void)c.fail("auto_pad " + autoPad + " needs a static spatial size");
-        return failure();
+      if (in == ShapedType::kDynamic || w.kernel[i] == ShapedType::kDynamic) {
+        // Sizes known at run time only: the op keeps auto_pad and the
+        // lowering computes the pads.
+        std::fill(w.pads.begin(), w.pads.end(), 0);
+        w.runTimeAutoPad = c.b.getStringAttr(autoPad);
+        break;
       }
       int64_t out = (in + w.strides[i] - 1) / w.strides[i];
       int64_t total = std::max<int64_t>(
@@ -121,18 +126,29 @@ FailureOr<Window> windowAttrs(NodeContext &c, Value input,
   return w;
 }
 
-/// Conv's attributes applied to `x` and `w` (weight of static shape), with an optional bias.
+/// Conv's attributes applied to `x` and `w`, with an optional bias. A weight
+/// of dynamic shape (a graph input) takes its kernel sizes from kernel_shape
+/// when given, else leaves them to run time.
 FailureOr<Value> convolution(NodeContext &c, Value x, Value w, Value bias) {
   auto wType = cast<RankedTensorType>(w.getType());
-  if (!wType.hasStaticShape())
-    return c.fail("weight must have a static shape");
+  auto xType = cast<RankedTensorType>(x.getType());
+  if (wType.getRank() != xType.getRank() || xType.getRank() < 3)
+    return c.fail("weight must have the input's rank >= 3");
   SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
-  if (auto ks = c.intsAttr("kernel_shape"); ks && *ks != kernel)
-    return c.fail("kernel_shape does not match the weight's shape");
+  if (auto ks = c.intsAttr("kernel_shape")) {
+    if (ks->size() != kernel.size())
+      return c.fail("kernel_shape does not match the weight's shape");
+    for (auto [k, a] : llvm::zip(kernel, *ks)) {
+      if (k != ShapedType::kDynamic && k != a)
+        return c.fail("kernel_shape does not match the weight's shape");
+      k = a;
+    }
+  }
   auto win = windowAttrs(c, x, kernel);
   if (failed(win))
     return failure();
-  return create<ConvOp>(c, x, w, bias, c.intAttr("group", 1), win->pads, win->strides, win->dilations);
+  return create<ConvOp>(c, x, w, bias, c.intAttr("group", 1), win->pads, win->strides, win->dilations,
+                        win->runTimeAutoPad);
 }
 
 Results importConv(NodeContext &c) {
@@ -201,8 +217,8 @@ Results importConvTranspose(NodeContext &c) {
     return failure();
   auto xt = cast<RankedTensorType>(c.input(0).getType());
   auto wt = cast<RankedTensorType>(c.input(1).getType());
-  if (!wt.hasStaticShape() || wt.getRank() != xt.getRank() || xt.getRank() < 3)
-    return c.fail("weight must be static with the input's rank");
+  if (wt.getRank() != xt.getRank() || xt.getRank() < 3)
+    return c.fail("weight must have the input's rank >= 3");
   int64_t spatial = xt.getRank() - 2;
   SmallVector<int64_t> kernel(wt.getShape().drop_front(2));
   auto strides = c.intsAttr("strides").value_or(SmallVector<int64_t>(spatial, 1));
@@ -214,12 +230,30 @@ Results importConvTranspose(NodeContext &c) {
     return c.fail("strides/dilations/output_padding/pads do not match the spatial axes");
   std::string autoPad = c.stringAttr("auto_pad", "NOTSET");
   auto outputShape = c.intsAttr("output_shape");
+  if (auto ks = c.intsAttr("kernel_shape"); ks && (int64_t)ks->size() == spatial)
+    for (int64_t i = 0; i < spatial; ++i)
+      if (kernel[i] == ShapedType::kDynamic)
+        kernel[i] = (*ks)[i];
+  if (outputShape && (int64_t)outputShape->size() < spatial)
+    return c.fail("output_shape must have a size per spatial axis");
+  bool runTime = false;
+  for (int64_t i = 0; i < spatial; ++i)
+    runTime |= xt.isDynamicDim(2 + i) || kernel[i] == ShapedType::kDynamic;
+  if ((outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") && runTime) {
+    // Sizes known at run time only: the op keeps the request and the
+    // lowering computes the begin pads.
+    std::fill(pads.begin(), pads.end(), 0);
+    StringAttr same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" ? c.b.getStringAttr(autoPad) : StringAttr();
+    DenseI64ArrayAttr size;
+    if (outputShape)
+      size = c.b.getDenseI64ArrayAttr(ArrayRef<int64_t>(*outputShape).take_back(spatial));
+    return single(create<ConvTransposeOp>(c, c.input(0), c.input(1), c.input(2), c.intAttr("group", 1), pads,
+                                          strides, dilations, outPad, same, size));
+  }
   if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     // Pads that give the requested output size (SAME: input * stride).
     for (int64_t i = 0; i < spatial; ++i) {
       int64_t in = xt.getDimSize(2 + i);
-      if (in == ShapedType::kDynamic)
-        return c.fail("output_shape/auto_pad need static spatial sizes");
       int64_t want = outputShape ? (*outputShape)[outputShape->size() - spatial + i] : in * strides[i];
       int64_t total = strides[i] * (in - 1) + outPad[i] + (kernel[i] - 1) * dilations[i] + 1 - want;
       if (total < 0) {
@@ -235,7 +269,7 @@ Results importConvTranspose(NodeContext &c) {
     std::fill(pads.begin(), pads.end(), 0);
   }
   return single(create<ConvTransposeOp>(c, c.input(0), c.input(1), c.input(2), c.intAttr("group", 1),
-                                        pads, strides, dilations, outPad));
+                                        pads, strides, dilations, outPad, StringAttr(), DenseI64ArrayAttr()));
 }
 
 template <typename OpTy> Results importPool(NodeContext &c) {
@@ -249,6 +283,8 @@ template <typename OpTy> Results importPool(NodeContext &c) {
     return failure();
   // MaxPool's Indices output (storage_order says how they are numbered).
   if (c.node.output_size() > 1 && !c.node.output(1).empty()) {
+    if (w->runTimeAutoPad)
+      return c.fail("Indices with auto_pad " + w->runTimeAutoPad.getValue() + " need static spatial sizes");
     if constexpr (std::is_same_v<OpTy, MaxPoolOp>) {
       auto op = createOperation<MaxPoolWithIndicesOp, 2>(c, c.input(0), w->kernel, w->pads, w->strides,
                                                          w->dilations, c.intAttr("ceil_mode", 0),
@@ -261,12 +297,12 @@ template <typename OpTy> Results importPool(NodeContext &c) {
   if constexpr (std::is_same_v<OpTy, MaxPoolOp>)
     return single(create<MaxPoolOp>(c, c.input(0), w->kernel, w->pads,
                                     w->strides, w->dilations,
-                                    c.intAttr("ceil_mode", 0)));
+                                    c.intAttr("ceil_mode", 0), w->runTimeAutoPad));
   else
     return single(create<AveragePoolOp>(c, c.input(0), w->kernel, w->pads,
                                         w->strides, w->dilations,
                                         c.intAttr("ceil_mode", 0),
-                                        c.intAttr("count_include_pad", 0)));
+                                        c.intAttr("count_include_pad", 0), w->runTimeAutoPad));
 }
 
 Results importGemm(NodeContext &c) {
@@ -769,8 +805,8 @@ Results importEyeLike(NodeContext &c) {
   if (failed(require(c, 1)))
     return failure();
   auto xt = cast<RankedTensorType>(c.input(0).getType());
-  if (xt.getRank() != 2 || !xt.hasStaticShape())
-    return c.fail("input must be a 2-D tensor of static shape");
+  if (xt.getRank() != 2)
+    return c.fail("input must be a 2-D tensor");
   Type et = xt.getElementType();
   if (c.attr("dtype")) {
     int64_t dtype = c.intAttr("dtype", 0);
@@ -780,6 +816,21 @@ Results importEyeLike(NodeContext &c) {
   }
   if (!et.isIntOrFloat())
     return c.fail("unsupported element type");
+  if (!xt.hasStaticShape()) {
+    // A run-time shape: row index + k == column index, compared over ranges.
+    Type i64 = c.b.getI64Type();
+    Emitter e{c, i64};
+    Value shape = e.op<ShapeOp>(c.input(0), (int64_t)0, IntegerAttr());
+    Value zero = scalarConstant(c, i64, 0), one = scalarConstant(c, i64, 1);
+    Value rows = e.op<RangeOp>(zero, e.pick(shape, 0, 0), one);
+    Value cols = e.op<RangeOp>(zero, e.pick(shape, 0, 1), one);
+    Value shifted = e.add(e.unsqueeze(rows, {1}), scalarConstant(c, i64, (double)c.intAttr("k", 0)));
+    Value diagonal = e.op<EqualOp>(shifted, e.unsqueeze(cols, {0}));
+    Value y = e.op<CastOp>(diagonal, et);
+    if (!e.ok)
+      return failure();
+    return single(y);
+  }
   int64_t rows = xt.getDimSize(0), cols = xt.getDimSize(1), k = c.intAttr("k", 0);
   auto type = RankedTensorType::get({rows, cols}, et);
   DenseElementsAttr value;
@@ -1583,10 +1634,28 @@ Results importSplit(NodeContext &c) {
   } else if (auto s = c.intsAttr("split")) {
     sizes = *s;
   }
+  if (sizes.empty() && xt.isDynamicDim(axis)) {
+    // An equal split of a run-time size: part i is [i * chunk, (i + 1) *
+    // chunk) with chunk = ceil(size / parts), clamped by the run-time slice.
+    int64_t parts = c.attr("num_outputs") ? c.intAttr("num_outputs", outputs) : outputs;
+    if (parts <= 0)
+      return c.fail("an equal split needs a positive number of parts");
+    Emitter e{c, c.b.getI64Type()};
+    Value size = e.op<ShapeOp>(x, axis, c.b.getI64IntegerAttr(axis + 1));
+    Value chunk = e.op<DivOp>(e.add(size, c.i64Constant({parts - 1})), c.i64Constant({parts}));
+    SmallVector<Value> results;
+    Value start = c.i64Constant({0});
+    for (int64_t i = 0; i < parts; ++i) {
+      Value end = i == 0 ? chunk : e.mul(chunk, c.i64Constant({i + 1}));
+      results.push_back(e.op<DynamicSliceOp>(x, start, end, SmallVector<int64_t>{axis}, SmallVector<int64_t>{1}));
+      start = end;
+    }
+    if (!e.ok)
+      return failure();
+    return results;
+  }
   if (sizes.empty()) {
     int64_t dim = xt.getDimSize(axis);
-    if (dim == ShapedType::kDynamic)
-      return c.fail("an equal split needs a static size along the axis");
     int64_t parts = c.attr("num_outputs") ? c.intAttr("num_outputs", outputs) : outputs;
     int64_t chunk = (dim + parts - 1) / parts;
     for (int64_t i = 0; i < parts; ++i)
@@ -1639,17 +1708,43 @@ Results importRange(NodeContext &c) {
   return single(create<ConstantOp>(c, DenseElementsAttr::get(type, values)));
 }
 
-/// DepthToSpace/SpaceToDepth as reshape -> transpose -> reshape (static shapes).
+/// DepthToSpace/SpaceToDepth as reshape -> transpose -> reshape (constant shapes when static).
 Results importDepthSpace(NodeContext &c, bool toSpace) {
   if (failed(require(c, 1)))
     return failure();
   Value x = c.input(0);
   auto xt = cast<RankedTensorType>(x.getType());
-  if (xt.getRank() != 4 || !xt.hasStaticShape())
-    return c.fail("needs a static 4-D input");
+  if (xt.getRank() != 4)
+    return c.fail("needs a 4-D input");
   int64_t b = c.intAttr("blocksize", 0);
   if (b <= 0)
     return c.fail("blocksize must be positive");
+  if (!xt.hasStaticShape()) {
+    // Run-time sizes: the same reshapes with shapes computed from the
+    // input's (0 copies N, and C for SpaceToDepth; -1 is the channels).
+    Emitter e{c, c.b.getI64Type()};
+    Value shape = e.op<ShapeOp>(x, (int64_t)0, IntegerAttr());
+    Value h = e.slice(shape, 0, 2, 3), w = e.slice(shape, 0, 3, 4), block = c.i64Constant({b});
+    SmallVector<Value> first, last;
+    SmallVector<int64_t> perm;
+    if (toSpace) {
+      bool crd = c.stringAttr("mode", "DCR") == "CRD";
+      first = {crd ? c.i64Constant({0, -1, b, b}) : c.i64Constant({0, b, b, -1}), h, w};
+      perm = crd ? SmallVector<int64_t>{0, 1, 4, 2, 5, 3} : SmallVector<int64_t>{0, 3, 4, 1, 5, 2};
+      last = {c.i64Constant({0, -1}), e.mul(h, block), e.mul(w, block)};
+    } else {
+      Value hb = e.op<DivOp>(h, block), wb = e.op<DivOp>(w, block);
+      first = {c.i64Constant({0, 0}), hb, block, wb, block};
+      perm = {0, 3, 5, 1, 2, 4};
+      last = {c.i64Constant({0, -1}), hb, wb};
+    }
+    Value r1 = e.op<ReshapeOp>(x, e.concat(first, 0), (int64_t)0);
+    Value t = e.transpose(r1, perm);
+    Value y = e.op<ReshapeOp>(t, e.concat(last, 0), (int64_t)0);
+    if (!e.ok)
+      return failure();
+    return single(y);
+  }
   int64_t n = xt.getDimSize(0), ch = xt.getDimSize(1), h = xt.getDimSize(2), w = xt.getDimSize(3);
   SmallVector<int64_t> first, perm, last;
   if (toSpace) {

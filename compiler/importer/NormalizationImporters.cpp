@@ -40,7 +40,8 @@ Results importLrn(NodeContext &c) {
   kernel[0] = size;
   pads[0] = (size - 1) / 2;
   pads[spatial] = size - 1 - (size - 1) / 2;
-  auto mean = create<AveragePoolOp>(c, *lifted, kernel, pads, ones, ones, (int64_t)0, (int64_t)1);
+  auto mean = create<AveragePoolOp>(c, *lifted, kernel, pads, ones, ones, (int64_t)0, (int64_t)1,
+                                     StringAttr());
   if (failed(mean))
     return failure();
   auto windowMean = create<SqueezeOp>(c, *mean, ArrayRef<int64_t>{1});

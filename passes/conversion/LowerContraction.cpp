@@ -320,16 +320,141 @@ static Value rowCopyIm2Col(OpBuilder &b, Location loc, Value x, Value colInit,
 }
 
 /// `x` (N, C, spatial...) with ONNX `pads` of zeros around its spatial dims.
-static Value zeroPadSpatial(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pads, Type et) {
-  if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
+static Value zeroPadSpatial(OpBuilder &b, Location loc, Value x, ArrayRef<OpFoldResult> pads, Type et) {
+  if (llvm::all_of(pads, [](OpFoldResult p) { return isConstantIntValue(p, 0); }))
     return x;
   int64_t spatial = pads.size() / 2;
   SmallVector<OpFoldResult> low(2, b.getIndexAttr(0)), high(2, b.getIndexAttr(0));
   for (int64_t i = 0; i < spatial; ++i) {
-    low.push_back(b.getIndexAttr(pads[i]));
-    high.push_back(b.getIndexAttr(pads[spatial + i]));
+    low.push_back(pads[i]);
+    high.push_back(pads[spatial + i]);
   }
   return tensor::PadOp::create(b, loc, Type(), x, low, high, scalarConstant(b, loc, et, 0));
+}
+
+static Value zeroPadSpatial(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pads, Type et) {
+  SmallVector<OpFoldResult> values;
+  for (int64_t p : pads)
+    values.push_back(b.getIndexAttr(p));
+  return zeroPadSpatial(b, loc, x, values, et);
+}
+
+/// A conv's pads: its attribute, or with auto_pad SAME_* kept for run time
+/// values computed from the input's and the weight's sizes.
+static SmallVector<OpFoldResult> convPads(OpBuilder &b, Location loc, ConvOp op, Value x, Value w) {
+  ArrayRef<int64_t> pads = op.getPads();
+  int64_t spatial = pads.size() / 2;
+  SmallVector<OpFoldResult> result(2 * spatial);
+  std::optional<StringRef> autoPad = op.getAutoPad();
+  for (int64_t i = 0; i < spatial; ++i) {
+    if (!autoPad) {
+      result[i] = b.getIndexAttr(pads[i]);
+      result[spatial + i] = b.getIndexAttr(pads[spatial + i]);
+      continue;
+    }
+    auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+    int64_t dilation = op.getDilations()[i];
+    Value kernelMinusOne = arith::SubIOp::create(b, loc, dimValue(b, loc, w, 2 + i), c(1));
+    Value reach = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, kernelMinusOne, c(dilation)), c(1));
+    auto [begin, end] =
+        samePads(b, loc, dimValue(b, loc, x, 2 + i), reach, op.getStrides()[i], *autoPad == "SAME_UPPER");
+    result[i] = begin;
+    result[spatial + i] = end;
+  }
+  return result;
+}
+
+/// A convolution whose weight has a dynamic shape (a graph input: kernel
+/// sizes and channels known at run time only), as one contraction over
+/// (n, g, f, o_1..o_s, c, k_1..k_s) reading the zero-padded input viewed as
+/// [N, G, C/G, ...] and the weight as [G, Cout/G, C/G, k...]: every extent
+/// comes from an operand's shape, so nothing about the weight is needed at
+/// compile time. The static-weight path below stays the fast one.
+static Value dynamicWeightConv(OpBuilder &b, Location loc, ConvOp op, Value x, Value w, Value bias) {
+  MLIRContext *ctx = b.getContext();
+  auto rt = cast<RankedTensorType>(op.getType());
+  Type et = rt.getElementType();
+  int64_t spatial = rt.getRank() - 2, group = op.getGroup(), kDyn = ShapedType::kDynamic;
+  ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
+  auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value batch = dimValue(b, loc, x, 0), channels = dimValue(b, loc, x, 1);
+  x = zeroPadSpatial(b, loc, x, convPads(b, loc, op, x, w), et);
+  Value cout = dimValue(b, loc, w, 0), icg = dimValue(b, loc, w, 1);
+  Value ocg = arith::DivSIOp::create(b, loc, cout, c(group));
+  SmallVector<Value> kernel, outDims;
+  for (int64_t i = 0; i < spatial; ++i) {
+    Value k = dimValue(b, loc, w, 2 + i);
+    kernel.push_back(k);
+    // (padded - ((k - 1) * d + 1)) / s + 1, none when the window does not fit.
+    Value extent = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, arith::SubIOp::create(b, loc, k, c(1)), c(dilations[i])), c(1));
+    Value span = arith::SubIOp::create(b, loc, dimValue(b, loc, x, 2 + i), extent);
+    Value count = arith::AddIOp::create(b, loc, arith::DivSIOp::create(b, loc, span, c(strides[i])), c(1));
+    outDims.push_back(arith::SelectOp::create(
+        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, span, c(0)), c(0), count));
+  }
+  // x as [N, G, C/G, padded...]; the weight's channels must be C/G.
+  SmallVector<int64_t> xShape = {kDyn, group, kDyn}, wShape = {group, kDyn, kDyn}, oShape = {kDyn, group, kDyn};
+  SmallVector<Value> xDims = {batch, c(group), arith::DivSIOp::create(b, loc, channels, c(group))};
+  SmallVector<Value> wDims = {c(group), ocg, icg}, oDims = {batch, c(group), ocg};
+  for (int64_t i = 0; i < spatial; ++i) {
+    xShape.push_back(kDyn);
+    xDims.push_back(dimValue(b, loc, x, 2 + i));
+    wShape.push_back(kDyn);
+    wDims.push_back(kernel[i]);
+    oShape.push_back(kDyn);
+    oDims.push_back(outDims[i]);
+  }
+  Value xg = reshapeTo(b, loc, x, RankedTensorType::get(xShape, et), xDims);
+  Value wg = reshapeTo(b, loc, w, RankedTensorType::get(wShape, et), wDims);
+  // A request whose channels disagree (C/G != the weight's) reads only the
+  // channels both have: every read stays in its buffer.
+  Value common = arith::MinSIOp::create(b, loc, xDims[2], icg);
+  auto channelView = [&](Value v, int64_t axis) -> Value {
+    auto t = cast<RankedTensorType>(v.getType());
+    SmallVector<OpFoldResult> offsets(t.getRank(), b.getIndexAttr(0)), sizes, unit(t.getRank(), b.getIndexAttr(1));
+    for (int64_t i = 0; i < t.getRank(); ++i)
+      sizes.push_back(i == axis ? OpFoldResult(common) : tensor::getMixedSize(b, loc, v, i));
+    return tensor::ExtractSliceOp::create(b, loc, v, offsets, sizes, unit);
+  };
+  xg = channelView(xg, 2);
+  wg = channelView(wg, 2);
+  auto outType = RankedTensorType::get(oShape, et);
+  Value init;
+  if (bias) {
+    Value bg = reshapeTo(b, loc, bias, RankedTensorType::get({group, kDyn}, et), {c(group), ocg});
+    int64_t r = outType.getRank();
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(r, 0, {getAffineDimExpr(1, ctx), getAffineDimExpr(2, ctx)}, ctx),
+        AffineMap::getMultiDimIdentityMap(r, ctx)};
+    init = linalg::GenericOp::create(b, loc, outType, ValueRange{bg}, ValueRange{emptyTensor(b, loc, outType, oDims)},
+                                     maps, SmallVector<IteratorType>(r, IteratorType::parallel),
+                                     [](OpBuilder &nb, Location l, ValueRange args) {
+                                       linalg::YieldOp::create(nb, l, args[0]);
+                                     })
+               .getResult(0);
+  } else {
+    init = filledTensor(b, loc, outType, oDims, scalarConstant(b, loc, et, 0));
+  }
+  // Iteration dims: n, g, f, o_1..o_s, c, k_1..k_s.
+  int64_t cDim = 3 + spatial, numDims = 4 + 2 * spatial;
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineExpr> xe = {d(0), d(1), d(cDim)}, we = {d(1), d(2), d(cDim)}, oe = {d(0), d(1), d(2)};
+  for (int64_t i = 0; i < spatial; ++i) {
+    xe.push_back(d(3 + i) * strides[i] + d(cDim + 1 + i) * dilations[i]);
+    we.push_back(d(cDim + 1 + i));
+    oe.push_back(d(3 + i));
+  }
+  SmallVector<AffineMap> maps = {AffineMap::get(numDims, 0, xe, ctx), AffineMap::get(numDims, 0, we, ctx),
+                                 AffineMap::get(numDims, 0, oe, ctx)};
+  SmallVector<IteratorType> iters(numDims, IteratorType::parallel);
+  for (int64_t i = cDim; i < numDims; ++i)
+    iters[i] = IteratorType::reduction;
+  Value out = contraction(b, loc, xg, wg, init, maps, iters);
+  // G * (Cout / G): a Cout that G does not divide cannot read past the product.
+  SmallVector<Value> resultDims = {batch, arith::MulIOp::create(b, loc, ocg, c(group))};
+  resultDims.append(outDims.begin(), outDims.end());
+  return reshapeTo(b, loc, out, rt, resultDims);
 }
 
 /// Convolution as im2col + matrix product: the input windows are gathered
@@ -348,6 +473,10 @@ struct ConvPattern : OpConversionPattern<ConvOp> {
     Type et = rt.getElementType();
     Value x = adaptor.getInput(), w = adaptor.getWeight();
     auto wt = cast<RankedTensorType>(w.getType());
+    if (!wt.hasStaticShape()) {
+      rewriter.replaceOp(op, dynamicWeightConv(rewriter, loc, op, x, w, adaptor.getBias()));
+      return success();
+    }
     int64_t spatial = rt.getRank() - 2;
     ArrayRef<int64_t> pads = op.getPads(), strides = op.getStrides(),
                       dilations = op.getDilations();
@@ -356,7 +485,7 @@ struct ConvPattern : OpConversionPattern<ConvOp> {
     auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(rewriter, loc, v); };
 
     // Zero-pad the input once; the gather then never checks bounds.
-    x = zeroPadSpatial(rewriter, loc, x, pads, et);
+    x = zeroPadSpatial(rewriter, loc, x, convPads(rewriter, loc, op, x, w), et);
 
     // Output sizes (index values) and their product P.
     SmallVector<Value> outDims;
@@ -542,25 +671,86 @@ struct ConvTransposePattern : OpConversionPattern<ConvTransposeOp> {
     auto rt = cast<RankedTensorType>(op.getType());
     Type et = rt.getElementType();
     Value x = adaptor.getInput(), w = adaptor.getWeight();
-    auto wt = cast<RankedTensorType>(w.getType());
+    auto wt = cast<RankedTensorType>(w.getType()), xt = cast<RankedTensorType>(x.getType());
     int64_t spatial = rt.getRank() - 2;
     ArrayRef<int64_t> pads = op.getPads(), strides = op.getStrides(), dilations = op.getDilations();
     int64_t group = op.getGroup();
-    int64_t cinPerGroup = wt.getDimSize(0) / group, coutPerGroup = wt.getDimSize(1);
     auto c = [&](OpBuilder &b, Location l, int64_t v) { return arith::ConstantIndexOp::create(b, l, v); };
+    // A weight of dynamic shape (a graph input) gives its sizes at run time:
+    // `perGroup` returns them as values defined here, the static ones stay
+    // constants built where they are used.
+    int64_t kDyn = ShapedType::kDynamic;
+    int64_t cinPerGroup = wt.isDynamicDim(0) ? kDyn : wt.getDimSize(0) / group;
+    int64_t coutPerGroup = wt.getDimSize(1);
+    Value cinPerGroupV, coutPerGroupV;
+    if (cinPerGroup == kDyn)
+      cinPerGroupV = arith::DivSIOp::create(rewriter, loc, dimValue(rewriter, loc, w, 0), c(rewriter, loc, group));
+    if (coutPerGroup == kDyn)
+      coutPerGroupV = dimValue(rewriter, loc, w, 1);
+    Value xChannels = xt.isDynamicDim(1) ? dimValue(rewriter, loc, x, 1) : Value();
+    auto sizeOf = [&](OpBuilder &b, Location l, int64_t v, Value dyn) -> Value {
+      return v == kDyn ? dyn : c(b, l, v);
+    };
 
-    SmallVector<Value> dims = {dimValue(rewriter, loc, x, 0), c(rewriter, loc, rt.getDimSize(1))};
+    SmallVector<Value> dims = {dimValue(rewriter, loc, x, 0)};
+    if (!rt.isDynamicDim(1))
+      dims.push_back(c(rewriter, loc, rt.getDimSize(1)));
+    else
+      dims.push_back(arith::MulIOp::create(rewriter, loc, dimValue(rewriter, loc, w, 1), c(rewriter, loc, group)));
+    // output_shape / auto_pad SAME_* kept for run time: the output size is
+    // the requested one, the begin pads (all the gather reads) values.
+    std::optional<StringRef> autoPad = op.getAutoPad();
+    std::optional<ArrayRef<int64_t>> outputShape = op.getOutputShape();
+    SmallVector<Value> runTimePadBegin(spatial), requestedSize(spatial);
+    for (int64_t i = 0; i < spatial && (autoPad || outputShape); ++i) {
+      Value in = dimValue(rewriter, loc, x, 2 + i);
+      Value one = c(rewriter, loc, 1);
+      Value size = outputShape ? (Value)c(rewriter, loc, (*outputShape)[i])
+                               : (Value)arith::MulIOp::create(rewriter, loc, in, c(rewriter, loc, strides[i]));
+      // total = s * (in - 1) + output_padding + (k - 1) * d + 1 - size, at
+      // least 0 (a larger size grows the output at the end).
+      Value span = arith::MulIOp::create(
+          rewriter, loc, arith::SubIOp::create(rewriter, loc, dimValue(rewriter, loc, w, 2 + i), one),
+          c(rewriter, loc, dilations[i]));
+      Value total = arith::AddIOp::create(
+          rewriter, loc,
+          arith::MulIOp::create(rewriter, loc, arith::SubIOp::create(rewriter, loc, in, one),
+                                c(rewriter, loc, strides[i])),
+          span);
+      total = arith::AddIOp::create(rewriter, loc, total, c(rewriter, loc, op.getOutputPadding()[i] + 1));
+      total = arith::MaxSIOp::create(rewriter, loc, arith::SubIOp::create(rewriter, loc, total, size),
+                                     c(rewriter, loc, 0));
+      Value half = arith::DivSIOp::create(rewriter, loc, total, c(rewriter, loc, 2));
+      runTimePadBegin[i] =
+          autoPad && *autoPad == "SAME_LOWER" ? (Value)arith::SubIOp::create(rewriter, loc, total, half) : half;
+      requestedSize[i] = size;
+    }
     for (int64_t i = 0; i < spatial; ++i) {
       if (!rt.isDynamicDim(2 + i)) {
         dims.push_back(c(rewriter, loc, rt.getDimSize(2 + i)));
         continue;
       }
+      if (requestedSize[i]) {
+        dims.push_back(requestedSize[i]);
+        continue;
+      }
       Value in = dimValue(rewriter, loc, x, 2 + i);
-      int64_t extra = op.getOutputPadding()[i] + dilations[i] * (wt.getDimSize(2 + i) - 1) + 1 -
-                      pads[i] - pads[spatial + i];
       Value v = arith::MulIOp::create(rewriter, loc, arith::SubIOp::create(rewriter, loc, in, c(rewriter, loc, 1)),
                                       c(rewriter, loc, strides[i]));
-      dims.push_back(arith::AddIOp::create(rewriter, loc, v, c(rewriter, loc, extra)));
+      if (!wt.isDynamicDim(2 + i)) {
+        int64_t extra = op.getOutputPadding()[i] + dilations[i] * (wt.getDimSize(2 + i) - 1) + 1 -
+                        pads[i] - pads[spatial + i];
+        dims.push_back(arith::AddIOp::create(rewriter, loc, v, c(rewriter, loc, extra)));
+        continue;
+      }
+      // + output_padding + dilation * (k - 1) + 1 - pads
+      Value k = dimValue(rewriter, loc, w, 2 + i);
+      Value span = arith::MulIOp::create(rewriter, loc, arith::SubIOp::create(rewriter, loc, k, c(rewriter, loc, 1)),
+                                         c(rewriter, loc, dilations[i]));
+      v = arith::AddIOp::create(rewriter, loc, v, span);
+      dims.push_back(arith::AddIOp::create(
+          rewriter, loc, v,
+          c(rewriter, loc, op.getOutputPadding()[i] + 1 - pads[i] - pads[spatial + i])));
     }
     Value init;
     if (Value bias = adaptor.getBias())
@@ -574,13 +764,18 @@ struct ConvTransposePattern : OpConversionPattern<ConvTransposeOp> {
     // The reduction dims (icg, k...) get their extents from a shape-only
     // operand; both the weight and the input are read inside the body.
     SmallVector<int64_t> windowShape = {cinPerGroup};
+    SmallVector<Value> windowDims;
+    if (cinPerGroup == kDyn)
+      windowDims.push_back(cinPerGroupV);
     SmallVector<AffineExpr> we = {d(icDim)}, oe = {d(0), d(1)};
     for (int64_t i = 0; i < spatial; ++i) {
       windowShape.push_back(wt.getDimSize(2 + i));
+      if (wt.isDynamicDim(2 + i))
+        windowDims.push_back(dimValue(rewriter, loc, w, 2 + i));
       we.push_back(d(icDim + 1 + i));
       oe.push_back(d(2 + i));
     }
-    Value window = tensor::EmptyOp::create(rewriter, loc, windowShape, et);
+    Value window = tensor::EmptyOp::create(rewriter, loc, windowShape, et, windowDims);
     SmallVector<AffineMap> maps = {AffineMap::get(numDims, 0, we, ctx), AffineMap::get(numDims, 0, oe, ctx)};
     SmallVector<IteratorType> iters(numDims, IteratorType::parallel);
     for (int64_t i = icDim; i < numDims; ++i)
@@ -595,14 +790,16 @@ struct ConvTransposePattern : OpConversionPattern<ConvTransposeOp> {
           Value valid = arith::ConstantOp::create(b, l, b.getBoolAttr(true));
           SmallVector<Value> coords = {linalg::IndexOp::create(b, l, 0)};
           Value oc = linalg::IndexOp::create(b, l, 1);
-          Value g = arith::DivSIOp::create(b, l, oc, c(b, l, coutPerGroup));
-          coords.push_back(arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, g, c(b, l, cinPerGroup)),
+          Value g = arith::DivSIOp::create(b, l, oc, sizeOf(b, l, coutPerGroup, coutPerGroupV));
+          coords.push_back(arith::AddIOp::create(b, l,
+                                                 arith::MulIOp::create(b, l, g, sizeOf(b, l, cinPerGroup, cinPerGroupV)),
                                                  linalg::IndexOp::create(b, l, icDim)));
           for (int64_t i = 0; i < spatial; ++i) {
             Value o = linalg::IndexOp::create(b, l, 2 + i);
             Value k = linalg::IndexOp::create(b, l, icDim + 1 + i);
             // offset = o + pad_begin - k*dilation; input i = offset / stride
-            Value off = arith::SubIOp::create(b, l, arith::AddIOp::create(b, l, o, c(b, l, pads[i])),
+            Value padBegin = runTimePadBegin[i] ? runTimePadBegin[i] : (Value)c(b, l, pads[i]);
+            Value off = arith::SubIOp::create(b, l, arith::AddIOp::create(b, l, o, padBegin),
                                               arith::MulIOp::create(b, l, k, c(b, l, dilations[i])));
             Value q = arith::DivSIOp::create(b, l, off, c(b, l, strides[i]));
             Value exact = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
@@ -614,9 +811,17 @@ struct ConvTransposePattern : OpConversionPattern<ConvTransposeOp> {
             Value last = arith::SubIOp::create(b, l, inDims[i], c(b, l, 1));
             coords.push_back(arith::MinSIOp::create(b, l, arith::MaxSIOp::create(b, l, q, zero), last));
           }
+          if (cinPerGroup == kDyn || xt.isDynamicDim(1)) {
+            // Run-time channel counts that disagree read only channels the input has.
+            Value channels = xChannels ? xChannels : c(b, l, xt.getDimSize(1));
+            valid = arith::AndIOp::create(
+                b, l, valid, arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, coords[1], channels));
+            coords[1] = arith::MinSIOp::create(b, l, coords[1], arith::SubIOp::create(b, l, channels, c(b, l, 1)));
+          }
           Value xv = tensor::ExtractOp::create(b, l, x, coords);
           xv = arith::SelectOp::create(b, l, valid, xv, scalarConstant(b, l, et, 0));
-          SmallVector<Value> wCoords = {coords[1], arith::RemSIOp::create(b, l, oc, c(b, l, coutPerGroup))};
+          SmallVector<Value> wCoords = {coords[1],
+                                        arith::RemSIOp::create(b, l, oc, sizeOf(b, l, coutPerGroup, coutPerGroupV))};
           for (int64_t i = 0; i < spatial; ++i)
             wCoords.push_back(linalg::IndexOp::create(b, l, icDim + 1 + i));
           Value wv = tensor::ExtractOp::create(b, l, w, wCoords);

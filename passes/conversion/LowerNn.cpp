@@ -931,10 +931,24 @@ struct PoolPattern : OpConversionPattern<OpTy> {
     SmallVector<Value> ceilDims(spatial); // run-time output sizes with ceil_mode
     bool anyPad = false;
     auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(rewriter, loc, v); };
+    // auto_pad SAME_* kept for run time (dynamic spatial sizes): the pads
+    // are values, `pads` is ignored.
+    std::optional<StringRef> autoPad = op.getAutoPad();
+    SmallVector<Value> runTimePads(2 * spatial);
     for (int64_t i = 0; i < spatial; ++i) {
       int64_t in = xt.getDimSize(2 + i), out = rt.getDimSize(2 + i);
       int64_t padBegin = pads[i], padEnd = pads[spatial + i];
       int64_t reach = (kernel[i] - 1) * dilations[i] + 1;
+      if (autoPad) {
+        auto [begin, end] = samePads(rewriter, loc, dimValue(rewriter, loc, x, 2 + i), c(reach), strides[i],
+                                     *autoPad == "SAME_UPPER");
+        runTimePads[i] = begin;
+        runTimePads[spatial + i] = end;
+        low.push_back(begin);
+        high.push_back(end);
+        anyPad = true;
+        continue;
+      }
       low.push_back(rewriter.getIndexAttr(padBegin));
       if (in != ShapedType::kDynamic && out != ShapedType::kDynamic) {
         // ceil_mode windows may run past the end padding.
@@ -1028,10 +1042,15 @@ struct PoolPattern : OpConversionPattern<OpTy> {
             for (int64_t i = 0; i < spatial; ++i) {
               auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, l, v); };
               Value o = linalg::IndexOp::create(b, l, 2 + i);
-              Value start = arith::SubIOp::create(b, l, arith::MulIOp::create(b, l, o, c(strides[i])), c(pads[i]));
-              Value lo = includePad ? (Value)c(-pads[i]) : (Value)c(0);
-              Value hi = includePad ? (Value)arith::AddIOp::create(b, l, inDims[i], c(pads[spatial + i]))
-                                    : inDims[i];
+              Value padBegin = autoPad ? runTimePads[i] : (Value)c(pads[i]);
+              Value start = arith::SubIOp::create(b, l, arith::MulIOp::create(b, l, o, c(strides[i])), padBegin);
+              Value lo = !includePad ? (Value)c(0)
+                         : autoPad   ? (Value)arith::SubIOp::create(b, l, c(0), padBegin)
+                                     : (Value)c(-pads[i]);
+              Value padEnd = autoPad ? runTimePads[spatial + i] : Value();
+              if (includePad && !padEnd)
+                padEnd = c(pads[spatial + i]);
+              Value hi = includePad ? (Value)arith::AddIOp::create(b, l, inDims[i], padEnd) : inDims[i];
               Value jmin = arith::CeilDivSIOp::create(b, l, arith::SubIOp::create(b, l, lo, start), c(dilations[i]));
               jmin = arith::MaxSIOp::create(b, l, jmin, c(0));
               Value jmax = arith::FloorDivSIOp::create(

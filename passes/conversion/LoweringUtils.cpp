@@ -210,6 +210,20 @@ Value windowCount(OpBuilder &b, Location loc, Value paddedSize, int64_t kernel,
   return arith::AddIOp::create(b, loc, v, c(1));
 }
 
+// dynconv: window pads known at run time only.
+std::pair<Value, Value> samePads(OpBuilder &b, Location loc, Value in, Value reach, int64_t stride, bool upper) {
+  auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  // total = max(0, (ceil(in / s) - 1) * s + reach - in), the odd one at the end for SAME_UPPER.
+  Value out = arith::CeilDivSIOp::create(b, loc, in, c(stride));
+  Value needed = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, arith::SubIOp::create(b, loc, out, c(1)), c(stride)), reach);
+  Value total = arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, needed, in), c(0));
+  Value small = arith::DivSIOp::create(b, loc, total, c(2));
+  Value large = arith::SubIOp::create(b, loc, total, small);
+  return upper ? std::pair{small, large} : std::pair{large, small};
+}
+// end dynconv
+
 Value forallBlocks(OpBuilder &b, Location loc, Value init, ArrayRef<OpFoldResult> ubs,
                    ArrayRef<int64_t> blockShape,
                    const std::function<Value(OpBuilder &, ValueRange, Value)> &fill) {

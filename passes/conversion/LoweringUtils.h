@@ -64,6 +64,14 @@ mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
 mlir::Value windowCount(mlir::OpBuilder &b, mlir::Location loc, mlir::Value paddedSize,
                         int64_t kernel, int64_t stride, int64_t dilation);
 
+// dynconv: window pads known at run time only.
+/// ONNX auto_pad SAME_UPPER (`upper`) / SAME_LOWER pads of one axis of
+/// `in` elements, computed at run time: {begin, end}. `reach` is the
+/// window's extent (kernel - 1) * dilation + 1; the output is ceil(in / stride).
+std::pair<mlir::Value, mlir::Value> samePads(mlir::OpBuilder &b, mlir::Location loc, mlir::Value in,
+                                             mlir::Value reach, int64_t stride, bool upper);
+// end dynconv
+
 /// An scf.forall over the leading dims of `init` (extents `ubs`): each
 /// iteration fills one block (the trailing dims, `blockShape`) from an empty
 /// tensor with `fill(builder, ivs, block)` and inserts it at the ivs. The

@@ -48,7 +48,7 @@ struct PackMatmulWeightsPass : impl::PackMatmulWeightsPassBase<PackMatmulWeights
       return 0;
     for (OpOperand &use : arg.getUses()) {
       auto conv = dyn_cast<graph::ConvOp>(use.getOwner());
-      if (!conv || use.getOperandNumber() != 1 || conv.getGroup() != 1)
+      if (!conv || use.getOperandNumber() != 1 || conv.getGroup() != 1 || conv.getAutoPad())
         return 0;
       auto x = cast<RankedTensorType>(conv.getInput().getType());
       auto y = cast<RankedTensorType>(conv.getType());

@@ -635,16 +635,24 @@ def Graph_ConvOp : Graph_Op<"conv"> {
   let summary = "N-D convolution (NCHW), groups, pads, strides, dilations";
   let description = [{
     `pads` holds begin values for every spatial axis then end values, as in
-    ONNX; the importer turns `auto_pad` into explicit pads.
+    ONNX; the importer turns `auto_pad` into explicit pads. Where the pads
+    depend on sizes known at run time only (a dynamic spatial size, or the
+    kernel of a weight of dynamic shape), `auto_pad` = "SAME_UPPER" or
+    "SAME_LOWER" stays and the pads (then ignored) are computed when the
+    kernel runs; the output size is ceil(input / stride). The weight may have
+    a dynamic shape (a graph input).
 
     ```mlir
     %y = graph.conv %x, %w, %b {group = 1 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
         : (tensor<?x3x32x32xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<?x8x32x32xf32>
+    %z = graph.conv %x, %v {group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, auto_pad = "SAME_LOWER"}
+        : (tensor<?x3x?x?xf32>, tensor<?x?x?x?xf32>) -> tensor<?x?x?x?xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$weight, Optional<AnyRankedTensor>:$bias,
                    DefaultValuedAttr<I64Attr, "1">:$group, DenseI64ArrayAttr:$pads,
-                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations);
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
+                   OptionalAttr<StrAttr>:$auto_pad);
   let results = (outs AnyRankedTensor:$result);
 
 }
@@ -675,7 +683,13 @@ def Graph_ConvTransposeOp : Graph_Op<"conv_transpose"> {
   let description = [{
     Output size per axis: stride*(in-1) + output_padding + dilation*(k-1) + 1
     - pad_begin - pad_end. The importer turns `output_shape`/`auto_pad` into
-    explicit pads.
+    explicit pads; where they depend on sizes known at run time only (a
+    dynamic spatial size, or the kernel of a weight of dynamic shape), they
+    stay: the output size is then `output_shape` (its spatial sizes) or, with
+    `auto_pad` SAME_UPPER/SAME_LOWER, input * stride, and the begin pads are
+    computed when the kernel runs (the output grows at the end when the
+    size asks for more than the window reaches). The weight may have a
+    dynamic shape.
 
     ```mlir
     %y = graph.conv_transpose %x, %w {group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>}
@@ -685,7 +699,8 @@ def Graph_ConvTransposeOp : Graph_Op<"conv_transpose"> {
   let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$weight, Optional<AnyRankedTensor>:$bias,
                    DefaultValuedAttr<I64Attr, "1">:$group, DenseI64ArrayAttr:$pads,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
-                   DenseI64ArrayAttr:$output_padding);
+                   DenseI64ArrayAttr:$output_padding, OptionalAttr<StrAttr>:$auto_pad,
+                   OptionalAttr<DenseI64ArrayAttr>:$output_shape);
   let results = (outs AnyRankedTensor:$result);
 }
 
@@ -742,7 +757,9 @@ class Graph_PoolOp<string mnemonic, string onnxName> : Graph_Op<mnemonic> {
   let summary = onnxName # " over the spatial axes of an NC... tensor";
   let description = [{
     `pads` are begin values then end values per spatial axis; `ceil_mode`
-    rounds the output size up.
+    rounds the output size up. `auto_pad` = "SAME_UPPER"/"SAME_LOWER" stays
+    only where a spatial size is dynamic: the pads (then ignored) are
+    computed when the kernel runs, the output size is ceil(input / stride).
 
     ```mlir
     %y = graph.}] # mnemonic # [{ %x {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>}
@@ -756,14 +773,14 @@ class Graph_PoolOp<string mnemonic, string onnxName> : Graph_Op<mnemonic> {
 def Graph_MaxPoolOp : Graph_PoolOp<"max_pool", "MaxPool"> {
   let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$pads,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
-                   DefaultValuedAttr<I64Attr, "0">:$ceil_mode);
+                   DefaultValuedAttr<I64Attr, "0">:$ceil_mode, OptionalAttr<StrAttr>:$auto_pad);
 }
 
 def Graph_AveragePoolOp : Graph_PoolOp<"average_pool", "AveragePool"> {
   let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$pads,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
                    DefaultValuedAttr<I64Attr, "0">:$ceil_mode,
-                   DefaultValuedAttr<I64Attr, "0">:$count_include_pad);
+                   DefaultValuedAttr<I64Attr, "0">:$count_include_pad, OptionalAttr<StrAttr>:$auto_pad);
 }
 
 def Graph_GlobalAveragePoolOp : Graph_Op<"global_average_pool"> {

@@ -753,12 +753,27 @@ static LogicalResult checkWindowAttrs(std::optional<Location> loc,
   return success();
 }
 
+/// Whether a conv/pool keeps auto_pad SAME_* for run time (its pads
+/// unknown at compile time); any other kept value is an error.
+static FailureOr<bool> runTimeSamePads(std::optional<Location> loc, std::optional<StringRef> autoPad) {
+  if (!autoPad)
+    return false;
+  if (*autoPad != "SAME_UPPER" && *autoPad != "SAME_LOWER")
+    return fail(loc, "unsupported auto_pad '" + *autoPad + "'");
+  return true;
+}
+
+/// The output size of a SAME-padded window axis: ceil(in / stride).
+static int64_t sameOutputSize(int64_t in, int64_t stride) {
+  return in == kDyn ? kDyn : (in + stride - 1) / stride;
+}
+
 /// A convolution's optional bias: 1-D with one value per output channel.
 static LogicalResult checkConvBias(std::optional<Location> loc, Value bias, int64_t cout) {
   if (!bias)
     return success();
   auto bt = rankedType(bias);
-  if (bt.getRank() != 1 || (bt.getDimSize(0) != kDyn && bt.getDimSize(0) != cout))
+  if (bt.getRank() != 1 || (bt.getDimSize(0) != kDyn && cout != kDyn && bt.getDimSize(0) != cout))
     return fail(loc, "conv bias must be 1-D of size " + Twine(cout));
   return success();
 }
@@ -777,24 +792,28 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
   int64_t group = adaptor.getGroup();
   if (group <= 0)
     return fail(loc, "group must be positive");
-  if (!w.hasStaticShape())
-    return fail(loc, "conv weight must have a static shape");
+  // A weight of dynamic shape (a graph input) leaves its sizes to run time.
   int64_t cout = w.getDimSize(0);
-  if (cout % group != 0)
+  if (cout != kDyn && cout % group != 0)
     return fail(loc, "output channels " + Twine(cout) +
                          " not divisible by group " + Twine(group));
   int64_t cin = x.getDimSize(1);
-  if (cin != kDyn && cin != w.getDimSize(1) * group)
+  if (cin != kDyn && w.getDimSize(1) != kDyn && cin != w.getDimSize(1) * group)
     return fail(loc, "input channels " + Twine(cin) + " != weight channels " +
                          Twine(w.getDimSize(1)) + " x group " + Twine(group));
   if (failed(checkConvBias(loc, adaptor.getBias(), cout)))
     return failure();
+  auto same = runTimeSamePads(loc, adaptor.getAutoPad());
+  if (failed(same))
+    return failure();
   SmallVector<int64_t> out = {x.getDimSize(0), cout};
   for (int64_t i = 0; i < spatial; ++i)
-    out.push_back(slidingWindowSize(
-        x.getDimSize(2 + i), w.getDimSize(2 + i), adaptor.getPads()[i],
-        adaptor.getPads()[spatial + i], adaptor.getStrides()[i],
-        adaptor.getDilations()[i], false));
+    out.push_back(*same ? sameOutputSize(x.getDimSize(2 + i), adaptor.getStrides()[i])
+                  : w.isDynamicDim(2 + i)
+                      ? kDyn
+                      : slidingWindowSize(x.getDimSize(2 + i), w.getDimSize(2 + i), adaptor.getPads()[i],
+                                          adaptor.getPads()[spatial + i], adaptor.getStrides()[i],
+                                          adaptor.getDilations()[i], false));
   types.push_back(RankedTensorType::get(out, x.getElementType()));
   return success();
 }
@@ -830,23 +849,38 @@ LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *, std::optional<Loc
                                                 Adaptor adaptor, SmallVectorImpl<Type> &types) {
   auto x = rankedType(adaptor.getInput()), w = rankedType(adaptor.getWeight());
   int64_t rank = x.getRank(), spatial = rank - 2;
-  if (rank < 3 || w.getRank() != rank || !w.hasStaticShape())
-    return fail(loc, "conv_transpose input and static weight must have the same rank >= 3");
+  if (rank < 3 || w.getRank() != rank)
+    return fail(loc, "conv_transpose input and weight must have the same rank >= 3");
   if (failed(checkWindowAttrs(loc, spatial, adaptor.getPads(), adaptor.getStrides(),
                               adaptor.getDilations())))
     return failure();
   if ((int64_t)adaptor.getOutputPadding().size() != spatial)
     return fail(loc, "expected " + Twine(spatial) + " output_padding values");
   int64_t group = adaptor.getGroup();
-  if (group <= 0 || w.getDimSize(0) % group != 0)
+  // A weight of dynamic shape (a graph input) leaves its sizes to run time.
+  if (group <= 0 || (!w.isDynamicDim(0) && w.getDimSize(0) % group != 0))
     return fail(loc, "weight input channels not divisible by group");
   int64_t cin = x.getDimSize(1);
-  if (cin != kDyn && cin != w.getDimSize(0))
+  if (cin != kDyn && !w.isDynamicDim(0) && cin != w.getDimSize(0))
     return fail(loc, "input channels " + Twine(cin) + " != weight's " + Twine(w.getDimSize(0)));
-  SmallVector<int64_t> out = {x.getDimSize(0), w.getDimSize(1) * group};
+  SmallVector<int64_t> out = {x.getDimSize(0), w.isDynamicDim(1) ? kDyn : w.getDimSize(1) * group};
+  // Kept output_shape/auto_pad: the size is the requested one, pads at run time.
+  auto same = runTimeSamePads(loc, adaptor.getAutoPad());
+  if (failed(same))
+    return failure();
+  std::optional<ArrayRef<int64_t>> outputShape = adaptor.getOutputShape();
+  if (outputShape && (int64_t)outputShape->size() != spatial)
+    return fail(loc, "expected " + Twine(spatial) + " output_shape values");
   for (int64_t i = 0; i < spatial; ++i) {
     int64_t in = x.getDimSize(2 + i);
-    if (in == kDyn) {
+    if (outputShape || *same) {
+      int64_t size = outputShape ? (*outputShape)[i] : in == kDyn ? kDyn : in * adaptor.getStrides()[i];
+      if (size != kDyn && size <= 0)
+        return fail(loc, "conv_transpose output size is not positive");
+      out.push_back(size);
+      continue;
+    }
+    if (in == kDyn || w.isDynamicDim(2 + i)) {
       out.push_back(kDyn);
       continue;
     }
@@ -945,7 +979,8 @@ LogicalResult InstanceNormOp::inferReturnTypes(MLIRContext *, std::optional<Loca
 
 template <typename Adaptor>
 static LogicalResult inferPool(std::optional<Location> loc, Adaptor adaptor,
-                               SmallVectorImpl<Type> &types) {
+                               SmallVectorImpl<Type> &types,
+                               std::optional<StringRef> autoPad = std::nullopt) {
   auto x = rankedType(adaptor.getInput());
   int64_t rank = x.getRank(), spatial = rank - 2;
   if (rank < 3)
@@ -956,8 +991,11 @@ static LogicalResult inferPool(std::optional<Location> loc, Adaptor adaptor,
                               adaptor.getStrides(), adaptor.getDilations())))
     return failure();
   SmallVector<int64_t> out = {x.getDimSize(0), x.getDimSize(1)};
+  auto same = runTimeSamePads(loc, autoPad);
+  if (failed(same))
+    return failure();
   for (int64_t i = 0; i < spatial; ++i)
-    out.push_back(slidingWindowSize(
+    out.push_back(*same ? sameOutputSize(x.getDimSize(2 + i), adaptor.getStrides()[i]) : slidingWindowSize(
         x.getDimSize(2 + i), adaptor.getKernelShape()[i], adaptor.getPads()[i],
         adaptor.getPads()[spatial + i], adaptor.getStrides()[i],
         adaptor.getDilations()[i], adaptor.getCeilMode() != 0));
@@ -969,14 +1007,14 @@ LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
-  return inferPool(loc, adaptor, types);
+  return inferPool(loc, adaptor, types, adaptor.getAutoPad());
 }
 
 LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,
                                               std::optional<Location> loc,
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &types) {
-  return inferPool(loc, adaptor, types);
+  return inferPool(loc, adaptor, types, adaptor.getAutoPad());
 }
 
 LogicalResult GlobalAveragePoolOp::inferReturnTypes(

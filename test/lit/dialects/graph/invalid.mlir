@@ -335,3 +335,25 @@ func.func @bad_nms_boxes(%b: tensor<1x6x5xf32>, %s: tensor<1x1x6xf32>, %m: tenso
   %0 = graph.non_max_suppression %b, %s, %m, %t, %t : (tensor<1x6x5xf32>, tensor<1x1x6xf32>, tensor<1xi64>, tensor<1xf32>, tensor<1xf32>) -> tensor<?x3xi64>
   return %0 : tensor<?x3xi64>
 }
+
+// -----
+
+// dynconv: only SAME_UPPER / SAME_LOWER are kept for run time.
+func.func @bad_conv_auto_pad(%x: tensor<1x3x?x?xf32>, %w: tensor<?x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+  // expected-error @+2 {{unsupported auto_pad 'VALID'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.conv %x, %w {group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, auto_pad = "VALID"}
+      : (tensor<1x3x?x?xf32>, tensor<?x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+  return %0 : tensor<1x?x?x?xf32>
+}
+
+// -----
+
+func.func @bad_conv_transpose_output_shape(%x: tensor<1x2x?x?xf32>, %w: tensor<?x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+  // expected-error @+2 {{expected 2 output_shape values}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.conv_transpose %x, %w {group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, output_shape = array<i64: 4>}
+      : (tensor<1x2x?x?xf32>, tensor<?x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+  return %0 : tensor<1x?x?x?xf32>
+}
+// end dynconv

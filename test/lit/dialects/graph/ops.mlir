@@ -308,3 +308,42 @@ func.func @data_dependent(%x: tensor<2x3xf32>, %c: tensor<2xi1>, %d: tensor<5xi1
       : (tensor<?x6x4xf32>, tensor<?x2x6xf32>, tensor<1xi64>, tensor<f32>, tensor<f32>) -> tensor<?x3xi64>
   return %5 : tensor<?x3xi64>
 }
+
+// -----
+
+// dynconv: a weight of dynamic shape, and auto_pad / output_shape kept for run time.
+// CHECK-LABEL: func @conv_dynamic_weight
+func.func @conv_dynamic_weight(%x: tensor<1x4x?x9xf32>, %w: tensor<?x?x?x?xf32>) -> (tensor<1x?x?x?xf32>, tensor<1x?x?x5xf32>) {
+  // CHECK: graph.conv {{.*}} -> tensor<1x?x?x?xf32>
+  %0 = graph.conv %x, %w {group = 2 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>}
+      : (tensor<1x4x?x9xf32>, tensor<?x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+  // SAME: ceil(9 / 2) = 5, whatever the kernel.
+  // CHECK: graph.conv {{.*}}auto_pad = "SAME_UPPER"{{.*}} -> tensor<1x?x?x5xf32>
+  %1 = graph.conv %x, %w {group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, auto_pad = "SAME_UPPER"}
+      : (tensor<1x4x?x9xf32>, tensor<?x?x?x?xf32>) -> tensor<1x?x?x5xf32>
+  return %0, %1 : tensor<1x?x?x?xf32>, tensor<1x?x?x5xf32>
+}
+
+// CHECK-LABEL: func @pool_same_runtime
+func.func @pool_same_runtime(%x: tensor<1x3x?x7xf32>) -> (tensor<1x3x?x4xf32>, tensor<1x3x?x4xf32>) {
+  // CHECK: graph.max_pool {{.*}} -> tensor<1x3x?x4xf32>
+  %0 = graph.max_pool %x {kernel_shape = array<i64: 3, 3>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, auto_pad = "SAME_LOWER"}
+      : (tensor<1x3x?x7xf32>) -> tensor<1x3x?x4xf32>
+  // CHECK: graph.average_pool {{.*}} -> tensor<1x3x?x4xf32>
+  %1 = graph.average_pool %x {kernel_shape = array<i64: 3, 3>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, auto_pad = "SAME_UPPER"}
+      : (tensor<1x3x?x7xf32>) -> tensor<1x3x?x4xf32>
+  return %0, %1 : tensor<1x3x?x4xf32>, tensor<1x3x?x4xf32>
+}
+
+// CHECK-LABEL: func @conv_transpose_runtime_pads
+func.func @conv_transpose_runtime_pads(%x: tensor<1x?x?x3xf32>, %w: tensor<?x?x?x?xf32>) -> (tensor<1x?x10x8xf32>, tensor<1x?x?x6xf32>) {
+  // CHECK: graph.conv_transpose {{.*}}output_shape = array<i64: 10, 8>{{.*}} -> tensor<1x?x10x8xf32>
+  %0 = graph.conv_transpose %x, %w {group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 3, 2>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, output_shape = array<i64: 10, 8>}
+      : (tensor<1x?x?x3xf32>, tensor<?x?x?x?xf32>) -> tensor<1x?x10x8xf32>
+  // SAME: input * stride.
+  // CHECK: graph.conv_transpose {{.*}}auto_pad = "SAME_LOWER"{{.*}} -> tensor<1x?x?x6xf32>
+  %1 = graph.conv_transpose %x, %w {group = 1 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 3, 2>, dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, auto_pad = "SAME_LOWER"}
+      : (tensor<1x?x?x3xf32>, tensor<?x?x?x?xf32>) -> tensor<1x?x?x6xf32>
+  return %0, %1 : tensor<1x?x10x8xf32>, tensor<1x?x?x6xf32>
+}
+// end dynconv
