@@ -1980,6 +1980,7 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     addLinearAlgebraImporters(t);
     addSamplingImporters(t);
     addDataDependentImporters(t);
+    addTextFeatureImporters(t); // tfidf
     return t;
   }();
   return table;
