@@ -166,36 +166,54 @@ struct TfIdfVectorizerPattern : OpConversionPattern<TfIdfVectorizerOp> {
         });
     Value perNgram = count.getResult(0);
 
-    // Stage 2: each column sums its n-grams' counts, then weighs them.
+    // Stage 2: each column sums its n-grams' counts, then weighs them. When
+    // every column has exactly one n-gram (ngram_indexes a permutation, the
+    // usual vocabulary), the table's order is the columns' and counts[r, o]
+    // is read directly.
     StringRef mode = op.getMode();
     ArrayRef<float> weights = op.getWeights();
     bool weighted = mode != "TF" && !weights.empty();
-    SmallVector<Value> inputs = {i64Table(rewriter, loc, {columns}, ArrayRef<int64_t>(table.begin).drop_back()),
-                                 i64Table(rewriter, loc, {columns}, ArrayRef<int64_t>(table.begin).drop_front())};
+    bool oneEach = ngrams == columns && llvm::all_of(llvm::seq<int64_t>(0, columns),
+                                                     [&](int64_t o) { return table.begin[o] == o; });
+    int64_t loops = rt.getRank();
+    AffineMap columnMap = AffineMap::get(loops, 0, {d(loops - 1)}, ctx);
+    SmallVector<Value> inputs;
+    SmallVector<AffineMap> outMaps;
+    if (oneEach) {
+      inputs.push_back(perNgram);
+      outMaps.push_back(loops == 2 ? AffineMap::getMultiDimIdentityMap(2, ctx)
+                                   : AffineMap::get(1, 0, {getAffineConstantExpr(0, ctx), d(0)}, ctx));
+    } else {
+      inputs.push_back(i64Table(rewriter, loc, {columns}, ArrayRef<int64_t>(table.begin).drop_back()));
+      inputs.push_back(i64Table(rewriter, loc, {columns}, ArrayRef<int64_t>(table.begin).drop_front()));
+      outMaps.append(2, columnMap);
+    }
     if (weighted) {
       auto wt = RankedTensorType::get({columns}, f32);
       inputs.push_back(
           arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(wt, weights.take_front(columns))));
+      outMaps.push_back(columnMap);
     }
-    int64_t loops = rt.getRank();
-    AffineMap columnMap = AffineMap::get(loops, 0, {d(loops - 1)}, ctx);
-    SmallVector<AffineMap> outMaps(inputs.size(), columnMap);
     outMaps.push_back(AffineMap::getMultiDimIdentityMap(loops, ctx));
     Value init = emptyTensor(rewriter, loc, rt, outDims);
     auto gather = linalg::GenericOp::create(
         rewriter, loc, TypeRange{rt}, inputs, ValueRange{init}, outMaps,
         SmallVector<IteratorType>(loops, IteratorType::parallel), [&](OpBuilder &b, Location l, ValueRange args) {
-          Value r = loops == 2 ? (Value)linalg::IndexOp::create(b, l, 0) : arith::ConstantIndexOp::create(b, l, 0);
-          Value lo = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
-          Value hi = arith::IndexCastOp::create(b, l, b.getIndexType(), args[1]);
           Value zero = arith::ConstantOp::create(b, l, b.getI64IntegerAttr(0));
-          auto sum = scf::ForOp::create(b, l, lo, hi, arith::ConstantIndexOp::create(b, l, 1), ValueRange{zero},
-                                        [&](OpBuilder &fb, Location fl, Value g, ValueRange acc) {
-                                          Value v = tensor::ExtractOp::create(fb, fl, perNgram, ValueRange{r, g});
-                                          scf::YieldOp::create(fb, fl, ValueRange{arith::AddIOp::create(fb, fl, acc[0], v)});
-                                        });
-          Value total = sum.getResult(0);
-          Value weight = weighted ? args[2] : scalarConstant(b, l, f32, 1);
+          Value total = args[0];
+          if (!oneEach) {
+            Value r = loops == 2 ? (Value)linalg::IndexOp::create(b, l, 0) : arith::ConstantIndexOp::create(b, l, 0);
+            Value lo = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
+            Value hi = arith::IndexCastOp::create(b, l, b.getIndexType(), args[1]);
+            auto sum = scf::ForOp::create(
+                b, l, lo, hi, arith::ConstantIndexOp::create(b, l, 1), ValueRange{zero},
+                [&](OpBuilder &fb, Location fl, Value g, ValueRange acc) {
+                  Value v = tensor::ExtractOp::create(fb, fl, perNgram, ValueRange{r, g});
+                  scf::YieldOp::create(fb, fl, ValueRange{arith::AddIOp::create(fb, fl, acc[0], v)});
+                });
+            total = sum.getResult(0);
+          }
+          Value weight = weighted ? args[oneEach ? 1 : 2] : scalarConstant(b, l, f32, 1);
           Value result;
           if (mode == "IDF") {
             Value seen = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sgt, total, zero);
