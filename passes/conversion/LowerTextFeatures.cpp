@@ -35,7 +35,7 @@ NgramTable buildTable(TfIdfVectorizerOp op, int64_t columns) {
     int64_t length = i + 1;
     int64_t end = i + 1 < counts.size() ? counts[i + 1] : (int64_t)pool.size();
     for (int64_t at = counts[i]; at < end; at += length, ++k)
-      if (length >= (int64_t)op.getMinGramLength() && length <= (int64_t)op.getMaxGramLength())
+      if (length >= op.getMinGramLengthAttr().getInt() && length <= op.getMaxGramLengthAttr().getInt())
         entries.push_back({indexes[k], length, at});
   }
   llvm::stable_sort(entries, [](const Entry &a, const Entry &b) { return a.column < b.column; });
@@ -90,7 +90,7 @@ struct TfIdfVectorizerPattern : OpConversionPattern<TfIdfVectorizerOp> {
 
     // Skips s with s + 1 >= C cannot fit a second token in the row, so the
     // skip loop runs max(1, min(max_skip_count + 1, C - 1)) times.
-    int64_t skipLimit = std::min<int64_t>(op.getMaxSkipCount(), (int64_t(1) << 40)) + 1;
+    int64_t skipLimit = std::min<int64_t>(op.getMaxSkipCountAttr().getInt(), int64_t(1) << 40) + 1;
     int64_t rowLength = xt.getShape().back();
     Value length = dimValue(rewriter, loc, x, rank - 1);
     Value skips;

@@ -1784,24 +1784,27 @@ LogicalResult TfIdfVectorizerOp::inferReturnTypes(MLIRContext *ctx, std::optiona
   StringRef mode = adaptor.getMode();
   if (mode != "TF" && mode != "IDF" && mode != "TFIDF")
     return fail(loc, "unsupported tfidf_vectorizer mode '" + mode + "' (TF, IDF or TFIDF)");
-  int64_t minLength = adaptor.getMinGramLength(), maxLength = adaptor.getMaxGramLength();
+  int64_t minLength = adaptor.getMinGramLengthAttr().getInt(), maxLength = adaptor.getMaxGramLengthAttr().getInt();
   if (minLength < 1 || maxLength < minLength)
     return fail(loc, "tfidf_vectorizer min_gram_length " + Twine(minLength) + " and max_gram_length " +
                          Twine(maxLength) + " must satisfy 1 <= min_gram_length <= max_gram_length");
-  if (adaptor.getMaxSkipCount() < 0)
-    return fail(loc, "tfidf_vectorizer max_skip_count must be >= 0, got " + Twine(adaptor.getMaxSkipCount()));
+  // ODS's I64Attr getters are unsigned: read the signed values.
+  int64_t maxSkip = adaptor.getMaxSkipCountAttr().getInt();
+  if (maxSkip < 0)
+    return fail(loc, "tfidf_vectorizer max_skip_count must be >= 0, got " + Twine(maxSkip));
   ArrayRef<int64_t> counts = adaptor.getNgramCounts(), indexes = adaptor.getNgramIndexes();
   int64_t poolSize = adaptor.getPoolInt64s().size();
   if (counts.empty())
     return fail(loc, "tfidf_vectorizer ngram_counts must not be empty");
   // ngram_counts[i] is where the (i+1)-grams start; each segment must hold
   // whole n-grams.
+  for (size_t i = 0; i < counts.size(); ++i)
+    if (counts[i] < 0 || counts[i] > poolSize || (i > 0 && counts[i] < counts[i - 1]))
+      return fail(loc, "tfidf_vectorizer ngram_counts must be non-decreasing offsets into pool_int64s (" +
+                           Twine(poolSize) + " values), got " + Twine(counts[i]) + " at " + Twine(i));
   int64_t ngrams = 0;
   for (size_t i = 0; i < counts.size(); ++i) {
     int64_t begin = counts[i], end = i + 1 < counts.size() ? counts[i + 1] : poolSize;
-    if (begin < 0 || begin > end || end > poolSize)
-      return fail(loc, "tfidf_vectorizer ngram_counts must be non-decreasing offsets into pool_int64s (" +
-                           Twine(poolSize) + " values), got " + Twine(begin) + " at " + Twine(i));
     int64_t length = i + 1;
     if ((end - begin) % length != 0)
       return fail(loc, "tfidf_vectorizer ngram_counts: the " + Twine(length) + "-grams span " +
