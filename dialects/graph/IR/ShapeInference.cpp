@@ -1816,10 +1816,16 @@ LogicalResult TfIdfVectorizerOp::inferReturnTypes(MLIRContext *ctx, std::optiona
                          " entries but pool_int64s holds " + Twine(ngrams) + " n-grams");
   if (indexes.empty())
     return fail(loc, "tfidf_vectorizer ngram_indexes must not be empty");
+  // The lowering keeps per-column tables: a width beyond any vocabulary is
+  // refused rather than allocated.
+  constexpr int64_t kMaxWidth = int64_t(1) << 24;
   int64_t width = 0;
   for (int64_t index : indexes) {
-    if (index < 0 || index >= (int64_t(1) << 31))
+    if (index < 0)
       return fail(loc, "tfidf_vectorizer ngram_indexes value " + Twine(index) + " is out of range");
+    if (index >= kMaxWidth)
+      return fail(loc, "unsupported tfidf_vectorizer ngram_indexes value " + Twine(index) + " (at most " +
+                           Twine(kMaxWidth - 1) + ")");
     width = std::max(width, index + 1);
   }
   ArrayRef<float> weights = adaptor.getWeights();

@@ -416,3 +416,12 @@ func.func @bad_tfidf_lengths(%x: tensor<6xi64>) -> tensor<2xf32> {
   %0 = graph.tfidf_vectorizer %x {mode = "TF", min_gram_length = 2 : i64, max_gram_length = 1 : i64, max_skip_count = 0 : i64, ngram_counts = array<i64: 0>, ngram_indexes = array<i64: 0, 1>, pool_int64s = array<i64: 1, 2>} : (tensor<6xi64>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+func.func @bad_tfidf_width(%x: tensor<6xi64>) -> tensor<2xf32> {
+  // expected-error @+2 {{unsupported tfidf_vectorizer ngram_indexes value 4294967296 (at most 16777215)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.tfidf_vectorizer %x {mode = "TF", min_gram_length = 1 : i64, max_gram_length = 1 : i64, max_skip_count = 0 : i64, ngram_counts = array<i64: 0>, ngram_indexes = array<i64: 0, 4294967296>, pool_int64s = array<i64: 1, 2>} : (tensor<6xi64>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
