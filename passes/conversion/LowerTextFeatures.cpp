@@ -1,4 +1,4 @@
-// graph.tfidf_vectorizer -> constant n-gram tables, one linalg.generic counting each pool n-gram per row, one summing the counts into the output columns.
+// graph.tfidf_vectorizer -> constant n-gram tables, a linalg.generic counting each pool n-gram per row, one per column.
 #include "passes/conversion/LoweringUtils.h"
 
 #include "dialects/graph/IR/Graph.h"
@@ -89,7 +89,9 @@ struct TfIdfVectorizerPattern : OpConversionPattern<TfIdfVectorizerOp> {
     }
 
     // Skips s with s + 1 >= C cannot fit a second token in the row, so the
-    // skip loop runs max(1, min(max_skip_count + 1, C - 1)) times.
+    // skip loop runs max(1, min(max_skip_count + 1, C - 1)) times. An empty
+    // tensor of that length gives the generic its skip dimension; its values
+    // are never read.
     int64_t skipLimit = std::min<int64_t>(op.getMaxSkipCountAttr().getInt(), int64_t(1) << 40) + 1;
     int64_t rowLength = xt.getShape().back();
     Value length = dimValue(rewriter, loc, x, rank - 1);
