@@ -73,6 +73,8 @@ void addLinearAlgebraImporters(llvm::StringMap<NodeImporter> &t);
 void addDataDependentImporters(llvm::StringMap<NodeImporter> &t);
 /// GridSample, RoiAlign (SamplingImporters.cpp).
 void addSamplingImporters(llvm::StringMap<NodeImporter> &t);
+/// TfIdfVectorizer (TextFeatureImporters.cpp).
+void addTextFeatureImporters(llvm::StringMap<NodeImporter> &t);
 /// ONNX op type -> importer, for the ai.onnx.preview.training domain (TrainingImporters.cpp).
 const llvm::StringMap<NodeImporter> &trainingImporters();
 

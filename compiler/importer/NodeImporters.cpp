@@ -2065,6 +2065,7 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     addLinearAlgebraImporters(t);
     addSamplingImporters(t);
     addDataDependentImporters(t);
+    addTextFeatureImporters(t); // tfidf
     return t;
   }();
   return table;

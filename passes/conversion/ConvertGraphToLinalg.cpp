@@ -40,6 +40,7 @@ struct ConvertGraphToLinalgPass
     populatePoolIndicesLoweringPatterns(patterns);
     populateLinearAlgebraLoweringPatterns(patterns);
     populateSamplingLoweringPatterns(patterns);
+    populateTextFeatureLoweringPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -116,6 +116,8 @@ void populateQuantizedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns, 
 void populatePoolIndicesLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateLinearAlgebraLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateSamplingLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// TfIdfVectorizer (LowerTextFeatures.cpp).
+void populateTextFeatureLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln
 

@@ -392,19 +392,20 @@ def gen_bad(mlp_bytes, use_ort):
             continue
         raise SystemExit("bad/%s unexpectedly parses as a valid model" % name)
 
-    # A node of an op kiln does not support (TfIdfVectorizer: n-gram counting).
+    # A node of an op kiln does not support (Bernoulli, opset 15: random
+    # sampling, which kiln does not implement).
     nodes = [
         helper.make_node("Abs", ["x"], ["r"], name="abs"),
-        helper.make_node("TfIdfVectorizer", ["r"], ["y"], name="weird_node", mode="TF",
-                         min_gram_length=1, max_gram_length=1, max_skip_count=0,
-                         ngram_counts=[0], ngram_indexes=[0], pool_int64s=[1]),
+        helper.make_node("Bernoulli", ["r"], ["y"], name="weird_node", seed=1.0),
     ]
     graph = helper.make_graph(
         nodes, "kiln_unsupported_op",
-        [helper.make_tensor_value_info("x", TensorProto.INT64, [8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8])],
     )
-    save_model(make_model(graph), os.path.join(bad, "unsupported_op.onnx"))
+    model = make_model(graph)
+    model.opset_import[0].version = 15
+    save_model(model, os.path.join(bad, "unsupported_op.onnx"))
 
     # A node input that is neither a graph input, an initializer nor produced by a node.
     nodes = [

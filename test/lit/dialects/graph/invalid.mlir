@@ -357,3 +357,93 @@ func.func @bad_conv_transpose_output_shape(%x: tensor<1x2x?x?xf32>, %w: tensor<?
   return %0 : tensor<1x?x?x?xf32>
 }
 // end dynconv
+
+// -----
+
+func.func @bad_tfidf_counts(%x: tensor<6xi64>) -> tensor<2xf32> {
+  // expected-error @+2 {{tfidf_vectorizer ngram_counts: the 2-grams span 3 values of pool_int64s, not a multiple of 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.tfidf_vectorizer %x {mode = "TF", min_gram_length = 2 : i64, max_gram_length = 2 : i64, max_skip_count = 0 : i64, ngram_counts = array<i64: 0, 1>, ngram_indexes = array<i64: 0, 1>, pool_int64s = array<i64: 7, 1, 2, 3>} : (tensor<6xi64>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @bad_tfidf_offsets(%x: tensor<6xi64>) -> tensor<2xf32> {
+  // expected-error @+2 {{tfidf_vectorizer ngram_counts must be non-decreasing offsets into pool_int64s (2 values), got 6 at 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.tfidf_vectorizer %x {mode = "TF", min_gram_length = 1 : i64, max_gram_length = 2 : i64, max_skip_count = 0 : i64, ngram_counts = array<i64: 0, 6>, ngram_indexes = array<i64: 0, 1>, pool_int64s = array<i64: 1, 2>} : (tensor<6xi64>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @bad_tfidf_indexes_size(%x: tensor<6xi64>) -> tensor<3xf32> {
+  // expected-error @+2 {{tfidf_vectorizer ngram_indexes has 3 entries but pool_int64s holds 2 n-grams}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.tfidf_vectorizer %x {mode = "TF", min_gram_length = 1 : i64, max_gram_length = 1 : i64, max_skip_count = 0 : i64, ngram_counts = array<i64: 0>, ngram_indexes = array<i64: 0, 1, 2>, pool_int64s = array<i64: 1, 2>} : (tensor<6xi64>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @bad_tfidf_index(%x: tensor<6xi64>) -> tensor<2xf32> {
+  // expected-error @+2 {{tfidf_vectorizer ngram_indexes value -1 is out of range}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.tfidf_vectorizer %x {mode = "TF", min_gram_length = 1 : i64, max_gram_length = 1 : i64, max_skip_count = 0 : i64, ngram_counts = array<i64: 0>, ngram_indexes = array<i64: 0, -1>, pool_int64s = array<i64: 1, 2>} : (tensor<6xi64>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @bad_tfidf_skip(%x: tensor<6xi64>) -> tensor<2xf32> {
+  // expected-error @+2 {{tfidf_vectorizer max_skip_count must be >= 0, got -1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.tfidf_vectorizer %x {mode = "TF", min_gram_length = 1 : i64, max_gram_length = 1 : i64, max_skip_count = -1 : i64, ngram_counts = array<i64: 0>, ngram_indexes = array<i64: 0, 1>, pool_int64s = array<i64: 1, 2>} : (tensor<6xi64>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @bad_tfidf_weights(%x: tensor<6xi64>) -> tensor<2xf32> {
+  // expected-error @+2 {{tfidf_vectorizer weights has 1 entries, ngram_indexes 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.tfidf_vectorizer %x {mode = "IDF", min_gram_length = 1 : i64, max_gram_length = 1 : i64, max_skip_count = 0 : i64, ngram_counts = array<i64: 0>, ngram_indexes = array<i64: 0, 1>, pool_int64s = array<i64: 1, 2>, weights = array<f32: 1.0>} : (tensor<6xi64>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @bad_tfidf_mode(%x: tensor<6xi64>) -> tensor<2xf32> {
+  // expected-error @+2 {{unsupported tfidf_vectorizer mode 'BM25' (TF, IDF or TFIDF)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.tfidf_vectorizer %x {mode = "BM25", min_gram_length = 1 : i64, max_gram_length = 1 : i64, max_skip_count = 0 : i64, ngram_counts = array<i64: 0>, ngram_indexes = array<i64: 0, 1>, pool_int64s = array<i64: 1, 2>} : (tensor<6xi64>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @bad_tfidf_type(%x: tensor<6xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{unsupported tfidf_vectorizer input type (int32 or int64 tokens only)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.tfidf_vectorizer %x {mode = "TF", min_gram_length = 1 : i64, max_gram_length = 1 : i64, max_skip_count = 0 : i64, ngram_counts = array<i64: 0>, ngram_indexes = array<i64: 0, 1>, pool_int64s = array<i64: 1, 2>} : (tensor<6xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @bad_tfidf_lengths(%x: tensor<6xi64>) -> tensor<2xf32> {
+  // expected-error @+2 {{tfidf_vectorizer min_gram_length 2 and max_gram_length 1 must satisfy 1 <= min_gram_length <= max_gram_length}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.tfidf_vectorizer %x {mode = "TF", min_gram_length = 2 : i64, max_gram_length = 1 : i64, max_skip_count = 0 : i64, ngram_counts = array<i64: 0>, ngram_indexes = array<i64: 0, 1>, pool_int64s = array<i64: 1, 2>} : (tensor<6xi64>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @bad_tfidf_width(%x: tensor<6xi64>) -> tensor<2xf32> {
+  // expected-error @+2 {{unsupported tfidf_vectorizer ngram_indexes value 4294967296 (at most 16777215)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.tfidf_vectorizer %x {mode = "TF", min_gram_length = 1 : i64, max_gram_length = 1 : i64, max_skip_count = 0 : i64, ngram_counts = array<i64: 0>, ngram_indexes = array<i64: 0, 4294967296>, pool_int64s = array<i64: 1, 2>} : (tensor<6xi64>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}

@@ -347,3 +347,19 @@ func.func @conv_transpose_runtime_pads(%x: tensor<1x?x?x3xf32>, %w: tensor<?x?x?
   return %0, %1 : tensor<1x?x10x8xf32>, tensor<1x?x?x6xf32>
 }
 // end dynconv
+
+// -----
+
+// The output width is max(ngram_indexes) + 1 whatever the row length.
+// CHECK-LABEL: func @tfidf_vectorizer
+func.func @tfidf_vectorizer(%x: tensor<?x?xi32>, %y: tensor<12xi64>) -> (tensor<?x5xf32>, tensor<3xf32>) {
+  // CHECK: graph.tfidf_vectorizer {{.*}} -> tensor<?x5xf32>
+  %0 = graph.tfidf_vectorizer %x {mode = "TF", min_gram_length = 1 : i64, max_gram_length = 2 : i64,
+      max_skip_count = 0 : i64, ngram_counts = array<i64: 0, 2>, ngram_indexes = array<i64: 4, 0, 2>,
+      pool_int64s = array<i64: 4, 5, 4, 5>} : (tensor<?x?xi32>) -> tensor<?x5xf32>
+  // CHECK: graph.tfidf_vectorizer {{.*}}weights = array<f32: 2.000000e+00, 1.000000e+00, 5.000000e-01>{{.*}} -> tensor<3xf32>
+  %1 = graph.tfidf_vectorizer %y {mode = "TFIDF", min_gram_length = 2 : i64, max_gram_length = 2 : i64,
+      max_skip_count = 3 : i64, ngram_counts = array<i64: 0, 0>, ngram_indexes = array<i64: 0, 1, 2>,
+      pool_int64s = array<i64: 1, 2, 3, 4, 5, 6>, weights = array<f32: 2.0, 1.0, 0.5>} : (tensor<12xi64>) -> tensor<3xf32>
+  return %0, %1 : tensor<?x5xf32>, tensor<3xf32>
+}
