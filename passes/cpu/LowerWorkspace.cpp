@@ -33,8 +33,8 @@ struct LowerWorkspacePass : impl::LowerWorkspacePassBase<LowerWorkspacePass> {
     OpBuilder b(ws);
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     auto i64 = b.getI64Type();
-    // kiln_abi_context { void *runtime; parallel_for; workspace; }
-    auto ctxStruct = LLVM::LLVMStructType::getLiteral(ctx, {ptr, ptr, ptr});
+    // kiln_abi_context { void *runtime; parallel_for; workspace; allocation_failed; }
+    auto ctxStruct = LLVM::LLVMStructType::getLiteral(ctx, {ptr, ptr, ptr, ptr});
     Value context = func.getArgument(0);
     auto field = [&](int32_t i) {
       Value at = LLVM::GEPOp::create(b, loc, ptr, ctxStruct, context, ArrayRef<LLVM::GEPArg>{0, i});

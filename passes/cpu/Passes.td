@@ -17,6 +17,19 @@ def LowerWorkspacePass : Pass<"kiln-lower-workspace", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def CheckHeapAllocationsPass : Pass<"kiln-check-heap-allocations", "::mlir::ModuleOp"> {
+  let summary = "Report a failed heap allocation of @main to the runtime and return";
+  let description = [{
+    After each `memref.alloc` in @main's own blocks (outputs, data-sized
+    intermediates), a NULL result calls the context's
+    `allocation_failed(runtime, bytes)` and returns empty views at once, so a
+    request whose sizes no memory can hold gets an out-of-memory error
+    instead of a crash. Allocations nested in loops stay unguarded.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::cf::ControlFlowDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def FuseElementwisePass : Pass<"kiln-fuse-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Fuse elementwise linalg chains, keeping matrix products' operands unfused";
   let description = [{

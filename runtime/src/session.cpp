@@ -40,7 +40,12 @@ struct RunState {
   kiln_session *session;
   std::chrono::steady_clock::time_point start;
   int64_t workspaceFailed = -1; // the bytes a failed workspace request asked for
+  int64_t allocationFailed = -1; // the bytes of a heap allocation the generated code could not make
 };
+
+void allocationFailedTrampoline(void *runtime, int64_t bytes) {
+  static_cast<RunState *>(runtime)->allocationFailed = bytes;
+}
 
 void *workspaceTrampoline(void *runtime, int64_t bytes) {
   auto *run = static_cast<RunState *>(runtime);
@@ -181,12 +186,17 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
   s.profile.clear();
   s.lastRunProfiled = s.profiling;
   RunState state{m.device.get(), &s, std::chrono::steady_clock::now()};
-  kiln_abi_context ctx{&state, parallelForTrampoline, workspaceTrampoline};
+  kiln_abi_context ctx{&state, parallelForTrampoline, workspaceTrampoline, allocationFailedTrampoline};
   const int32_t rc = m.entry(&ctx, s.inputs.data(), s.outputs.data());
   if (state.workspaceFailed >= 0)
     // The generated code returned before allocating or writing any output.
     return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory: this request's intermediates need " +
                                                    std::to_string(state.workspaceFailed) + " bytes of scratch memory");
+  if (state.allocationFailed >= 0)
+    // The generated code returned at once; its outputs were never written.
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory: an output or a data-sized intermediate of " +
+                                                   std::to_string(state.allocationFailed) +
+                                                   " bytes could not be allocated (check the request's sizes)");
   if (rc != 0) {
     freeAllocations(s.outputs);
     return makeError(KILN_ERROR_INTERNAL, "generated code failed with status " + std::to_string(rc));

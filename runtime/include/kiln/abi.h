@@ -9,7 +9,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of these structs or the entry signature changes. */
-#define KILN_ABI_VERSION 3
+#define KILN_ABI_VERSION 4
 
 /* One tensor crossing the boundary. All tensors are dense and row-major.
  * Inputs (graph inputs, then weights in metadata order): the runtime sets
@@ -39,12 +39,17 @@ typedef void (*kiln_abi_kernel_fn)(void *captures, int64_t begin, int64_t end);
  * at least `bytes` bytes, 64-byte aligned, valid until the entry returns; it is
  * called at most once per run, first thing. On NULL (out of memory) the
  * generated code returns at once without touching its outputs, and the runtime
- * reports the failure. */
+ * reports the failure.
+ * `allocation_failed` is called when the generated code's own heap
+ * allocation (an output, or an intermediate whose size depends on the data)
+ * of `bytes` bytes failed; the code then returns at once and the runtime
+ * reports the failure without reading the outputs (version 4 added it). */
 typedef struct kiln_abi_context {
   void *runtime;
   void (*parallel_for)(void *runtime, int32_t kernel_id, kiln_abi_kernel_fn fn,
                        void *captures, int64_t count, int64_t flops, int64_t bytes);
   void *(*workspace)(void *runtime, int64_t bytes);
+  void (*allocation_failed)(void *runtime, int64_t bytes);
 } kiln_abi_context;
 
 /* The symbol every artifact's code section exports. Returns 0 on success. */
