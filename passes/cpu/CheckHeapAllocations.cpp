@@ -9,6 +9,7 @@
 // then reports out of memory without reading the outputs. Allocations nested
 // in loops (inside scf regions) cannot branch out and stay unguarded.
 #include "passes/cpu/Passes.h"
+#include "passes/cpu/RuntimeContext.h"
 
 
 
@@ -45,7 +46,6 @@ struct CheckHeapAllocationsPass : impl::CheckHeapAllocationsPassBase<CheckHeapAl
     }
     MLIRContext *ctx = &getContext();
     auto ptr = LLVM::LLVMPointerType::get(ctx);
-    auto ctxStruct = LLVM::LLVMStructType::getLiteral(ctx, {ptr, ptr, ptr, ptr});
     Value context = func.getArgument(0);
     for (memref::AllocOp alloc : allocs) {
       Location loc = alloc.getLoc();
@@ -73,22 +73,11 @@ struct CheckHeapAllocationsPass : impl::CheckHeapAllocationsPassBase<CheckHeapAl
       Block *rest = here->splitBlock(failed.getDefiningOp()->getNextNode());
       Block *report = b.createBlock(rest);
       // ctx->allocation_failed(ctx->runtime, bytes), then empty results.
-      auto field = [&](int32_t i) {
-        Value at = LLVM::GEPOp::create(b, loc, ptr, ctxStruct, context, ArrayRef<LLVM::GEPArg>{0, i});
-        return LLVM::LoadOp::create(b, loc, ptr, at).getResult();
-      };
-      Value runtime = field(0), fn = field(3);
+      Value runtime = contextField(b, loc, context, 0), fn = contextField(b, loc, context, 3);
       Value bytes64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), bytes);
       auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr, b.getI64Type()});
       LLVM::CallOp::create(b, loc, fnType, ValueRange{fn, runtime, bytes64});
-      Value none = memref::AllocaOp::create(b, loc, MemRefType::get({0}, b.getI8Type()));
-      SmallVector<Value> results;
-      for (Type t : func.getResultTypes()) {
-        auto result = cast<MemRefType>(t);
-        SmallVector<Value> sizes(result.getNumDynamicDims(), zero);
-        results.push_back(memref::ViewOp::create(b, loc, result, none, zero, sizes));
-      }
-      func::ReturnOp::create(b, loc, results);
+      returnEmptyResults(b, loc, func, memref::AllocaOp::create(b, loc, MemRefType::get({0}, b.getI8Type())));
       b.setInsertionPointToEnd(here);
       cf::CondBranchOp::create(b, loc, failed, report, rest);
     }

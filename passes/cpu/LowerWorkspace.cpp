@@ -1,6 +1,7 @@
 // Turns the memory plan's kiln_cpu.workspace into a call of the context's workspace function,
 // with an early return when the runtime has no memory for it.
 #include "passes/cpu/Passes.h"
+#include "passes/cpu/RuntimeContext.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_LOWERWORKSPACEPASS
@@ -33,14 +34,8 @@ struct LowerWorkspacePass : impl::LowerWorkspacePassBase<LowerWorkspacePass> {
     OpBuilder b(ws);
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     auto i64 = b.getI64Type();
-    // kiln_abi_context { void *runtime; parallel_for; workspace; allocation_failed; }
-    auto ctxStruct = LLVM::LLVMStructType::getLiteral(ctx, {ptr, ptr, ptr, ptr});
     Value context = func.getArgument(0);
-    auto field = [&](int32_t i) {
-      Value at = LLVM::GEPOp::create(b, loc, ptr, ctxStruct, context, ArrayRef<LLVM::GEPArg>{0, i});
-      return LLVM::LoadOp::create(b, loc, ptr, at).getResult();
-    };
-    Value runtime = field(0), fn = field(2);
+    Value runtime = contextField(b, loc, context, 0), fn = contextField(b, loc, context, 2);
     Value bytes = arith::IndexCastOp::create(b, loc, i64, ws.getBytes());
     auto fnType = LLVM::LLVMFunctionType::get(ptr, {ptr, i64});
     Value base = LLVM::CallOp::create(b, loc, fnType, ValueRange{fn, runtime, bytes}).getResult();
@@ -66,14 +61,7 @@ struct LowerWorkspacePass : impl::LowerWorkspacePassBase<LowerWorkspacePass> {
     Block *rest = entry->splitBlock(ws->getNextNode());
     ws.erase();
     Block *oom = b.createBlock(rest);
-    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-    SmallVector<Value> results;
-    for (Type t : func.getResultTypes()) {
-      auto type = cast<MemRefType>(t);
-      SmallVector<Value> sizes(type.getNumDynamicDims(), c0);
-      results.push_back(memref::ViewOp::create(b, loc, type, arena, c0, sizes));
-    }
-    func::ReturnOp::create(b, loc, results);
+    returnEmptyResults(b, loc, func, arena);
     b.setInsertionPointToEnd(entry);
     cf::CondBranchOp::create(b, loc, failed, oom, rest);
   }
