@@ -261,7 +261,7 @@ FailureOr<SmallVector<Value>> GraphImporter::importSubgraph(const onnx::GraphPro
   // only until it ends.
   llvm::StringMap<Value> outerValues = values;
   llvm::StringMap<SequenceElements> outerSequences = sequences;
-  auto restore = llvm::make_scope_exit([&] {
+  llvm::scope_exit restore([&] {
     values = std::move(outerValues);
     sequences = std::move(outerSequences);
     --subgraphDepth;
