@@ -443,34 +443,27 @@ OwningOpRef<ModuleOp> GraphImporter::run(const std::string &sha256) {
 
 } // namespace
 
-ImportedModel importOnnxFile(MLIRContext &context, const std::string &path,
-                             std::string &error, const ImportOptions &options) {
+ImportedModel importOnnxBytes(MLIRContext &context, llvm::StringRef bytes, const std::string &modelDir,
+                              const std::string &displayName, std::string &error,
+                              const ImportOptions &options) {
   context.getOrLoadDialect<graph::GraphDialect>();
   context.getOrLoadDialect<func::FuncDialect>();
   ImportedModel result;
   auto source = std::make_shared<ModelSource>();
-
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer) {
-    error = "cannot read '" + path + "': " + buffer.getError().message();
-    return result;
-  }
-  llvm::StringRef bytes = (*buffer)->getBuffer();
   if (bytes.size() > (size_t)INT32_MAX) {
-    error = "'" + path + "' is over 2 GiB; store large weights as external data";
+    error = "'" + displayName + "' is over 2 GiB; store large weights as external data";
     return result;
   }
   if (!source->model.ParseFromArray(bytes.data(), (int)bytes.size())) {
-    error = "'" + path + "' is not a valid ONNX model (protobuf parse failed)";
+    error = "'" + displayName + "' is not a valid ONNX model (protobuf parse failed)";
     return result;
   }
   std::string sha = hexDigest(llvm::SHA256::hash(
       ArrayRef<uint8_t>((const uint8_t *)bytes.data(), bytes.size())));
 
-  SmallString<256> dir(path);
+  // External data resolves against the canonical directory (TensorImport.cpp keeps it inside).
+  SmallString<256> dir(modelDir.empty() ? "." : modelDir);
   llvm::sys::fs::make_absolute(dir);
-  llvm::sys::path::remove_filename(dir);
   SmallString<256> real;
   if (llvm::sys::fs::real_path(dir, real))
     real = dir;
@@ -482,6 +475,19 @@ ImportedModel importOnnxFile(MLIRContext &context, const std::string &path,
     error = "import failed";
   result.source = source;
   return result;
+}
+
+ImportedModel importOnnxFile(MLIRContext &context, const std::string &path,
+                             std::string &error, const ImportOptions &options) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    error = "cannot read '" + path + "': " + buffer.getError().message();
+    return {};
+  }
+  SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  return importOnnxBytes(context, (*buffer)->getBuffer(), std::string(dir), path, error, options);
 }
 
 } // namespace kiln

@@ -4,6 +4,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <memory>
 #include <string>
@@ -38,6 +39,13 @@ struct ImportOptions {
 ImportedModel importOnnxFile(mlir::MLIRContext &context,
                              const std::string &path, std::string &error,
                              const ImportOptions &options = {});
+
+/// The same from a serialized ModelProto held in memory (`bytes` need only live
+/// for the call); external data files are looked up in `modelDir`, and
+/// `displayName` names the model in errors.
+ImportedModel importOnnxBytes(mlir::MLIRContext &context, llvm::StringRef bytes,
+                              const std::string &modelDir, const std::string &displayName,
+                              std::string &error, const ImportOptions &options = {});
 
 /// Attribute names the importer puts on the module and on @main's arguments
 /// and results; the artifact writer reads them back.

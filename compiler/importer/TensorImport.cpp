@@ -8,7 +8,11 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -53,13 +57,37 @@ int64_t storedElementSize(int32_t dtype) {
   }
 }
 
-/// Resolves an external-data location to a file inside the model directory.
-/// Refuses absolute paths, any `..` component and symlinks anywhere on the way.
-FailureOr<std::string> resolveExternalPath(const std::string &modelDir,
-                                           const std::string &location,
-                                           std::string &error) {
+/// A file descriptor closed when it goes out of scope.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  Fd(Fd &&o) : fd(o.fd) { o.fd = -1; }
+  Fd(const Fd &) = delete;
+  Fd &operator=(Fd &&o) {
+    std::swap(fd, o.fd);
+    return *this;
+  }
+  ~Fd() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+/// Opens an external-data location as a file inside the model directory.
+/// The location must be relative, without `..`; every component is opened
+/// with O_NOFOLLOW relative to the one before (openat), so a symlink anywhere
+/// on the way is refused and nothing can be swapped between the check and the
+/// open. The file must be a regular file with one link: a hard link is how a
+/// file from elsewhere would appear inside the directory.
+FailureOr<Fd> openExternalFile(const std::string &modelDir,
+                               const std::string &location,
+                               std::string &error) {
   if (location.empty()) {
     error = "external data location is empty";
+    return failure();
+  }
+  if (location.find('\0') != std::string::npos) {
+    error = "external data location contains a NUL byte";
     return failure();
   }
   if (llvm::sys::path::is_absolute(location) || location[0] == '/' ||
@@ -68,36 +96,62 @@ FailureOr<std::string> resolveExternalPath(const std::string &modelDir,
             "' is an absolute path; it must be relative to the model's directory";
     return failure();
   }
-  std::string path = modelDir;
+  SmallVector<llvm::StringRef> parts;
   for (auto it = llvm::sys::path::begin(location),
             end = llvm::sys::path::end(location);
        it != end; ++it) {
     llvm::StringRef part = *it;
-    if (part == "." )
+    if (part == "." || part.empty())
       continue;
     if (part == ".." || part.contains('\\')) {
       error = "external data location '" + location +
               "' leaves the model's directory";
       return failure();
     }
-    path += "/" + part.str();
-    struct stat st;
-    if (::lstat(path.c_str(), &st) != 0) {
-      error = "external data file '" + location + "' not found next to the model";
+    parts.push_back(part);
+  }
+  if (parts.empty()) {
+    error = "external data location '" + location + "' names no file";
+    return failure();
+  }
+  Fd dir(::open(modelDir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.fd < 0) {
+    error = "cannot open the model's directory '" + modelDir + "'";
+    return failure();
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    bool last = i + 1 == parts.size();
+    std::string part = parts[i].str();
+    // O_NONBLOCK: a FIFO planted as the data file must not hang the compiler.
+    int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (last ? O_NONBLOCK : O_DIRECTORY);
+    Fd next(::openat(dir.fd, part.c_str(), flags));
+    if (next.fd < 0) {
+      int err = errno;
+      struct stat st;
+      bool isLink = ::fstatat(dir.fd, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    S_ISLNK(st.st_mode);
+      if (isLink || err == ELOOP)
+        error = "external data location '" + location +
+                "' goes through a symlink, which kiln refuses";
+      else if (err == ENOENT)
+        error = "external data file '" + location + "' not found next to the model";
+      else
+        error = "cannot open external data file '" + location + "': " + std::strerror(err);
       return failure();
     }
-    if (S_ISLNK(st.st_mode)) {
-      error = "external data location '" + location +
-              "' goes through a symlink, which kiln refuses";
-      return failure();
-    }
+    dir = std::move(next);
   }
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(dir.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     error = "external data location '" + location + "' is not a regular file";
     return failure();
   }
-  return path;
+  if (st.st_nlink != 1) {
+    error = "external data file '" + location + "' has " + std::to_string(st.st_nlink) +
+            " hard links, which kiln refuses (it may be a file from outside the model's directory)";
+    return failure();
+  }
+  return std::move(dir);
 }
 
 /// Maps the external bytes of `tensor`; `expected` is dims x element size.
@@ -130,19 +184,21 @@ FailureOr<ArrayRef<char>> mapExternalData(const onnx::TensorProto &tensor,
       hasLength = true;
     }
   }
-  auto path = resolveExternalPath(source.modelDir, location, error);
-  if (failed(path))
+  auto file = openExternalFile(source.modelDir, location, error);
+  if (failed(file))
     return failure();
-  uint64_t fileSize = 0;
-  if (llvm::sys::fs::file_size(*path, fileSize)) {
+  struct stat st;
+  if (::fstat(file->fd, &st) != 0) {
     error = "cannot read external data file '" + location + "'";
     return failure();
   }
+  uint64_t fileSize = uint64_t(st.st_size);
   if (hasLength && length != expected) {
     error = "external data length " + std::to_string(length) +
             " does not match the tensor's " + std::to_string(expected) + " bytes";
     return failure();
   }
+  // Written so that offset + expected cannot wrap.
   if (offset > fileSize || expected > fileSize - offset) {
     error = "external data [" + std::to_string(offset) + ", +" +
             std::to_string(expected) + ") lies outside '" + location + "' (" +
@@ -151,8 +207,8 @@ FailureOr<ArrayRef<char>> mapExternalData(const onnx::TensorProto &tensor,
   }
   if (expected == 0)
     return ArrayRef<char>();
-  auto buffer = llvm::MemoryBuffer::getFileSlice(*path, expected, offset,
-                                                 /*IsVolatile=*/false);
+  auto buffer = llvm::MemoryBuffer::getOpenFileSlice(
+      file->fd, location, expected, int64_t(offset), /*IsVolatile=*/false);
   if (!buffer) {
     error = "cannot map external data file '" + location + "'";
     return failure();
@@ -162,47 +218,56 @@ FailureOr<ArrayRef<char>> mapExternalData(const onnx::TensorProto &tensor,
   return bytes;
 }
 
+/// The number of values a tensor's typed field holds (float_data, int32_data...).
+int64_t typedFieldCount(const onnx::TensorProto &t) {
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT: return t.float_data_size();
+  case onnx::TensorProto::DOUBLE: return t.double_data_size();
+  case onnx::TensorProto::INT64: return t.int64_data_size();
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64: return t.uint64_data_size();
+  default: return t.int32_data_size();
+  }
+}
+
 /// Copies typed-field values into a little-endian byte buffer of the tensor's
 /// stored element type.
 FailureOr<std::vector<char>> typedFieldBytes(const onnx::TensorProto &t,
                                              int64_t count, std::string &error) {
   int64_t size = storedElementSize(t.data_type());
+  // Checked before allocating: the dims alone must never size an allocation.
+  if (typedFieldCount(t) != count) {
+    error = "tensor '" + t.name() + "' has " + std::to_string(typedFieldCount(t)) +
+            " values, its shape needs " + std::to_string(count);
+    return failure();
+  }
   std::vector<char> bytes(count * size);
-  auto fill = [&](auto field, auto convert) -> bool {
-    if (field.size() != count) {
-      error = "tensor '" + t.name() + "' has " + std::to_string(field.size()) +
-              " values, its shape needs " + std::to_string(count);
-      return false;
-    }
+  auto fill = [&](auto field, auto convert) {
     for (int64_t i = 0; i < count; ++i)
       convert(field.Get(i), bytes.data() + i * size);
-    return true;
   };
   auto store = [size](auto v, char *dst) {
     std::memcpy(dst, &v, size);
   };
-  bool ok = false;
   switch (t.data_type()) {
   case onnx::TensorProto::FLOAT:
-    ok = fill(t.float_data(), [&](float v, char *d) { store(v, d); });
+    fill(t.float_data(), [&](float v, char *d) { store(v, d); });
     break;
   case onnx::TensorProto::DOUBLE:
-    ok = fill(t.double_data(), [&](double v, char *d) { store(v, d); });
+    fill(t.double_data(), [&](double v, char *d) { store(v, d); });
     break;
   case onnx::TensorProto::INT64:
-    ok = fill(t.int64_data(), [&](int64_t v, char *d) { store(v, d); });
+    fill(t.int64_data(), [&](int64_t v, char *d) { store(v, d); });
     break;
   case onnx::TensorProto::UINT32:
   case onnx::TensorProto::UINT64:
-    ok = fill(t.uint64_data(), [&](uint64_t v, char *d) { store(v, d); });
+    fill(t.uint64_data(), [&](uint64_t v, char *d) { store(v, d); });
     break;
   default:
     // int32_data carries every narrower type, fp16/bf16 as bit patterns.
-    ok = fill(t.int32_data(), [&](int32_t v, char *d) { store(v, d); });
+    fill(t.int32_data(), [&](int32_t v, char *d) { store(v, d); });
     break;
   }
-  if (!ok)
-    return failure();
   return bytes;
 }
 

@@ -1,0 +1,9 @@
+#!/bin/sh
+# Configures and builds kiln with ASan+UBSan and the libFuzzer targets into ./build-asan.
+set -e
+cd "$(dirname "$0")/.."
+cmake -G Ninja -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+  -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+  -DKILN_SANITIZE=address,undefined -DKILN_FUZZ=ON ${KILN_CMAKE_ARGS:-} >/dev/null
+ninja -C build-asan ${NINJA_ARGS:-}
