@@ -1,0 +1,38 @@
+#!/bin/sh
+# Runs one fuzz target for a given time:  sh scripts/fuzz.sh TARGET SECONDS
+# TARGET: fuzz_model | fuzz_model_dir | fuzz_artifact | fuzz_request | fuzz_tokenizer | all
+# Builds build-asan/ (ASan+UBSan+libFuzzer) when needed, seeds the working corpus
+# build-asan/fuzz/corpus/TARGET from the ONNX suite and kiln's models, also reads the saved
+# regressions in test/fuzz/corpus/TARGET, and writes crashing inputs to build-asan/fuzz/findings/.
+# A finding worth keeping goes into test/fuzz/corpus/TARGET (replayed by ctest) once fixed.
+set -e
+cd "$(dirname "$0")/.."
+target=${1:?usage: fuzz.sh TARGET SECONDS}
+seconds=${2:?usage: fuzz.sh TARGET SECONDS}
+if [ "$target" = all ]; then
+  for t in fuzz_model fuzz_model_dir fuzz_artifact fuzz_request fuzz_tokenizer; do
+    sh scripts/fuzz.sh "$t" "$seconds"
+  done
+  exit 0
+fi
+[ -n "$KILN_FUZZ_NO_BUILD" ] || sh scripts/sanitize-build.sh
+bin=build-asan/bin/$target
+[ -x "$bin" ] || { echo "fuzz.sh: no $bin"; exit 1; }
+work=build-asan/fuzz
+mkdir -p "$work/corpus/$target" "$work/findings/$target" "$work/logs"
+if [ -z "$(ls -A "$work/corpus/$target")" ]; then
+  python3 test/fuzz/make_seeds.py "$target" "$work/corpus/$target"
+fi
+log=$work/logs/$target.log
+echo "[fuzz] $target for ${seconds}s (log: $log)"
+rc=0
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_container_overflow=0} \
+  "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len=262144 \
+  -print_final_stats=1 -artifact_prefix="$work/findings/$target/" \
+  "$work/corpus/$target" "test/fuzz/corpus/$target" >"$log" 2>&1 || rc=$?
+# The last status line and the final stats: executions, coverage (edges), features, corpus.
+grep -E '^#[0-9]+' "$log" | tail -1 || true
+grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' "$log" || true
+findings=$(find "$work/findings/$target" -type f | wc -l)
+echo "[fuzz] $target: exit $rc, $findings finding(s) in $work/findings/$target"
+[ "$rc" -eq 0 ] && [ "$findings" -eq 0 ]
