@@ -50,6 +50,7 @@ compileIfStale mlp $models/mlp/model.onnx
 compileIfStale mlp_int8_dynamic $models/mlp/model.onnx --quantize=int8-dynamic
 compileIfStale gpt2 $models/lm/gpt2/model.onnx --max-context 256
 compileIfStale llama $models/lm/llama/model.onnx --max-context 256
+compileIfStale mul /usr/share/libonnx-testdata/data/node/test_mul/model.onnx --symbolic-input-dims
 
 export KILN_E2E_ARTIFACT_DIR="$artifacts"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <xmmintrin.h>
 #include <vector>
 
 namespace {
@@ -57,6 +59,41 @@ INSTANTIATE_TEST_SUITE_P(Models, RunDeterminism,
                          ::testing::Values(RunCase{"cnn", 1}, RunCase{"cnn", 32}, RunCase{"mlp", 1},
                                            RunCase{"mlp", 256}, RunCase{"mlp_int8_dynamic", 64}),
                          caseName);
+
+// z = x * y (ONNX's node/test_mul with every dim symbolic) on 1e-20s: every product (1e-40) is
+// subnormal, so z is 0 where the thread computing it flushes subnormals to zero (MXCSR FTZ) and
+// 1e-40 where it does not.
+std::vector<float> tinyProducts(kiln::Session &session) {
+  const std::vector<int64_t> shape = {64, 64, 64}; // 1 MiB per tensor: the launch goes to the pool
+  std::vector<float> x(64 * 64 * 64, 1e-20f);
+  kiln::Tensor tx = kiln::Tensor::fromVector(KILN_DTYPE_FLOAT32, shape, x);
+  kiln::Tensor ty = kiln::Tensor::fromVector(KILN_DTYPE_FLOAT32, shape, x);
+  kiln::Tensor z = std::move(session.run({&tx, &ty}).at(0));
+  return std::vector<float>(z.data<float>(), z.data<float>() + z.elementCount());
+}
+
+size_t countZeros(const std::vector<float> &v) { return size_t(std::count(v.begin(), v.end(), 0.0f)); }
+
+// The pool's workers are started by whoever loads the model and would keep that thread's
+// floating-point mode; each loop's chunks run in the mode of the thread that launched it, so a
+// caller that flushes subnormals gets the same bits on any thread count.
+TEST(RunDeterminism, TheCallersFloatingPointModeHoldsOnEveryThread) {
+  kiln::Model one = kiln::Model::load(artifactPath("mul"), 1);
+  kiln::Model four = kiln::Model::load(artifactPath("mul"), 4);
+  kiln::Session s1(one), s4(four);
+  ASSERT_EQ(countZeros(tinyProducts(s1)), 0u);
+  ASSERT_EQ(countZeros(tinyProducts(s4)), 0u);
+  const unsigned saved = _mm_getcsr();
+  _mm_setcsr(saved | 0x8000); // FTZ, on this thread only
+  std::vector<size_t> zeros;
+  zeros.push_back(countZeros(tinyProducts(s1)));
+  for (int i = 0; i < 20; ++i)
+    zeros.push_back(countZeros(tinyProducts(s4)));
+  _mm_setcsr(saved);
+  for (size_t z : zeros)
+    EXPECT_EQ(z, size_t(64 * 64 * 64)) << "a thread did not flush subnormals like the caller";
+  EXPECT_EQ(countZeros(tinyProducts(s4)), 0u) << "the caller's mode stuck to a worker";
+}
 
 // Every decode step's logits, greedy.
 std::vector<std::vector<float>> decodeLogits(const std::string &family, int32_t threads) {
