@@ -55,6 +55,7 @@ compileIfStale mul /usr/share/libonnx-testdata/data/node/test_mul/model.onnx --s
 export KILN_E2E_ARTIFACT_DIR="$artifacts"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
 export ASAN_OPTIONS="detect_leaks=1 ${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1 ${UBSAN_OPTIONS:-}"
 # Repeated runs check determinism, which the Release ctest already covers; here they only add time.
 export KILN_DETERMINISM_RUNS="${KILN_DETERMINISM_RUNS:-20}"
 "$build/bin/kiln_concurrency_tests"
