@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 namespace kiln::runtime {
 
@@ -12,6 +15,7 @@ struct ThreadPool::Job {
   void *captures;
   int64_t count;
   int64_t chunk;
+  uint32_t fpMode = 0; // the caller's MXCSR control bits (x86-64)
   std::atomic<int64_t> next{0};
   // Workers inside runChunks. Changed only under the pool mutex; read without it while the
   // caller spins for the last chunks.
@@ -35,6 +39,31 @@ ThreadPool::~ThreadPool() {
     t.join();
 }
 
+#if defined(__x86_64__)
+// MXCSR's control bits: DAZ, the exception masks, rounding, FTZ (the low 6 are sticky status flags).
+constexpr uint32_t kFpControlBits = 0xFFC0;
+#endif
+
+// A worker keeps the floating-point mode of the thread that created the pool (the one that loaded
+// the model); it takes the caller's for the caller's chunks, so a caller that flushes subnormals
+// or rounds differently gets the same bits whichever threads run its loop.
+struct ThreadPool::CallerFpMode {
+#if defined(__x86_64__)
+  explicit CallerFpMode(const Job &job) : own(_mm_getcsr()) {
+    if ((own & kFpControlBits) != job.fpMode)
+      _mm_setcsr((own & ~kFpControlBits) | job.fpMode);
+  }
+  ~CallerFpMode() {
+    unsigned now = _mm_getcsr();
+    if ((now & kFpControlBits) != (own & kFpControlBits))
+      _mm_setcsr((now & ~kFpControlBits) | (own & kFpControlBits));
+  }
+  unsigned own;
+#else
+  explicit CallerFpMode(const Job &) {}
+#endif
+};
+
 void ThreadPool::runChunks(Job &job) {
   for (;;) {
     int64_t begin = job.next.fetch_add(job.chunk, std::memory_order_relaxed);
@@ -55,6 +84,9 @@ void ThreadPool::parallelFor(kiln_abi_kernel_fn fn, void *captures, int64_t coun
   job.fn = fn;
   job.captures = captures;
   job.count = count;
+#if defined(__x86_64__)
+  job.fpMode = _mm_getcsr() & kFpControlBits;
+#endif
   // A few chunks per thread balances uneven work without making chunks tiny.
   const int64_t chunks = std::min<int64_t>(count, int64_t(threads()) * 4);
   job.chunk = (count + chunks - 1) / chunks;
@@ -115,7 +147,10 @@ void ThreadPool::workerMain() {
     Job *job = queue.front();
     job->helpers.fetch_add(1, std::memory_order_relaxed);
     lock.unlock();
-    runChunks(*job);
+    {
+      CallerFpMode mode(*job);
+      runChunks(*job);
+    }
     lock.lock();
     // All chunks are claimed now: take the job out so idle workers do not spin on it.
     auto it = std::find(queue.begin(), queue.end(), job);

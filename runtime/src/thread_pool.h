@@ -30,6 +30,7 @@ public:
 
 private:
   struct Job;
+  struct CallerFpMode;
   void workerMain();
   static void runChunks(Job &job);
 

@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <thread>
 #include <vector>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 using kiln::runtime::ThreadPool;
 
@@ -100,6 +104,52 @@ TEST(ThreadPool, NestedLoopsFinish) {
   for (auto &h : n.inner)
     expectEachOnce(*h);
 }
+
+#if defined(__x86_64__)
+namespace {
+// Records the MXCSR control bits each index ran under. The caller's first chunk waits (up to a
+// second) for a worker to run one, so the workers' side is always exercised.
+struct FpModes {
+  std::vector<std::atomic<unsigned>> seen;
+  std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> workerChunks{0};
+  explicit FpModes(int64_t n) : seen(size_t(n)) {}
+};
+void recordFpMode(void *captures, int64_t begin, int64_t end) {
+  auto *m = static_cast<FpModes *>(captures);
+  for (int64_t i = begin; i < end; ++i)
+    m->seen[size_t(i)].store(_mm_getcsr() & 0xFFC0u, std::memory_order_relaxed);
+  if (std::this_thread::get_id() != m->caller) {
+    ++m->workerChunks;
+    return;
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (m->workerChunks.load() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+}
+} // namespace
+
+// A loop's chunks run in its caller's floating-point mode (here FTZ + DAZ + round toward zero),
+// on the workers too, and the workers get their own mode back afterwards.
+TEST(ThreadPool, ChunksRunInTheCallersFloatingPointMode) {
+  ThreadPool pool(4);
+  const unsigned saved = _mm_getcsr();
+  const unsigned mode = (saved & 0xFFC0u & ~0x6000u) | 0x8040u | 0x6000u;
+  for (int iter = 0; iter < 50; ++iter) {
+    FpModes m(256);
+    _mm_setcsr((saved & ~0xFFC0u) | mode);
+    pool.parallelFor(recordFpMode, &m, 256);
+    _mm_setcsr(saved);
+    ASSERT_GT(m.workerChunks.load(), 0);
+    for (size_t i = 0; i < m.seen.size(); ++i)
+      ASSERT_EQ(m.seen[i].load(), mode) << "index " << i << " of iteration " << iter;
+    FpModes plain(256);
+    pool.parallelFor(recordFpMode, &plain, 256);
+    for (size_t i = 0; i < plain.seen.size(); ++i)
+      ASSERT_EQ(plain.seen[i].load(), saved & 0xFFC0u) << "a worker kept the previous caller's mode";
+  }
+}
+#endif
 
 TEST(CpuDevice, ImplementsTheDeviceInterface) {
   auto device = kiln::runtime::createCpuDevice(3);
