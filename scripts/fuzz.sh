@@ -26,10 +26,10 @@ fi
 log=$work/logs/$target.log
 echo "[fuzz] $target for ${seconds}s (log: $log)"
 rc=0
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_container_overflow=0} \
-  "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len=262144 \
-  -print_final_stats=1 -artifact_prefix="$work/findings/$target/" \
-  "$work/corpus/$target" "test/fuzz/corpus/$target" >"$log" 2>&1 || rc=$?
+. scripts/sanitizer-env.sh
+"$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len=262144 \
+-print_final_stats=1 -artifact_prefix="$work/findings/$target/" \
+"$work/corpus/$target" "test/fuzz/corpus/$target" >"$log" 2>&1 || rc=$?
 # The last status line and the final stats: executions, coverage (edges), features, corpus.
 grep -E '^#[0-9]+' "$log" | tail -1 || true
 grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' "$log" || true

@@ -2,6 +2,7 @@
 # Configures and builds kiln with ASan+UBSan and the libFuzzer targets into ./build-asan.
 set -e
 cd "$(dirname "$0")/.."
+. scripts/sanitizer-env.sh # the build runs the instrumented kiln-compile
 # -O1 and line tables only: sanitizer reports need file:line, not full debug info, and this keeps
 # the build short on CI's two cores.
 cmake -G Ninja -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \

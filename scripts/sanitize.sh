@@ -7,10 +7,7 @@ set -e
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 sh scripts/sanitize-build.sh
-# Container-overflow checks need every library instrumented (Debian's LLVM and protobuf are not);
-# leaks are checked (LeakSanitizer is part of ASan).
-export ASAN_OPTIONS=detect_container_overflow=0:detect_leaks=1:abort_on_error=0
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+. scripts/sanitizer-env.sh
 # Everything but the two whole-suite conformance gates, which run in the Release build: under the
 # sanitizers they take longer than the rest together.
 ctest --test-dir build-asan --output-on-failure -j 2 -E '^e2e_onnx_conformance'
