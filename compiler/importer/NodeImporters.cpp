@@ -430,12 +430,12 @@ Results importLayerNorm(NodeContext &c) {
     return failure();
   if (c.intAttr("stash_type", 1) != 1)
     return c.fail("stash_type other than float is not supported");
-  auto y = create<LayerNormOp>(c, c.input(0), c.input(1), c.input(2),
-                               c.b.getI64IntegerAttr(c.intAttr("axis", -1)),
-                               c.b.getF32FloatAttr(c.floatAttr("epsilon", 1e-5f)));
+  auto y = createOperation<LayerNormOp, 3>(c, c.input(0), c.input(1), c.input(2),
+                                           c.b.getI64IntegerAttr(c.intAttr("axis", -1)),
+                                           c.b.getF32FloatAttr(c.floatAttr("epsilon", 1e-5f)));
   if (failed(y))
     return failure();
-  Operation *op = y->getDefiningOp();
+  Operation *op = *y;
   return SmallVector<Value>(op->getResults().begin(), op->getResults().end());
 }
 
