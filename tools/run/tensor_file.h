@@ -12,7 +12,8 @@ namespace kiln::tools {
 struct HostTensor {
   uint32_t dtype = 0;
   std::vector<int64_t> shape;
-  std::string bytes;
+  std::string bytes;                // empty for strings (dtype 8)
+  std::vector<std::string> strings; // the elements of a string tensor
   std::string name; // TensorProto name; empty for .npy
 };
 
