@@ -151,20 +151,22 @@ bool parseFloat(const char *data, int64_t size, bool single, double *out) {
   }
   if (begin == end || *begin == '+' || *begin == '-')
     return false;
-  // from_chars reads nan/inf/infinity in any case and is locale-independent, unlike strtod.
-  if (single) {
+  // from_chars reads nan/inf/infinity in any case and is locale-independent, unlike strtod. Out
+  // of range it leaves the value alone: a float beyond float's range goes through double, and
+  // beyond double's it is infinity or zero by the sign of its exponent, as numpy rounds.
+  double d = 0;
+  std::from_chars_result r = std::from_chars(begin, end, d);
+  if (r.ptr != end || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range))
+    return false;
+  if (r.ec == std::errc::result_out_of_range) {
+    const char *e = std::find_if(begin, end, [](char c) { return c == 'e' || c == 'E'; });
+    d = e + 1 < end && e[1] == '-' ? 0.0 : INFINITY;
+  } else if (single) {
     float f = 0;
-    std::from_chars_result r = std::from_chars(begin, end, f);
-    if (r.ptr != end || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range))
-      return false;
-    *out = negative ? -double(f) : double(f);
-  } else {
-    double d = 0;
-    std::from_chars_result r = std::from_chars(begin, end, d);
-    if (r.ptr != end || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range))
-      return false;
-    *out = negative ? -d : d;
+    std::from_chars_result rf = std::from_chars(begin, end, f);
+    d = rf.ec == std::errc() ? double(f) : double(float(d)); // float(d) only when beyond float's range
   }
+  *out = negative ? -d : d;
   return true;
 }
 
