@@ -1526,7 +1526,9 @@ def Graph_StringNormalizerOp : Graph_Op<"string_normalizer"> {
     unless `is_case_sensitive`) are removed, the others keep their order and
     are lower-cased, upper-cased or kept (`case_change_action` LOWER, UPPER,
     NONE). The result is [K] or [1, K] with K data-dependent; when every
-    element is removed it is [1] (or [1, 1]) holding "". `locale` may be
+    element is removed it is [1] (or [1, 1]) holding "". A 2-D input whose
+    first dim is unknown at compile time (dynamic-shape mode) is read as one
+    row of all its elements; ONNX allows only [1, C]. `locale` may be
     empty or an en_US/C locale: case mapping is the runtime's (ASCII,
     Latin-1, Greek and Cyrillic letters).
 
