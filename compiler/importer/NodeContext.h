@@ -82,7 +82,7 @@ void addStringImporters(llvm::StringMap<NodeImporter> &t);
 bool isStringType(mlir::Type t);
 /// Whether kiln's lowering of the ONNX op `opType` is right for string inputs.
 bool acceptsStringInputs(llvm::StringRef opType);
-/// Cast/CastLike where exactly one side is a string (graph.string_cast).
+/// Cast/CastLike where one side at least is a string (graph.string_cast, or nothing for string to string).
 mlir::FailureOr<llvm::SmallVector<mlir::Value>> importStringCast(NodeContext &c, mlir::Value input, mlir::Type to);
 // end strings family
 /// ONNX op type -> importer, for the ai.onnx.preview.training domain (TrainingImporters.cpp).

@@ -705,8 +705,7 @@ Results importCast(NodeContext &c) {
   if (!et)
     return c.fail("unsupported target type " + Twine(to));
   if (isStringType(et) || isStringType(c.input(0).getType()))
-    return isStringType(et) && isStringType(c.input(0).getType()) ? single(c.input(0))
-                                                                   : importStringCast(c, c.input(0), et);
+    return importStringCast(c, c.input(0), et);
   return single(create<CastOp>(c, c.input(0), et));
 }
 
@@ -1543,8 +1542,7 @@ Results importCastLike(NodeContext &c) {
     return failure();
   Type et = cast<RankedTensorType>(c.input(1).getType()).getElementType();
   if (isStringType(et) || isStringType(c.input(0).getType()))
-    return isStringType(et) && isStringType(c.input(0).getType()) ? single(c.input(0))
-                                                                   : importStringCast(c, c.input(0), et);
+    return importStringCast(c, c.input(0), et);
   return single(create<CastOp>(c, c.input(0), et));
 }
 

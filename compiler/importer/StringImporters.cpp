@@ -24,8 +24,10 @@ bool acceptsStringInputs(StringRef opType) {
   return ops.contains(opType);
 }
 
-/// Cast to or from STRING: `to` is the target element type; one side is a string.
+/// Cast to or from STRING: `to` is the target element type; one side at least is a string.
 Results importStringCast(NodeContext &c, Value input, Type to) {
+  if (isStringType(input.getType()) && isStringType(to))
+    return SmallVector<Value>{input}; // STRING to STRING changes nothing
   return single(create<StringCastOp>(c, input, to));
 }
 
