@@ -75,6 +75,16 @@ void addDataDependentImporters(llvm::StringMap<NodeImporter> &t);
 void addSamplingImporters(llvm::StringMap<NodeImporter> &t);
 /// TfIdfVectorizer (TextFeatureImporters.cpp).
 void addTextFeatureImporters(llvm::StringMap<NodeImporter> &t);
+// Strings family (StringImporters.cpp).
+/// StringNormalizer.
+void addStringImporters(llvm::StringMap<NodeImporter> &t);
+/// Whether `t` (a tensor type or element type) is a string: i128 elements.
+bool isStringType(mlir::Type t);
+/// Whether kiln's lowering of the ONNX op `opType` is right for string inputs.
+bool acceptsStringInputs(llvm::StringRef opType);
+/// Cast/CastLike where one side at least is a string (graph.string_cast, or nothing for string to string).
+mlir::FailureOr<llvm::SmallVector<mlir::Value>> importStringCast(NodeContext &c, mlir::Value input, mlir::Type to);
+// end strings family
 /// ONNX op type -> importer, for the ai.onnx.preview.training domain (TrainingImporters.cpp).
 const llvm::StringMap<NodeImporter> &trainingImporters();
 

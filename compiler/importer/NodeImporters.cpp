@@ -704,6 +704,8 @@ Results importCast(NodeContext &c) {
   Type et = onnxElementType(c.b.getContext(), to);
   if (!et)
     return c.fail("unsupported target type " + Twine(to));
+  if (isStringType(et) || isStringType(c.input(0).getType()))
+    return importStringCast(c, c.input(0), et);
   return single(create<CastOp>(c, c.input(0), et));
 }
 
@@ -1538,8 +1540,10 @@ Results importSize(NodeContext &c) {
 Results importCastLike(NodeContext &c) {
   if (failed(require(c, 2)))
     return failure();
-  return single(create<CastOp>(c, c.input(0),
-                               cast<RankedTensorType>(c.input(1).getType()).getElementType()));
+  Type et = cast<RankedTensorType>(c.input(1).getType()).getElementType();
+  if (isStringType(et) || isStringType(c.input(0).getType()))
+    return importStringCast(c, c.input(0), et);
+  return single(create<CastOp>(c, c.input(0), et));
 }
 
 /// Split into the node's outputs along `axis`: sizes from the `split`
@@ -2070,6 +2074,7 @@ const llvm::StringMap<NodeImporter> &nodeImporters() {
     addSamplingImporters(t);
     addDataDependentImporters(t);
     addTextFeatureImporters(t); // tfidf
+    addStringImporters(t);      // strings
     return t;
   }();
   return table;

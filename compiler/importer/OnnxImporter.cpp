@@ -203,6 +203,11 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
                 "' is not a graph input, an initializer or an earlier node's output";
       return failure();
     }
+    if (isStringType(v.getType()) && !acceptsStringInputs(node.op_type())) {
+      error = "unsupported string input '" + in + "' to op '" + node.op_type() + "' (node '" + name +
+              "', opset " + std::to_string(version) + ")";
+      return failure();
+    }
     inputs.push_back(v);
   }
   Location loc = NameLoc::get(builder.getStringAttr(name));

@@ -34,6 +34,8 @@ Type onnxElementType(MLIRContext *ctx, int32_t dtype) {
   case onnx::TensorProto::UINT32: return b.getIntegerType(32);
   case onnx::TensorProto::INT64:
   case onnx::TensorProto::UINT64: return b.getIntegerType(64);
+  // kiln_abi_string {data, size}: ONNX has no 128-bit integers, so i128 always means string.
+  case onnx::TensorProto::STRING: return b.getIntegerType(128);
   default: return nullptr;
   }
 }
@@ -284,6 +286,11 @@ FailureOr<ElementsAttr> importTensor(MLIRContext *ctx,
                                      const onnx::TensorProto &tensor,
                                      ModelSource &source, std::string &error) {
   Type elementType = onnxElementType(ctx, tensor.data_type());
+  if (tensor.data_type() == onnx::TensorProto::STRING) {
+    error = "unsupported: string constant or initializer '" + tensor.name() +
+            "' (string tensors may be graph inputs and op results only)";
+    return failure();
+  }
   if (!elementType) {
     error = "tensor '" + tensor.name() + "' has unsupported data type " +
             std::to_string(tensor.data_type());

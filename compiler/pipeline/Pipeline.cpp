@@ -81,7 +81,7 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
            "convert-bufferization-to-memref,func.func(kiln-memref-copy-to-linalg),"
            "scf-forall-to-parallel,"
            "func.func(convert-linalg-to-parallel-loops),canonicalize,"
-           "kiln-add-runtime-context,kiln-form-cpu-launches,kiln-count-kernel-cost,kiln-lower-workspace,kiln-check-heap-allocations,"
+           "kiln-add-runtime-context,kiln-lower-string-ops,kiln-form-cpu-launches,kiln-count-kernel-cost,kiln-lower-workspace,kiln-check-heap-allocations,"
            "canonicalize,cse)";
   case Phase::Llvm:
     // libm serves tanh/erf (accurate; vectorized approximations come with

@@ -2,6 +2,7 @@
 #include "passes/conversion/LoweringUtils.h"
 #include "passes/conversion/Passes.h"
 
+#include "dialects/cpu/IR/Cpu.h"
 #include "dialects/graph/IR/Graph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -25,7 +26,8 @@ struct ConvertGraphToLinalgPass
     target.addIllegalDialect<graph::GraphDialect>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
-                           func::FuncDialect, scf::SCFDialect, vector::VectorDialect>();
+                           func::FuncDialect, scf::SCFDialect, vector::VectorDialect,
+                           cpu::CpuDialect>(); // the string kernels' ops
     RewritePatternSet patterns(ctx);
     populateElementwiseLoweringPatterns(patterns);
     populateContractionLoweringPatterns(patterns);
@@ -41,6 +43,7 @@ struct ConvertGraphToLinalgPass
     populateLinearAlgebraLoweringPatterns(patterns);
     populateSamplingLoweringPatterns(patterns);
     populateTextFeatureLoweringPatterns(patterns);
+    populateStringLoweringPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -118,6 +118,8 @@ void populateLinearAlgebraLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateSamplingLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// TfIdfVectorizer (LowerTextFeatures.cpp).
 void populateTextFeatureLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// Cast to/from strings, StringNormalizer (LowerStrings.cpp).
+void populateStringLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln
 

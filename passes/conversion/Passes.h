@@ -2,6 +2,8 @@
 #ifndef KILN_PASSES_CONVERSION_PASSES_H
 #define KILN_PASSES_CONVERSION_PASSES_H
 
+#include "dialects/cpu/IR/Cpu.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"

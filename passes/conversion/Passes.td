@@ -19,7 +19,8 @@ def ConvertGraphToLinalgPass : Pass<"kiln-convert-graph-to-linalg", "::mlir::Mod
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
-                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::kiln::cpu::CpuDialect"];
 }
 
 #endif

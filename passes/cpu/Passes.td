@@ -17,6 +17,18 @@ def LowerWorkspacePass : Pass<"kiln-lower-workspace", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def LowerStringOpsPass : Pass<"kiln-lower-string-ops", "::mlir::ModuleOp"> {
+  let summary = "Call the runtime context's string kernels for @main's kiln_cpu string ops";
+  let description = [{
+    After kiln-add-runtime-context: each `kiln_cpu.string_from_float`,
+    `string_to_float`, `string_change_case` and `string_equal` becomes a call
+    of the matching context function (ABI 5) with the i128 string split into
+    its data pointer and size; each `string_literal` the address and size of
+    a private constant global holding its bytes.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def CheckHeapAllocationsPass : Pass<"kiln-check-heap-allocations", "::mlir::ModuleOp"> {
   let summary = "Report a failed heap allocation of @main to the runtime and return";
   let description = [{

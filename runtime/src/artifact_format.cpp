@@ -503,6 +503,7 @@ uint32_t dtypeSize(uint32_t dtype) {
   case 5: return 2;  // int16
   case 6: return 4;  // int32
   case 7: return 8;  // int64
+  case 8: return 16; // string: kiln_abi_string {data, size}
   case 9: return 1;  // bool
   case 10: return 2; // float16
   case 11: return 8; // double

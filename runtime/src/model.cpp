@@ -75,6 +75,10 @@ kiln_error *checkRunnable(const kiln_model &m) {
     return e;
   if (kiln_error *e = checkDtypes(meta.outputs, "output"))
     return e;
+  // A weight's bytes are mapped as they are; string elements would be pointers into nowhere.
+  for (const auto &w : meta.weights)
+    if (w.dtype == KILN_DTYPE_STRING)
+      return makeError(KILN_ERROR_INCOMPATIBLE, "'" + m.path + "': weight '" + w.name + "' is a string tensor");
   const uint8_t *c = m.view.code;
   // ELF64 (class 2), little-endian (1), x86-64 (e_machine 62): what dlopen on this host accepts.
   if (m.view.codeSize < 20 || std::memcmp(c, "\x7f" "ELF", 4) != 0 || c[4] != 2 || c[5] != 1 ||

@@ -1,6 +1,7 @@
 // Sessions: validate a request, call the generated entry, and turn its outputs into owned tensors.
 #include "error.h"
 #include "model.h"
+#include "string_tensors.h"
 #include "tensor.h"
 #include "validate.h"
 
@@ -41,7 +42,21 @@ struct RunState {
   std::chrono::steady_clock::time_point start;
   int64_t workspaceFailed = -1; // the bytes a failed workspace request asked for
   int64_t allocationFailed = -1; // the bytes of a heap allocation the generated code could not make
+  kiln::runtime::StringRun strings; // bytes of the strings this run makes, released after it
 };
+
+kiln_abi_string stringFromFloatTrampoline(void *runtime, double value, int32_t bits) {
+  return kiln::runtime::stringFromFloat(static_cast<RunState *>(runtime)->strings, value, bits);
+}
+double stringToFloatTrampoline(void *runtime, const char *data, int64_t size, int32_t bits) {
+  return kiln::runtime::stringToFloat(static_cast<RunState *>(runtime)->strings, data, size, bits);
+}
+kiln_abi_string stringChangeCaseTrampoline(void *runtime, const char *data, int64_t size, int32_t upper) {
+  return kiln::runtime::stringChangeCase(static_cast<RunState *>(runtime)->strings, data, size, upper);
+}
+int32_t stringEqualTrampoline(void *, const char *a, int64_t aSize, const char *b, int64_t bSize, int32_t ignoreCase) {
+  return kiln::runtime::stringEqual(a, aSize, b, bSize, ignoreCase);
+}
 
 void allocationFailedTrampoline(void *runtime, int64_t bytes) {
   static_cast<RunState *>(runtime)->allocationFailed = bytes;
@@ -186,7 +201,14 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
   s.profile.clear();
   s.lastRunProfiled = s.profiling;
   RunState state{m.device.get(), &s, std::chrono::steady_clock::now()};
-  kiln_abi_context ctx{&state, parallelForTrampoline, workspaceTrampoline, allocationFailedTrampoline};
+  kiln_abi_context ctx{&state,
+                       parallelForTrampoline,
+                       workspaceTrampoline,
+                       allocationFailedTrampoline,
+                       stringFromFloatTrampoline,
+                       stringToFloatTrampoline,
+                       stringChangeCaseTrampoline,
+                       stringEqualTrampoline};
   const int32_t rc = m.entry(&ctx, s.inputs.data(), s.outputs.data());
   if (state.workspaceFailed >= 0)
     // The generated code returned before allocating or writing any output.
@@ -200,6 +222,15 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
   if (rc != 0) {
     freeAllocations(s.outputs);
     return makeError(KILN_ERROR_INTERNAL, "generated code failed with status " + std::to_string(rc));
+  }
+  // The string kernels ran to the end of the entry; their first failure fails the run.
+  if (state.strings.outOfMemory) {
+    freeAllocations(s.outputs);
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory making this request's strings");
+  }
+  if (!state.strings.error.empty()) {
+    freeAllocations(s.outputs);
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, state.strings.error);
   }
 
   std::vector<size_t> bytes(s.outputs.size());
@@ -237,7 +268,12 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
     const size_t rank = meta.outputs[i].dims.size();
     kiln_tensor *t = nullptr;
     kiln_error *e = nullptr;
-    if (o.allocated || bytes[i] == 0) {
+    if (meta.outputs[i].dtype == KILN_DTYPE_STRING) {
+      // The elements point into the run's string arena, the inputs or the code's literals: the
+      // tensor gets its own copy of them and their bytes (the arena goes with `state`).
+      e = kiln::runtime::makeStringTensor(o.shape, rank, static_cast<const kiln_string *>(bytes[i] ? o.data : nullptr),
+                                          bytes[i] / sizeof(kiln_string), &t);
+    } else if (o.allocated || bytes[i] == 0) {
       e = kiln_tensor_wrap(kiln_dtype(meta.outputs[i].dtype), o.shape, rank, bytes[i] ? o.data : nullptr, bytes[i], &t);
       if (!e && o.allocated)
         t->owner = owners[o.allocated];

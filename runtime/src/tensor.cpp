@@ -2,6 +2,7 @@
 #include "tensor.h"
 
 #include "error.h"
+#include "string_tensors.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -73,6 +74,13 @@ kiln_error *kiln_tensor_create_copy(kiln_dtype dtype, const int64_t *shape, size
   if (kiln_error *e = makeTensor(dtype, shape, rank, data_bytes, out_tensor, "kiln_tensor_create_copy"))
     return e;
   kiln_tensor *t = *out_tensor;
+  if (dtype == KILN_DTYPE_STRING && data) {
+    // The elements point at bytes the caller owns: copy those too.
+    delete t;
+    *out_tensor = nullptr;
+    return kiln::runtime::makeStringTensor(shape, rank, static_cast<const kiln_string *>(data),
+                                           data_bytes / sizeof(kiln_string), out_tensor);
+  }
   // 64-byte alignment matches what generated vector code may assume for its operands.
   void *p = std::aligned_alloc(64, (data_bytes + 63) / 64 * 64 + 64);
   if (!p) {

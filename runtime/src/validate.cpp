@@ -65,6 +65,16 @@ std::string validateInputs(const std::vector<artifact::TensorSignature> &signatu
       return where + ": " + error;
     if (bytes > 0 && !t->data)
       return where + " has no data";
+    if (t->dtype == KILN_DTYPE_STRING && bytes > 0) {
+      // Generated code moves each element as one 16-byte integer, with 16-byte alignment.
+      if (reinterpret_cast<uintptr_t>(t->data) % 16 != 0)
+        return where + ": string elements must be 16-byte aligned (kiln_tensor_create_strings gives that)";
+      const auto *elements = static_cast<const kiln_string *>(t->data);
+      for (size_t k = 0; k < bytes / sizeof(kiln_string); ++k)
+        if (elements[k].size < 0 || (elements[k].size > 0 && !elements[k].data))
+          return where + ": string element " + std::to_string(k) + " has size " + std::to_string(elements[k].size) +
+                 (elements[k].data ? "" : " and no data");
+    }
   }
   return {};
 }

@@ -217,8 +217,8 @@ TEST(Runtime, TensorCreationChecksItsArguments) {
   EXPECT_EQ(messageOf(kiln_tensor_create_copy(KILN_DTYPE_FLOAT32, shape, 2, nullptr, 20, &t)),
             "kiln_tensor_create_copy: data_bytes is 20, shape and dtype need 24");
   EXPECT_EQ(messageOf(kiln_tensor_wrap(KILN_DTYPE_INT8, shape, 2, nullptr, 6, &t)), "kiln_tensor_wrap: data is NULL");
-  EXPECT_EQ(messageOf(kiln_tensor_create_copy(kiln_dtype(8), shape, 2, nullptr, 6, &t)),
-            "kiln_tensor_create_copy: unsupported dtype 8");
+  EXPECT_EQ(messageOf(kiln_tensor_create_copy(kiln_dtype(14), shape, 2, nullptr, 6, &t)),
+            "kiln_tensor_create_copy: unsupported dtype 14");
   EXPECT_EQ(t, nullptr);
   ASSERT_EQ(messageOf(kiln_tensor_create_copy(KILN_DTYPE_INT16, shape, 2, nullptr, 12, &t)), "");
   EXPECT_EQ(kiln_tensor_element_count(t), 6);

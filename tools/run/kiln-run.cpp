@@ -209,8 +209,12 @@ HostTensor toHost(const kiln::Tensor &t, const std::string &name) {
   HostTensor h;
   h.dtype = uint32_t(t.dtype());
   h.shape = t.shape();
-  if (t.byteSize() > 0) // an empty output may have no data pointer at all
+  if (t.dtype() == KILN_DTYPE_STRING) {
+    for (int64_t i = 0; i < t.elementCount(); ++i)
+      h.strings.emplace_back(t.string(i));
+  } else if (t.byteSize() > 0) { // an empty output may have no data pointer at all
     h.bytes.assign(static_cast<const char *>(t.data()), t.byteSize());
+  }
   h.name = name;
   return h;
 }
@@ -342,7 +346,9 @@ int runMain(const Options &o) {
 
   std::vector<kiln::Tensor> inputs;
   for (const HostTensor &h : hostInputs)
-    inputs.push_back(kiln::Tensor::copy(kiln_dtype(h.dtype), h.shape, h.bytes.data(), h.bytes.size()));
+    inputs.push_back(h.dtype == KILN_DTYPE_STRING
+                         ? kiln::Tensor::strings(h.shape, h.strings)
+                         : kiln::Tensor::copy(kiln_dtype(h.dtype), h.shape, h.bytes.data(), h.bytes.size()));
 
   kiln::Session session(model);
   std::vector<kiln::Tensor> outputs;

@@ -70,7 +70,27 @@ uint32_t elementSize(uint32_t dtype) {
   }
 }
 
+// A string element in double quotes, with quotes, backslashes and control bytes escaped.
+std::string quoted(const std::string &v) {
+  std::string s = "\"";
+  for (unsigned char c : v) {
+    if (c == '"' || c == '\\') {
+      s += '\\';
+      s += char(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      s += buf;
+    } else {
+      s += char(c);
+    }
+  }
+  return s + "\"";
+}
+
 std::string formatValue(const HostTensor &t, size_t i) {
+  if (t.dtype == 8)
+    return i < t.strings.size() ? quoted(t.strings[i]) : "?";
   char buf[64];
   if (t.dtype == 7)
     std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(load<int64_t>(t, i)));
@@ -114,6 +134,7 @@ std::string dtypeName(uint32_t dtype) {
   case 5: return "int16";
   case 6: return "int32";
   case 7: return "int64";
+  case 8: return "string";
   case 9: return "bool";
   case 10: return "float16";
   case 11: return "float64";
@@ -133,7 +154,7 @@ std::string shapeString(const std::vector<int64_t> &shape) {
 
 std::string formatValues(const HostTensor &t, size_t limit) {
   const uint32_t size = elementSize(t.dtype);
-  const size_t n = size ? t.bytes.size() / size : 0;
+  const size_t n = t.dtype == 8 ? t.strings.size() : size ? t.bytes.size() / size : 0;
   std::string s = "[";
   for (size_t i = 0; i < n && i < limit; ++i)
     s += (i ? ", " : "") + formatValue(t, i);
@@ -147,6 +168,20 @@ CompareResult compareTensors(const HostTensor &a, const HostTensor &e, double rt
     return {false, "dtype mismatch: got " + dtypeName(a.dtype) + ", expected " + dtypeName(e.dtype)};
   if (a.shape != e.shape)
     return {false, "shape mismatch: got " + shapeString(a.shape) + ", expected " + shapeString(e.shape)};
+  if (a.dtype == 8) { // strings compare exactly, byte for byte
+    size_t bad = 0, firstBad = 0;
+    for (size_t i = 0; i < a.strings.size() && i < e.strings.size(); ++i)
+      if (a.strings[i] != e.strings[i] && bad++ == 0)
+        firstBad = i;
+    if (a.strings.size() != e.strings.size())
+      return {false, "string count mismatch: got " + std::to_string(a.strings.size()) + ", expected " +
+                         std::to_string(e.strings.size())};
+    if (bad == 0)
+      return {true, "exact"};
+    return {false, std::to_string(bad) + " of " + std::to_string(a.strings.size()) + " strings differ; first at " +
+                       indexString(a.shape, firstBad) + ": got " + formatValue(a, firstBad) + ", expected " +
+                       formatValue(e, firstBad) + " (exact)"};
+  }
   const uint32_t size = elementSize(a.dtype);
   if (!size || a.bytes.size() != e.bytes.size())
     return {false, "cannot compare dtype " + dtypeName(a.dtype)};

@@ -12,8 +12,9 @@ namespace kiln::tools {
 struct HostTensor {
   uint32_t dtype = 0;
   std::vector<int64_t> shape;
-  std::string bytes;
-  std::string name; // TensorProto name; empty for .npy
+  std::string bytes; // empty for strings (dtype 8)
+  std::string name;  // TensorProto name; empty for .npy
+  std::vector<std::string> strings; // the elements of a string tensor (dtype 8)
 };
 
 // Parses the contents of a .npy file (format versions 1-3, little-endian, C order).

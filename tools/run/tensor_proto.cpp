@@ -102,6 +102,7 @@ bool parseTensorProto(const std::string &contents, HostTensor *out, std::string 
   std::vector<double> doubles;
   std::vector<int64_t> ints; // int32_data and int64_data (sign-extended)
   std::vector<uint64_t> uints;
+  std::vector<std::string> strings; // string_data
   auto malformed = [&] {
     *error = "malformed TensorProto";
     return false;
@@ -165,8 +166,10 @@ bool parseTensorProto(const std::string &contents, HostTensor *out, std::string 
       }
       break;
     case kStringData:
-      *error = "string tensors are not supported";
-      return false;
+      ok = wire == 2 && r.bytes(&d, &n);
+      if (ok)
+        strings.emplace_back(reinterpret_cast<const char *>(d), n);
+      break;
     case kExternalData:
       *error = "TensorProto with external data is not supported";
       return false;
@@ -187,6 +190,22 @@ bool parseTensorProto(const std::string &contents, HostTensor *out, std::string 
   }
 
   const uint32_t dtype = uint32_t(dataType);
+  if (dtype == 8) { // strings live in string_data only
+    uint64_t count = 1;
+    for (int64_t d : dims)
+      count = d < 0 ? 0 : count * uint64_t(d);
+    if (strings.size() != count || hasRaw) {
+      *error = "string TensorProto has " + std::to_string(strings.size()) + " values in string_data; its shape needs " +
+               std::to_string(count);
+      return false;
+    }
+    out->dtype = dtype;
+    out->shape = std::move(dims);
+    out->bytes.clear();
+    out->strings = std::move(strings);
+    out->name = std::move(name);
+    return true;
+  }
   const uint32_t size = elementSize(dtype);
   if (size == 0) {
     *error = "TensorProto data_type " + std::to_string(dataType) + " is not supported";

@@ -74,4 +74,79 @@ def Cpu_WorkspaceOp : Op<Cpu_Dialect, "workspace",
   let assemblyFormat = "$bytes attr-dict `:` type($arena)";
 }
 
+//===----------------------------------------------------------------------===//
+// String kernels (strings family). A string value is an i128: the data pointer
+// in bits 0-63, the byte size in bits 64-127 (kiln_abi_string). The ops run in
+// @main's host loops; kiln-lower-string-ops turns each into a call of the
+// runtime context's string functions (literals into constant globals), so the
+// code that makes or reads string bytes is written once, in the runtime.
+//===----------------------------------------------------------------------===//
+
+def Cpu_StringLiteralOp : Op<Cpu_Dialect, "string_literal", [Pure]> {
+  let summary = "A string constant";
+  let description = [{
+    The bytes live in the artifact's code section for as long as the model
+    is loaded; the empty string is {NULL, 0}.
+
+    ```mlir
+    %s = kiln_cpu.string_literal "monday" : i128
+    ```
+  }];
+  let arguments = (ins StrAttr:$value);
+  let results = (outs I128:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
+def Cpu_StringFromFloatOp : Op<Cpu_Dialect, "string_from_float", [Pure]> {
+  let summary = "The text of a float (numpy's str(): shortest round-trip digits)";
+  let description = [{
+    ```mlir
+    %s = kiln_cpu.string_from_float %x : f32 -> i128
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[F32, F64]>:$value);
+  let results = (outs I128:$result);
+  let assemblyFormat = "$value attr-dict `:` type($value) `->` type($result)";
+}
+
+def Cpu_StringToFloatOp : Op<Cpu_Dialect, "string_to_float", [Pure]> {
+  let summary = "Parses a string as a float (nan, inf with any case and sign accepted)";
+  let description = [{
+    A string that is no number makes the run fail (the runtime reports it
+    once the entry has returned); the value is then NaN.
+
+    ```mlir
+    %x = kiln_cpu.string_to_float %s : i128 -> f32
+    ```
+  }];
+  let arguments = (ins I128:$value);
+  let results = (outs AnyTypeOf<[F32, F64]>:$result);
+  let assemblyFormat = "$value attr-dict `:` type($value) `->` type($result)";
+}
+
+def Cpu_StringChangeCaseOp : Op<Cpu_Dialect, "string_change_case", [Pure]> {
+  let summary = "An upper- or lower-cased copy of a string";
+  let description = [{
+    ```mlir
+    %u = kiln_cpu.string_change_case %s {upper = true} : i128
+    ```
+  }];
+  let arguments = (ins I128:$value, BoolAttr:$upper);
+  let results = (outs I128:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
+def Cpu_StringEqualOp : Op<Cpu_Dialect, "string_equal", [Pure]> {
+  let summary = "Whether two strings are equal, optionally ignoring case";
+  let description = [{
+    ```mlir
+    %same = kiln_cpu.string_equal %a, %b {ignore_case = false} : i128
+    ```
+  }];
+  let arguments = (ins I128:$lhs, I128:$rhs, BoolAttr:$ignore_case);
+  let results = (outs I1:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs)";
+}
+// end strings family
+
 #endif

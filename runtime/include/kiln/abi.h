@@ -9,7 +9,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of these structs or the entry signature changes. */
-#define KILN_ABI_VERSION 4
+#define KILN_ABI_VERSION 5
 
 /* One tensor crossing the boundary. All tensors are dense and row-major.
  * Inputs (graph inputs, then weights in metadata order): the runtime sets
@@ -22,6 +22,14 @@ typedef struct kiln_abi_tensor {
   void *allocated;
   int64_t *shape;
 } kiln_abi_tensor;
+
+/* One element of a string tensor (ONNX dtype 8): `size` bytes at `data`, UTF-8 by convention, not
+ * NUL-terminated; `data` may be NULL when `size` is 0. 16 bytes, 16-byte aligned in tensors (the
+ * generated code moves it as one i128). (Version 5 added it.) */
+typedef struct kiln_abi_string {
+  const char *data;
+  int64_t size;
+} kiln_abi_string;
 
 /* A kernel runs work items [begin, end) of its iteration space. */
 typedef void (*kiln_abi_kernel_fn)(void *captures, int64_t begin, int64_t end);
@@ -43,13 +51,26 @@ typedef void (*kiln_abi_kernel_fn)(void *captures, int64_t begin, int64_t end);
  * `allocation_failed` is called when the generated code's own heap
  * allocation (an output, or an intermediate whose size depends on the data)
  * of `bytes` bytes failed; the code then returns at once and the runtime
- * reports the failure without reading the outputs (version 4 added it). */
+ * reports the failure without reading the outputs (version 4 added it).
+ * The string kernels (version 5) are called from the entry's own thread. Bytes they return are
+ * valid until the entry returns; the runtime then copies every string output into storage the
+ * output tensor owns. They never fail the generated code: on out of memory or a string that is no
+ * number they record the failure, return an empty string (or NaN), and the runtime fails the run
+ * after the entry has returned. `bits` is 32 or 64: float or double. `string_from_float` gives
+ * numpy's str() of the value; `string_to_float` parses [data, data + size) at that precision;
+ * `string_change_case` upper-cases (upper != 0) or lower-cases a copy; `string_equal` returns
+ * 1 when the strings are equal (ignoring case when ignore_case != 0). */
 typedef struct kiln_abi_context {
   void *runtime;
   void (*parallel_for)(void *runtime, int32_t kernel_id, kiln_abi_kernel_fn fn,
                        void *captures, int64_t count, int64_t flops, int64_t bytes);
   void *(*workspace)(void *runtime, int64_t bytes);
   void (*allocation_failed)(void *runtime, int64_t bytes);
+  kiln_abi_string (*string_from_float)(void *runtime, double value, int32_t bits);
+  double (*string_to_float)(void *runtime, const char *data, int64_t size, int32_t bits);
+  kiln_abi_string (*string_change_case)(void *runtime, const char *data, int64_t size, int32_t upper);
+  int32_t (*string_equal)(void *runtime, const char *a, int64_t a_size, const char *b, int64_t b_size,
+                          int32_t ignore_case);
 } kiln_abi_context;
 
 /* The symbol every artifact's code section exports. Returns 0 on success. */

@@ -61,6 +61,7 @@ typedef enum kiln_dtype {
   KILN_DTYPE_INT16 = 5,
   KILN_DTYPE_INT32 = 6,
   KILN_DTYPE_INT64 = 7,
+  KILN_DTYPE_STRING = 8, /* elements are kiln_string */
   KILN_DTYPE_BOOL = 9,
   KILN_DTYPE_FLOAT16 = 10,
   KILN_DTYPE_FLOAT64 = 11,
@@ -90,6 +91,24 @@ KILN_API kiln_error *kiln_tensor_create_copy(kiln_dtype dtype, const int64_t *sh
  * while the tensor is in use, and frees it after kiln_tensor_destroy(). */
 KILN_API kiln_error *kiln_tensor_wrap(kiln_dtype dtype, const int64_t *shape, size_t rank, void *data,
                                       size_t data_bytes, kiln_tensor **out_tensor);
+
+/* One element of a KILN_DTYPE_STRING tensor: `size` bytes at `data` (UTF-8 by convention, not
+ * NUL-terminated; `data` may be NULL when `size` is 0). The layout of kiln_abi_string. */
+typedef struct kiln_string {
+  const char *data;
+  int64_t size;
+} kiln_string;
+
+/* A string tensor owning copies of `strings` (element count of `shape` of them, row-major).
+ * `sizes` gives each string's byte size; NULL means every string is NUL-terminated.
+ * kiln_tensor_create_copy() of KILN_DTYPE_STRING also copies the bytes its kiln_string elements
+ * point at; kiln_tensor_wrap() borrows both the elements (16-byte aligned) and their bytes. */
+KILN_API kiln_error *kiln_tensor_create_strings(const int64_t *shape, size_t rank, const char *const *strings,
+                                                const size_t *sizes, kiln_tensor **out_tensor);
+/* Element `index` (row-major) of a string tensor, its byte size in *out_size (may be NULL); the
+ * bytes are borrowed from the tensor. NULL if the tensor is no string tensor or index is out of
+ * range. */
+KILN_API const char *kiln_tensor_string(const kiln_tensor *tensor, int64_t index, size_t *out_size);
 
 /* Releases the tensor and, if it owns them, its bytes. */
 KILN_API void kiln_tensor_destroy(kiln_tensor *tensor);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln {
@@ -61,6 +62,18 @@ public:
   static Tensor fromVector(kiln_dtype dtype, const std::vector<int64_t> &shape, const std::vector<T> &values) {
     return copy(dtype, shape, values.data(), values.size() * sizeof(T));
   }
+  // A string tensor owning copies of `values`.
+  static Tensor strings(const std::vector<int64_t> &shape, const std::vector<std::string> &values) {
+    std::vector<const char *> data;
+    std::vector<size_t> sizes;
+    for (const std::string &v : values) {
+      data.push_back(v.data());
+      sizes.push_back(v.size());
+    }
+    kiln_tensor *t = nullptr;
+    check(kiln_tensor_create_strings(shape.data(), shape.size(), data.data(), sizes.data(), &t));
+    return Tensor(t);
+  }
   // Views caller memory, which must outlive the returned Tensor.
   static Tensor wrap(kiln_dtype dtype, const std::vector<int64_t> &shape, void *data, size_t bytes) {
     kiln_tensor *t = nullptr;
@@ -82,6 +95,12 @@ public:
   template <typename T = void> T *data() { return static_cast<T *>(kiln_tensor_data(t_.get())); }
   template <typename T = void> const T *data() const {
     return static_cast<const T *>(kiln_tensor_data_const(t_.get()));
+  }
+  // Element `i` of a string tensor, borrowed from it.
+  std::string_view string(int64_t i) const {
+    size_t n = 0;
+    const char *p = kiln_tensor_string(t_.get(), i, &n);
+    return p ? std::string_view(p, n) : std::string_view();
   }
 
 private:

@@ -447,3 +447,57 @@ func.func @bad_tfidf_width(%x: tensor<6xi64>) -> tensor<2xf32> {
   %0 = graph.tfidf_vectorizer %x {mode = "TF", min_gram_length = 1 : i64, max_gram_length = 1 : i64, max_skip_count = 0 : i64, ngram_counts = array<i64: 0>, ngram_indexes = array<i64: 0, 4294967296>, pool_int64s = array<i64: 1, 2>} : (tensor<6xi64>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+func.func @bad_string_cast_sides(%x: tensor<3xf32>) -> tensor<3xi32> {
+  // expected-error @+2 {{string_cast needs exactly one string side}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.string_cast %x {to = i32} : (tensor<3xf32>) -> tensor<3xi32>
+  return %0 : tensor<3xi32>
+}
+
+// -----
+
+func.func @bad_string_cast_int(%x: tensor<3xi64>) -> tensor<3xi128> {
+  // expected-error @+2 {{unsupported string cast to string from a non-float type (float and double only)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.string_cast %x {to = i128} : (tensor<3xi64>) -> tensor<3xi128>
+  return %0 : tensor<3xi128>
+}
+
+// -----
+
+func.func @bad_string_normalizer_rows(%x: tensor<2x3xi128>) -> tensor<1x?xi128> {
+  // expected-error @+2 {{string_normalizer input must be [C] or [1, C]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.string_normalizer %x : (tensor<2x3xi128>) -> tensor<1x?xi128>
+  return %0 : tensor<1x?xi128>
+}
+
+// -----
+
+func.func @bad_string_normalizer_action(%x: tensor<3xi128>) -> tensor<?xi128> {
+  // expected-error @+2 {{unsupported case_change_action 'TITLE' (LOWER, UPPER or NONE)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.string_normalizer %x {case_change_action = "TITLE"} : (tensor<3xi128>) -> tensor<?xi128>
+  return %0 : tensor<?xi128>
+}
+
+// -----
+
+func.func @bad_string_normalizer_locale(%x: tensor<3xi128>) -> tensor<?xi128> {
+  // expected-error @+2 {{unsupported locale 'tr_TR' (kiln's case mapping is that of en_US)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.string_normalizer %x {locale = "tr_TR"} : (tensor<3xi128>) -> tensor<?xi128>
+  return %0 : tensor<?xi128>
+}
+
+// -----
+
+func.func @bad_string_normalizer_input(%x: tensor<3xf32>) -> tensor<?xf32> {
+  // expected-error @+2 {{string_normalizer needs a string input}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.string_normalizer %x : (tensor<3xf32>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}

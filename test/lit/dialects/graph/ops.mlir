@@ -363,3 +363,22 @@ func.func @tfidf_vectorizer(%x: tensor<?x?xi32>, %y: tensor<12xi64>) -> (tensor<
       pool_int64s = array<i64: 1, 2, 3, 4, 5, 6>, weights = array<f32: 2.0, 1.0, 0.5>} : (tensor<12xi64>) -> tensor<3xf32>
   return %0, %1 : tensor<?x5xf32>, tensor<3xf32>
 }
+
+// -----
+
+// Strings family: i128 elements; a cast keeps the shape, the normalizer's
+// length depends on the data ([1, ?] for a [1, C] input, even a dynamic one).
+// CHECK-LABEL: func @strings
+func.func @strings(%x: tensor<3x4xf32>, %s: tensor<?x6xi128>, %t: tensor<4xi128>)
+    -> (tensor<3x4xi128>, tensor<4xf64>, tensor<1x?xi128>, tensor<?xi128>) {
+  // CHECK: graph.string_cast {{.*}} -> tensor<3x4xi128>
+  %0 = graph.string_cast %x {to = i128} : (tensor<3x4xf32>) -> tensor<3x4xi128>
+  // CHECK: graph.string_cast {{.*}} -> tensor<4xf64>
+  %1 = graph.string_cast %t {to = f64} : (tensor<4xi128>) -> tensor<4xf64>
+  // CHECK: graph.string_normalizer {{.*}}stopwords = ["monday"]{{.*}} -> tensor<1x?xi128>
+  %2 = graph.string_normalizer %s {case_change_action = "UPPER", is_case_sensitive = false,
+      stopwords = ["monday"], locale = "en_US"} : (tensor<?x6xi128>) -> tensor<1x?xi128>
+  // CHECK: graph.string_normalizer {{.*}} -> tensor<?xi128>
+  %3 = graph.string_normalizer %t : (tensor<4xi128>) -> tensor<?xi128>
+  return %0, %1, %2, %3 : tensor<3x4xi128>, tensor<4xf64>, tensor<1x?xi128>, tensor<?xi128>
+}
