@@ -19,7 +19,7 @@ fi
 bin=build-asan/bin/$target
 [ -x "$bin" ] || { echo "fuzz.sh: no $bin"; exit 1; }
 work=build-asan/fuzz
-mkdir -p "$work/corpus/$target" "$work/findings/$target" "$work/logs"
+mkdir -p "$work/corpus/$target" "$work/findings/$target" "$work/logs" "test/fuzz/corpus/$target"
 if [ -z "$(ls -A "$work/corpus/$target")" ]; then
   python3 test/fuzz/make_seeds.py "$target" "$work/corpus/$target"
 fi

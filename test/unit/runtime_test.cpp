@@ -219,6 +219,12 @@ TEST(Runtime, TensorCreationChecksItsArguments) {
   EXPECT_EQ(messageOf(kiln_tensor_wrap(KILN_DTYPE_INT8, shape, 2, nullptr, 6, &t)), "kiln_tensor_wrap: data is NULL");
   EXPECT_EQ(messageOf(kiln_tensor_create_copy(kiln_dtype(14), shape, 2, nullptr, 6, &t)),
             "kiln_tensor_create_copy: unsupported dtype 14");
+  // Codes beyond the enum's listed values (found by fuzz_request: undefined behaviour, reported by
+  // UBSan, before kiln_dtype had a 32-bit range).
+  EXPECT_EQ(messageOf(kiln_tensor_wrap(kiln_dtype(176), shape, 2, nullptr, 0, &t)),
+            "kiln_tensor_wrap: unsupported dtype 176");
+  EXPECT_EQ(messageOf(kiln_tensor_create_copy(kiln_dtype(-5), shape, 2, nullptr, 0, &t)),
+            "kiln_tensor_create_copy: unsupported dtype -5");
   EXPECT_EQ(t, nullptr);
   ASSERT_EQ(messageOf(kiln_tensor_create_copy(KILN_DTYPE_INT16, shape, 2, nullptr, 12, &t)), "");
   EXPECT_EQ(kiln_tensor_element_count(t), 6);
