@@ -5,6 +5,8 @@
 # - allow_user_poisoning=0: LLVM's BumpPtrAllocator poisons its slabs from inline header code; with
 #   kiln's instrumented copy and lld's uninstrumented one mixed in kiln-compile, that poisoning
 #   reports use-after-poison in lld's own allocations.
+# - allocator_may_return_null=1: a huge malloc returns NULL, as glibc's does, so the tests of
+#   kiln's out-of-memory paths see what production sees instead of ASan's abort.
 # - detect_leaks=1: LeakSanitizer stays on.
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_container_overflow=0:allow_user_poisoning=0:detect_leaks=1}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_container_overflow=0:allow_user_poisoning=0:allocator_may_return_null=1:detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"

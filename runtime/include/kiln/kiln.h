@@ -68,8 +68,9 @@ typedef enum kiln_dtype {
   KILN_DTYPE_UINT32 = 12,
   KILN_DTYPE_UINT64 = 13,
   KILN_DTYPE_BFLOAT16 = 16,
-  /* Not a dtype: it makes every int32 value a valid kiln_dtype, so that a caller passing a code
+  /* Not dtypes: they make every int32 value a valid kiln_dtype, so that a caller passing a code
    * this header does not know gets an error, not undefined behaviour in the runtime's C++. */
+  KILN_DTYPE_INVALID_ = -1,
   KILN_DTYPE_FORCE_INT32_ = 0x7fffffff
 } kiln_dtype;
 
