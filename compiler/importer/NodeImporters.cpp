@@ -1701,11 +1701,11 @@ Results importRange(NodeContext &c) {
     return c.fail("delta must not be 0");
   // Bounded in double before the conversion: NaN, infinities and huge counts are refused, not
   // converted (which would be undefined).
-  double count = std::max(0.0, std::ceil((limit - start) / delta));
+  double count = std::ceil((limit - start) / delta);
   if (!std::isfinite(count) || count > double(int64_t(1) << 24))
     return c.fail("range from " + Twine(std::to_string(start)) + " to " + std::to_string(limit) +
                   " by " + std::to_string(delta) + " has too many elements to fold (or is not finite)");
-  int64_t n = int64_t(count);
+  int64_t n = std::max<int64_t>(0, int64_t(count));
   auto type = RankedTensorType::get({n}, et);
   SmallVector<Attribute> values;
   for (int64_t i = 0; i < n; ++i) {
