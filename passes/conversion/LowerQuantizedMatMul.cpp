@@ -393,7 +393,9 @@ struct QuantizedMatMulPattern : PanelProductPattern<QuantizedMatMulOp> {
     Value weight = adaptor.getWeight(), scales = adaptor.getScales();
     auto prepare = [&](Value a, Value m) -> TileFiller {
       if (dynamic) {
-        auto [rowMax, rowPairs] = quantizeRows(b, loc, a, m, 2 * wt.getDimSize(1));
+        // Plain variables: lambdas capture structured bindings only from C++20 on.
+        auto quantized = quantizeRows(b, loc, a, m, 2 * wt.getDimSize(1));
+        Value rowMax = quantized.first, rowPairs = quantized.second;
         return [&, rowMax, rowPairs](Value tile, Value r0, Value p, Value lb, Value ub, int64_t block, int64_t cols) {
           IntegerPanelKernel kernel{b, loc, rowPairs, rowMax, weight, scales, r0, p, width, wt.getDimSize(1)};
           return kernel.rowBlocks(tile, lb, ub, block, cols);
