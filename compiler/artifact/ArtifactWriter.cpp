@@ -97,6 +97,7 @@ LogicalResult writeModelArtifact(const ArtifactInputs &in, const std::string &pa
   meta.passes = in.phases;
   meta.entrySymbol = KILN_ABI_ENTRY_SYMBOL;
   meta.quantization = in.quantization;
+  meta.cuda = in.cuda;
 
   auto signature = module->getAttrOfType<DictionaryAttr>("kiln.signature");
   if (!signature) {
@@ -183,6 +184,23 @@ LogicalResult writeModelArtifact(const ArtifactInputs &in, const std::string &pa
         k.sourceNodes.push_back(cast<StringAttr>(n).str());
     kernels[id.getInt()] = k;
   });
+  // CUDA kernels: one per launch site, in kernel-id order.
+  if (auto table = module->getAttrOfType<ArrayAttr>("kiln.cuda_kernels")) {
+    for (auto [i, entry] : llvm::enumerate(table)) {
+      auto dict = dyn_cast<DictionaryAttr>(entry);
+      auto name = dict ? dict.getAs<StringAttr>("name") : StringAttr();
+      if (!name) {
+        error = "internal: malformed kiln.cuda_kernels";
+        return failure();
+      }
+      artifact::KernelInfo k;
+      k.name = name.str();
+      if (auto names = dict.getAs<ArrayAttr>("source_nodes"))
+        for (Attribute n : names)
+          k.sourceNodes.push_back(cast<StringAttr>(n).str());
+      kernels[int32_t(i)] = k;
+    }
+  }
   for (auto &[id, k] : kernels) {
     if (id != (int32_t)meta.kernels.size()) {
       error = "internal: kernel ids are not dense";

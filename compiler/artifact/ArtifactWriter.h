@@ -21,6 +21,9 @@ struct ArtifactInputs {
   std::string compilerVersion;
   int64_t maxContext = 2048;          // default KV cache capacity of decoders
   artifact::QuantizationInfo quantization; // the weight quantization recipe, stored when present
+  /// --target=cuda: arch, the PTX and (when ptxas ran) the cubin. The kernel table then comes from
+  /// the module's `kiln.cuda_kernels` (kiln-lower-gpu-launches).
+  artifact::CudaInfo cuda;
   /// Whether weight bytes lie in a memory-mapped file (then streamed and released page by page).
   std::function<bool(const void *, size_t)> isFileBacked;
 };

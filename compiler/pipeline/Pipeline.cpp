@@ -5,6 +5,7 @@
 #include "dialects/graph/IR/Graph.h"
 #include "passes/conversion/Passes.h"
 #include "passes/cpu/Passes.h"
+#include "passes/cuda/Passes.h"
 #include "passes/fusion/Passes.h"
 #include "passes/graph/Passes.h"
 #include "passes/memory/Passes.h"
@@ -18,7 +19,9 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 
 using namespace mlir;
 
@@ -48,7 +51,59 @@ static std::string quantizePass(const PipelineOptions &options) {
          (keep.empty() ? "" : " keep=" + keep) + "},";
 }
 
+/// Host lowering to the LLVM dialect shared by both targets (the CPU pipeline
+/// adds its kernel passes around it).
+static const char *kHostToLlvm =
+    "convert-vector-to-scf,convert-math-to-funcs,"
+    "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
+    "convert-math-to-llvm,convert-math-to-libm,finalize-memref-to-llvm,"
+    "convert-vector-to-llvm,"
+    "convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
+    "convert-func-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,";
+
+/// Bufferization, the memory plan and deallocation, down to parallel loops:
+/// the same for both targets.
+static std::string bufferizePipeline(const PipelineOptions &options) {
+  return std::string("eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
+                     "one-shot-bufferize{bufferize-function-boundaries "
+                     "function-boundary-type-conversion=identity-layout-map},canonicalize,") +
+         (options.planMemory ? (options.printMemoryPlan ? "kiln-plan-memory{print=true}," : "kiln-plan-memory,") : "") +
+         "ownership-based-buffer-deallocation,canonicalize,"
+         "buffer-deallocation-simplification,bufferization-lower-deallocations,"
+         "canonicalize,cse,"
+         "convert-bufferization-to-memref,func.func(kiln-memref-copy-to-linalg),"
+         "scf-forall-to-parallel,"
+         "func.func(convert-linalg-to-parallel-loops),canonicalize,"
+         "kiln-add-runtime-context,";
+}
+
+/// --target=cuda: no CPU tiling or microkernels; every loop nest becomes a
+/// GPU launch, kernels go through NVVM to PTX (LLVM's NVPTX backend,
+/// in-process), the host program to x86-64 calling the runtime's launcher.
+static std::string cudaPipeline(Phase phase, const PipelineOptions &options) {
+  switch (phase) {
+  case Phase::Graph: // shared with the CPU pipeline
+    break;
+  case Phase::Linalg:
+    return "builtin.module(kiln-convert-graph-to-linalg{vector-bits=" + std::to_string(options.vectorBits) +
+           "},canonicalize,cse," + (options.fuse ? "func.func(kiln-fuse-elementwise),canonicalize,cse" : "") + ")";
+  case Phase::Bufferized:
+    return "builtin.module(" + bufferizePipeline(options) +
+           "kiln-form-gpu-launches,kiln-lower-workspace,kiln-check-heap-allocations,canonicalize,cse,"
+           "gpu-launch-sink-index-computations,gpu-kernel-outlining,kiln-merge-gpu-modules,canonicalize,cse)";
+  case Phase::Llvm:
+    return "builtin.module(nvvm-attach-target{chip=" + options.gpuArch +
+           " O=3},gpu.module(kiln-approximate-math,convert-vector-to-scf,convert-scf-to-cf,lower-affine,"
+           "convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa}," +
+           kHostToLlvm + "gpu-to-llvm,reconcile-unrealized-casts,kiln-lower-gpu-launches,kiln-lower-device-heap,"
+           "kiln-emit-entry-point,canonicalize)";
+  }
+  return "";
+}
+
 std::string phasePipeline(Phase phase, const PipelineOptions &options) {
+  if (options.target == Target::Cuda && phase != Phase::Graph)
+    return cudaPipeline(phase, options);
   std::string microkernel = options.vectorBits >= 512 ? "{rows=8 columns=32}" : "{rows=4 columns=16}";
   switch (phase) {
   case Phase::Graph:
@@ -70,29 +125,13 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
            (options.fuse ? "func.func(kiln-fuse-epilogues),canonicalize,cse," : "") +
            "func.func(kiln-vectorize-contractions" + microkernel + "),canonicalize,cse)";
   case Phase::Bufferized:
-    return std::string("builtin.module(eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
-                       "one-shot-bufferize{bufferize-function-boundaries "
-                       "function-boundary-type-conversion=identity-layout-map},canonicalize,") +
-           (options.planMemory ? (options.printMemoryPlan ? "kiln-plan-memory{print=true}," : "kiln-plan-memory,")
-                               : "") +
-           "ownership-based-buffer-deallocation,canonicalize,"
-           "buffer-deallocation-simplification,bufferization-lower-deallocations,"
-           "canonicalize,cse,"
-           "convert-bufferization-to-memref,func.func(kiln-memref-copy-to-linalg),"
-           "scf-forall-to-parallel,"
-           "func.func(convert-linalg-to-parallel-loops),canonicalize,"
-           "kiln-add-runtime-context,kiln-lower-string-ops,kiln-form-cpu-launches,kiln-count-kernel-cost,kiln-lower-workspace,kiln-check-heap-allocations,"
+    return "builtin.module(" + bufferizePipeline(options) + "kiln-lower-string-ops,kiln-form-cpu-launches,kiln-count-kernel-cost,kiln-lower-workspace,kiln-check-heap-allocations,"
            "canonicalize,cse)";
   case Phase::Llvm:
     // libm serves tanh/erf (accurate; vectorized approximations come with
     // the performance work), LLVM intrinsics the rest.
     return "builtin.module(func.func(kiln-approximate-math),func.func(kiln-select-pair-products{vector-bits=" +
-           std::to_string(options.vectorBits) + "}),func.func(kiln-prefetch-weight-streams),convert-vector-to-scf,convert-math-to-funcs,"
-           "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
-           "convert-math-to-llvm,convert-math-to-libm,finalize-memref-to-llvm,"
-           "convert-vector-to-llvm,"
-           "convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
-           "convert-func-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,"
+           std::to_string(options.vectorBits) + "}),func.func(kiln-prefetch-weight-streams)," + kHostToLlvm +
            "reconcile-unrealized-casts,kiln-outline-cpu-launches,"
            "kiln-emit-entry-point,canonicalize)";
   }
@@ -105,6 +144,8 @@ void registerKilnDialects(DialectRegistry &registry) {
   registerAllExtensions(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
 }
 
 void registerKilnPasses() {
@@ -119,6 +160,7 @@ void registerKilnPasses() {
   registerFusionPasses();
   registerConversionPasses();
   registerCpuPasses();
+  registerCudaPasses();
 }
 
 namespace {

@@ -16,7 +16,13 @@ enum class Phase { Graph, Linalg, Bufferized, Llvm };
 
 const char *phaseName(Phase phase);
 
+/// What the kernels are generated for. The host program is x86-64 code either way.
+enum class Target { X86, Cuda };
+
 struct PipelineOptions {
+  Target target = Target::X86;
+  /// CUDA only: the GPU architecture the PTX is generated for (sm_80, sm_90, ...).
+  std::string gpuArch = "sm_80";
   /// Width of the target's vector registers: sizes the contraction
   /// microkernel (512: 8 x 32 floats in 16 of AVX-512's 32 registers; 256:
   /// 4 x 16 floats in 8 of AVX2's 16).

@@ -1,5 +1,6 @@
 // Wraps each outermost scf.parallel of @main into a kiln_cpu.launch over its outer iterations.
 #include "passes/cpu/Passes.h"
+#include "passes/cpu/SourceNodes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -16,14 +17,6 @@ using namespace mlir;
 
 namespace kiln {
 namespace {
-
-void collectNodeNames(Location loc, llvm::SetVector<StringRef> &names) {
-  loc->walk([&](Location l) {
-    if (auto nl = dyn_cast<NameLoc>(l))
-      names.insert(nl.getName().getValue());
-    return WalkResult::advance();
-  });
-}
 
 /// Enough work items to balance a few threads without paying for tiny items.
 constexpr int64_t kMinWorkItems = 64;

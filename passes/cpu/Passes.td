@@ -114,13 +114,15 @@ def VectorizeContractionsPass : Pass<"kiln-vectorize-contractions", "::mlir::fun
                            "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect"];
 }
 
-def ApproximateMathPass : Pass<"kiln-approximate-math", "::mlir::func::FuncOp"> {
+def ApproximateMathPass : Pass<"kiln-approximate-math"> {
   let summary = "Replace f32 tanh/erf/exp/log with polynomial approximations";
   let description = [{
     libm's scalar calls cannot be vectorized and glibc's tanhf alone took three
     quarters of a small MLP's time. MLIR's polynomial approximations are plain
     arithmetic (accurate to a few ulp for f32), so the loops around them
-    vectorize. Other element types keep the libm calls.
+    vectorize. Other element types keep the libm calls. Not tied to an op: the
+    CPU pipeline runs it on each func.func, the CUDA pipeline on each
+    gpu.module (where it also spares the kernels libdevice's calls).
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::vector::VectorDialect"];
 }

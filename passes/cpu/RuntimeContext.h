@@ -9,13 +9,20 @@
 
 namespace kiln {
 
-/// Field `i` of the context: 0 runtime, 1 parallel_for, 2 workspace,
-/// 3 allocation_failed, 4 string_from_float, 5 string_to_float,
-/// 6 string_change_case, 7 string_equal (all pointers).
+/// The context's fields, in kiln_abi_context order (all pointers).
+namespace ctxfield {
+enum : int32_t {
+  kRuntime, kParallelFor, kWorkspace, kAllocationFailed, kStringFromFloat, kStringToFloat,
+  kStringChangeCase, kStringEqual, kGpuLaunch, kDeviceAlloc, kDeviceFree,
+  kCount
+};
+} // namespace ctxfield
+
+/// Field `i` of the context (a ctxfield value).
 inline mlir::Value contextField(mlir::OpBuilder &b, mlir::Location loc, mlir::Value context, int32_t i) {
   auto ptr = mlir::LLVM::LLVMPointerType::get(b.getContext());
-  auto ctxStruct =
-      mlir::LLVM::LLVMStructType::getLiteral(b.getContext(), llvm::SmallVector<mlir::Type>(8, ptr));
+  auto ctxStruct = mlir::LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                          llvm::SmallVector<mlir::Type>(ctxfield::kCount, ptr));
   mlir::Value at =
       mlir::LLVM::GEPOp::create(b, loc, ptr, ctxStruct, context, llvm::ArrayRef<mlir::LLVM::GEPArg>{0, i});
   return mlir::LLVM::LoadOp::create(b, loc, ptr, at).getResult();

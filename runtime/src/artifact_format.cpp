@@ -30,7 +30,8 @@ enum SectionKind : uint32_t {
   kWeightsSection = 3,
   kDecoderSection = 4,
   kQuantizationSection = 5,
-  kLastKnownSection = kQuantizationSection
+  kCudaSection = 6,
+  kLastKnownSection = kCudaSection
 };
 
 uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
@@ -120,6 +121,14 @@ std::string encodeDecoder(const DecoderInfo &d) {
     e.u32(c.input);
     e.u32(c.axis);
   }
+  return std::move(e.bytes);
+}
+
+std::string encodeCuda(const CudaInfo &c) {
+  Encoder e;
+  e.str(c.arch);
+  e.str(c.ptx);
+  e.str(c.cubin);
   return std::move(e.bytes);
 }
 
@@ -290,6 +299,14 @@ void decodeDecoder(Decoder &d, DecoderInfo &info) {
     c.axis = d.u32("kv cache axis");
   }
   d.expectEnd("decoder section");
+}
+
+void decodeCuda(Decoder &d, CudaInfo &c) {
+  c.present = true;
+  c.arch = d.str("cuda arch");
+  c.ptx = d.str("cuda ptx");
+  c.cubin = d.str("cuda cubin");
+  d.expectEnd("cuda section");
 }
 
 void decodeQuantization(Decoder &d, QuantizationInfo &q) {
@@ -562,13 +579,16 @@ bool writeArtifact(const std::string &path, Metadata meta, const std::string &co
   const std::string decoder = meta.decoder.present ? encodeDecoder(meta.decoder) : std::string();
   const std::string quantization =
       meta.quantization.present ? encodeQuantization(meta.quantization) : std::string();
-  const uint32_t sectionCount = 3 + (meta.decoder.present ? 1 : 0) + (meta.quantization.present ? 1 : 0);
+  const std::string cuda = meta.cuda.present ? encodeCuda(meta.cuda) : std::string();
+  const uint32_t sectionCount =
+      3 + (meta.decoder.present ? 1 : 0) + (meta.quantization.present ? 1 : 0) + (meta.cuda.present ? 1 : 0);
   const uint64_t headerSize = kHeaderFixedSize + sectionCount * kSectionEntrySize;
   const uint64_t metaOffset = headerSize;
-  // The optional decoder and quantization sections sit between the metadata and the code.
+  // The optional decoder, quantization and cuda sections sit between the metadata and the code.
   const uint64_t decoderOffset = metaOffset + metadata.size();
   const uint64_t quantizationOffset = decoderOffset + decoder.size();
-  const uint64_t optionalEnd = quantizationOffset + quantization.size();
+  const uint64_t cudaOffset = quantizationOffset + quantization.size();
+  const uint64_t optionalEnd = cudaOffset + cuda.size();
   const uint64_t codeOffset = alignUp(optionalEnd, kCodeSectionAlignment);
   const uint64_t weightsOffset = alignUp(codeOffset + code.size(), kWeightsSectionAlignment);
   const uint64_t fileSize = weightsOffset + weightsSize;
@@ -585,6 +605,8 @@ bool writeArtifact(const std::string &path, Metadata meta, const std::string &co
     sections.push_back({kDecoderSection, decoderOffset, decoder.size()});
   if (meta.quantization.present)
     sections.push_back({kQuantizationSection, quantizationOffset, quantization.size()});
+  if (meta.cuda.present)
+    sections.push_back({kCudaSection, cudaOffset, cuda.size()});
   for (const auto &s : sections) {
     header.u32(uint32_t(s[0]));
     header.u32(0);
@@ -610,6 +632,7 @@ bool writeArtifact(const std::string &path, Metadata meta, const std::string &co
             writeAll(fd, metadata.data(), metadata.size(), error) &&
             writeAll(fd, decoder.data(), decoder.size(), error) &&
             writeAll(fd, quantization.data(), quantization.size(), error) &&
+            writeAll(fd, cuda.data(), cuda.size(), error) &&
             writeZeros(fd, codeOffset - optionalEnd, error) &&
             writeAll(fd, code.data(), code.size(), error) &&
             writeZeros(fd, weightsOffset - (codeOffset + code.size()), error);
@@ -688,7 +711,7 @@ bool parseArtifact(const uint8_t *data, uint64_t size, ArtifactView *out, std::s
       return fail("artifact has two sections of kind " + std::to_string(kind));
     sections[kind] = {off, len, true};
   }
-  const char *names[] = {"", "metadata", "code", "weights", "decoder", "quantization"};
+  const char *names[] = {"", "metadata", "code", "weights", "decoder", "quantization", "cuda"};
   for (uint32_t k = kMetadataSection; k <= kLastKnownSection; ++k) {
     if (!sections[k].present && k <= kWeightsSection)
       return fail(std::string("artifact has no ") + names[k] + " section");
@@ -718,6 +741,12 @@ bool parseArtifact(const uint8_t *data, uint64_t size, ArtifactView *out, std::s
     decodeQuantization(qd, view.meta.quantization);
     if (!qd.ok())
       return fail("artifact quantization section: " + qd.error);
+  }
+  if (sections[kCudaSection].present) {
+    Decoder cd(data + sections[kCudaSection].offset, sections[kCudaSection].size);
+    decodeCuda(cd, view.meta.cuda);
+    if (!cd.ok())
+      return fail("artifact cuda section: " + cd.error);
   }
   view.meta.formatVersion = version;
   if (!checkMetadata(view.meta, sections[kWeightsSection].size, error)) {

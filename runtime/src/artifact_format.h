@@ -89,6 +89,15 @@ struct QuantizationInfo {
   AccuracyReport accuracy;         // present only when the accuracy check ran
 };
 
+// Artifacts compiled with --target=cuda (optional section 6; docs/artifact.md): the kernels' device
+// code. The code section is then the host program, which launches kernel i of `kernels` by name.
+struct CudaInfo {
+  bool present = false;
+  std::string arch;  // "sm_90": what the PTX targets and the cubin (if any) was assembled for
+  std::string ptx;   // PTX text, loadable (JIT-compiled by the driver) on arch and newer GPUs
+  std::string cubin; // ptxas's ELF for exactly `arch`; "" when ptxas was not found at compile time
+};
+
 struct Metadata {
   uint32_t formatVersion = kFormatVersion;
   uint32_t abiVersion = 0;       // KILN_ABI_VERSION of the generated code
@@ -107,6 +116,7 @@ struct Metadata {
   std::vector<KernelInfo> kernels;      // indexed by kernel_id of kiln_abi_context::parallel_for
   DecoderInfo decoder;
   QuantizationInfo quantization;
+  CudaInfo cuda;
 };
 
 struct WeightSource {

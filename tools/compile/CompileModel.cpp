@@ -4,6 +4,7 @@
 #include "compiler/artifact/ArtifactWriter.h"
 #include "compiler/importer/ModelSource.h"
 #include "compiler/importer/OnnxImporter.h"
+#include "compiler/targets/cuda/CudaTarget.h"
 #include "compiler/targets/x86/X86Target.h"
 #include "dialects/graph/IR/Graph.h"
 
@@ -160,6 +161,26 @@ bool compileModel(const CompileRequest &request, CompileResult *result, std::str
     return true;
   }
 
+  // --target=cuda: the kernels' PTX, made in-process by the pipeline, assembled for the named
+  // architecture where ptxas exists (the driver JIT-compiles the PTX otherwise).
+  artifact::CudaInfo cuda;
+  if (options.target == Target::Cuda) {
+    auto ptx = module->getAttrOfType<StringAttr>("kiln.cuda_ptx");
+    if (!ptx)
+      return fail("internal: the CUDA pipeline left no PTX");
+    cuda.present = true;
+    cuda.arch = options.gpuArch;
+    cuda.ptx = ptx.str();
+    module->removeAttr("kiln.cuda_ptx");
+    const std::string ptxas = findPtxas(request.ptxas);
+    if (!ptxas.empty() && !cuda.ptx.empty()) {
+      report("assembling the kernels (ptxas)");
+      if (!assemblePtx(ptxas, cuda.ptx, cuda.arch, cuda.cubin, message))
+        return fail(message);
+      phases.push_back("ptxas");
+    }
+  }
+
   report("generating x86-64 code");
   X86TargetInfo info;
   std::string out;
@@ -183,6 +204,7 @@ bool compileModel(const CompileRequest &request, CompileResult *result, std::str
   inputs.compilerVersion = request.compilerVersion;
   inputs.maxContext = request.maxContext;
   inputs.quantization = request.quantization;
+  inputs.cuda = std::move(cuda);
   inputs.isFileBacked = [source = imported.source](const void *p, size_t n) { return source->isMapped(p, n); };
   if (failed(writeModelArtifact(inputs, request.outPath, message)))
     return fail(message);

@@ -20,6 +20,7 @@ struct CompileRequest {
   std::string outPath;        // the artifact (Emit::Artifact only)
   Emit emit = Emit::Artifact; // the others print the IR to stdout
   std::string targetCpu = "host";
+  std::string ptxas; // --target=cuda: the ptxas to use ("" = search, "none" = PTX only)
   // Pipeline switches; compileModel sets vectorBits and the phase hooks itself.
   PipelineOptions options;
   int64_t maxContext = 2048;

@@ -2,6 +2,7 @@
 // and an accuracy flag, also the float reference, both run and compared before the artifact is written.
 #include "AccuracyCheck.h"
 #include "CompileModel.h"
+#include "compiler/targets/cuda/CudaTarget.h"
 #include "compiler/importer/NodeContext.h"
 #include "compiler/importer/ControlFlowImporters.h"
 #include "compiler/importer/SequenceImporters.h"
@@ -34,6 +35,17 @@ static cl::opt<std::string> emit("emit",
                                  cl::cat(category));
 static cl::opt<std::string> targetCpu("target-cpu", cl::desc("x86-64 CPU to compile for (default: host)"),
                                       cl::init("host"), cl::cat(category));
+static cl::opt<std::string> target("target",
+                                   cl::desc("What the kernels run on: x86 (default) or cuda (NVIDIA GPUs; PTX, "
+                                            "plus a cubin where ptxas is found)"),
+                                   cl::init("x86"), cl::cat(category));
+static cl::opt<std::string> gpuArch("gpu-arch", cl::desc("With --target=cuda: the GPU architecture, sm_NN "
+                                                         "(default sm_80)"),
+                                    cl::init("sm_80"), cl::cat(category));
+static cl::opt<std::string> ptxasPath("ptxas",
+                                      cl::desc("With --target=cuda: the ptxas that assembles the cubin (default: "
+                                               "ptxas on PATH, then /usr/local/cuda/bin/ptxas; 'none': PTX only)"),
+                                      cl::cat(category));
 static cl::opt<bool> printAll("mlir-print-ir-after-all", cl::desc("Print the IR after every pass to stderr"),
                               cl::cat(category));
 static cl::alias printAllShort("print-ir-after-all", cl::desc("Same as --mlir-print-ir-after-all"),
@@ -143,7 +155,8 @@ int main(int argc, char **argv) {
   // Copy the options now: parsing pass pipelines later resets LLVM's
   // command-line option values.
   const std::string modelPath = inputPath, outPath = outputPath, emitWhat = emit,
-                    cpuName = targetCpu, printAfterName = printAfter, dumpDir = dumpIrDir;
+                    cpuName = targetCpu, printAfterName = printAfter, dumpDir = dumpIrDir,
+                    targetName = target, arch = gpuArch, ptxas = ptxasPath;
   const bool printAllIr = printAll, beQuiet = quiet, useKvCache = kvCache, useFusion = fuse,
              usePlan = planMemory, printPlan = printMemoryPlan, allSymbolic = symbolicInputDims;
   const int64_t contextTokens = maxContext;
@@ -157,6 +170,10 @@ int main(int argc, char **argv) {
     return fail("--quantize-group must be 32, 64 or 128");
   if (quantScale != "f32" && quantScale != "f16")
     return fail("--quantize-scale must be f32 or f16");
+  if (targetName != "x86" && targetName != "cuda")
+    return fail("unknown --target '" + targetName + "' (x86, cuda)");
+  if (targetName == "cuda" && !kiln::isGpuArch(arch))
+    return fail("--gpu-arch must be sm_NN or sm_NNa (e.g. sm_80, sm_90, sm_90a), got '" + arch + "'");
   if (contextTokens < 1 || contextTokens > (int64_t(1) << 24))
     return fail("--max-context must be between 1 and 16777216");
   if (listOps) {
@@ -242,13 +259,18 @@ int main(int argc, char **argv) {
   request.modelPath = modelPath;
   request.outPath = outPath;
   request.emit = emits.at(emitWhat);
-  request.targetCpu = cpuName;
+  // A CUDA artifact's host program only computes sizes and launches kernels: baseline x86-64
+  // unless asked otherwise, so it loads on any GPU server.
+  request.targetCpu = targetName == "cuda" && !targetCpu.getNumOccurrences() ? "x86-64" : cpuName;
   request.maxContext = contextTokens;
   request.symbolicInputDims = allSymbolic;
   request.progress = !beQuiet && isatty(STDERR_FILENO);
   request.notes = !beQuiet;
   request.compilerVersion = "kiln " KILN_VERSION;
+  request.ptxas = ptxas;
   kiln::PipelineOptions &options = request.options;
+  options.target = targetName == "cuda" ? kiln::Target::Cuda : kiln::Target::X86;
+  options.gpuArch = arch;
   options.printIrAfterAll = printAllIr;
   options.printIrAfter = printAfterName;
   options.dumpIrDir = dumpDir;

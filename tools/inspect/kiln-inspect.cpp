@@ -160,6 +160,10 @@ void printText(const ArtifactView &v, uint64_t fileSize) {
   std::printf("weights:          %zu tensors, %llu bytes\n", m.weights.size(),
               static_cast<unsigned long long>(v.weightsSize));
   std::printf("code:             %llu bytes\n", static_cast<unsigned long long>(v.codeSize));
+  if (m.cuda.present)
+    std::printf("cuda:             %s, PTX %zu bytes, cubin %s\n", m.cuda.arch.c_str(), m.cuda.ptx.size(),
+                m.cuda.cubin.empty() ? "none (ptxas was not found; the driver JIT-compiles the PTX)"
+                                     : (std::to_string(m.cuda.cubin.size()) + " bytes").c_str());
   std::printf("kernels:          %zu\n", m.kernels.size());
   for (size_t i = 0; i < m.kernels.size(); ++i)
     std::printf("  %zu %s <- %s\n", i, m.kernels[i].name.c_str(), join(m.kernels[i].sourceNodes, ", ").c_str());
@@ -201,7 +205,10 @@ void printJson(const ArtifactView &v, uint64_t fileSize) {
                 json(w.name).c_str(), json(dtypeName(w.dtype)).c_str(), dims.c_str(),
                 static_cast<unsigned long long>(w.offset), static_cast<unsigned long long>(w.size));
   }
-  std::printf("],\n  \"weights_bytes\": %llu,\n  \"code_bytes\": %llu,\n  \"kernels\": [",
+  if (m.cuda.present)
+    std::printf("],\n  \"cuda\": {\"arch\": %s, \"ptx_bytes\": %zu, \"cubin_bytes\": %zu", json(m.cuda.arch).c_str(),
+                m.cuda.ptx.size(), m.cuda.cubin.size());
+  std::printf("%s,\n  \"weights_bytes\": %llu,\n  \"code_bytes\": %llu,\n  \"kernels\": [", m.cuda.present ? "}" : "]",
               static_cast<unsigned long long>(v.weightsSize), static_cast<unsigned long long>(v.codeSize));
   for (size_t i = 0; i < m.kernels.size(); ++i)
     std::printf("%s{\"name\": %s, \"source_nodes\": %s}", i ? ", " : "", json(m.kernels[i].name).c_str(),

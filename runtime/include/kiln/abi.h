@@ -9,7 +9,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of these structs or the entry signature changes. */
-#define KILN_ABI_VERSION 5
+#define KILN_ABI_VERSION 6
 
 /* One tensor crossing the boundary. All tensors are dense and row-major.
  * Inputs (graph inputs, then weights in metadata order): the runtime sets
@@ -59,7 +59,16 @@ typedef void (*kiln_abi_kernel_fn)(void *captures, int64_t begin, int64_t end);
  * after the entry has returned. `bits` is 32 or 64: float or double. `string_from_float` gives
  * numpy's str() of the value; `string_to_float` parses [data, data + size) at that precision;
  * `string_change_case` upper-cases (upper != 0) or lower-cases a copy; `string_equal` returns
- * 1 when the strings are equal (ignoring case when ignore_case != 0). */
+ * 1 when the strings are equal (ignoring case when ignore_case != 0).
+ * The device fields (version 6) are used by code compiled with --target=cuda, and NULL for CPU
+ * artifacts. There every buffer the entry receives or makes (inputs, weights, the workspace, outputs)
+ * is device memory, and the host code only computes sizes and launches kernels: `gpu_launch`
+ * enqueues kernel `kernel_id` of the artifact's CUDA module on the run's stream with the given grid
+ * and block sizes, `shared_bytes` of dynamic shared memory and `params` (cuLaunchKernel's array of
+ * pointers to each argument). It does not wait; a failure is recorded and fails the run after the
+ * entry returns. `device_alloc` returns device memory (NULL when out of memory, which the code
+ * reports through `allocation_failed`), `device_free` releases it. Outputs are device allocations:
+ * their `allocated` pointer is released with `device_free`, not free(). */
 typedef struct kiln_abi_context {
   void *runtime;
   void (*parallel_for)(void *runtime, int32_t kernel_id, kiln_abi_kernel_fn fn,
@@ -71,6 +80,10 @@ typedef struct kiln_abi_context {
   kiln_abi_string (*string_change_case)(void *runtime, const char *data, int64_t size, int32_t upper);
   int32_t (*string_equal)(void *runtime, const char *a, int64_t a_size, const char *b, int64_t b_size,
                           int32_t ignore_case);
+  void (*gpu_launch)(void *runtime, int32_t kernel_id, int64_t grid_x, int64_t grid_y, int64_t grid_z,
+                     int64_t block_x, int64_t block_y, int64_t block_z, int32_t shared_bytes, void **params);
+  void *(*device_alloc)(void *runtime, int64_t bytes);
+  void (*device_free)(void *runtime, void *ptr);
 } kiln_abi_context;
 
 /* The symbol every artifact's code section exports. Returns 0 on success. */

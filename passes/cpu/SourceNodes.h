@@ -1,0 +1,20 @@
+// The ONNX node names a kernel came from: the NameLocs inside an op's (possibly fused) location.
+#ifndef KILN_PASSES_CPU_SOURCENODES_H
+#define KILN_PASSES_CPU_SOURCENODES_H
+
+#include "mlir/IR/Location.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace kiln {
+
+inline void collectNodeNames(mlir::Location loc, llvm::SetVector<llvm::StringRef> &names) {
+  loc->walk([&](mlir::Location l) {
+    if (auto nl = mlir::dyn_cast<mlir::NameLoc>(l))
+      names.insert(nl.getName().getValue());
+    return mlir::WalkResult::advance();
+  });
+}
+
+} // namespace kiln
+
+#endif

@@ -1,0 +1,71 @@
+// CUDA backend passes: from bufferized loops to GPU kernels the runtime launches on a stream.
+#ifndef KILN_PASSES_CUDA
+#define KILN_PASSES_CUDA
+
+include "mlir/Pass/PassBase.td"
+
+def FormGpuLaunchesPass : Pass<"kiln-form-gpu-launches", "::mlir::ModuleOp"> {
+  let summary = "Turn @main's loops and tensor accesses into gpu.launch regions";
+  let description = [{
+    For --target=cuda, after bufferization and kiln-add-runtime-context. Every
+    buffer lives in device memory, so the host program (@main) may compute
+    sizes and offsets but never read or write an element:
+    - each outermost `scf.parallel` becomes a `gpu.launch` of 256-thread
+      blocks, one thread per iteration of its whole (collapsed) iteration
+      space, innermost dimension fastest so neighbouring threads touch
+      neighbouring elements (coalesced); a guard skips the threads past the
+      end;
+    - any other op that reads or writes a buffer (a scalar store, a loop
+      whose body loads elements, a parallel loop with reductions), together
+      with the pure ops that use its results, runs in a one-thread launch
+      placed where the group ends;
+    - host control flow (`scf.for`, `scf.if`) whose buffer accesses are all
+      inside parallel loops stays on the host and launches kernels.
+    A value computed from tensor data and needed on the host (a
+    data-dependent shape) is an error naming the op. String ops are refused.
+    Each launch is located at the ONNX nodes it came from.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def MergeGpuModulesPass : Pass<"kiln-merge-gpu-modules", "::mlir::ModuleOp"> {
+  let summary = "Move every outlined kernel into one gpu.module";
+  let description = [{
+    gpu-kernel-outlining gives each kernel its own gpu.module. The artifact
+    carries one PTX module (one load, one JIT), so after outlining every
+    gpu.func moves into the first module (renamed `kernels`) and the launches
+    are redirected to it.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def LowerGpuLaunchesPass : Pass<"kiln-lower-gpu-launches", "::mlir::ModuleOp"> {
+  let summary = "Launch kernels through the runtime context and keep the PTX";
+  let description = [{
+    After gpu-module-to-binary (PTX) and gpu-to-llvm: each `gpu.launch_func`
+    of @main becomes a call of the context's `gpu_launch(runtime, kernel_id,
+    grid x/y/z, block x/y/z, shared bytes, params)`, `params` an array of
+    pointers to the kernel's arguments (cuLaunchKernel's convention; memrefs
+    are passed as their expanded descriptors, as convert-gpu-to-nvvm expects).
+    The `gpu.binary`'s PTX moves to the module attribute `kiln.cuda_ptx` and
+    the kernel table (name, ONNX source nodes, in kernel-id order) to
+    `kiln.cuda_kernels`; the binary op and the container attribute are
+    removed, leaving a module the x86 target translates.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def LowerDeviceHeapPass : Pass<"kiln-lower-device-heap", "::mlir::ModuleOp"> {
+  let summary = "Allocate @main's heap buffers in device memory";
+  let description = [{
+    After the conversion to the LLVM dialect: in @main, each call of `malloc`
+    or `aligned_alloc` becomes the context's `device_alloc(runtime, bytes)`
+    and each `free` its `device_free(runtime, ptr)`, so outputs and
+    data-sized intermediates live where the kernels can address them. The
+    runtime owns (and frees) the device outputs.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif
