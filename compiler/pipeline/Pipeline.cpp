@@ -89,11 +89,11 @@ static std::string cudaPipeline(Phase phase, const PipelineOptions &options) {
            "},canonicalize,cse," + (options.fuse ? "func.func(kiln-fuse-elementwise),canonicalize,cse" : "") + ")";
   case Phase::Bufferized:
     return "builtin.module(" + bufferizePipeline(options) +
-           "kiln-form-gpu-launches,kiln-lower-workspace,kiln-check-heap-allocations,canonicalize,cse,"
+           "func.func(kiln-resolve-reshape-shapes),canonicalize,kiln-form-gpu-launches,kiln-lower-workspace,kiln-check-heap-allocations,canonicalize,cse,"
            "gpu-launch-sink-index-computations,gpu-kernel-outlining,kiln-merge-gpu-modules,canonicalize,cse)";
   case Phase::Llvm:
     return "builtin.module(nvvm-attach-target{chip=" + options.gpuArch +
-           " O=3},gpu.module(kiln-approximate-math,convert-vector-to-scf,convert-scf-to-cf,lower-affine,"
+           " O=3},gpu.module(kiln-approximate-math,convert-vector-to-scf,convert-scf-to-cf,expand-strided-metadata,lower-affine,convert-vector-to-llvm,"
            "convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa}," +
            kHostToLlvm + "gpu-to-llvm,reconcile-unrealized-casts,kiln-lower-gpu-launches,kiln-lower-device-heap,"
            "kiln-emit-entry-point,canonicalize)";

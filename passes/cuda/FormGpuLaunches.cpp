@@ -9,6 +9,7 @@
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace kiln {
@@ -89,6 +90,16 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
     for (Block &block : func.getBody())
       if (failed(processBlock(block)))
         return signalPassFailure();
+    // Constant globals are read inside the kernels: outlining then copies them into the GPU
+    // module (device memory); a host address would not be readable there.
+    func.walk([&](gpu::LaunchOp launch) {
+      llvm::SetVector<Value> captured;
+      getUsedValuesDefinedAbove(launch.getBody(), captured);
+      OpBuilder b = OpBuilder::atBlockBegin(&launch.getBody().front());
+      for (Value v : captured)
+        if (auto global = v.getDefiningOp<memref::GetGlobalOp>())
+          replaceAllUsesInRegionWith(v, b.clone(*global)->getResult(0), launch.getBody());
+    });
   }
 
   /// Forms the launches of one host block, recursing into host control flow.

@@ -4,6 +4,22 @@
 
 include "mlir/Pass/PassBase.td"
 
+def ResolveReshapeShapesPass : Pass<"kiln-resolve-reshape-shapes", "::mlir::func::FuncOp"> {
+  let summary = "Turn memref.reshape with a known shape operand into memref.reinterpret_cast";
+  let description = [{
+    `memref.reshape` reads its result's sizes from a shape buffer. On the GPU
+    that buffer is device memory the host program cannot read, so before
+    kiln-form-gpu-launches each reshape of an identity-layout buffer whose
+    sizes are known becomes a `memref.reinterpret_cast` with row-major
+    strides: static result dims need nothing, dynamic ones are read from a
+    constant global (`memref.get_global` of a constant) or from the scalar
+    stored at a constant index of a buffer filled in the same block before the
+    reshape (how `tensor.from_elements` bufferizes). Reshapes whose sizes are
+    not known this way stay as they are.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
+}
+
 def FormGpuLaunchesPass : Pass<"kiln-form-gpu-launches", "::mlir::ModuleOp"> {
   let summary = "Turn @main's loops and tensor accesses into gpu.launch regions";
   let description = [{
@@ -23,6 +39,9 @@ def FormGpuLaunchesPass : Pass<"kiln-form-gpu-launches", "::mlir::ModuleOp"> {
       inside parallel loops stays on the host and launches kernels.
     A value computed from tensor data and needed on the host (a
     data-dependent shape) is an error naming the op. String ops are refused.
+    A constant global a kernel reads is read through a `memref.get_global`
+    inside the launch, so outlining copies the global into the GPU module
+    (device memory) instead of passing a host address.
     Each launch is located at the ONNX nodes it came from.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",

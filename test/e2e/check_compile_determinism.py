@@ -45,7 +45,7 @@ CONFORMANCE = [
     "pytorch-converted/test_Conv2d",
     "simple/test_sequence_model1",
 ]
-SECTION_NAMES = {1: "metadata", 2: "code", 3: "weights", 4: "decoder", 5: "quantization"}
+SECTION_NAMES = {1: "metadata", 2: "code", 3: "weights", 4: "decoder", 5: "quantization", 6: "cuda"}
 
 
 def sections(data):

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Compiles models for CUDA (--target=cuda) and validates the device code, without a GPU.
+
+Each model is compiled for every --arch. The artifact must carry a cuda section with PTX; where ptxas
+is found (PATH, /usr/local/cuda/bin) kiln-compile assembles the PTX with it, so a cubin in the
+artifact means ptxas accepted the PTX for that architecture. Without ptxas the check says so and
+validates the PTX's presence and kernel entries only.
+
+    check_cuda_compile.py --bin build/bin --onnx-root /usr/share/libonnx-testdata/data \\
+        --tests test/e2e/conformance_pass.txt [--expect-pass test/e2e/cuda_compile_pass.txt] \\
+        [--models DIR ...] [--arch sm_80 sm_90] [-j N] [--report out.json] [--write-pass FILE]
+
+A test is `suite/name` under --onnx-root; --models adds model directories (DIR/model.onnx) or
+.onnx files by path. With --expect-pass, every listed model must compile for every arch (the gate);
+others may fail and are reported with their first error line.
+"""
+
+import argparse
+import collections
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+def find_ptxas():
+    p = shutil.which("ptxas")
+    if p:
+        return p
+    return "/usr/local/cuda/bin/ptxas" if os.access("/usr/local/cuda/bin/ptxas", os.X_OK) else None
+
+
+def compile_one(bin_dir, model, arch, tmp, have_ptxas):
+    out = os.path.join(tmp, "%s-%s.kiln" % (abs(hash(model)), arch))
+    cmd = [os.path.join(bin_dir, "kiln-compile"), "--quiet", "--target=cuda", "--gpu-arch=" + arch, model, "-o", out]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    if r.returncode != 0:
+        lines = [l for l in (r.stderr or r.stdout).splitlines() if l.strip()]
+        return lines[0] if lines else "exit %d" % r.returncode
+    r = subprocess.run([os.path.join(bin_dir, "kiln-inspect"), "--json", out], capture_output=True, text=True)
+    os.unlink(out)
+    if r.returncode != 0:
+        return "kiln-inspect failed: " + r.stderr.strip()
+    meta = json.loads(r.stdout)
+    cuda = meta.get("cuda")
+    if not cuda or cuda.get("arch") != arch:
+        return "artifact has no cuda section for " + arch
+    if cuda["ptx_bytes"] == 0 and meta["kernels"]:
+        return "artifact has kernels but no PTX"
+    if have_ptxas and meta["kernels"] and cuda["cubin_bytes"] == 0:
+        return "ptxas is present but the artifact has no cubin"
+    return None
+
+
+def model_path(onnx_root, t):
+    if t.endswith(".onnx"):
+        return t
+    if os.path.isdir(t):
+        return os.path.join(t, "model.onnx")
+    return os.path.join(onnx_root, t, "model.onnx")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--onnx-root", default="/usr/share/libonnx-testdata/data")
+    ap.add_argument("--tests", help="file of suite/name lines (e.g. conformance_pass.txt)")
+    ap.add_argument("--models", nargs="*", default=[], help="model directories or .onnx files")
+    ap.add_argument("--arch", nargs="+", default=["sm_80", "sm_90"])
+    ap.add_argument("--expect-pass", help="models that must compile (a regression gate)")
+    ap.add_argument("--write-pass", help="write the models that compiled for every arch here")
+    ap.add_argument("--report", help="JSON report of every result")
+    ap.add_argument("-j", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args()
+
+    tests = []
+    if args.tests:
+        with open(args.tests) as f:
+            tests += [l.strip() for l in f if l.strip() and not l.startswith("#")]
+    tests += args.models
+    if not os.path.isdir(args.onnx_root):
+        tests = [t for t in tests if os.path.exists(model_path(args.onnx_root, t))]
+        print("check_cuda_compile: no ONNX suite at %s; checking %d model(s) only" % (args.onnx_root, len(tests)))
+    ptxas = find_ptxas()
+    print("check_cuda_compile: ptxas %s" % (ptxas if ptxas else
+          "not found: PTX is checked for presence only, not assembled (install the CUDA toolkit to validate it)"))
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="kiln-cuda-") as tmp:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as pool:
+            futures = {pool.submit(compile_one, args.bin, model_path(args.onnx_root, t), a, tmp, bool(ptxas)): (t, a)
+                       for t in tests for a in args.arch}
+            for fut in concurrent.futures.as_completed(futures):
+                results[futures[fut]] = fut.result()
+    ok = [t for t in tests if all(results[(t, a)] is None for a in args.arch)]
+    reasons = collections.Counter()
+    for (t, a), why in results.items():
+        if why is not None:
+            # The reason without the node name, so failures group by cause.
+            reasons[why.split("': ", 1)[-1][:140]] += 1
+    for a in args.arch:
+        n = sum(1 for t in tests if results[(t, a)] is None)
+        print("check_cuda_compile: %s: %d/%d models compile%s" % (a, n, len(tests), " and assemble" if ptxas else ""))
+    for why, n in reasons.most_common(25):
+        print("  %4d  %s" % (n, why))
+    if args.report:
+        with open(args.report, "w") as f:
+            json.dump({"ptxas": ptxas, "arch": args.arch,
+                       "results": [{"model": t, "arch": a, "error": results[(t, a)]} for t in tests for a in args.arch]},
+                      f, indent=1)
+    if args.write_pass:
+        with open(args.write_pass, "w") as f:
+            f.write("".join(t + "\n" for t in sorted(ok)))
+    if args.expect_pass:
+        with open(args.expect_pass) as f:
+            expected = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+        expected = [t for t in expected if t in set(tests)]
+        broken = [(t, a, results[(t, a)]) for t in expected for a in args.arch if results[(t, a)] is not None]
+        for t, a, why in broken:
+            print("REGRESSION %s (%s): %s" % (t, a, why))
+        if broken:
+            return 1
+        print("check_cuda_compile: all %d expected models compile for %s" % (len(expected), ", ".join(args.arch)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
