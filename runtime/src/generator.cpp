@@ -44,6 +44,9 @@ kiln_error *invalid(const std::string &msg) { return makeError(KILN_ERROR_INVALI
 
 kiln_error *configure(kiln_generator &g, const kiln_generator_options *options) {
   const auto &m = g.model->view.meta;
+  if (g.model->cuda)
+    return makeError(KILN_ERROR_INCOMPATIBLE, "decoding a --target=cuda artifact is not supported yet (its KV "
+                                              "cache would have to live on the GPU); compile the decoder for x86");
   if (!m.decoder.present)
     return invalid("the artifact is not a decoder with a KV cache (compile a model with past_key_values "
                    "inputs with kiln-compile --kv-cache=true)");

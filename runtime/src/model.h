@@ -3,6 +3,7 @@
 #define KILN_RUNTIME_MODEL_H
 
 #include "artifact_format.h"
+#include "cuda_device.h"
 #include "device.h"
 #include "kiln/abi.h"
 #include "kiln/kiln.h"
@@ -23,6 +24,9 @@ struct kiln_model {
   void *library = nullptr;
   kiln_abi_entry_fn entry = nullptr;
   std::unique_ptr<kiln::runtime::Device> device;
+  // Artifacts compiled with --target=cuda: the GPU, and the weights section copied to it once.
+  std::unique_ptr<kiln::runtime::CudaDevice> cuda;
+  void *deviceWeights = nullptr;
 
   // Views handed out through kiln_model_input_info and friends.
   struct SignatureView {

@@ -31,6 +31,10 @@ struct kiln_session {
   };
   std::unique_ptr<void, FreeDeleter> workspace;
   int64_t workspaceBytes = 0;
+  // CUDA artifacts: the session's stream and its arena in device memory (same growth rule).
+  void *cudaStream = nullptr;
+  void *cudaWorkspace = nullptr;
+  int64_t cudaWorkspaceBytes = 0;
 };
 
 namespace {
@@ -43,6 +47,8 @@ struct RunState {
   int64_t workspaceFailed = -1; // the bytes a failed workspace request asked for
   int64_t allocationFailed = -1; // the bytes of a heap allocation the generated code could not make
   kiln::runtime::StringRun strings; // bytes of the strings this run makes, released after it
+  kiln::runtime::CudaDevice *cuda = nullptr; // CUDA artifacts only
+  std::string cudaError;                     // the first failed launch of this run
 };
 
 kiln_abi_string stringFromFloatTrampoline(void *runtime, double value, int32_t bits) {
@@ -62,6 +68,17 @@ void allocationFailedTrampoline(void *runtime, int64_t bytes) {
   static_cast<RunState *>(runtime)->allocationFailed = bytes;
 }
 
+// The arena's size for a request of `bytes`: rounded up to 64 and grown by at least 1/8 over
+// `current`, so slowly growing requests (a decoder's context) do not reallocate each step. 0 when
+// the request is outside what any machine could hold.
+int64_t workspaceGrowth(int64_t bytes, int64_t current) {
+  const int64_t limit = int64_t(1) << 46;
+  if (bytes <= 0 || bytes > limit)
+    return 0;
+  int64_t want = std::max(bytes, std::min(limit, current + current / 8));
+  return (want + 63) / 64 * 64;
+}
+
 void *workspaceTrampoline(void *runtime, int64_t bytes) {
   auto *run = static_cast<RunState *>(runtime);
   kiln_session &s = *run->session;
@@ -70,13 +87,9 @@ void *workspaceTrampoline(void *runtime, int64_t bytes) {
     return empty; // every buffer of this run is empty
   if (bytes <= s.workspaceBytes)
     return s.workspace.get();
-  // Round up to 64 (aligned_alloc's contract) and grow by at least 1/8 so
-  // slowly growing requests (a decoder's context) do not reallocate each step.
-  const int64_t limit = int64_t(1) << 46;
+  // aligned_alloc wants a multiple of 64; workspaceGrowth rounds up.
   void *p = nullptr;
-  if (bytes > 0 && bytes <= limit) {
-    int64_t want = std::max(bytes, std::min(limit, s.workspaceBytes + s.workspaceBytes / 8));
-    want = (want + 63) / 64 * 64;
+  if (int64_t want = workspaceGrowth(bytes, s.workspaceBytes); want > 0) {
     s.workspace.reset(); // release the old arena before taking a larger one
     s.workspaceBytes = 0;
     p = std::aligned_alloc(64, size_t(want));
@@ -88,6 +101,50 @@ void *workspaceTrampoline(void *runtime, int64_t bytes) {
   if (!p)
     run->workspaceFailed = bytes;
   return p;
+}
+
+void *cudaWorkspaceTrampoline(void *runtime, int64_t bytes) {
+  auto *run = static_cast<RunState *>(runtime);
+  kiln_session &s = *run->session;
+  if (bytes <= s.cudaWorkspaceBytes && s.cudaWorkspace)
+    return s.cudaWorkspace;
+  // Called first thing in a run: no kernel of this session is using the old arena any more.
+  const int64_t want = workspaceGrowth(std::max<int64_t>(bytes, 64), s.cudaWorkspaceBytes);
+  run->cuda->deallocate(s.cudaWorkspace);
+  s.cudaWorkspace = nullptr;
+  s.cudaWorkspaceBytes = 0;
+  void *p = want > 0 ? run->cuda->allocate(size_t(want)) : nullptr;
+  if (p) {
+    s.cudaWorkspace = p;
+    s.cudaWorkspaceBytes = want;
+  } else {
+    run->workspaceFailed = bytes;
+  }
+  return p;
+}
+
+void gpuLaunchTrampoline(void *runtime, int32_t kernelId, int64_t gx, int64_t gy, int64_t gz, int64_t bx, int64_t by,
+                         int64_t bz, int32_t sharedBytes, void **params) {
+  auto *run = static_cast<RunState *>(runtime);
+  if (!run->cudaError.empty())
+    return; // after a failed launch the rest would compute from garbage
+  const int64_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  run->cuda->launch(run->session->cudaStream, kernelId, grid, block, sharedBytes, params, run->cudaError);
+}
+
+void *deviceAllocTrampoline(void *runtime, int64_t bytes) {
+  if (bytes < 0 || bytes > (int64_t(1) << 46))
+    return nullptr;
+  return static_cast<RunState *>(runtime)->cuda->allocate(size_t(bytes));
+}
+
+void deviceFreeTrampoline(void *runtime, void *ptr) { static_cast<RunState *>(runtime)->cuda->deallocate(ptr); }
+
+void parallelForOnCudaTrampoline(void *runtime, int32_t kernelId, kiln_abi_kernel_fn, void *, int64_t, int64_t,
+                                 int64_t) {
+  auto *run = static_cast<RunState *>(runtime);
+  if (run->cudaError.empty())
+    run->cudaError = "generated code of a CUDA artifact called parallel_for (kernel " + std::to_string(kernelId) + ")";
 }
 
 // A launch the compiler estimates at a few microseconds of work runs on the calling thread:
@@ -179,6 +236,102 @@ std::string checkCachePosition(const kiln::artifact::Metadata &meta, const kiln_
   return {};
 }
 
+// Device buffers of one CUDA run (staged inputs, outputs the code allocated), freed however it ends.
+struct DeviceBuffers {
+  kiln::runtime::CudaDevice &cuda;
+  std::vector<void *> buffers;
+  ~DeviceBuffers() {
+    for (void *p : buffers)
+      cuda.deallocate(p);
+  }
+};
+
+// A request on a --target=cuda artifact: inputs are copied to the GPU, the host program launches the
+// kernels on the session's stream, and the outputs come back as host tensors the caller owns.
+kiln_error *runOnCuda(kiln_session &s, const kiln_tensor *const *inputs, size_t inputCount, kiln_tensor **outputs) {
+  kiln_model &m = *s.model;
+  const auto &meta = m.view.meta;
+  kiln::runtime::CudaDevice &cuda = *m.cuda;
+  std::string error;
+  if (!s.cudaStream && !(s.cudaStream = cuda.createStream(error)))
+    return makeError(KILN_ERROR_INTERNAL, error);
+  DeviceBuffers staged{cuda, {}};
+  for (size_t i = 0; i < inputCount; ++i) {
+    void *p = cuda.allocate(inputs[i]->bytes);
+    if (!p)
+      return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of GPU memory for input '" + meta.inputs[i].name + "' (" +
+                                                     std::to_string(inputs[i]->bytes) + " bytes)");
+    staged.buffers.push_back(p);
+    if (!cuda.upload(p, inputs[i]->data, inputs[i]->bytes, error))
+      return makeError(KILN_ERROR_INTERNAL, "input '" + meta.inputs[i].name + "': " + error);
+    s.inputs[i].data = p;
+    s.inputs[i].shape = const_cast<int64_t *>(inputs[i]->shape.data());
+  }
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    std::fill(s.outputShapes[i].begin(), s.outputShapes[i].end(), -1);
+    s.outputs[i] = kiln_abi_tensor{nullptr, nullptr, s.outputShapes[i].data()};
+  }
+  s.profile.clear();
+  s.lastRunProfiled = false; // kernel timing on the GPU is not implemented yet
+  RunState state{m.device.get(), &s, std::chrono::steady_clock::now()};
+  state.cuda = &cuda;
+  kiln_abi_context ctx{&state,
+                       parallelForOnCudaTrampoline,
+                       cudaWorkspaceTrampoline,
+                       allocationFailedTrampoline,
+                       stringFromFloatTrampoline,
+                       stringToFloatTrampoline,
+                       stringChangeCaseTrampoline,
+                       stringEqualTrampoline,
+                       gpuLaunchTrampoline,
+                       deviceAllocTrampoline,
+                       deviceFreeTrampoline};
+  const int32_t rc = m.entry(&ctx, s.inputs.data(), s.outputs.data());
+  if (state.workspaceFailed >= 0)
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of GPU memory: this request's intermediates need " +
+                                                   std::to_string(state.workspaceFailed) + " bytes of scratch memory");
+  if (state.allocationFailed >= 0)
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of GPU memory: an output or a data-sized intermediate of " +
+                                                   std::to_string(state.allocationFailed) +
+                                                   " bytes could not be allocated (check the request's sizes)");
+  // From here on the outputs the code allocated are ours to free.
+  for (const auto &o : s.outputs)
+    if (o.allocated && std::find(staged.buffers.begin(), staged.buffers.end(), o.allocated) == staged.buffers.end())
+      staged.buffers.push_back(o.allocated);
+  const bool finished = cuda.synchronize(s.cudaStream, error);
+  if (!state.cudaError.empty())
+    return makeError(KILN_ERROR_INTERNAL, state.cudaError);
+  if (!finished)
+    return makeError(KILN_ERROR_INTERNAL, error);
+  if (rc != 0)
+    return makeError(KILN_ERROR_INTERNAL, "generated code failed with status " + std::to_string(rc));
+  std::vector<size_t> bytes(s.outputs.size());
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    std::string why = checkOutput(meta.outputs[i], s.outputs[i], &bytes[i]);
+    if (!why.empty())
+      return makeError(KILN_ERROR_INTERNAL, why);
+  }
+  std::vector<uint8_t> host;
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    const kiln_abi_tensor &o = s.outputs[i];
+    host.resize(bytes[i]);
+    kiln_error *e = nullptr;
+    if (!cuda.download(host.data(), o.data, bytes[i], error))
+      e = makeError(KILN_ERROR_INTERNAL, "output '" + meta.outputs[i].name + "': " + error);
+    else
+      e = kiln_tensor_create_copy(kiln_dtype(meta.outputs[i].dtype), o.shape, meta.outputs[i].dims.size(),
+                                  host.data(), bytes[i], &outputs[i]);
+    if (e) {
+      for (size_t j = 0; j < i; ++j) {
+        kiln_tensor_destroy(outputs[j]);
+        outputs[j] = nullptr;
+      }
+      return e;
+    }
+  }
+  return nullptr;
+}
+
 kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputCount, kiln_tensor **outputs) {
   kiln_model &m = *s.model;
   const auto &meta = m.view.meta;
@@ -187,6 +340,8 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
     why = checkCachePosition(meta, inputs);
   if (!why.empty())
     return makeError(KILN_ERROR_INVALID_ARGUMENT, why);
+  if (m.cuda)
+    return runOnCuda(s, inputs, inputCount, outputs);
 
   for (size_t i = 0; i < inputCount; ++i) {
     // The ABI's input tensors are not const, but generated code only reads them.
@@ -208,7 +363,10 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
                        stringFromFloatTrampoline,
                        stringToFloatTrampoline,
                        stringChangeCaseTrampoline,
-                       stringEqualTrampoline};
+                       stringEqualTrampoline,
+                       nullptr,
+                       nullptr,
+                       nullptr};
   const int32_t rc = m.entry(&ctx, s.inputs.data(), s.outputs.data());
   if (state.workspaceFailed >= 0)
     // The generated code returned before allocating or writing any output.
@@ -323,6 +481,10 @@ kiln_error *kiln_session_create(kiln_model *model, kiln_session **out_session) {
 void kiln_session_destroy(kiln_session *session) {
   if (!session)
     return;
+  if (kiln::runtime::CudaDevice *cuda = session->model->cuda.get()) {
+    cuda->deallocate(session->cudaWorkspace);
+    cuda->destroyStream(session->cudaStream);
+  }
   kiln::runtime::releaseModel(session->model);
   delete session;
 }

@@ -1,0 +1,63 @@
+// The CUDA device: NVIDIA's driver API loaded at run time with dlopen (no link-time CUDA dependency),
+// one context per process (the device's primary context), the artifact's module, device memory, launches.
+#ifndef KILN_RUNTIME_CUDA_DEVICE_H
+#define KILN_RUNTIME_CUDA_DEVICE_H
+
+#include "artifact_format.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::runtime {
+
+struct CudaDriver; // the resolved driver entry points (cuda_device.cpp)
+
+class CudaDevice {
+public:
+  // Loads the driver ("libcuda.so.1", or $KILN_CUDA_DRIVER), picks device $KILN_CUDA_DEVICE (default
+  // 0), retains its primary context and loads the artifact's module: the cubin when it was assembled
+  // for this device's architecture, else the PTX (JIT-compiled by the driver), then resolves each
+  // kernel by name. On failure returns null with the reason in `error` ("no CUDA driver", "no CUDA
+  // device", a PTX newer than the driver, a kernel missing from the module).
+  static std::unique_ptr<CudaDevice> create(const artifact::CudaInfo &info,
+                                            const std::vector<artifact::KernelInfo> &kernels, std::string &error);
+  ~CudaDevice();
+  CudaDevice(const CudaDevice &) = delete;
+  CudaDevice &operator=(const CudaDevice &) = delete;
+
+  const std::string &name() const { return name_; } // "NVIDIA H200 (sm_90)"
+
+  // Device memory; null on failure (out of memory). Safe from any thread.
+  void *allocate(size_t bytes);
+  void deallocate(void *ptr);
+  // Synchronous copies; false with the driver's message in `error`.
+  bool upload(void *device, const void *host, size_t bytes, std::string &error);
+  bool download(void *host, const void *device, size_t bytes, std::string &error);
+
+  // A stream per session, so sessions on several threads run independently.
+  void *createStream(std::string &error);
+  void destroyStream(void *stream);
+  // Enqueues kernel `id` (an index into the artifact's kernel table) on `stream`.
+  bool launch(void *stream, int32_t id, const int64_t grid[3], const int64_t block[3], int32_t sharedBytes,
+              void **params, std::string &error);
+  bool synchronize(void *stream, std::string &error);
+
+private:
+  CudaDevice() = default;
+  bool check(int result, const char *what, std::string &error) const;
+  bool makeCurrent(std::string &error) const;
+
+  std::unique_ptr<CudaDriver> driver_;
+  int device_ = 0;
+  void *context_ = nullptr;
+  void *module_ = nullptr;
+  std::vector<void *> functions_;
+  std::string name_;
+};
+
+} // namespace kiln::runtime
+
+#endif

@@ -1,0 +1,41 @@
+// kiln-resolve-reshape-shapes: reshapes whose sizes the host knows become reinterpret_casts.
+// RUN: kiln-opt %s -split-input-file -kiln-resolve-reshape-shapes | FileCheck %s
+
+// A constant shape global: static row-major strides.
+// CHECK-LABEL: func @constant_shape
+// CHECK-NOT: memref.reshape
+// CHECK: memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [2, 12], strides: [12, 1]
+memref.global "private" constant @shape : memref<2xi64> = dense<[2, 12]>
+func.func @constant_shape(%x: memref<2x3x4xf32>) -> memref<2x12xf32> {
+  %s = memref.get_global @shape : memref<2xi64>
+  %r = memref.reshape %x(%s) : (memref<2x3x4xf32>, memref<2xi64>) -> memref<2x12xf32>
+  return %r : memref<2x12xf32>
+}
+
+// -----
+
+// A dynamic size stored into the shape buffer in the same block.
+// CHECK-LABEL: func @stored_shape
+// CHECK-NOT: memref.reshape
+// CHECK: %[[N:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK: memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [%[[N]], 4], strides: [4, 1]
+func.func @stored_shape(%x: memref<?xf32>, %n: i64) -> memref<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : i64
+  %s = memref.alloc() : memref<2xi64>
+  memref.store %n, %s[%c0] : memref<2xi64>
+  memref.store %c4, %s[%c1] : memref<2xi64>
+  %r = memref.reshape %x(%s) : (memref<?xf32>, memref<2xi64>) -> memref<?x4xf32>
+  return %r : memref<?x4xf32>
+}
+
+// -----
+
+// Sizes the host cannot know (a shape that is a graph input) stay a reshape.
+// CHECK-LABEL: func @unknown_shape
+// CHECK: memref.reshape
+func.func @unknown_shape(%x: memref<?xf32>, %s: memref<2xi64>) -> memref<?x?xf32> {
+  %r = memref.reshape %x(%s) : (memref<?xf32>, memref<2xi64>) -> memref<?x?xf32>
+  return %r : memref<?x?xf32>
+}
