@@ -31,8 +31,14 @@ struct MergeGpuModulesPass : impl::MergeGpuModulesPassBase<MergeGpuModulesPass> 
         f.setName(name);
       if (m == target)
         continue;
-      for (Operation &op : llvm::make_early_inc_range(m.getBody()->without_terminator()))
+      for (Operation &op : llvm::make_early_inc_range(m.getBody()->without_terminator())) {
+        // Outlining copied each constant global a kernel reads into that kernel's module: the
+        // copies share the host global's name and value, so one is kept.
+        auto global = dyn_cast<memref::GlobalOp>(op);
+        if (global && target.lookupSymbol(global.getSymNameAttr()))
+          continue;
         op.moveBefore(target.getBody(), target.getBody()->end());
+      }
       m.erase();
     }
     target.setName(merged);

@@ -53,8 +53,9 @@ def MergeGpuModulesPass : Pass<"kiln-merge-gpu-modules", "::mlir::ModuleOp"> {
   let description = [{
     gpu-kernel-outlining gives each kernel its own gpu.module. The artifact
     carries one PTX module (one load, one JIT), so after outlining every
-    gpu.func moves into the first module (renamed `kernels`) and the launches
-    are redirected to it.
+    gpu.func moves into the first module (renamed `kernels`), keeping one copy
+    of each constant global the kernels share, and the launches are
+    redirected to it.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }

@@ -6,6 +6,7 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <map>
 
@@ -515,8 +516,12 @@ LogicalResult TileOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   for (int64_t i = 0; i < x.getRank(); ++i) {
     if (repeats[i] < 0)
       return fail(loc, "tile repeats must be non-negative");
-    int64_t d = x.getDimSize(i);
-    out.push_back(d == kDyn ? kDyn : d * repeats[i]);
+    int64_t d = x.getDimSize(i), tiled = kDyn;
+    // Repeats come from the model (a constant input): a product past int64 is an error, not UB.
+    if (d != kDyn && llvm::MulOverflow(d, repeats[i], tiled))
+      return fail(loc, "tile repeats overflow dim " + std::to_string(i) + " (" + std::to_string(d) + " x " +
+                           std::to_string(repeats[i]) + ")");
+    out.push_back(tiled);
   }
   types.push_back(x.clone(out));
   return success();

@@ -501,3 +501,14 @@ func.func @bad_string_normalizer_input(%x: tensor<3xf32>) -> tensor<?xf32> {
   %0 = graph.string_normalizer %x : (tensor<3xf32>) -> tensor<?xf32>
   return %0 : tensor<?xf32>
 }
+
+// -----
+
+// Repeats whose product with the dim overflows int64 (found by fuzz_model: it was undefined
+// behaviour in shape inference).
+func.func @tile_overflow(%a: tensor<2xf32>) -> tensor<?xf32> {
+  // expected-error @+2 {{tile repeats overflow dim 0 (2 x 8245937507658043907)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "graph.tile"(%a) {repeats = array<i64: 8245937507658043907>} : (tensor<2xf32>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}

@@ -26,3 +26,4 @@ module attributes {gpu.container_module} {
     return
   }
 }
+
