@@ -10,8 +10,8 @@ validates the PTX's presence and kernel entries only.
         --tests test/e2e/conformance_pass.txt [--expect-pass test/e2e/cuda_compile_pass.txt] \\
         [--models DIR ...] [--arch sm_80 sm_90] [-j N] [--report out.json] [--write-pass FILE]
 
-A test is `suite/name` under --onnx-root; --models adds model directories (DIR/model.onnx) or
-.onnx files by path. With --expect-pass, every listed model must compile for every arch (the gate);
+A test is `suite/name` under --onnx-root, or a model directory (DIR/model.onnx) or .onnx file relative
+to --root (kiln's own models: test/models/...); --models adds more of those. With --expect-pass, every listed model must compile for every arch (the gate);
 others may fail and are reported with their first error line.
 """
 
@@ -58,11 +58,13 @@ def compile_one(bin_dir, model, arch, tmp, have_ptxas):
     return None
 
 
-def model_path(onnx_root, t):
+def model_path(onnx_root, root, t):
+    """suite/name under the ONNX suite, or a model directory / .onnx file relative to --root."""
+    local = os.path.join(root, t)
     if t.endswith(".onnx"):
-        return t
-    if os.path.isdir(t):
-        return os.path.join(t, "model.onnx")
+        return local
+    if os.path.isdir(local):
+        return os.path.join(local, "model.onnx")
     return os.path.join(onnx_root, t, "model.onnx")
 
 
@@ -70,6 +72,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", required=True)
     ap.add_argument("--onnx-root", default="/usr/share/libonnx-testdata/data")
+    ap.add_argument("--root", default=".", help="directory the --models and local list entries are relative to")
     ap.add_argument("--tests", help="file of suite/name lines (e.g. conformance_pass.txt)")
     ap.add_argument("--models", nargs="*", default=[], help="model directories or .onnx files")
     ap.add_argument("--arch", nargs="+", default=["sm_80", "sm_90"])
@@ -85,7 +88,7 @@ def main():
             tests += [l.strip() for l in f if l.strip() and not l.startswith("#")]
     tests += args.models
     if not os.path.isdir(args.onnx_root):
-        tests = [t for t in tests if os.path.exists(model_path(args.onnx_root, t))]
+        tests = [t for t in tests if os.path.exists(model_path(args.onnx_root, args.root, t))]
         print("check_cuda_compile: no ONNX suite at %s; checking %d model(s) only" % (args.onnx_root, len(tests)))
     ptxas = find_ptxas()
     print("check_cuda_compile: ptxas %s" % (ptxas if ptxas else
@@ -93,7 +96,7 @@ def main():
     results = {}
     with tempfile.TemporaryDirectory(prefix="kiln-cuda-") as tmp:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as pool:
-            futures = {pool.submit(compile_one, args.bin, model_path(args.onnx_root, t), a, tmp, bool(ptxas)): (t, a)
+            futures = {pool.submit(compile_one, args.bin, model_path(args.onnx_root, args.root, t), a, tmp, bool(ptxas)): (t, a)
                        for t in tests for a in args.arch}
             for fut in concurrent.futures.as_completed(futures):
                 results[futures[fut]] = fut.result()
