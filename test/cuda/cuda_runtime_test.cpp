@@ -3,6 +3,7 @@
 // PTX, uploads weights and inputs, launches every kernel with its parameters and returns its
 // outputs, leaking no device memory. The kernels' results need a GPU (bench/gpu-check.sh).
 #include "kiln/kiln.h"
+#include "mock_cuda_driver.h"
 
 #include <gtest/gtest.h>
 
@@ -14,10 +15,7 @@
 
 namespace {
 
-struct MockStats {
-  int64_t launches, bad_launches, live_allocations, bytes_to_device, bytes_to_host;
-  int module_is_cubin, contexts;
-};
+using MockStats = kiln_mock_cuda_stats_t;
 
 // The mock's counters. The test holds its own reference to the mock, so the runtime's dlopen gets
 // the same instance and the counters outlive each model.
@@ -25,7 +23,7 @@ MockStats *mockStats() {
   static void *lib = dlopen(KILN_MOCK_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL);
   if (!lib)
     return nullptr;
-  auto fn = reinterpret_cast<MockStats *(*)()>(dlsym(lib, "kiln_mock_cuda_stats"));
+  auto fn = reinterpret_cast<kiln_mock_cuda_stats_fn>(dlsym(lib, "kiln_mock_cuda_stats"));
   return fn ? fn() : nullptr;
 }
 

@@ -11,14 +11,7 @@
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
 
-typedef struct kiln_mock_cuda_stats_t {
-  int64_t launches;         /* cuLaunchKernel calls */
-  int64_t bad_launches;     /* with a null function or params, or zero-sized grid/block */
-  int64_t live_allocations; /* cuMemAlloc minus cuMemFree */
-  int64_t bytes_to_device, bytes_to_host;
-  int module_is_cubin;      /* the last module loaded: 1 cubin (ELF), 0 PTX text */
-  int contexts;             /* retained primary contexts */
-} kiln_mock_cuda_stats_t;
+#include "mock_cuda_driver.h"
 
 static kiln_mock_cuda_stats_t stats;
 static const char *image;
