@@ -236,6 +236,19 @@ std::string checkCachePosition(const kiln::artifact::Metadata &meta, const kiln_
   return {};
 }
 
+// The run's failed allocation, if any: the generated code returned at once, before writing (or
+// after failing to allocate) its outputs, so nothing of the run is kept.
+kiln_error *allocationError(const RunState &state, const char *what) {
+  if (state.workspaceFailed >= 0)
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, std::string(what) + ": this request's intermediates need " +
+                                                   std::to_string(state.workspaceFailed) + " bytes of scratch memory");
+  if (state.allocationFailed >= 0)
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, std::string(what) + ": an output or a data-sized intermediate of " +
+                                                   std::to_string(state.allocationFailed) +
+                                                   " bytes could not be allocated (check the request's sizes)");
+  return nullptr;
+}
+
 // Device buffers of one CUDA run (staged inputs, outputs the code allocated), freed however it ends.
 struct DeviceBuffers {
   kiln::runtime::CudaDevice &cuda;
@@ -287,13 +300,8 @@ kiln_error *runOnCuda(kiln_session &s, const kiln_tensor *const *inputs, size_t 
                        deviceAllocTrampoline,
                        deviceFreeTrampoline};
   const int32_t rc = m.entry(&ctx, s.inputs.data(), s.outputs.data());
-  if (state.workspaceFailed >= 0)
-    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of GPU memory: this request's intermediates need " +
-                                                   std::to_string(state.workspaceFailed) + " bytes of scratch memory");
-  if (state.allocationFailed >= 0)
-    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of GPU memory: an output or a data-sized intermediate of " +
-                                                   std::to_string(state.allocationFailed) +
-                                                   " bytes could not be allocated (check the request's sizes)");
+  if (kiln_error *e = allocationError(state, "out of GPU memory"))
+    return e;
   // From here on the outputs the code allocated are ours to free.
   for (const auto &o : s.outputs)
     if (o.allocated && std::find(staged.buffers.begin(), staged.buffers.end(), o.allocated) == staged.buffers.end())
@@ -368,15 +376,8 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
                        nullptr,
                        nullptr};
   const int32_t rc = m.entry(&ctx, s.inputs.data(), s.outputs.data());
-  if (state.workspaceFailed >= 0)
-    // The generated code returned before allocating or writing any output.
-    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory: this request's intermediates need " +
-                                                   std::to_string(state.workspaceFailed) + " bytes of scratch memory");
-  if (state.allocationFailed >= 0)
-    // The generated code returned at once; its outputs were never written.
-    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory: an output or a data-sized intermediate of " +
-                                                   std::to_string(state.allocationFailed) +
-                                                   " bytes could not be allocated (check the request's sizes)");
+  if (kiln_error *e = allocationError(state, "out of memory"))
+    return e;
   if (rc != 0) {
     freeAllocations(s.outputs);
     return makeError(KILN_ERROR_INTERNAL, "generated code failed with status " + std::to_string(rc));
