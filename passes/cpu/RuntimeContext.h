@@ -13,7 +13,7 @@ namespace kiln {
 namespace ctxfield {
 enum : int32_t {
   kRuntime, kParallelFor, kWorkspace, kAllocationFailed, kStringFromFloat, kStringToFloat,
-  kStringChangeCase, kStringEqual, kGpuLaunch, kDeviceAlloc, kDeviceFree,
+  kStringChangeCase, kStringEqual, kGpuLaunch, kDeviceAlloc, kDeviceFree, kDeviceRead,
   kCount
 };
 } // namespace ctxfield

@@ -3,7 +3,12 @@
 // On the GPU every buffer (inputs, weights, the arena, outputs) is device
 // memory; the host program keeps shape and offset arithmetic, allocations and
 // control flow, and launches a kernel for everything that touches elements.
+// Values the host needs from tensor data (data-dependent sizes, shape inputs)
+// are written by the kernel to a small device buffer and read back with the
+// context's device_read, which waits for the launches before it.
 #include "passes/cuda/Passes.h"
+#include "passes/cpu/Passes.h"
+#include "passes/cpu/RuntimeContext.h"
 #include "passes/cpu/SourceNodes.h"
 #include "dialects/cpu/IR/Cpu.h"
 
@@ -73,7 +78,70 @@ Location sourceLocation(MLIRContext *ctx, ArrayRef<Operation *> ops) {
   return FusedLoc::get(ctx, locs);
 }
 
+/// Whether a device-to-host slot holds values of type `t`.
+bool fitsSlot(Type t) { return t.isIndex() || (t.isIntOrFloat() && t.getIntOrFloatBitWidth() <= 64); }
+
+/// A device-to-host slot holds any scalar as 64 bits: index and integers
+/// zero-extended, floats as their bits. Null for types that do not fit.
+Value toSlot(OpBuilder &b, Location loc, Value v) {
+  Type t = v.getType();
+  auto i64 = b.getI64Type();
+  if (t.isIndex())
+    return arith::IndexCastUIOp::create(b, loc, i64, v);
+  if (auto f = dyn_cast<FloatType>(t)) {
+    if (f.getWidth() > 64)
+      return {};
+    v = arith::BitcastOp::create(b, loc, b.getIntegerType(f.getWidth()), v);
+    t = v.getType();
+  }
+  auto it = dyn_cast<IntegerType>(t);
+  if (!it || it.getWidth() > 64)
+    return {};
+  return it.getWidth() == 64 ? v : (Value)arith::ExtUIOp::create(b, loc, i64, v);
+}
+
+/// The value of type `t` a slot holds (the inverse of toSlot).
+Value fromSlot(OpBuilder &b, Location loc, Value slot, Type t) {
+  if (t.isIndex())
+    return arith::IndexCastUIOp::create(b, loc, t, slot);
+  unsigned width = t.getIntOrFloatBitWidth();
+  Value bits = width == 64 ? slot : (Value)arith::TruncIOp::create(b, loc, b.getIntegerType(width), slot);
+  return isa<FloatType>(t) ? (Value)arith::BitcastOp::create(b, loc, t, bits) : bits;
+}
+
+/// The address of `buffer`'s first element (its aligned pointer plus its offset) as an LLVM pointer.
+Value bufferAddress(OpBuilder &b, Location loc, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
+  unsigned bytes = type.getElementType().isIndex() ? 8 : (type.getElementTypeBitWidth() + 7) / 8;
+  Value offset = arith::MulIOp::create(b, loc, meta.getOffset(), arith::ConstantIndexOp::create(b, loc, bytes));
+  address = arith::AddIOp::create(b, loc, address, offset);
+  Value i64 = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), i64);
+}
+
+/// ctx->device_read(runtime, host, device, bytes): waits for the launches so far, then copies.
+void emitDeviceRead(OpBuilder &b, Location loc, Value context, Value host, Value device, Value bytes) {
+  MLIRContext *ctx = b.getContext();
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  Value runtime = contextField(b, loc, context, ctxfield::kRuntime);
+  Value fn = contextField(b, loc, context, ctxfield::kDeviceRead);
+  auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr, ptr, ptr, b.getI64Type()});
+  Value n = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), bytes);
+  LLVM::CallOp::create(b, loc, type, ValueRange{fn, runtime, bufferAddress(b, loc, host), bufferAddress(b, loc, device), n});
+}
+
+/// A host buffer of `type` for device_read, allocated once in @main's entry block (an alloca in a
+/// host loop would grow the stack every iteration).
+Value hostBuffer(func::FuncOp main, Location loc, MemRefType type) {
+  OpBuilder b = OpBuilder::atBlockBegin(&main.getBody().front());
+  return memref::AllocaOp::create(b, loc, type);
+}
+
 struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> {
+  func::FuncOp main;
+
   void runOnOperation() override {
     auto func = getOperation().lookupSymbol<func::FuncOp>("main");
     if (!func)
@@ -87,6 +155,7 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
     });
     if (strings.wasInterrupted())
       return signalPassFailure();
+    main = func;
     for (Block &block : func.getBody())
       if (failed(processBlock(block)))
         return signalPassFailure();
@@ -124,15 +193,26 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
         Operation *def = v.getDefiningOp();
         return def && inGroup.contains(def);
       });
+      // A parallel loop is a grid launch even when its bounds or body need
+      // values of the group: those are read back first.
       auto par = dyn_cast<scf::ParallelOp>(op);
-      if (par && par.getNumResults() == 0 && !usesGroup) {
+      if (par && par.getNumResults() == 0) {
         if (failed(flush(&op)))
           return failure();
         formGridLaunch(par);
         continue;
       }
-      bool joins = usesGroup || (op.getNumRegions() == 0 ? accessesMemory(&op)
-                                                         : accessesMemoryOutsideParallelLoops(&op));
+      // A reshape's sizes come from a shape buffer, which the host reads.
+      if (auto reshape = dyn_cast<memref::ReshapeOp>(op)) {
+        if (failed(flush(&op)) || failed(readShapeOnHost(reshape)))
+          return failure();
+        continue;
+      }
+      // Host control flow whose buffer accesses are all in parallel loops:
+      // it stays on the host and launches their kernels.
+      bool hostNest = op.getNumRegions() != 0 && containsParallelLoop(&op) && !accessesMemoryOutsideParallelLoops(&op);
+      bool joins = !hostNest && (usesGroup || (op.getNumRegions() == 0 ? accessesMemory(&op)
+                                                                       : accessesMemoryOutsideParallelLoops(&op)));
       if (joins && !isa<memref::AllocOp, memref::DeallocOp, cpu::WorkspaceOp>(op)) {
         group.push_back(&op);
         inGroup.insert(&op);
@@ -142,9 +222,7 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
         continue; // host arithmetic; it may sit between the ops of a group
       if (failed(flush(&op)))
         return failure();
-      // Host control flow whose buffer accesses are all in parallel loops:
-      // it stays on the host and launches their kernels.
-      if (op.getNumRegions() != 0 && containsParallelLoop(&op))
+      if (hostNest)
         for (Region &region : op.getRegions())
           for (Block &inner : region)
             if (failed(processBlock(inner)))
@@ -153,26 +231,107 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
     return success();
   }
 
-  /// One thread runs `ops` in order, at the position of `before`.
+  /// The context argument of @main, for device_read.
+  FailureOr<Value> context(Operation *user) {
+    if (main.getNumArguments() == 0 || !main.getArgAttr(0, abi::kContextArg))
+      return user->emitError("expected @main's runtime context (kiln-add-runtime-context)");
+    return main.getArgument(0);
+  }
+
+  /// Copies `reshape`'s shape buffer from device memory to a host buffer the reshape reads instead.
+  /// Shapes in constant globals are host memory already.
+  LogicalResult readShapeOnHost(memref::ReshapeOp reshape) {
+    Value shape = reshape.getShape();
+    if (shape.getDefiningOp<memref::GetGlobalOp>())
+      return success();
+    FailureOr<Value> ctx = context(reshape);
+    if (failed(ctx))
+      return failure();
+    auto type = cast<MemRefType>(shape.getType());
+    OpBuilder b(reshape);
+    Location loc = reshape.getLoc();
+    Value host = hostBuffer(main, loc, MemRefType::get(type.getShape(), type.getElementType()));
+    unsigned bytes = type.getElementType().isIndex() ? 8 : type.getElementTypeBitWidth() / 8;
+    emitDeviceRead(b, loc, *ctx, host, shape, arith::ConstantIndexOp::create(b, loc, bytes * type.getNumElements()));
+    reshape.getShapeMutable().assign(host);
+    return success();
+  }
+
+  /// One thread runs `ops` in order, at the position of `before`. The
+  /// group's values that ops after it use are made on the host: pure ops
+  /// (shape arithmetic, views) are recomputed there from their operands, and
+  /// the other values (loaded elements, loop results) are written to a device
+  /// buffer by the kernel and read back once after it.
   LogicalResult formSerialLaunch(ArrayRef<Operation *> ops, const llvm::SmallPtrSetImpl<Operation *> &members,
                                  Operation *before) {
+    Block *block = ops.front()->getBlock();
+    llvm::SetVector<Value> escaping;
     for (Operation *op : ops)
       for (Value result : op->getResults())
         for (Operation *user : result.getUsers()) {
-          Operation *top = op->getBlock()->findAncestorOpInBlock(*user);
+          Operation *top = block->findAncestorOpInBlock(*user);
           if (!top || !members.contains(top))
-            return user->emitError("a value computed from tensor data is needed by the host program "
-                                   "(e.g. a data-dependent shape), which --target=cuda does not support yet");
+            escaping.insert(result);
         }
+    llvm::SmallPtrSet<Operation *, 16> recompute;
+    llvm::SetVector<Value> readBack;
+    SmallVector<Value> needed(escaping.begin(), escaping.end());
+    while (!needed.empty()) {
+      Value v = needed.pop_back_val();
+      Operation *def = v.getDefiningOp();
+      if (def->getNumRegions() == 0 && isMemoryEffectFree(def)) {
+        if (recompute.insert(def).second)
+          for (Value operand : def->getOperands())
+            if (Operation *d = operand.getDefiningOp(); d && members.contains(d))
+              needed.push_back(operand);
+        continue;
+      }
+      if (fitsSlot(v.getType())) {
+        readBack.insert(v);
+        continue;
+      }
+      return def->emitError("a value of type ")
+             << v.getType() << " computed from tensor data is needed by the host program, which "
+             << "--target=cuda cannot read back";
+    }
+
     OpBuilder b(before);
     Location loc = sourceLocation(b.getContext(), ops);
+    auto slotsType = MemRefType::get({(int64_t)readBack.size()}, b.getI64Type());
+    Value slots;
+    if (!readBack.empty())
+      slots = memref::AllocOp::create(b, loc, slotsType);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     auto launch = gpu::LaunchOp::create(b, loc, one, one, one, one, one, one);
     b.setInsertionPointToStart(&launch.getBody().front());
     for (Operation *op : ops) {
       op->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
     }
+    for (auto [i, v] : llvm::enumerate(readBack))
+      memref::StoreOp::create(b, loc, toSlot(b, loc, v), slots, ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
     gpu::TerminatorOp::create(b, loc);
+    if (escaping.empty())
+      return success();
+
+    b.setInsertionPoint(before);
+    IRMapping host;
+    if (!readBack.empty()) {
+      FailureOr<Value> ctx = context(launch);
+      if (failed(ctx))
+        return failure();
+      Value buffer = hostBuffer(main, loc, slotsType);
+      emitDeviceRead(b, loc, *ctx, buffer, slots, arith::ConstantIndexOp::create(b, loc, 8 * readBack.size()));
+      memref::DeallocOp::create(b, loc, slots);
+      for (auto [i, v] : llvm::enumerate(readBack)) {
+        Value slot = memref::LoadOp::create(b, loc, buffer, ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
+        host.map(v, fromSlot(b, loc, slot, v.getType()));
+      }
+    }
+    for (Operation *op : ops)
+      if (recompute.contains(op))
+        b.clone(*op, host);
+    for (Value v : escaping)
+      v.replaceUsesWithIf(host.lookup(v), [&](OpOperand &use) { return !launch->isAncestor(use.getOwner()); });
     return success();
   }
 

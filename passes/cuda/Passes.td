@@ -37,8 +37,16 @@ def FormGpuLaunchesPass : Pass<"kiln-form-gpu-launches", "::mlir::ModuleOp"> {
       placed where the group ends;
     - host control flow (`scf.for`, `scf.if`) whose buffer accesses are all
       inside parallel loops stays on the host and launches kernels.
-    A value computed from tensor data and needed on the host (a
-    data-dependent shape) is an error naming the op. String ops are refused.
+    A parallel loop is a grid launch even when it needs values of a
+    preceding group. The values of a group that later host ops need (a
+    data-dependent shape, a shape input) are made on the host: pure ops
+    (index arithmetic, views) are recomputed there from their operands, and
+    the other values (loaded elements, loop results) are stored by the
+    kernel into a small device buffer of i64 slots that the host reads once
+    after the launch with the context's `device_read` (which waits for the
+    launches before it). A `memref.reshape`'s shape buffer is copied to host
+    memory the same way. A value that fits no slot (a buffer chosen by
+    tensor data) is an error naming the op. String ops are refused.
     A constant global a kernel reads is read through a `memref.get_global`
     inside the launch, so outlining copies the global into the GPU module
     (device memory) instead of passing a host address.

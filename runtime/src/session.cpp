@@ -140,6 +140,20 @@ void *deviceAllocTrampoline(void *runtime, int64_t bytes) {
 
 void deviceFreeTrampoline(void *runtime, void *ptr) { static_cast<RunState *>(runtime)->cuda->deallocate(ptr); }
 
+// The host code reads values the kernels wrote (data-dependent sizes): wait for the launches so
+// far, then copy. A failure fails the run; the code goes on with zeros, the sizes of empty tensors.
+void deviceReadTrampoline(void *runtime, void *host, const void *device, int64_t bytes) {
+  auto *run = static_cast<RunState *>(runtime);
+  if (run->cudaError.empty()) {
+    std::string error;
+    if (!run->cuda->synchronize(run->session->cudaStream, error) ||
+        !run->cuda->download(host, device, size_t(bytes), error))
+      run->cudaError = "reading sizes back from the GPU: " + error;
+  }
+  if (!run->cudaError.empty())
+    std::memset(host, 0, size_t(bytes));
+}
+
 void parallelForOnCudaTrampoline(void *runtime, int32_t kernelId, kiln_abi_kernel_fn, void *, int64_t, int64_t,
                                  int64_t) {
   auto *run = static_cast<RunState *>(runtime);
@@ -298,7 +312,8 @@ kiln_error *runOnCuda(kiln_session &s, const kiln_tensor *const *inputs, size_t 
                        stringEqualTrampoline,
                        gpuLaunchTrampoline,
                        deviceAllocTrampoline,
-                       deviceFreeTrampoline};
+                       deviceFreeTrampoline,
+                       deviceReadTrampoline};
   const int32_t rc = m.entry(&ctx, s.inputs.data(), s.outputs.data());
   if (kiln_error *e = allocationError(state, "out of GPU memory"))
     return e;

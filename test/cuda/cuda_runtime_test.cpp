@@ -128,6 +128,81 @@ TEST(CudaRuntime, OlderArchitectureLoadsThePtx) {
   EXPECT_EQ(st->module_is_cubin, 0);
 }
 
+// Runs the NonZero/Compress model (x float32[4,3], keep bool[4]) on `s` once; returns each
+// output's shape, or the run's error in `error`.
+std::vector<std::vector<int64_t>> runNonZero(kiln_session *s, std::string *error) {
+  std::vector<float> x(12, 1.0f);
+  uint8_t keep[4] = {1, 0, 1, 1};
+  const int64_t xShape[] = {4, 3}, keepShape[] = {4};
+  kiln_tensor *in[2] = {nullptr, nullptr}, *out[3] = {nullptr, nullptr, nullptr};
+  EXPECT_EQ(kiln_tensor_wrap(KILN_DTYPE_FLOAT32, xShape, 2, x.data(), x.size() * 4, &in[0]), nullptr);
+  EXPECT_EQ(kiln_tensor_wrap(KILN_DTYPE_BOOL, keepShape, 1, keep, 4, &in[1]), nullptr);
+  std::vector<std::vector<int64_t>> shapes;
+  if (kiln_error *e = kiln_session_run(s, in, 2, out, 3)) {
+    *error = kiln_error_message(e);
+    kiln_error_free(e);
+    for (kiln_tensor *t : out)
+      EXPECT_EQ(t, nullptr) << "a failed run left an output";
+  } else {
+    for (kiln_tensor *t : out) {
+      const int64_t *d = kiln_tensor_shape(t);
+      shapes.emplace_back(d, d + kiln_tensor_rank(t));
+      kiln_tensor_destroy(t);
+    }
+  }
+  for (kiln_tensor *t : in)
+    kiln_tensor_destroy(t);
+  return shapes;
+}
+
+// Data-dependent sizes (NonZero, Compress): the host program reads what the kernels counted back
+// from the GPU (the context's device_read) before it allocates the outputs.
+TEST(CudaRuntime, MockDriverReadsSizesBack) {
+  setenv("KILN_CUDA_DRIVER", KILN_MOCK_CUDA_DRIVER, 1);
+  setenv("KILN_MOCK_CUDA_CC", "90", 1);
+  MockStats *st = resetMock();
+  ASSERT_NE(st, nullptr);
+  kiln_model *m = nullptr;
+  ASSERT_EQ(kiln_model_load(KILN_CUDA_NONZERO_SM90, nullptr, &m), nullptr);
+  kiln_session *s = nullptr;
+  ASSERT_EQ(kiln_session_create(m, &s), nullptr);
+  std::string error;
+  std::vector<std::vector<int64_t>> shapes = runNonZero(s, &error);
+  // The mock runs no kernels: the counts read back are its zero-filled memory, so every
+  // data-dependent dim is 0 and the outputs are empty (nothing to copy back for them).
+  EXPECT_EQ(shapes, (std::vector<std::vector<int64_t>>{{2, 0}, {0, 3}, {0}})) << error;
+  EXPECT_GT(st->copies_to_host, 0) << "no size was read back";
+  EXPECT_EQ(st->bad_launches, 0);
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  EXPECT_EQ(st->live_allocations, 0) << "device memory leaked";
+}
+
+// A kernel that fails before the sizes are read: the run fails with the driver's message and no
+// outputs, the code goes on with zero sizes instead of reading garbage, and the session serves the
+// next request.
+TEST(CudaRuntime, FailedLaunchFailsTheRunOnly) {
+  setenv("KILN_CUDA_DRIVER", KILN_MOCK_CUDA_DRIVER, 1);
+  setenv("KILN_MOCK_CUDA_CC", "90", 1);
+  MockStats *st = resetMock();
+  ASSERT_NE(st, nullptr);
+  kiln_model *m = nullptr;
+  ASSERT_EQ(kiln_model_load(KILN_CUDA_NONZERO_SM90, nullptr, &m), nullptr);
+  kiln_session *s = nullptr;
+  ASSERT_EQ(kiln_session_create(m, &s), nullptr);
+  setenv("KILN_MOCK_CUDA_FAIL_LAUNCH", "1", 1);
+  std::string error;
+  EXPECT_TRUE(runNonZero(s, &error).empty());
+  EXPECT_NE(error.find("unspecified launch failure"), std::string::npos) << error;
+  EXPECT_EQ(st->launches, 1) << "launches went on after the failure";
+  unsetenv("KILN_MOCK_CUDA_FAIL_LAUNCH");
+  error.clear();
+  EXPECT_EQ(runNonZero(s, &error).size(), 3u) << error;
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  EXPECT_EQ(st->live_allocations, 0) << "device memory leaked";
+}
+
 TEST(CudaRuntime, DecodingOnCudaIsRefused) {
   setenv("KILN_CUDA_DRIVER", KILN_MOCK_CUDA_DRIVER, 1);
   kiln_model *m = nullptr;

@@ -2,7 +2,8 @@
  * context, module loading, memory, launches, errors) be tested on machines without a GPU. Device
  * memory is host memory; a "module" is the PTX text or cubin it was given, and a function exists when
  * the image names it as a kernel entry. Environment: KILN_MOCK_CUDA_DEVICES (default 1),
- * KILN_MOCK_CUDA_CC (compute capability as major*10+minor, default 90). What the runtime did is
+ * KILN_MOCK_CUDA_CC (compute capability as major*10+minor, default 90), KILN_MOCK_CUDA_FAIL_LAUNCH (the
+ * Nth launch counted in the stats, from 1, fails as a faulting kernel would). What the runtime did is
  * readable through kiln_mock_cuda_stats(). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -75,7 +76,12 @@ API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
 }
 API CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)(uintptr_t)p); stats.live_allocations--; return 0; }
 API CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *h, size_t n) { memcpy((void *)(uintptr_t)d, h, n); stats.bytes_to_device += (int64_t)n; return 0; }
-API CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n) { memcpy(h, (void *)(uintptr_t)d, n); stats.bytes_to_host += (int64_t)n; return 0; }
+API CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n) {
+  memcpy(h, (void *)(uintptr_t)d, n);
+  stats.bytes_to_host += (int64_t)n;
+  stats.copies_to_host++;
+  return 0;
+}
 API CUresult cuStreamCreate(void **s, unsigned flags) { (void)flags; *s = malloc(1); return 0; }
 API CUresult cuStreamDestroy_v2(void *s) { free(s); return 0; }
 API CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
@@ -84,6 +90,10 @@ API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsi
   (void)smem; (void)stream; (void)extra;
   stats.launches++;
   if (!f || !params || !gx || !gy || !gz || !bx || !by || !bz) stats.bad_launches++;
+  if (stats.launches == env_int("KILN_MOCK_CUDA_FAIL_LAUNCH", 0)) return 719; /* CUDA_ERROR_LAUNCH_FAILED */
   return 0;
 }
-API CUresult cuGetErrorString(CUresult r, const char **s) { *s = r == 218 ? "invalid PTX" : "mock error"; return 0; }
+API CUresult cuGetErrorString(CUresult r, const char **s) {
+  *s = r == 218 ? "invalid PTX" : r == 719 ? "unspecified launch failure" : "mock error";
+  return 0;
+}

@@ -9,7 +9,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of these structs or the entry signature changes. */
-#define KILN_ABI_VERSION 6
+#define KILN_ABI_VERSION 7
 
 /* One tensor crossing the boundary. All tensors are dense and row-major.
  * Inputs (graph inputs, then weights in metadata order): the runtime sets
@@ -68,7 +68,12 @@ typedef void (*kiln_abi_kernel_fn)(void *captures, int64_t begin, int64_t end);
  * pointers to each argument). It does not wait; a failure is recorded and fails the run after the
  * entry returns. `device_alloc` returns device memory (NULL when out of memory, which the code
  * reports through `allocation_failed`), `device_free` releases it. Outputs are device allocations:
- * their `allocated` pointer is released with `device_free`, not free(). */
+ * their `allocated` pointer is released with `device_free`, not free().
+ * `device_read` (version 7) is how the host code reads values the kernels computed (data-dependent
+ * sizes, shape inputs): it waits for the run's launches so far, then copies `bytes` from device
+ * memory to host memory. It never fails the generated code: after a failed launch or copy it
+ * records the failure, fills `host` with zeros (the sizes of empty tensors) and the runtime fails
+ * the run after the entry returns. */
 typedef struct kiln_abi_context {
   void *runtime;
   void (*parallel_for)(void *runtime, int32_t kernel_id, kiln_abi_kernel_fn fn,
@@ -84,6 +89,7 @@ typedef struct kiln_abi_context {
                      int64_t block_x, int64_t block_y, int64_t block_z, int32_t shared_bytes, void **params);
   void *(*device_alloc)(void *runtime, int64_t bytes);
   void (*device_free)(void *runtime, void *ptr);
+  void (*device_read)(void *runtime, void *host, const void *device, int64_t bytes);
 } kiln_abi_context;
 
 /* The symbol every artifact's code section exports. Returns 0 on success. */

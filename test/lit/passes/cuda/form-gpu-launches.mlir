@@ -91,11 +91,100 @@ func.func @main(%x: memref<4x8xf32>) {
 
 // -----
 
-// A size read from tensor data (a data-dependent shape) cannot be computed on the host.
+// A size read from tensor data (a data-dependent shape): the kernel stores it in a device slot,
+// device_read (context field 11) copies the slots to a host buffer, and the host recomputes the
+// pure ops after the load (the index_cast) from the value read back.
+// CHECK-LABEL: func @main
+// CHECK: %[[HOST:.*]] = memref.alloca() : memref<1xi64>
+// CHECK: %[[SLOTS:.*]] = memref.alloc() : memref<1xi64>
+// CHECK: gpu.launch
+// CHECK: %[[V:.*]] = memref.load %arg1[]
+// CHECK: memref.store %[[V]], %[[SLOTS]][%c0
+// CHECK: gpu.terminator
+// CHECK: llvm.getelementptr %arg0[0, 11]
+// CHECK: llvm.call
+// CHECK: memref.dealloc %[[SLOTS]]
+// CHECK: %[[R:.*]] = memref.load %[[HOST]][%c0
+// CHECK: %[[S:.*]] = arith.index_cast %[[R]] : i64 to index
+// CHECK: memref.alloc(%[[S]]) : memref<?xf32>
 func.func @main(%n: memref<i64>) -> memref<?xf32> {
   %v = memref.load %n[] : memref<i64>
   %s = arith.index_cast %v : i64 to index
-  // expected-error @+1 {{a value computed from tensor data is needed by the host program}}
   %out = memref.alloc(%s) : memref<?xf32>
   return %out : memref<?xf32>
+}
+
+// -----
+
+// Values of several types in one read: an f32 goes as its bits, an i1 zero-extended; a parallel
+// loop whose bounds and body need them is still a grid launch, after the read, and the select is
+// recomputed on the host.
+// CHECK-LABEL: func @main
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}) threads({{.*}}) in ({{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}, {{.*}} = %c1
+// CHECK-DAG: arith.bitcast %{{.*}} : f32 to i32
+// CHECK-DAG: arith.extui %{{.*}} : i1 to i64
+// CHECK: llvm.call
+// CHECK-DAG: arith.trunci %{{.*}} : i64 to i32
+// CHECK-DAG: arith.bitcast %{{.*}} : i32 to f32
+// CHECK-DAG: arith.trunci %{{.*}} : i64 to i1
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %{{.*}}, {{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}) threads({{.*}}) in ({{.*}} = %c256
+// CHECK-NOT: gpu.launch
+func.func @main(%k: memref<2xf32>, %f: memref<i1>, %x: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %lo = memref.load %k[%c0] : memref<2xf32>
+  %flip = memref.load %f[] : memref<i1>
+  %n = memref.dim %x, %c0 : memref<?xf32>
+  %m = arith.select %flip, %c1, %n : index
+  scf.parallel (%i) = (%c0) to (%m) step (%c1) {
+    %v = memref.load %x[%i] : memref<?xf32>
+    %r = arith.maximumf %v, %lo : f32
+    memref.store %r, %x[%i] : memref<?xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A view whose offset comes from tensor data is recomputed on the host from the value read back.
+// CHECK-LABEL: func @main
+// CHECK: gpu.launch
+// CHECK: llvm.call
+// CHECK: %[[OFF:.*]] = arith.index_cast
+// CHECK: memref.subview %arg2[%[[OFF]]] [4] [1]
+func.func @main(%start: memref<i64>, %x: memref<16xf32>) -> memref<4xf32> {
+  %s = memref.load %start[] : memref<i64>
+  %o = arith.index_cast %s : i64 to index
+  %v = memref.subview %x[%o] [4] [1] : memref<16xf32> to memref<4xf32, strided<[1], offset: ?>>
+  %out = memref.alloc() : memref<4xf32>
+  memref.copy %v, %out : memref<4xf32, strided<[1], offset: ?>> to memref<4xf32>
+  return %out : memref<4xf32>
+}
+
+// -----
+
+// A reshape's shape buffer is device memory: it is copied to a host buffer the reshape reads.
+// CHECK-LABEL: func @main
+// CHECK: %[[HOST:.*]] = memref.alloca() : memref<2xi64>
+// CHECK: llvm.getelementptr %arg0[0, 11]
+// CHECK: llvm.call
+// CHECK: memref.reshape %arg1(%[[HOST]])
+func.func @main(%x: memref<6xf32>, %shape: memref<2xi64>) -> memref<?x?xf32> {
+  %r = memref.reshape %x(%shape) : (memref<6xf32>, memref<2xi64>) -> memref<?x?xf32>
+  return %r : memref<?x?xf32>
+}
+
+// -----
+
+// A buffer chosen by tensor data cannot be read back.
+func.func @main(%c: memref<i1>, %a: memref<4xf32>, %b: memref<4xf32>) -> memref<4xf32> {
+  %p = memref.load %c[] : memref<i1>
+  // expected-error @+1 {{a value of type 'memref<4xf32>' computed from tensor data is needed by the host program}}
+  %m = scf.if %p -> memref<4xf32> {
+    scf.yield %a : memref<4xf32>
+  } else {
+    scf.yield %b : memref<4xf32>
+  }
+  return %m : memref<4xf32>
 }
