@@ -93,7 +93,7 @@ static std::string cudaPipeline(Phase phase, const PipelineOptions &options) {
            "gpu-launch-sink-index-computations,gpu-kernel-outlining,kiln-merge-gpu-modules,canonicalize,cse)";
   case Phase::Llvm:
     return "builtin.module(nvvm-attach-target{chip=" + options.gpuArch +
-           " O=3},gpu.module(kiln-approximate-math,convert-vector-to-scf,convert-scf-to-cf,expand-strided-metadata,lower-affine,convert-vector-to-llvm,"
+           " O=3},gpu.module(kiln-approximate-math,kiln-expand-integer-power,convert-vector-to-scf,convert-scf-to-cf,expand-strided-metadata,lower-affine,convert-vector-to-llvm,"
            "convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa}," +
            kHostToLlvm + "gpu-to-llvm,reconcile-unrealized-casts,kiln-lower-gpu-launches,kiln-lower-device-heap,"
            "kiln-emit-entry-point,canonicalize)";
@@ -130,7 +130,7 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
   case Phase::Llvm:
     // libm serves tanh/erf (accurate; vectorized approximations come with
     // the performance work), LLVM intrinsics the rest.
-    return "builtin.module(func.func(kiln-approximate-math),func.func(kiln-select-pair-products{vector-bits=" +
+    return "builtin.module(func.func(kiln-approximate-math),func.func(kiln-expand-integer-power),func.func(kiln-select-pair-products{vector-bits=" +
            std::to_string(options.vectorBits) + "}),func.func(kiln-prefetch-weight-streams)," + kHostToLlvm +
            "reconcile-unrealized-casts,kiln-outline-cpu-launches,"
            "kiln-emit-entry-point,canonicalize)";

@@ -127,6 +127,20 @@ def ApproximateMathPass : Pass<"kiln-approximate-math"> {
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::vector::VectorDialect"];
 }
 
+def ExpandIntegerPowerPass : Pass<"kiln-expand-integer-power"> {
+  let summary = "Expand scalar math.ipowi into a square-and-multiply loop";
+  let description = [{
+    Integer Pow. MLIR's lowering (convert-math-to-funcs) divides by zero for
+    0 to a negative power, undefined behaviour in the generated code, and
+    cannot run in a gpu.module; this expansion is plain scf and arith, so the
+    CPU and CUDA targets compute the same: b^0 = 1; for p < 0, 1 when b = 1,
+    -1 or 1 by p's parity when b = -1, else 0; for p > 0 the wrapped product.
+    Vector ipowi is left alone. Not tied to an op (func.func on the CPU,
+    gpu.module on CUDA).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
+}
+
 def SelectPairProductsPass : Pass<"kiln-select-pair-products", "::mlir::func::FuncOp"> {
   let summary = "Turn marked 16-bit pair products into x86's vpmaddwd";
   let description = [{

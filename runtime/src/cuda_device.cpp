@@ -35,6 +35,7 @@ struct CudaDriver {
   CUresult (*cuMemFree)(CUdeviceptr);
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
   CUresult (*cuStreamCreate)(void **, unsigned);
   CUresult (*cuStreamDestroy)(void *);
   CUresult (*cuStreamSynchronize)(void *);
@@ -78,6 +79,7 @@ struct CudaDriver {
     get(cuMemFree, "cuMemFree_v2");
     get(cuMemcpyHtoD, "cuMemcpyHtoD_v2");
     get(cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+    get(cuMemsetD8, "cuMemsetD8_v2");
     get(cuStreamCreate, "cuStreamCreate");
     get(cuStreamDestroy, "cuStreamDestroy_v2");
     get(cuStreamSynchronize, "cuStreamSynchronize");
@@ -204,6 +206,13 @@ bool CudaDevice::upload(void *device, const void *host, size_t bytes, std::strin
     return true;
   return makeCurrent(error) &&
          check(driver_->cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(device), host, bytes), "copy to the GPU", error);
+}
+
+bool CudaDevice::zero(void *device, size_t bytes, std::string &error) {
+  if (bytes == 0)
+    return true;
+  return makeCurrent(error) &&
+         check(driver_->cuMemsetD8(reinterpret_cast<CUdeviceptr>(device), 0, bytes), "clearing GPU memory", error);
 }
 
 bool CudaDevice::download(void *host, const void *device, size_t bytes, std::string &error) {

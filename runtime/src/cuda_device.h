@@ -36,6 +36,7 @@ public:
   // Synchronous copies; false with the driver's message in `error`.
   bool upload(void *device, const void *host, size_t bytes, std::string &error);
   bool download(void *host, const void *device, size_t bytes, std::string &error);
+  bool zero(void *device, size_t bytes, std::string &error);
 
   // A stream per session, so sessions on several threads run independently.
   void *createStream(std::string &error);

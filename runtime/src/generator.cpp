@@ -2,6 +2,7 @@
 #include "generator.h"
 
 #include "error.h"
+#include "cuda_device.h"
 #include "model.h"
 #include "sampling.h"
 #include "tensor.h"
@@ -44,9 +45,6 @@ kiln_error *invalid(const std::string &msg) { return makeError(KILN_ERROR_INVALI
 
 kiln_error *configure(kiln_generator &g, const kiln_generator_options *options) {
   const auto &m = g.model->view.meta;
-  if (g.model->cuda)
-    return makeError(KILN_ERROR_INCOMPATIBLE, "decoding a --target=cuda artifact is not supported yet (its KV "
-                                              "cache would have to live on the GPU); compile the decoder for x86");
   if (!m.decoder.present)
     return invalid("the artifact is not a decoder with a KV cache (compile a model with past_key_values "
                    "inputs with kiln-compile --kv-cache=true)");
@@ -143,9 +141,13 @@ kiln_error *runStep(kiln_generator &g, const std::vector<int64_t> &tokens, const
              positionIds.size() * 8);
   if (!e)
     e = wrap(g.positionInput, KILN_DTYPE_INT64, {}, &past, 8);
-  for (CacheSlot &c : g.caches)
+  for (CacheSlot &c : g.caches) {
     if (!e)
-      e = wrap(c.input, KILN_DTYPE_FLOAT32, c.shape, c.data.data(), c.data.size() * sizeof(float));
+      e = wrap(c.input, KILN_DTYPE_FLOAT32, c.shape, c.device ? c.device.get() : c.data.data(),
+               c.elements * sizeof(float));
+    if (!e)
+      owned[c.input].t->device = c.device != nullptr;
+  }
   if (e)
     return e;
   std::vector<const kiln_tensor *> inputs;
@@ -169,6 +171,27 @@ kiln_error *runStep(kiln_generator &g, const std::vector<int64_t> &tokens, const
   for (int64_t s = 0; s < b; ++s)
     std::memcpy(&g.logits[size_t(s) * g.vocab], data + (s * rows + rows - 1) * g.vocab, sizeof(float) * g.vocab);
   g.position = total;
+  return nullptr;
+}
+
+// A fresh, zeroed cache of `n` floats. On a GPU it lives in device memory for the whole decode:
+// the kernels append to it in place, and only each step's tokens and logits cross the bus.
+kiln_error *allocateCache(kiln_generator &g, CacheSlot &c, size_t n) {
+  kiln::runtime::CudaDevice *cuda = g.model->cuda.get();
+  if (!cuda) {
+    c.data.assign(n, 0.0f);
+    return nullptr;
+  }
+  c.device.reset();
+  const std::string &name = g.model->view.meta.inputs[c.input].name;
+  void *p = cuda->allocate(n * sizeof(float));
+  if (!p)
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of GPU memory for the KV cache '" + name + "' (" +
+                                                   std::to_string(n * sizeof(float)) + " bytes)");
+  c.device = std::shared_ptr<void>(p, [cuda](void *q) { cuda->deallocate(q); });
+  std::string error;
+  if (!cuda->zero(p, n * sizeof(float), error))
+    return makeError(KILN_ERROR_INTERNAL, "KV cache '" + name + "': " + error);
   return nullptr;
 }
 
@@ -219,7 +242,11 @@ kiln_error *start(kiln_generator &g, const int32_t *const *prompts, const size_t
       c.shape.push_back(v);
       n *= size_t(v);
     }
-    c.data.assign(n, 0.0f);
+    c.elements = n;
+    if (kiln_error *e = allocateCache(g, c, n)) {
+      g.batch = 0;
+      return e;
+    }
   }
   // Left padding: pad id 0 with mask 0; positions count real tokens only.
   const int64_t len = int64_t(longest);

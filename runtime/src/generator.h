@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace kiln::runtime {
@@ -17,7 +18,9 @@ struct CacheSlot {
   size_t axis = 0;
   std::vector<int64_t> dims; // -1: the batch; -2: the capacity
   std::vector<int64_t> shape;
-  std::vector<float> data;
+  size_t elements = 0;
+  std::vector<float> data;      // CPU artifacts
+  std::shared_ptr<void> device; // --target=cuda artifacts: the cache in GPU memory
 };
 
 } // namespace kiln::runtime
@@ -45,6 +48,7 @@ struct kiln_generator {
   bool logitsFresh = false;  // the prompt's logits have not been sampled yet
 
   ~kiln_generator() {
+    caches.clear(); // GPU caches go back to the model's device before the model goes
     kiln_session_destroy(session);
     kiln_model_destroy(model);
   }

@@ -284,6 +284,11 @@ kiln_error *runOnCuda(kiln_session &s, const kiln_tensor *const *inputs, size_t 
     return makeError(KILN_ERROR_INTERNAL, error);
   DeviceBuffers staged{cuda, {}};
   for (size_t i = 0; i < inputCount; ++i) {
+    s.inputs[i].shape = const_cast<int64_t *>(inputs[i]->shape.data());
+    if (inputs[i]->device) {
+      s.inputs[i].data = inputs[i]->data; // the KV caches stay on the GPU between steps
+      continue;
+    }
     void *p = cuda.allocate(inputs[i]->bytes);
     if (!p)
       return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of GPU memory for input '" + meta.inputs[i].name + "' (" +
@@ -292,7 +297,6 @@ kiln_error *runOnCuda(kiln_session &s, const kiln_tensor *const *inputs, size_t 
     if (!cuda.upload(p, inputs[i]->data, inputs[i]->bytes, error))
       return makeError(KILN_ERROR_INTERNAL, "input '" + meta.inputs[i].name + "': " + error);
     s.inputs[i].data = p;
-    s.inputs[i].shape = const_cast<int64_t *>(inputs[i]->shape.data());
   }
   for (size_t i = 0; i < s.outputs.size(); ++i) {
     std::fill(s.outputShapes[i].begin(), s.outputShapes[i].end(), -1);

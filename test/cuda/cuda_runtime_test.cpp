@@ -203,16 +203,46 @@ TEST(CudaRuntime, FailedLaunchFailsTheRunOnly) {
   EXPECT_EQ(st->live_allocations, 0) << "device memory leaked";
 }
 
-TEST(CudaRuntime, DecodingOnCudaIsRefused) {
+// Decoding on CUDA: the generator keeps each KV cache in device memory, zeroed once per start and
+// handed to every step as it is, so a step moves only its tokens, mask and position up and its
+// logits down. (The mock runs no kernels: its logits are zeros, and greedy decoding picks id 0.)
+TEST(CudaRuntime, DecodingKeepsTheCachesOnTheDevice) {
   setenv("KILN_CUDA_DRIVER", KILN_MOCK_CUDA_DRIVER, 1);
+  setenv("KILN_MOCK_CUDA_CC", "90", 1);
+  MockStats *st = resetMock();
+  ASSERT_NE(st, nullptr);
   kiln_model *m = nullptr;
-  ASSERT_EQ(kiln_model_load(KILN_CUDA_SOFTMAX_SM90, nullptr, &m), nullptr);
+  ASSERT_EQ(kiln_model_load(KILN_CUDA_GPT2_SM90, nullptr, &m), nullptr);
   kiln_generator *g = nullptr;
-  kiln_error *e = kiln_generator_create(m, nullptr, &g);
-  ASSERT_NE(e, nullptr);
-  EXPECT_NE(std::string(kiln_error_message(e)).find("not supported yet"), std::string::npos);
-  kiln_error_free(e);
+  ASSERT_EQ(kiln_generator_create(m, nullptr, &g), nullptr);
+  const int64_t modelAllocations = st->live_allocations;
+  const int32_t prompt[] = {5, 17, 42};
+  const int32_t *prompts[] = {prompt};
+  const size_t lengths[] = {3};
+  ASSERT_EQ(kiln_generator_start(g, prompts, lengths, 1, nullptr), nullptr);
+  const int64_t cacheBytes = st->bytes_set;
+  EXPECT_GT(cacheBytes, 0) << "the caches were not cleared on the device";
+  const int64_t upAfterPrefill = st->bytes_to_device;
+  const int32_t vocab = kiln_generator_vocab_size(g);
+  for (int step = 0; step < 8; ++step) {
+    int32_t token = -1;
+    ASSERT_EQ(kiln_generator_next(g, &token), nullptr) << "step " << step;
+    EXPECT_EQ(token, 0);
+  }
+  // Seven decode steps (the first token came from the prefill's logits): each sends its id, the
+  // mask and the position, never a cache.
+  const int64_t upPerStep = (st->bytes_to_device - upAfterPrefill) / 7;
+  EXPECT_GT(upPerStep, 0);
+  EXPECT_LT(upPerStep, cacheBytes / 4) << "caches are copied up every step";
+  EXPECT_GE(st->bytes_to_host, 8 * int64_t(vocab) * 4) << "logits did not come back";
+  EXPECT_EQ(st->bad_launches, 0);
+  // A second start reuses nothing stale: fresh, zeroed caches of the new batch.
+  ASSERT_EQ(kiln_generator_start(g, prompts, lengths, 1, nullptr), nullptr);
+  EXPECT_EQ(st->bytes_set, 2 * cacheBytes);
+  kiln_generator_destroy(g);
+  EXPECT_EQ(st->live_allocations, modelAllocations) << "the generator's caches or arena were not freed";
   kiln_model_destroy(m);
+  EXPECT_EQ(st->live_allocations, 0) << "device memory leaked";
 }
 
 } // namespace

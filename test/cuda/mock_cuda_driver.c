@@ -82,6 +82,7 @@ API CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n) {
   stats.copies_to_host++;
   return 0;
 }
+API CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { memset((void *)(uintptr_t)d, v, n); stats.bytes_set += (int64_t)n; return 0; }
 API CUresult cuStreamCreate(void **s, unsigned flags) { (void)flags; *s = malloc(1); return 0; }
 API CUresult cuStreamDestroy_v2(void *s) { free(s); return 0; }
 API CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }

@@ -155,7 +155,27 @@ def gen_pad_wide_reflect():
                [("x", x), ("pads", pads)], [("y", Tensor([1, 12], values))])
 
 
+def int_pow(b, p):
+    """kiln's integer Pow (passes/cpu/ExpandIntegerPower.cpp): wrapping int64 products; a negative
+    power, which has no integer answer except for bases 1 and -1, gives 0."""
+    if p < 0:
+        return 1 if b == 1 else (-1 if p % 2 else 1) if b == -1 else 0
+    r = b ** p % (1 << 64)
+    return r - (1 << 64) if r >= 1 << 63 else r
+
+
+def gen_pow_integer():
+    """Integer Pow, negative powers and wrap-around included: the CPU and CUDA targets share one
+    expansion, whose answers are these."""
+    base = [0, 1, -1, -1, 2, 2, 3, -3, 0, 7, 2, 10]
+    power = [-1, -5, -3, -4, -1, 0, 4, 5, 0, 1, 63, 19]
+    write_test("pow_integer", 13, [node("Pow", ["b", "p"], ["y"])],
+               [("b", Tensor([12], base, INT64)), ("p", Tensor([12], power, INT64))],
+               [("y", Tensor([12], [int_pow(b, p) for b, p in zip(base, power)], INT64))])
+
+
 if __name__ == "__main__":
     gen_reduce_opset18()
     gen_out_of_range()
     gen_pad_wide_reflect()
+    gen_pow_integer()
