@@ -13,7 +13,7 @@ namespace kiln {
 namespace ctxfield {
 enum : int32_t {
   kRuntime, kParallelFor, kWorkspace, kAllocationFailed, kStringFromFloat, kStringToFloat,
-  kStringChangeCase, kStringEqual, kGpuLaunch, kDeviceAlloc, kDeviceFree, kDeviceRead,
+  kStringChangeCase, kStringEqual, kGpuLaunch, kDeviceAlloc, kDeviceFree, kDeviceRead, kDeviceWrite,
   kCount
 };
 } // namespace ctxfield

@@ -9,6 +9,7 @@
 #include "passes/cuda/Passes.h"
 #include "passes/cpu/Passes.h"
 #include "passes/cpu/RuntimeContext.h"
+#include "passes/cuda/DeviceTransfers.h"
 #include "passes/cpu/SourceNodes.h"
 #include "dialects/cpu/IR/Cpu.h"
 
@@ -78,65 +79,35 @@ Location sourceLocation(MLIRContext *ctx, ArrayRef<Operation *> ops) {
   return FusedLoc::get(ctx, locs);
 }
 
-/// Whether a device-to-host slot holds values of type `t`.
-bool fitsSlot(Type t) { return t.isIndex() || (t.isIntOrFloat() && t.getIntOrFloatBitWidth() <= 64); }
+/// Whether `op` or an op nested in it works on strings (kiln_cpu.string_*).
+bool usesStrings(Operation *op) {
+  bool found = false;
+  op->walk([&](Operation *inner) {
+    if (inner->getName().getStringRef().starts_with("kiln_cpu.string_")) {
+      found = true;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
+}
 
-/// A device-to-host slot holds any scalar as 64 bits: index and integers
-/// zero-extended, floats as their bits. Null for types that do not fit.
-Value toSlot(OpBuilder &b, Location loc, Value v) {
-  Type t = v.getType();
-  auto i64 = b.getI64Type();
-  if (t.isIndex())
-    return arith::IndexCastUIOp::create(b, loc, i64, v);
-  if (auto f = dyn_cast<FloatType>(t)) {
-    if (f.getWidth() > 64)
-      return {};
-    v = arith::BitcastOp::create(b, loc, b.getIntegerType(f.getWidth()), v);
-    t = v.getType();
+/// Whether an op inside `op` may write `buffer` or a view of it (unknown users count as writes).
+bool writes(Operation *op, Value buffer) {
+  for (OpOperand &use : buffer.getUses()) {
+    Operation *user = use.getOwner();
+    if (!op->isAncestor(user))
+      continue;
+    if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
+      if (view.getViewSource() == buffer && llvm::any_of(user->getResults(), [&](Value r) { return writes(op, r); }))
+        return true;
+      continue;
+    }
+    auto effects = dyn_cast<MemoryEffectOpInterface>(user);
+    if (!effects || effects.getEffectOnValue<MemoryEffects::Write>(buffer))
+      return true;
   }
-  auto it = dyn_cast<IntegerType>(t);
-  if (!it || it.getWidth() > 64)
-    return {};
-  return it.getWidth() == 64 ? v : (Value)arith::ExtUIOp::create(b, loc, i64, v);
-}
-
-/// The value of type `t` a slot holds (the inverse of toSlot).
-Value fromSlot(OpBuilder &b, Location loc, Value slot, Type t) {
-  if (t.isIndex())
-    return arith::IndexCastUIOp::create(b, loc, t, slot);
-  unsigned width = t.getIntOrFloatBitWidth();
-  Value bits = width == 64 ? slot : (Value)arith::TruncIOp::create(b, loc, b.getIntegerType(width), slot);
-  return isa<FloatType>(t) ? (Value)arith::BitcastOp::create(b, loc, t, bits) : bits;
-}
-
-/// The address of `buffer`'s first element (its aligned pointer plus its offset) as an LLVM pointer.
-Value bufferAddress(OpBuilder &b, Location loc, Value buffer) {
-  auto type = cast<MemRefType>(buffer.getType());
-  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
-  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
-  unsigned bytes = type.getElementType().isIndex() ? 8 : (type.getElementTypeBitWidth() + 7) / 8;
-  Value offset = arith::MulIOp::create(b, loc, meta.getOffset(), arith::ConstantIndexOp::create(b, loc, bytes));
-  address = arith::AddIOp::create(b, loc, address, offset);
-  Value i64 = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address);
-  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), i64);
-}
-
-/// ctx->device_read(runtime, host, device, bytes): waits for the launches so far, then copies.
-void emitDeviceRead(OpBuilder &b, Location loc, Value context, Value host, Value device, Value bytes) {
-  MLIRContext *ctx = b.getContext();
-  auto ptr = LLVM::LLVMPointerType::get(ctx);
-  Value runtime = contextField(b, loc, context, ctxfield::kRuntime);
-  Value fn = contextField(b, loc, context, ctxfield::kDeviceRead);
-  auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr, ptr, ptr, b.getI64Type()});
-  Value n = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), bytes);
-  LLVM::CallOp::create(b, loc, type, ValueRange{fn, runtime, bufferAddress(b, loc, host), bufferAddress(b, loc, device), n});
-}
-
-/// A host buffer of `type` for device_read, allocated once in @main's entry block (an alloca in a
-/// host loop would grow the stack every iteration).
-Value hostBuffer(func::FuncOp main, Location loc, MemRefType type) {
-  OpBuilder b = OpBuilder::atBlockBegin(&main.getBody().front());
-  return memref::AllocaOp::create(b, loc, type);
+  return false;
 }
 
 struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> {
@@ -146,15 +117,6 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
     auto func = getOperation().lookupSymbol<func::FuncOp>("main");
     if (!func)
       return;
-    WalkResult strings = func.walk([&](Operation *op) {
-      if (op->getName().getStringRef().starts_with("kiln_cpu.string_")) {
-        op->emitError("string tensors are not supported with --target=cuda");
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    });
-    if (strings.wasInterrupted())
-      return signalPassFailure();
     main = func;
     for (Block &block : func.getBody())
       if (failed(processBlock(block)))
@@ -193,6 +155,12 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
         Operation *def = v.getDefiningOp();
         return def && inGroup.contains(def);
       });
+      // Strings are host memory: ops on them run on the host, on copies of their buffers.
+      if (usesStrings(&op)) {
+        if (failed(flush(&op)) || failed(runOnHost(&op)))
+          return failure();
+        continue;
+      }
       // A parallel loop is a grid launch even when its bounds or body need
       // values of the group: those are read back first.
       auto par = dyn_cast<scf::ParallelOp>(op);
@@ -231,6 +199,85 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
     return success();
   }
 
+  /// Runs `op` on the host: the buffers it uses are copied to host mirrors before it and the
+  /// ones it writes are copied back after it. When a mirror cannot be allocated the op is skipped
+  /// (its results are zeros) and the runtime is told, so the run fails with out of memory.
+  LogicalResult runOnHost(Operation *op) {
+    llvm::SetVector<Value> used;
+    for (Value v : op->getOperands())
+      used.insert(v);
+    for (Region &region : op->getRegions())
+      getUsedValuesDefinedAbove(region, used);
+    SmallVector<Value> buffers;
+    for (Value v : used)
+      if (isa<MemRefType>(v.getType()) && !v.getDefiningOp<memref::GetGlobalOp>()) // globals are host memory
+        buffers.push_back(v);
+    if (buffers.empty())
+      return success();
+    WalkResult nested = op->walk([&](Operation *inner) {
+      if (isa<memref::AllocOp, memref::AllocaOp>(inner)) {
+        inner->emitError("a buffer allocated inside an op that runs on the host for its strings, "
+                         "which --target=cuda does not support yet");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (nested.wasInterrupted())
+      return failure();
+    for (Type t : op->getResultTypes())
+      if (!cuda::fitsSlot(t) && !t.isInteger(128))
+        return op->emitError("an op on strings with a result of type ") << t << ", which --target=cuda cannot run on the host";
+    FailureOr<Value> ctx = context(op);
+    if (failed(ctx))
+      return failure();
+    ModuleOp module = getOperation();
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    SmallVector<cuda::HostMirror> mirrors;
+    Value allocated = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+    for (Value buffer : buffers) {
+      mirrors.push_back(cuda::allocateMirror(b, loc, module, buffer));
+      Value null = LLVM::ZeroOp::create(b, loc, ptrType);
+      Value ok = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, mirrors.back().host, null);
+      allocated = arith::AndIOp::create(b, loc, allocated, ok);
+    }
+    auto guard = scf::IfOp::create(b, loc, op->getResultTypes(), allocated, /*withElseRegion=*/true);
+    for (Block *block : {guard.thenBlock(), guard.elseBlock()})
+      if (!block->empty())
+        block->getTerminator()->erase(); // the builder's yield of a result-less if; ours follow
+    // Copies in, the op, copies back.
+    b.setInsertionPointToStart(guard.thenBlock());
+    for (const cuda::HostMirror &m : mirrors)
+      cuda::emitDeviceRead(b, loc, *ctx, m.host, m.device, m.bytes);
+    op->moveBefore(guard.thenBlock(), guard.thenBlock()->end());
+    for (auto [buffer, m] : llvm::zip(buffers, mirrors)) {
+      replaceAllUsesInRegionWith(buffer, m.view, guard.getThenRegion());
+      if (writes(op, m.view))
+        cuda::emitDeviceWrite(b, loc, *ctx, m.device, m.host, m.bytes);
+    }
+    scf::YieldOp::create(b, loc, op->getResults());
+    // Out of host memory: tell the runtime, skip the op.
+    b.setInsertionPointToStart(guard.elseBlock());
+    Value runtime = contextField(b, loc, *ctx, ctxfield::kRuntime);
+    Value report = contextField(b, loc, *ctx, ctxfield::kAllocationFailed);
+    Value total = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
+    for (const cuda::HostMirror &m : mirrors)
+      total = arith::AddIOp::create(b, loc, total, arith::IndexCastUIOp::create(b, loc, b.getI64Type(), m.bytes));
+    auto reportType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b.getContext()), {ptrType, b.getI64Type()});
+    LLVM::CallOp::create(b, loc, reportType, ValueRange{report, runtime, total});
+    SmallVector<Value> zeros;
+    for (Type t : op->getResultTypes())
+      zeros.push_back(arith::ConstantOp::create(b, loc, b.getZeroAttr(t)));
+    scf::YieldOp::create(b, loc, zeros);
+    for (auto [result, merged] : llvm::zip(op->getResults(), guard.getResults()))
+      result.replaceUsesWithIf(merged, [&](OpOperand &use) { return !guard->isAncestor(use.getOwner()); });
+    b.setInsertionPointAfter(guard);
+    for (const cuda::HostMirror &m : mirrors)
+      cuda::freeMirror(b, loc, module, m);
+    return success();
+  }
+
   /// The context argument of @main, for device_read.
   FailureOr<Value> context(Operation *user) {
     if (main.getNumArguments() == 0 || !main.getArgAttr(0, abi::kContextArg))
@@ -250,9 +297,10 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
     auto type = cast<MemRefType>(shape.getType());
     OpBuilder b(reshape);
     Location loc = reshape.getLoc();
-    Value host = hostBuffer(main, loc, MemRefType::get(type.getShape(), type.getElementType()));
-    unsigned bytes = type.getElementType().isIndex() ? 8 : type.getElementTypeBitWidth() / 8;
-    emitDeviceRead(b, loc, *ctx, host, shape, arith::ConstantIndexOp::create(b, loc, bytes * type.getNumElements()));
+    Value host = cuda::entryAlloca(main, loc, MemRefType::get(type.getShape(), type.getElementType()));
+    unsigned bytes = cuda::elementBytes(type.getElementType());
+    cuda::emitDeviceRead(b, loc, *ctx, cuda::bufferAddress(b, loc, host), cuda::bufferAddress(b, loc, shape),
+                         arith::ConstantIndexOp::create(b, loc, bytes * type.getNumElements()));
     reshape.getShapeMutable().assign(host);
     return success();
   }
@@ -286,7 +334,7 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
               needed.push_back(operand);
         continue;
       }
-      if (fitsSlot(v.getType())) {
+      if (cuda::fitsSlot(v.getType())) {
         readBack.insert(v);
         continue;
       }
@@ -308,7 +356,7 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
       op->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
     }
     for (auto [i, v] : llvm::enumerate(readBack))
-      memref::StoreOp::create(b, loc, toSlot(b, loc, v), slots, ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
+      memref::StoreOp::create(b, loc, cuda::toSlot(b, loc, v), slots, ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
     gpu::TerminatorOp::create(b, loc);
     if (escaping.empty())
       return success();
@@ -319,12 +367,13 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
       FailureOr<Value> ctx = context(launch);
       if (failed(ctx))
         return failure();
-      Value buffer = hostBuffer(main, loc, slotsType);
-      emitDeviceRead(b, loc, *ctx, buffer, slots, arith::ConstantIndexOp::create(b, loc, 8 * readBack.size()));
+      Value buffer = cuda::entryAlloca(main, loc, slotsType);
+      cuda::emitDeviceRead(b, loc, *ctx, cuda::bufferAddress(b, loc, buffer), cuda::bufferAddress(b, loc, slots),
+                           arith::ConstantIndexOp::create(b, loc, 8 * readBack.size()));
       memref::DeallocOp::create(b, loc, slots);
       for (auto [i, v] : llvm::enumerate(readBack)) {
         Value slot = memref::LoadOp::create(b, loc, buffer, ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
-        host.map(v, fromSlot(b, loc, slot, v.getType()));
+        host.map(v, cuda::fromSlot(b, loc, slot, v.getType()));
       }
     }
     for (Operation *op : ops)

@@ -1,6 +1,7 @@
 // Points @main's malloc/aligned_alloc/free calls at the runtime's device allocator.
 #include "passes/cuda/Passes.h"
 #include "passes/cpu/RuntimeContext.h"
+#include "passes/cuda/DeviceTransfers.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_LOWERDEVICEHEAPPASS
@@ -23,7 +24,8 @@ struct LowerDeviceHeapPass : impl::LowerDeviceHeapPassBase<LowerDeviceHeapPass> 
     SmallVector<LLVM::CallOp> calls;
     main.walk([&](LLVM::CallOp call) {
       std::optional<StringRef> callee = call.getCallee();
-      if (callee && (*callee == "malloc" || *callee == "aligned_alloc" || *callee == "free"))
+      if (callee && (*callee == "malloc" || *callee == "aligned_alloc" || *callee == "free") &&
+          !call->hasAttr(cuda::kHostHeapAttr))
         calls.push_back(call);
     });
     Value context = main.getArgument(0);

@@ -46,7 +46,12 @@ def FormGpuLaunchesPass : Pass<"kiln-form-gpu-launches", "::mlir::ModuleOp"> {
     after the launch with the context's `device_read` (which waits for the
     launches before it). A `memref.reshape`'s shape buffer is copied to host
     memory the same way. A value that fits no slot (a buffer chosen by
-    tensor data) is an error naming the op. String ops are refused.
+    tensor data) is an error naming the op.
+    Ops that use strings (`kiln_cpu.string_*`, whose bytes are host memory)
+    run on the host: each buffer they use is copied to a host mirror with
+    `device_read` before, the mirrors they write are copied back with
+    `device_write` after, and when a mirror cannot be allocated the op is
+    skipped (its results zero) and the run fails with out of memory.
     A constant global a kernel reads is read through a `memref.get_global`
     inside the launch, so outlining copies the global into the GPU module
     (device memory) instead of passing a host address.
@@ -91,7 +96,9 @@ def LowerDeviceHeapPass : Pass<"kiln-lower-device-heap", "::mlir::ModuleOp"> {
     or `aligned_alloc` becomes the context's `device_alloc(runtime, bytes)`
     and each `free` its `device_free(runtime, ptr)`, so outputs and
     data-sized intermediates live where the kernels can address them. The
-    runtime owns (and frees) the device outputs.
+    runtime owns (and frees) the device outputs. Calls marked
+    `kiln.host_heap` (the host copies kiln-form-gpu-launches makes for ops
+    that run on the host) stay host allocations.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -156,6 +156,8 @@ std::unique_ptr<CudaDevice> CudaDevice::create(const artifact::CudaInfo &info,
   // The cubin runs only on the architecture it was assembled for ("sm_90a" on sm_90 too); the PTX
   // on that one and every newer one, through the driver's JIT.
   const bool cubinFits = !info.cubin.empty() && (info.arch == arch || info.arch == arch + "a");
+  if (kernels.empty())
+    return d; // everything runs on the host (ops on strings): no module to load
   if (!cubinFits && info.ptx.empty()) {
     error = "the artifact has no PTX and its cubin is for " + info.arch + ", not this " + d->name_;
     return nullptr;

@@ -154,6 +154,17 @@ void deviceReadTrampoline(void *runtime, void *host, const void *device, int64_t
     std::memset(host, 0, size_t(bytes));
 }
 
+// What host code (ops on strings) wrote into its copy of a buffer goes back to the device.
+void deviceWriteTrampoline(void *runtime, void *device, const void *host, int64_t bytes) {
+  auto *run = static_cast<RunState *>(runtime);
+  if (!run->cudaError.empty())
+    return;
+  std::string error;
+  if (!run->cuda->synchronize(run->session->cudaStream, error) ||
+      !run->cuda->upload(device, host, size_t(bytes), error))
+    run->cudaError = "writing to the GPU: " + error;
+}
+
 void parallelForOnCudaTrampoline(void *runtime, int32_t kernelId, kiln_abi_kernel_fn, void *, int64_t, int64_t,
                                  int64_t) {
   auto *run = static_cast<RunState *>(runtime);
@@ -317,7 +328,8 @@ kiln_error *runOnCuda(kiln_session &s, const kiln_tensor *const *inputs, size_t 
                        gpuLaunchTrampoline,
                        deviceAllocTrampoline,
                        deviceFreeTrampoline,
-                       deviceReadTrampoline};
+                       deviceReadTrampoline,
+                       deviceWriteTrampoline};
   const int32_t rc = m.entry(&ctx, s.inputs.data(), s.outputs.data());
   if (kiln_error *e = allocationError(state, "out of GPU memory"))
     return e;
@@ -332,6 +344,11 @@ kiln_error *runOnCuda(kiln_session &s, const kiln_tensor *const *inputs, size_t 
     return makeError(KILN_ERROR_INTERNAL, error);
   if (rc != 0)
     return makeError(KILN_ERROR_INTERNAL, "generated code failed with status " + std::to_string(rc));
+  // Ops on strings ran on the host; their first failure fails the run.
+  if (state.strings.outOfMemory)
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory making this request's strings");
+  if (!state.strings.error.empty())
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, state.strings.error);
   std::vector<size_t> bytes(s.outputs.size());
   for (size_t i = 0; i < s.outputs.size(); ++i) {
     std::string why = checkOutput(meta.outputs[i], s.outputs[i], &bytes[i]);
@@ -343,11 +360,16 @@ kiln_error *runOnCuda(kiln_session &s, const kiln_tensor *const *inputs, size_t 
     const kiln_abi_tensor &o = s.outputs[i];
     host.resize(bytes[i]);
     kiln_error *e = nullptr;
+    const size_t rank = meta.outputs[i].dims.size();
     if (!cuda.download(host.data(), o.data, bytes[i], error))
       e = makeError(KILN_ERROR_INTERNAL, "output '" + meta.outputs[i].name + "': " + error);
+    else if (meta.outputs[i].dtype == KILN_DTYPE_STRING)
+      // The elements point at host bytes (the run's strings, the inputs, the code's literals).
+      e = kiln::runtime::makeStringTensor(o.shape, rank, reinterpret_cast<const kiln_string *>(host.data()),
+                                          bytes[i] / sizeof(kiln_string), &outputs[i]);
     else
-      e = kiln_tensor_create_copy(kiln_dtype(meta.outputs[i].dtype), o.shape, meta.outputs[i].dims.size(),
-                                  host.data(), bytes[i], &outputs[i]);
+      e = kiln_tensor_create_copy(kiln_dtype(meta.outputs[i].dtype), o.shape, rank, host.data(), bytes[i],
+                                  &outputs[i]);
     if (e) {
       for (size_t j = 0; j < i; ++j) {
         kiln_tensor_destroy(outputs[j]);

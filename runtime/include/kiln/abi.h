@@ -73,7 +73,9 @@ typedef void (*kiln_abi_kernel_fn)(void *captures, int64_t begin, int64_t end);
  * sizes, shape inputs): it waits for the run's launches so far, then copies `bytes` from device
  * memory to host memory. It never fails the generated code: after a failed launch or copy it
  * records the failure, fills `host` with zeros (the sizes of empty tensors) and the runtime fails
- * the run after the entry returns. */
+ * the run after the entry returns. `device_write` (version 7) copies host memory to device memory
+ * after the launches so far: ops on strings run on the host, on copies of their buffers, and
+ * what they wrote goes back this way (a failure is recorded the same way). */
 typedef struct kiln_abi_context {
   void *runtime;
   void (*parallel_for)(void *runtime, int32_t kernel_id, kiln_abi_kernel_fn fn,
@@ -90,6 +92,7 @@ typedef struct kiln_abi_context {
   void *(*device_alloc)(void *runtime, int64_t bytes);
   void (*device_free)(void *runtime, void *ptr);
   void (*device_read)(void *runtime, void *host, const void *device, int64_t bytes);
+  void (*device_write)(void *runtime, void *device, const void *host, int64_t bytes);
 } kiln_abi_context;
 
 /* The symbol every artifact's code section exports. Returns 0 on success. */

@@ -188,3 +188,44 @@ func.func @main(%c: memref<i1>, %a: memref<4xf32>, %b: memref<4xf32>) -> memref<
   }
   return %m : memref<4xf32>
 }
+
+// -----
+
+// Ops on strings run on the host: the buffers they use are copied to host mirrors (malloc marked
+// kiln.host_heap, device_read, field 11), the ones they write are copied back (device_write, field
+// 12), and without memory for a mirror the op is skipped and allocation_failed (field 3) is called.
+// CHECK-LABEL: func @main
+// CHECK-NOT: gpu.launch
+// CHECK: %[[IN:.*]] = llvm.call @malloc({{.*}}) {kiln.host_heap}
+// CHECK: %[[INVIEW:.*]] = builtin.unrealized_conversion_cast {{.*}} to memref<4xi128>
+// CHECK: %[[OUT:.*]] = llvm.call @malloc({{.*}}) {kiln.host_heap}
+// CHECK: %[[OUTVIEW:.*]] = builtin.unrealized_conversion_cast {{.*}} to memref<4xf32>
+// CHECK: scf.if
+// CHECK: llvm.getelementptr %arg0[0, 11]
+// CHECK: llvm.call
+// CHECK: llvm.getelementptr %arg0[0, 11]
+// CHECK: llvm.call
+// CHECK: scf.parallel
+// CHECK: memref.load %[[INVIEW]]
+// CHECK: kiln_cpu.string_to_float
+// CHECK: memref.store {{.*}}, %[[OUTVIEW]]
+// CHECK: llvm.getelementptr %arg0[0, 12]
+// CHECK: llvm.call
+// CHECK-NOT: llvm.getelementptr %arg0[0, 12]
+// CHECK: } else {
+// CHECK: llvm.getelementptr %arg0[0, 3]
+// CHECK: }
+// CHECK: llvm.call @free(%[[IN]]) {kiln.host_heap}
+// CHECK: llvm.call @free(%[[OUT]]) {kiln.host_heap}
+func.func @main(%s: memref<4xi128>, %out: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    %v = memref.load %s[%i] : memref<4xi128>
+    %f = kiln_cpu.string_to_float %v : i128 -> f32
+    memref.store %f, %out[%i] : memref<4xf32>
+    scf.reduce
+  }
+  return
+}
