@@ -6,6 +6,8 @@ Run with Debian's Python, which has onnx and numpy:
     /usr/bin/python3 bench/models/gen_bench_models.py                 # all, into bench/models/out/
     /usr/bin/python3 bench/models/gen_bench_models.py --out DIR resnet
     /usr/bin/python3 bench/models/gen_bench_models.py --if-stale      # only missing/outdated ones
+    /usr/bin/python3 bench/models/gen_bench_models.py --no-reference --out DIR   # models and inputs
+                                              # only, no ONNX Runtime needed (compile checks, CI)
 
 Each model NAME gets DIR/NAME/model.onnx and DIR/NAME/test_data_set_0/{input_K.pb,
 output_K.pb} (ONNX backend-test layout). The outputs are ONNX Runtime's
@@ -332,7 +334,7 @@ def up_to_date(d, want):
         os.path.isfile(os.path.join(d, "test_data_set_0", "output_0.pb"))
 
 
-def generate(name, d, want):
+def generate(name, d, want, reference=True):
     if os.path.isdir(d):
         shutil.rmtree(d)
     model, inputs = MODELS[name]()
@@ -342,6 +344,9 @@ def generate(name, d, want):
     in_names = [i.name for i in model.graph.input]
     for k, (iname, arr) in enumerate(zip(in_names, inputs)):
         save_tensor(arr, iname, os.path.join(ds, "input_%d.pb" % k))
+    if not reference:
+        print("%s: %s (no reference outputs)" % (name, path))
+        return
     run_ort(path, [ds])
     nweights = sum(int(np.prod(t.dims)) for t in model.graph.initializer)
     ops = {}
@@ -369,6 +374,8 @@ def main():
     ap.add_argument("--out", default=DEFAULT_OUT, help="output directory (default bench/models/out)")
     ap.add_argument("--if-stale", action="store_true",
                     help="skip models whose files exist and whose STAMP matches the sources")
+    ap.add_argument("--no-reference", action="store_true",
+                    help="write the models and inputs without ONNX Runtime's outputs (and no STAMP)")
     args = ap.parse_args()
     names = args.names or list(MODELS)
     for n in names:
@@ -376,13 +383,13 @@ def main():
             ap.error("unknown model %r (have %s)" % (n, ", ".join(MODELS)))
     want = stamp()
     todo = [n for n in names if not (args.if_stale and up_to_date(os.path.join(args.out, n), want))]
-    if todo and not have_ort():
+    if todo and not args.no_reference and not have_ort():
         raise SystemExit("gen_bench_models.py: onnxruntime-node not found: run bench/setup.sh "
                          "(needs network) for the reference outputs")
     for n in names:
         d = os.path.join(args.out, n)
         if n in todo:
-            generate(n, d, want)
+            generate(n, d, want, reference=not args.no_reference)
         else:
             print("%s: up to date (%s)" % (n, d))
 
