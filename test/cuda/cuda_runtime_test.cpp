@@ -34,6 +34,24 @@ MockStats *resetMock() {
   return st;
 }
 
+// Points the runtime at the mock driver, as an sm_90 device, with fresh counters.
+MockStats *useMock() {
+  setenv("KILN_CUDA_DRIVER", KILN_MOCK_CUDA_DRIVER, 1);
+  setenv("KILN_MOCK_CUDA_CC", "90", 1);
+  return resetMock();
+}
+
+// Loads `artifact` and opens a session on it.
+bool openSession(const char *artifact, kiln_model **m, kiln_session **s) {
+  if (kiln_error *e = kiln_model_load(artifact, nullptr, m)) {
+    ADD_FAILURE() << kiln_error_message(e);
+    kiln_error_free(e);
+    return false;
+  }
+  EXPECT_EQ(kiln_session_create(*m, s), nullptr);
+  return *s != nullptr;
+}
+
 std::string loadError(const char *artifact) {
   kiln_model *m = nullptr;
   kiln_error *e = kiln_model_load(artifact, nullptr, &m);
@@ -118,9 +136,7 @@ TEST(CudaRuntime, MockDriverRunsTheHostProgram) {
 
 TEST(CudaRuntime, OlderArchitectureLoadsThePtx) {
   // An sm_80 artifact on an sm_90 device: its cubin cannot run there, the PTX is JIT-compiled.
-  setenv("KILN_CUDA_DRIVER", KILN_MOCK_CUDA_DRIVER, 1);
-  setenv("KILN_MOCK_CUDA_CC", "90", 1);
-  MockStats *st = resetMock();
+  MockStats *st = useMock();
   ASSERT_NE(st, nullptr);
   st->module_is_cubin = -1;
   std::string error;
@@ -158,14 +174,11 @@ std::vector<std::vector<int64_t>> runNonZero(kiln_session *s, std::string *error
 // Data-dependent sizes (NonZero, Compress): the host program reads what the kernels counted back
 // from the GPU (the context's device_read) before it allocates the outputs.
 TEST(CudaRuntime, MockDriverReadsSizesBack) {
-  setenv("KILN_CUDA_DRIVER", KILN_MOCK_CUDA_DRIVER, 1);
-  setenv("KILN_MOCK_CUDA_CC", "90", 1);
-  MockStats *st = resetMock();
+  MockStats *st = useMock();
   ASSERT_NE(st, nullptr);
   kiln_model *m = nullptr;
-  ASSERT_EQ(kiln_model_load(KILN_CUDA_NONZERO_SM90, nullptr, &m), nullptr);
   kiln_session *s = nullptr;
-  ASSERT_EQ(kiln_session_create(m, &s), nullptr);
+  ASSERT_TRUE(openSession(KILN_CUDA_NONZERO_SM90, &m, &s));
   std::string error;
   std::vector<std::vector<int64_t>> shapes = runNonZero(s, &error);
   // The mock runs no kernels: the counts read back are its zero-filled memory, so every
@@ -182,14 +195,11 @@ TEST(CudaRuntime, MockDriverReadsSizesBack) {
 // outputs, the code goes on with zero sizes instead of reading garbage, and the session serves the
 // next request.
 TEST(CudaRuntime, FailedLaunchFailsTheRunOnly) {
-  setenv("KILN_CUDA_DRIVER", KILN_MOCK_CUDA_DRIVER, 1);
-  setenv("KILN_MOCK_CUDA_CC", "90", 1);
-  MockStats *st = resetMock();
+  MockStats *st = useMock();
   ASSERT_NE(st, nullptr);
   kiln_model *m = nullptr;
-  ASSERT_EQ(kiln_model_load(KILN_CUDA_NONZERO_SM90, nullptr, &m), nullptr);
   kiln_session *s = nullptr;
-  ASSERT_EQ(kiln_session_create(m, &s), nullptr);
+  ASSERT_TRUE(openSession(KILN_CUDA_NONZERO_SM90, &m, &s));
   setenv("KILN_MOCK_CUDA_FAIL_LAUNCH", "1", 1);
   std::string error;
   EXPECT_TRUE(runNonZero(s, &error).empty());
@@ -207,9 +217,7 @@ TEST(CudaRuntime, FailedLaunchFailsTheRunOnly) {
 // handed to every step as it is, so a step moves only its tokens, mask and position up and its
 // logits down. (The mock runs no kernels: its logits are zeros, and greedy decoding picks id 0.)
 TEST(CudaRuntime, DecodingKeepsTheCachesOnTheDevice) {
-  setenv("KILN_CUDA_DRIVER", KILN_MOCK_CUDA_DRIVER, 1);
-  setenv("KILN_MOCK_CUDA_CC", "90", 1);
-  MockStats *st = resetMock();
+  MockStats *st = useMock();
   ASSERT_NE(st, nullptr);
   kiln_model *m = nullptr;
   ASSERT_EQ(kiln_model_load(KILN_CUDA_GPT2_SM90, nullptr, &m), nullptr);
