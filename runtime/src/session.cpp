@@ -1,4 +1,5 @@
 // Sessions: validate a request, call the generated entry, and turn its outputs into owned tensors.
+#include "device_pool.h"
 #include "error.h"
 #include "model.h"
 #include "string_tensors.h"
@@ -35,6 +36,7 @@ struct kiln_session {
   void *cudaStream = nullptr;
   void *cudaWorkspace = nullptr;
   int64_t cudaWorkspaceBytes = 0;
+  std::unique_ptr<kiln::runtime::DevicePool> cudaPool; // the requests' other device buffers
 };
 
 namespace {
@@ -133,12 +135,14 @@ void gpuLaunchTrampoline(void *runtime, int32_t kernelId, int64_t gx, int64_t gy
 }
 
 void *deviceAllocTrampoline(void *runtime, int64_t bytes) {
-  if (bytes < 0 || bytes > (int64_t(1) << 46))
+  if (bytes < 0)
     return nullptr;
-  return static_cast<RunState *>(runtime)->cuda->allocate(size_t(bytes));
+  return static_cast<RunState *>(runtime)->session->cudaPool->allocate(size_t(bytes));
 }
 
-void deviceFreeTrampoline(void *runtime, void *ptr) { static_cast<RunState *>(runtime)->cuda->deallocate(ptr); }
+void deviceFreeTrampoline(void *runtime, void *ptr) {
+  static_cast<RunState *>(runtime)->session->cudaPool->release(ptr);
+}
 
 // The host code reads values the kernels wrote (data-dependent sizes): wait for the launches so
 // far, then copy. A failure fails the run; the code goes on with zeros, the sizes of empty tensors.
@@ -276,11 +280,11 @@ kiln_error *allocationError(const RunState &state, const char *what) {
 
 // Device buffers of one CUDA run (staged inputs, outputs the code allocated), freed however it ends.
 struct DeviceBuffers {
-  kiln::runtime::CudaDevice &cuda;
+  kiln::runtime::DevicePool &pool;
   std::vector<void *> buffers;
   ~DeviceBuffers() {
     for (void *p : buffers)
-      cuda.deallocate(p);
+      pool.release(p);
   }
 };
 
@@ -293,14 +297,16 @@ kiln_error *runOnCuda(kiln_session &s, const kiln_tensor *const *inputs, size_t 
   std::string error;
   if (!s.cudaStream && !(s.cudaStream = cuda.createStream(error)))
     return makeError(KILN_ERROR_INTERNAL, error);
-  DeviceBuffers staged{cuda, {}};
+  if (!s.cudaPool)
+    s.cudaPool = std::make_unique<kiln::runtime::DevicePool>(cuda);
+  DeviceBuffers staged{*s.cudaPool, {}};
   for (size_t i = 0; i < inputCount; ++i) {
     s.inputs[i].shape = const_cast<int64_t *>(inputs[i]->shape.data());
     if (inputs[i]->device) {
       s.inputs[i].data = inputs[i]->data; // the KV caches stay on the GPU between steps
       continue;
     }
-    void *p = cuda.allocate(inputs[i]->bytes);
+    void *p = s.cudaPool->allocate(inputs[i]->bytes);
     if (!p)
       return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of GPU memory for input '" + meta.inputs[i].name + "' (" +
                                                      std::to_string(inputs[i]->bytes) + " bytes)");
@@ -524,6 +530,7 @@ void kiln_session_destroy(kiln_session *session) {
   if (!session)
     return;
   if (kiln::runtime::CudaDevice *cuda = session->model->cuda.get()) {
+    session->cudaPool.reset(); // its blocks go back to the device before the model can go
     cuda->deallocate(session->cudaWorkspace);
     cuda->destroyStream(session->cudaStream);
   }

@@ -191,6 +191,27 @@ TEST(CudaRuntime, MockDriverReadsSizesBack) {
   EXPECT_EQ(st->live_allocations, 0) << "device memory leaked";
 }
 
+// Buffers of a session's requests (staged inputs, outputs) are kept for the next requests: after
+// the first, a request of the same shapes makes no cuMemAlloc, and nothing outlives the session.
+TEST(CudaRuntime, SessionReusesItsDeviceBuffers) {
+  MockStats *st = useMock();
+  ASSERT_NE(st, nullptr);
+  kiln_model *m = nullptr;
+  kiln_session *s = nullptr;
+  ASSERT_TRUE(openSession(KILN_CUDA_NONZERO_SM90, &m, &s));
+  const int64_t modelAllocations = st->live_allocations;
+  std::string error;
+  ASSERT_EQ(runNonZero(s, &error).size(), 3u) << error;
+  const int64_t afterFirst = st->allocations;
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(runNonZero(s, &error).size(), 3u) << error;
+  EXPECT_EQ(st->allocations, afterFirst) << "requests after the first allocated device memory";
+  kiln_session_destroy(s);
+  EXPECT_EQ(st->live_allocations, modelAllocations) << "the session's buffers outlived it";
+  kiln_model_destroy(m);
+  EXPECT_EQ(st->live_allocations, 0);
+}
+
 // A kernel that fails before the sizes are read: the run fails with the driver's message and no
 // outputs, the code goes on with zero sizes instead of reading garbage, and the session serves the
 // next request.
@@ -232,11 +253,17 @@ TEST(CudaRuntime, DecodingKeepsTheCachesOnTheDevice) {
   EXPECT_GT(cacheBytes, 0) << "the caches were not cleared on the device";
   const int64_t upAfterPrefill = st->bytes_to_device;
   const int32_t vocab = kiln_generator_vocab_size(g);
+  int64_t allocationsAfterFirstStep = 0;
   for (int step = 0; step < 8; ++step) {
     int32_t token = -1;
     ASSERT_EQ(kiln_generator_next(g, &token), nullptr) << "step " << step;
     EXPECT_EQ(token, 0);
+    if (step == 1)
+      allocationsAfterFirstStep = st->allocations;
   }
+  // Buffers that grow with the context move to a larger size class now and then; the others
+  // are reused, so most steps allocate nothing (without the pool, 77 allocations a step).
+  EXPECT_LT(st->allocations - allocationsAfterFirstStep, 6) << "decode steps allocate device memory";
   // Seven decode steps (the first token came from the prefill's logits): each sends its id, the
   // mask and the position, never a cache.
   const int64_t upPerStep = (st->bytes_to_device - upAfterPrefill) / 7;

@@ -72,6 +72,7 @@ API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
   if (!m) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
   *p = (CUdeviceptr)(uintptr_t)m;
   stats.live_allocations++;
+  stats.allocations++;
   return 0;
 }
 API CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)(uintptr_t)p); stats.live_allocations--; return 0; }

@@ -13,6 +13,7 @@ typedef struct kiln_mock_cuda_stats_t {
   int64_t launches;         /* cuLaunchKernel calls */
   int64_t bad_launches;     /* with a null function or params, or zero-sized grid/block */
   int64_t live_allocations; /* cuMemAlloc minus cuMemFree */
+  int64_t allocations;      /* cuMemAlloc calls */
   int64_t bytes_to_device, bytes_to_host;
   int64_t copies_to_host;   /* cuMemcpyDtoH calls */
   int64_t bytes_set;        /* by cuMemsetD8 */
