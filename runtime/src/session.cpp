@@ -254,6 +254,8 @@ std::string checkCachePosition(const kiln::artifact::Metadata &meta, const kiln_
   if (!d.present)
     return {};
   const kiln_tensor *pos = inputs[d.positionInput];
+  if (pos->device)
+    return "input '" + meta.inputs[d.positionInput].name + "' must be in host memory (the runtime checks it)";
   int64_t past = 0;
   std::memcpy(&past, pos->data, sizeof past);
   for (const auto &c : d.caches) {
@@ -397,6 +399,10 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
     return makeError(KILN_ERROR_INVALID_ARGUMENT, why);
   if (m.cuda)
     return runOnCuda(s, inputs, inputCount, outputs);
+  for (size_t i = 0; i < inputCount; ++i)
+    if (inputs[i]->device)
+      return makeError(KILN_ERROR_INVALID_ARGUMENT, "input '" + meta.inputs[i].name +
+                                                        "' is in GPU memory, but the model was compiled for the CPU");
 
   for (size_t i = 0; i < inputCount; ++i) {
     // The ABI's input tensors are not const, but generated code only reads them.

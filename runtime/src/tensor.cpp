@@ -111,6 +111,25 @@ kiln_error *kiln_tensor_wrap(kiln_dtype dtype, const int64_t *shape, size_t rank
   return nullptr;
 }
 
+kiln_error *kiln_tensor_wrap_device(kiln_dtype dtype, const int64_t *shape, size_t rank, void *device_data,
+                                    size_t data_bytes, kiln_tensor **out_tensor) {
+  if (dtype == KILN_DTYPE_STRING) {
+    if (out_tensor)
+      *out_tensor = nullptr;
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, "kiln_tensor_wrap_device: strings are host memory");
+  }
+  if (data_bytes > 0 && !device_data) {
+    if (out_tensor)
+      *out_tensor = nullptr;
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, "kiln_tensor_wrap_device: data is NULL");
+  }
+  if (kiln_error *e = makeTensor(dtype, shape, rank, data_bytes, out_tensor, "kiln_tensor_wrap_device"))
+    return e;
+  (*out_tensor)->data = device_data;
+  (*out_tensor)->device = true;
+  return nullptr;
+}
+
 void kiln_tensor_destroy(kiln_tensor *tensor) { delete tensor; }
 
 // Accessors tolerate NULL (returning empty values) so a caller's bug does not become a crash here.

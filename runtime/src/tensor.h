@@ -16,8 +16,8 @@ struct kiln_tensor {
   // Null for wrapped caller memory. Shared because generated code may return one allocation
   // for several outputs; the bytes are freed when the last tensor using them goes.
   std::shared_ptr<void> owner;
-  // `data` is memory of the model's CUDA device (the generator's KV caches), passed to a
-  // --target=cuda model as it is instead of being copied up.
+  // `data` is memory of the model's CUDA device (kiln_tensor_wrap_device, the generator's KV
+  // caches), passed to a --target=cuda model as it is instead of being copied up.
   bool device = false;
 };
 

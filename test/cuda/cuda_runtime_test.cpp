@@ -191,6 +191,52 @@ TEST(CudaRuntime, MockDriverReadsSizesBack) {
   EXPECT_EQ(st->live_allocations, 0) << "device memory leaked";
 }
 
+// An input already in device memory (kiln_tensor_wrap_device) is read there, not copied up; a
+// CPU model refuses it, naming the input.
+TEST(CudaRuntime, DeviceInputsAreNotCopied) {
+  MockStats *st = useMock();
+  ASSERT_NE(st, nullptr);
+  static void *lib = dlopen(KILN_MOCK_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL);
+  using AllocFn = int (*)(unsigned long long *, size_t);
+  using FreeFn = int (*)(unsigned long long);
+  auto alloc = reinterpret_cast<AllocFn>(dlsym(lib, "cuMemAlloc_v2"));
+  auto release = reinterpret_cast<FreeFn>(dlsym(lib, "cuMemFree_v2"));
+  ASSERT_TRUE(alloc && release);
+  unsigned long long x = 0;
+  ASSERT_EQ(alloc(&x, 60 * 4), 0);
+  const int64_t shape[] = {3, 4, 5};
+  kiln_tensor *in = nullptr, *out = nullptr;
+  ASSERT_EQ(kiln_tensor_wrap_device(KILN_DTYPE_FLOAT32, shape, 3, reinterpret_cast<void *>(x), 60 * 4, &in), nullptr);
+  EXPECT_EQ(kiln_tensor_data(in), reinterpret_cast<void *>(x));
+
+  kiln_model *m = nullptr;
+  kiln_session *s = nullptr;
+  ASSERT_TRUE(openSession(KILN_CUDA_SOFTMAX_SM90, &m, &s));
+  const int64_t up = st->bytes_to_device;
+  ASSERT_EQ(kiln_session_run(s, &in, 1, &out, 1), nullptr);
+  EXPECT_EQ(st->bytes_to_device, up) << "the device input was copied";
+  EXPECT_EQ(st->bytes_to_host, 60 * 4) << "the output did not come back";
+  kiln_tensor_destroy(out);
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+
+  ASSERT_TRUE(openSession(KILN_CPU_SOFTMAX, &m, &s));
+  kiln_error *e = kiln_session_run(s, &in, 1, &out, 1);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(kiln_error_get_code(e), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_error_message(e)).find("is in GPU memory, but the model was compiled for the CPU"),
+            std::string::npos)
+      << kiln_error_message(e);
+  kiln_error_free(e);
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  kiln_tensor_destroy(in);
+  release(x);
+  const int64_t strShape[] = {1};
+  EXPECT_NE(kiln_tensor_wrap_device(KILN_DTYPE_STRING, strShape, 1, reinterpret_cast<void *>(x), 16, &in), nullptr);
+  EXPECT_EQ(in, nullptr);
+}
+
 // Buffers of a session's requests (staged inputs, outputs) are kept for the next requests: after
 // the first, a request of the same shapes makes no cuMemAlloc, and nothing outlives the session.
 TEST(CudaRuntime, SessionReusesItsDeviceBuffers) {

@@ -96,6 +96,15 @@ KILN_API kiln_error *kiln_tensor_create_copy(kiln_dtype dtype, const int64_t *sh
 KILN_API kiln_error *kiln_tensor_wrap(kiln_dtype dtype, const int64_t *shape, size_t rank, void *data,
                                       size_t data_bytes, kiln_tensor **out_tensor);
 
+/* A tensor viewing memory of the CUDA device a --target=cuda model runs on (a CUdeviceptr from
+ * the device's primary context, as cuMemAlloc gives), so a run reads it there instead of copying
+ * it from the host. The caller keeps it alive and unchanged until the run using it has returned.
+ * kiln_tensor_data() gives the device pointer back. Such a tensor is an input of CUDA models
+ * only: a CPU model refuses it, as does a decoder's position input (the runtime checks it on the
+ * host). Strings are host memory and cannot be wrapped this way. */
+KILN_API kiln_error *kiln_tensor_wrap_device(kiln_dtype dtype, const int64_t *shape, size_t rank, void *device_data,
+                                             size_t data_bytes, kiln_tensor **out_tensor);
+
 /* One element of a KILN_DTYPE_STRING tensor: `size` bytes at `data` (UTF-8 by convention, not
  * NUL-terminated; `data` may be NULL when `size` is 0). The layout of kiln_abi_string. */
 typedef struct kiln_string {
