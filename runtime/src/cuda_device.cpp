@@ -42,6 +42,10 @@ struct CudaDriver {
   CUresult (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
                              void **, void **);
   CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuEventCreate)(void **, unsigned);
+  CUresult (*cuEventDestroy)(void *);
+  CUresult (*cuEventRecord)(void *, void *);
+  CUresult (*cuEventElapsedTime)(float *, void *, void *);
 
   ~CudaDriver() {
     if (library)
@@ -85,6 +89,10 @@ struct CudaDriver {
     get(cuStreamSynchronize, "cuStreamSynchronize");
     get(cuLaunchKernel, "cuLaunchKernel");
     get(cuGetErrorString, "cuGetErrorString");
+    get(cuEventCreate, "cuEventCreate");
+    get(cuEventDestroy, "cuEventDestroy_v2");
+    get(cuEventRecord, "cuEventRecord");
+    get(cuEventElapsedTime, "cuEventElapsedTime");
     return ok;
   }
 };
@@ -257,6 +265,31 @@ bool CudaDevice::launch(void *stream, int32_t id, const int64_t grid[3], const i
                                        unsigned(block[0]), unsigned(block[1]), unsigned(block[2]),
                                        unsigned(sharedBytes), stream, params, nullptr),
                "cuLaunchKernel", error);
+}
+
+void *CudaDevice::createEvent(std::string &error) {
+  void *event = nullptr;
+  if (!makeCurrent(error) || !check(driver_->cuEventCreate(&event, 0), "cuEventCreate", error))
+    return nullptr;
+  return event;
+}
+
+void CudaDevice::destroyEvent(void *event) {
+  std::string error;
+  if (event && makeCurrent(error))
+    driver_->cuEventDestroy(event);
+}
+
+bool CudaDevice::record(void *event, void *stream, std::string &error) {
+  return makeCurrent(error) && check(driver_->cuEventRecord(event, stream), "cuEventRecord", error);
+}
+
+double CudaDevice::elapsedMs(void *from, void *to) {
+  float ms = 0;
+  std::string error;
+  if (!makeCurrent(error) || driver_->cuEventElapsedTime(&ms, from, to) != 0)
+    return 0;
+  return ms;
 }
 
 bool CudaDevice::synchronize(void *stream, std::string &error) {

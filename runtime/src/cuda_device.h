@@ -46,6 +46,12 @@ public:
               void **params, std::string &error);
   bool synchronize(void *stream, std::string &error);
 
+  // Timing events (the profiler): recorded on a stream, compared once the stream has finished.
+  void *createEvent(std::string &error);
+  void destroyEvent(void *event);
+  bool record(void *event, void *stream, std::string &error);
+  double elapsedMs(void *from, void *to); // 0 when either has not completed
+
 private:
   CudaDevice() = default;
   bool check(int result, const char *what, std::string &error) const;

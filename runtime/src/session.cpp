@@ -37,6 +37,7 @@ struct kiln_session {
   void *cudaWorkspace = nullptr;
   int64_t cudaWorkspaceBytes = 0;
   std::unique_ptr<kiln::runtime::DevicePool> cudaPool; // the requests' other device buffers
+  std::vector<void *> cudaEvents; // the profiler's timing events, reused run after run
 };
 
 namespace {
@@ -51,6 +52,14 @@ struct RunState {
   kiln::runtime::StringRun strings; // bytes of the strings this run makes, released after it
   kiln::runtime::CudaDevice *cuda = nullptr; // CUDA artifacts only
   std::string cudaError;                     // the first failed launch of this run
+  // A profiled CUDA run: each launch between two events of session->cudaEvents (0 marks the start).
+  struct GpuLaunch {
+    int32_t kernel;
+    int64_t threads;
+    size_t begin, end; // indices into cudaEvents
+  };
+  std::vector<GpuLaunch> gpuLaunches;
+  size_t eventsUsed = 0;
 };
 
 kiln_abi_string stringFromFloatTrampoline(void *runtime, double value, int32_t bits) {
@@ -125,13 +134,34 @@ void *cudaWorkspaceTrampoline(void *runtime, int64_t bytes) {
   return p;
 }
 
+// The next timing event of a profiled CUDA run, recorded now on the session's stream; false when
+// none can be made (the launch then goes untimed).
+bool recordEvent(RunState *run, size_t *index) {
+  std::vector<void *> &events = run->session->cudaEvents;
+  std::string error;
+  if (run->eventsUsed == events.size()) {
+    void *e = run->cuda->createEvent(error);
+    if (!e)
+      return false;
+    events.push_back(e);
+  }
+  if (!run->cuda->record(events[run->eventsUsed], run->session->cudaStream, error))
+    return false;
+  *index = run->eventsUsed++;
+  return true;
+}
+
 void gpuLaunchTrampoline(void *runtime, int32_t kernelId, int64_t gx, int64_t gy, int64_t gz, int64_t bx, int64_t by,
                          int64_t bz, int32_t sharedBytes, void **params) {
   auto *run = static_cast<RunState *>(runtime);
   if (!run->cudaError.empty())
     return; // after a failed launch the rest would compute from garbage
   const int64_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  size_t begin = 0, end = 0;
+  const bool timed = run->session->profiling && recordEvent(run, &begin);
   run->cuda->launch(run->session->cudaStream, kernelId, grid, block, sharedBytes, params, run->cudaError);
+  if (timed && recordEvent(run, &end))
+    run->gpuLaunches.push_back({kernelId, gx * gy * gz * bx * by * bz, begin, end});
 }
 
 void *deviceAllocTrampoline(void *runtime, int64_t bytes) {
@@ -322,9 +352,11 @@ kiln_error *runOnCuda(kiln_session &s, const kiln_tensor *const *inputs, size_t 
     s.outputs[i] = kiln_abi_tensor{nullptr, nullptr, s.outputShapes[i].data()};
   }
   s.profile.clear();
-  s.lastRunProfiled = false; // kernel timing on the GPU is not implemented yet
+  s.lastRunProfiled = false;
   RunState state{m.device.get(), &s, std::chrono::steady_clock::now()};
   state.cuda = &cuda;
+  size_t runStart = 0;
+  const bool profiled = s.profiling && recordEvent(&state, &runStart);
   kiln_abi_context ctx{&state,
                        parallelForOnCudaTrampoline,
                        cudaWorkspaceTrampoline,
@@ -352,6 +384,15 @@ kiln_error *runOnCuda(kiln_session &s, const kiln_tensor *const *inputs, size_t 
     return makeError(KILN_ERROR_INTERNAL, error);
   if (rc != 0)
     return makeError(KILN_ERROR_INTERNAL, "generated code failed with status " + std::to_string(rc));
+  if (profiled) {
+    // The stream has finished: each launch's events give its time on the GPU. The compiler has no
+    // cost estimates for GPU kernels yet (flops and bytes 0).
+    for (const RunState::GpuLaunch &l : state.gpuLaunches)
+      s.profile.push_back(kiln_profile_event{l.kernel, 1e3 * cuda.elapsedMs(s.cudaEvents[runStart], s.cudaEvents[l.begin]),
+                                             1e3 * cuda.elapsedMs(s.cudaEvents[l.begin], s.cudaEvents[l.end]), l.threads,
+                                             0, 0});
+    s.lastRunProfiled = true;
+  }
   // Ops on strings ran on the host; their first failure fails the run.
   if (state.strings.outOfMemory)
     return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory making this request's strings");
@@ -537,6 +578,8 @@ void kiln_session_destroy(kiln_session *session) {
     return;
   if (kiln::runtime::CudaDevice *cuda = session->model->cuda.get()) {
     session->cudaPool.reset(); // its blocks go back to the device before the model can go
+    for (void *e : session->cudaEvents)
+      cuda->destroyEvent(e);
     cuda->deallocate(session->cudaWorkspace);
     cuda->destroyStream(session->cudaStream);
   }

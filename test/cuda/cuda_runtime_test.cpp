@@ -191,6 +191,47 @@ TEST(CudaRuntime, MockDriverReadsSizesBack) {
   EXPECT_EQ(st->live_allocations, 0) << "device memory leaked";
 }
 
+// A profiled run on the GPU times each launch with CUDA events: one event per kernel of the table,
+// in launch order, inside the run; the events go with the session.
+TEST(CudaRuntime, ProfilingTimesEachLaunch) {
+  MockStats *st = useMock();
+  ASSERT_NE(st, nullptr);
+  kiln_model *m = nullptr;
+  kiln_session *s = nullptr;
+  ASSERT_TRUE(openSession(KILN_CUDA_SOFTMAX_SM90, &m, &s));
+  kiln_model_metadata md{};
+  kiln_model_get_metadata(m, &md);
+  std::vector<float> x(60, 1.0f);
+  const int64_t shape[] = {3, 4, 5};
+  kiln_tensor *in = nullptr, *out = nullptr;
+  ASSERT_EQ(kiln_tensor_wrap(KILN_DTYPE_FLOAT32, shape, 3, x.data(), x.size() * 4, &in), nullptr);
+  size_t count = 0;
+  kiln_session_set_profiling(s, 1);
+  for (int run = 0; run < 2; ++run) { // the second run reuses the first one's events
+    ASSERT_EQ(kiln_session_run(s, &in, 1, &out, 1), nullptr);
+    kiln_tensor_destroy(out);
+    const kiln_profile_event *events = kiln_session_profile(s, &count);
+    ASSERT_NE(events, nullptr);
+    ASSERT_EQ(count, md.kernel_count);
+    for (size_t i = 0; i < count; ++i) {
+      EXPECT_EQ(events[i].kernel_id, int32_t(i)) << "softmax launches its kernels in table order";
+      EXPECT_GE(events[i].duration_us, 0.0);
+      EXPECT_GT(events[i].work_items, 0);
+      if (i > 0)
+        EXPECT_GE(events[i].start_us, events[i - 1].start_us + events[i - 1].duration_us);
+    }
+  }
+  EXPECT_EQ(st->events, int64_t(2 * count + 1));
+  kiln_session_set_profiling(s, 0);
+  ASSERT_EQ(kiln_session_run(s, &in, 1, &out, 1), nullptr);
+  kiln_tensor_destroy(out);
+  EXPECT_EQ(kiln_session_profile(s, &count), nullptr) << "an unprofiled run has no profile";
+  kiln_tensor_destroy(in);
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  EXPECT_EQ(st->events, 0) << "timing events leaked";
+}
+
 // An input already in device memory (kiln_tensor_wrap_device) is read there, not copied up; a
 // CPU model refuses it, naming the input.
 TEST(CudaRuntime, DeviceInputsAreNotCopied) {

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -93,6 +94,26 @@ API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsi
   stats.launches++;
   if (!f || !params || !gx || !gy || !gz || !bx || !by || !bz) stats.bad_launches++;
   if (stats.launches == env_int("KILN_MOCK_CUDA_FAIL_LAUNCH", 0)) return 719; /* CUDA_ERROR_LAUNCH_FAILED */
+  return 0;
+}
+/* Events hold the host's clock when recorded: the mock runs nothing, so "kernel time" is the
+ * time between the runtime's two records. */
+API CUresult cuEventCreate(void **e, unsigned flags) {
+  (void)flags;
+  *e = calloc(1, sizeof(double));
+  stats.events++;
+  return *e ? 0 : 2;
+}
+API CUresult cuEventDestroy_v2(void *e) { free(e); stats.events--; return 0; }
+API CUresult cuEventRecord(void *e, void *stream) {
+  (void)stream;
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  *(double *)e = (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+  return 0;
+}
+API CUresult cuEventElapsedTime(float *ms, void *from, void *to) {
+  *ms = (float)(*(double *)to - *(double *)from);
   return 0;
 }
 API CUresult cuGetErrorString(CUresult r, const char **s) {
