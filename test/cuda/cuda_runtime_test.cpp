@@ -274,7 +274,10 @@ TEST(CudaRuntime, DeviceInputsAreNotCopied) {
   kiln_tensor_destroy(in);
   release(x);
   const int64_t strShape[] = {1};
-  EXPECT_NE(kiln_tensor_wrap_device(KILN_DTYPE_STRING, strShape, 1, reinterpret_cast<void *>(x), 16, &in), nullptr);
+  e = kiln_tensor_wrap_device(KILN_DTYPE_STRING, strShape, 1, reinterpret_cast<void *>(x), 16, &in);
+  ASSERT_NE(e, nullptr);
+  EXPECT_NE(std::string(kiln_error_message(e)).find("strings are host memory"), std::string::npos);
+  kiln_error_free(e);
   EXPECT_EQ(in, nullptr);
 }
 
