@@ -102,8 +102,15 @@ for lm in gpt2 llama; do
     rc=$?
     # shellcheck disable=SC2086
     cpu=$(build/bin/kiln-run generate "$out/$lm-cpu.kiln" $prompt --ids --max-new-tokens 48 2> /dev/null)
+    # Achieved bandwidth: every decode step reads all the weights once; H200 HBM3e reads ~4800 GB/s.
+    bw=$(build/bin/kiln-inspect --json "$out/$lm-cuda.kiln" | python3 -c '
+import json, sys
+w = json.load(sys.stdin)["weights_bytes"]
+s = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+gbs = w * s["tokens_per_second"] / s["batch"] / 1e9
+print("weights %.1f MB, %.1f GB/s = %.2f%% of 4800 GB/s" % (w / 1e6, gbs, 100 * gbs / 4800))' "$out/$lm-gpu.stats" 2>/dev/null)
     if [ $rc -eq 0 ] && [ "$gpu" = "$cpu" ] && [ -n "$gpu" ]; then
-      echo "$lm ($prompt): same tokens; gpu stats $(tail -1 "$out/$lm-gpu.stats")" >> "$report"
+      echo "$lm ($prompt): same tokens; $bw; gpu stats $(tail -1 "$out/$lm-gpu.stats")" >> "$report"
     else
       echo "$lm ($prompt): DIFFERENT (rc $rc): gpu [$gpu] cpu [$cpu] $(tail -1 "$out/$lm-gpu.stats")" >> "$report"
       status=1
