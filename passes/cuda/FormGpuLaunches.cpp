@@ -92,6 +92,44 @@ bool usesStrings(Operation *op) {
   return found;
 }
 
+/// The value `load` reads when the ops of its group before it stored it: a memref.store to the
+/// same buffer at the same constant indices, with no other write in between (stores to other
+/// constant indices of that buffer aside). Null otherwise. Forwarding it spares the host a read
+/// of the device (a shape built in a buffer, then read back for a reshape's sizes).
+Value storedBefore(memref::LoadOp load, ArrayRef<Operation *> ops) {
+  auto constants = [](ValueRange indices) {
+    SmallVector<int64_t> out;
+    for (Value i : indices) {
+      std::optional<int64_t> c = getConstantIntValue(i);
+      if (!c)
+        return std::optional<SmallVector<int64_t>>();
+      out.push_back(*c);
+    }
+    return std::optional<SmallVector<int64_t>>(out);
+  };
+  std::optional<SmallVector<int64_t>> at = constants(load.getIndices());
+  auto it = llvm::find(ops, load.getOperation());
+  if (!at || it == ops.end())
+    return {};
+  while (it != ops.begin()) {
+    Operation *op = *--it;
+    if (auto store = dyn_cast<memref::StoreOp>(op); store && store.getMemRef() == load.getMemRef()) {
+      std::optional<SmallVector<int64_t>> where = constants(store.getIndices());
+      if (!where)
+        return {};
+      if (*where == *at)
+        return store.getValueToStore();
+      continue;
+    }
+    if (!isMemoryEffectFree(op)) {
+      auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+      if (!effects || effects.hasEffect<MemoryEffects::Write>() || op->getNumRegions() != 0)
+        return {};
+    }
+  }
+  return {};
+}
+
 /// Whether an op inside `op` may write `buffer` or a view of it (unknown users count as writes).
 bool writes(Operation *op, Value buffer) {
   for (OpOperand &use : buffer.getUses()) {
@@ -322,11 +360,20 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
             escaping.insert(result);
         }
     llvm::SmallPtrSet<Operation *, 16> recompute;
+    llvm::DenseMap<Operation *, Value> forwarded; // loads that read what the group stored
     llvm::SetVector<Value> readBack;
     SmallVector<Value> needed(escaping.begin(), escaping.end());
     while (!needed.empty()) {
       Value v = needed.pop_back_val();
       Operation *def = v.getDefiningOp();
+      if (auto load = dyn_cast<memref::LoadOp>(def)) {
+        if (Value stored = storedBefore(load, ops)) {
+          if (forwarded.try_emplace(def, stored).second)
+            if (Operation *d = stored.getDefiningOp(); d && members.contains(d))
+              needed.push_back(stored);
+          continue;
+        }
+      }
       if (def->getNumRegions() == 0 && isMemoryEffectFree(def)) {
         if (recompute.insert(def).second)
           for (Value operand : def->getOperands())
@@ -376,9 +423,12 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
         host.map(v, cuda::fromSlot(b, loc, slot, v.getType()));
       }
     }
-    for (Operation *op : ops)
-      if (recompute.contains(op))
+    for (Operation *op : ops) {
+      if (auto it = forwarded.find(op); it != forwarded.end())
+        host.map(op->getResult(0), host.lookupOrDefault(it->second));
+      else if (recompute.contains(op))
         b.clone(*op, host);
+    }
     for (Value v : escaping)
       v.replaceUsesWithIf(host.lookup(v), [&](OpOperand &use) { return !launch->isAncestor(use.getOwner()); });
     return success();

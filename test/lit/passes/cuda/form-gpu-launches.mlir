@@ -164,6 +164,30 @@ func.func @main(%start: memref<i64>, %x: memref<16xf32>) -> memref<4xf32> {
 
 // -----
 
+// A size the group stored into a buffer and loads again is forwarded: only the loaded input
+// element is read back (one slot), not the buffer's copy of it.
+// CHECK-LABEL: func @main
+// CHECK: %[[SLOTS:.*]] = memref.alloc() : memref<1xi64>
+// CHECK: gpu.launch
+// CHECK: %[[V:.*]] = memref.load %arg1[]
+// CHECK: memref.store %[[V]], %[[SLOTS]]
+// CHECK-NOT: memref.store {{.*}}, %[[SLOTS]]
+// CHECK: gpu.terminator
+func.func @main(%n: memref<i64>, %shape: memref<2xi64>) -> memref<?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %two = arith.constant 2 : i64
+  %v = memref.load %n[] : memref<i64>
+  memref.store %v, %shape[%c0] : memref<2xi64>
+  memref.store %two, %shape[%c1] : memref<2xi64>
+  %w = memref.load %shape[%c0] : memref<2xi64>
+  %s = arith.index_cast %w : i64 to index
+  %out = memref.alloc(%s) : memref<?xf32>
+  return %out : memref<?xf32>
+}
+
+// -----
+
 // A reshape's shape buffer is device memory: it is copied to a host buffer the reshape reads.
 // CHECK-LABEL: func @main
 // CHECK: %[[HOST:.*]] = memref.alloca() : memref<2xi64>
