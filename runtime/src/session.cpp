@@ -297,6 +297,16 @@ std::string checkCachePosition(const kiln::artifact::Metadata &meta, const kiln_
   return {};
 }
 
+// The first failure of the run's string kernels, if any: they ran to the end of the entry
+// without failing the generated code.
+kiln_error *stringError(const RunState &state) {
+  if (state.strings.outOfMemory)
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory making this request's strings");
+  if (!state.strings.error.empty())
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, state.strings.error);
+  return nullptr;
+}
+
 // The run's failed allocation, if any: the generated code returned at once, before writing (or
 // after failing to allocate) its outputs, so nothing of the run is kept.
 kiln_error *allocationError(const RunState &state, const char *what) {
@@ -393,11 +403,8 @@ kiln_error *runOnCuda(kiln_session &s, const kiln_tensor *const *inputs, size_t 
                                              0, 0});
     s.lastRunProfiled = true;
   }
-  // Ops on strings ran on the host; their first failure fails the run.
-  if (state.strings.outOfMemory)
-    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory making this request's strings");
-  if (!state.strings.error.empty())
-    return makeError(KILN_ERROR_INVALID_ARGUMENT, state.strings.error);
+  if (kiln_error *e = stringError(state)) // ops on strings ran on the host
+    return e;
   std::vector<size_t> bytes(s.outputs.size());
   for (size_t i = 0; i < s.outputs.size(); ++i) {
     std::string why = checkOutput(meta.outputs[i], s.outputs[i], &bytes[i]);
@@ -476,14 +483,9 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
     freeAllocations(s.outputs);
     return makeError(KILN_ERROR_INTERNAL, "generated code failed with status " + std::to_string(rc));
   }
-  // The string kernels ran to the end of the entry; their first failure fails the run.
-  if (state.strings.outOfMemory) {
+  if (kiln_error *e = stringError(state)) {
     freeAllocations(s.outputs);
-    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory making this request's strings");
-  }
-  if (!state.strings.error.empty()) {
-    freeAllocations(s.outputs);
-    return makeError(KILN_ERROR_INVALID_ARGUMENT, state.strings.error);
+    return e;
   }
 
   std::vector<size_t> bytes(s.outputs.size());
