@@ -62,8 +62,9 @@ static const char *kHostToLlvm =
     "convert-func-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,";
 
 /// Bufferization, the memory plan and deallocation, down to parallel loops:
-/// the same for both targets.
-static std::string bufferizePipeline(const PipelineOptions &options) {
+/// the same for both targets, but for `beforeLoops`, passes on the bufferized
+/// linalg ops of @main once it has its runtime context.
+static std::string bufferizePipeline(const PipelineOptions &options, const std::string &beforeLoops = "") {
   return std::string("eliminate-empty-tensors,empty-tensor-to-alloc-tensor,"
                      "one-shot-bufferize{bufferize-function-boundaries "
                      "function-boundary-type-conversion=identity-layout-map},canonicalize,") +
@@ -71,13 +72,14 @@ static std::string bufferizePipeline(const PipelineOptions &options) {
          "ownership-based-buffer-deallocation,canonicalize,"
          "buffer-deallocation-simplification,bufferization-lower-deallocations,"
          "canonicalize,cse,"
-         "convert-bufferization-to-memref,func.func(kiln-memref-copy-to-linalg),"
+         "convert-bufferization-to-memref,func.func(kiln-memref-copy-to-linalg),kiln-add-runtime-context," +
+         beforeLoops +
          "scf-forall-to-parallel,"
-         "func.func(convert-linalg-to-parallel-loops),canonicalize,"
-         "kiln-add-runtime-context,";
+         "func.func(convert-linalg-to-parallel-loops),canonicalize,";
 }
 
-/// --target=cuda: no CPU tiling or microkernels; every loop nest becomes a
+/// --target=cuda: no CPU tiling or microkernels; matrix products go to the
+/// runtime's gemm (cuBLASLt) with kiln's kernels as fallback; every loop nest becomes a
 /// GPU launch, kernels go through NVVM to PTX (LLVM's NVPTX backend,
 /// in-process), the host program to x86-64 calling the runtime's launcher.
 static std::string cudaPipeline(Phase phase, const PipelineOptions &options) {
@@ -88,7 +90,7 @@ static std::string cudaPipeline(Phase phase, const PipelineOptions &options) {
     return "builtin.module(kiln-convert-graph-to-linalg{vector-bits=" + std::to_string(options.vectorBits) +
            "},canonicalize,cse," + (options.fuse ? "func.func(kiln-fuse-elementwise),canonicalize,cse" : "") + ")";
   case Phase::Bufferized:
-    return "builtin.module(" + bufferizePipeline(options) +
+    return "builtin.module(" + bufferizePipeline(options, "kiln-call-device-gemm,") +
            "func.func(kiln-resolve-reshape-shapes),canonicalize,kiln-form-gpu-launches,kiln-lower-string-ops,kiln-lower-workspace,kiln-check-heap-allocations,canonicalize,cse,"
            "gpu-launch-sink-index-computations,gpu-kernel-outlining,kiln-merge-gpu-modules,canonicalize,cse)";
   case Phase::Llvm:
@@ -115,7 +117,9 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
                           "kiln-fuse-attention,";
     return std::string("builtin.module(canonicalize,cse,kiln-fold-qdq,kiln-fold-integer-matmul,") + (options.fuse ? fusions : "") +
            (options.kvCache ? "kiln-kv-cache-in-place,kiln-last-position-logits," : "") +
-           quantizePass(options) + "kiln-tie-symbolic-dims,kiln-outline-weights,kiln-pack-matmul-weights)";
+           quantizePass(options) + "kiln-tie-symbolic-dims,kiln-outline-weights" +
+           // Column panels suit the CPU's microkernels; cuBLASLt and the GPU's loops read [K, N].
+           (options.target == Target::Cuda ? ")" : ",kiln-pack-matmul-weights)");
   }
   case Phase::Linalg:
     return "builtin.module(kiln-convert-graph-to-linalg{vector-bits=" + std::to_string(options.vectorBits) +

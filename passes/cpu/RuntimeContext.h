@@ -14,6 +14,7 @@ namespace ctxfield {
 enum : int32_t {
   kRuntime, kParallelFor, kWorkspace, kAllocationFailed, kStringFromFloat, kStringToFloat,
   kStringChangeCase, kStringEqual, kGpuLaunch, kDeviceAlloc, kDeviceFree, kDeviceRead, kDeviceWrite,
+  kGemm,
   kCount
 };
 } // namespace ctxfield

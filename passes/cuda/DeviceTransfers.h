@@ -11,6 +11,9 @@ namespace kiln::cuda {
 /// The attribute on the llvm.call of malloc/free that allocates host memory, which
 /// kiln-lower-device-heap leaves alone.
 constexpr const char *kHostHeapAttr = "kiln.host_heap";
+/// The attribute on an op that touches host memory only (a call into the runtime and the
+/// arguments it is given), which kiln-form-gpu-launches leaves on the host.
+constexpr const char *kHostOpAttr = "kiln.host";
 
 /// Whether a 64-bit slot holds values of type `t` (index, integers and floats up to 64 bits).
 bool fitsSlot(mlir::Type t);

@@ -35,7 +35,8 @@ constexpr int64_t kBlockThreads = 256;
 /// Whether `op` itself (not counting nested ops) reads or writes memory.
 /// Allocation and deallocation are host work (they only move pointers).
 bool accessesMemory(Operation *op) {
-  if (isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp, cpu::WorkspaceOp>(op))
+  if (isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp, cpu::WorkspaceOp>(op) ||
+      op->hasAttr(cuda::kHostOpAttr))
     return false;
   if (auto effects = dyn_cast<MemoryEffectOpInterface>(op))
     return effects.hasEffect<MemoryEffects::Read>() || effects.hasEffect<MemoryEffects::Write>();

@@ -20,6 +20,28 @@ def ResolveReshapeShapesPass : Pass<"kiln-resolve-reshape-shapes", "::mlir::func
   let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }
 
+def CallDeviceGemmPass : Pass<"kiln-call-device-gemm", "::mlir::ModuleOp"> {
+  let summary = "Hand @main's matrix products to the runtime's gemm (cuBLASLt), kiln's kernels as fallback";
+  let description = [{
+    For --target=cuda, after bufferization and kiln-add-runtime-context,
+    before the linalg ops become loops. Each `linalg.generic` at the top level
+    of @main that is one matrix product (one reduction loop; a body
+    `c + a * b`, optionally scaled by a constant or a value from outside, `a`
+    and `b` optionally widened with `arith.extf`; f32, f16 or bf16 operands,
+    an f32 or same-typed output; up to 4 batch loops, broadcast ones
+    included) becomes a call of the context's `gemm` with a
+    `kiln_abi_gemm` (runtime/include/kiln/abi.h) filled on the host:
+    addresses, sizes, and each operand's strides along m, n, k and the batch
+    loops, read from the buffers' strided metadata. A `linalg.fill` of zero
+    right before it becomes beta = 0. The original fill and product move into
+    an `scf.if` taken when `gemm` returns nonzero (no library, a layout it
+    does not serve), so kiln's own kernels compute it then. The host ops are
+    marked `kiln.host` so kiln-form-gpu-launches leaves them on the host.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def FormGpuLaunchesPass : Pass<"kiln-form-gpu-launches", "::mlir::ModuleOp"> {
   let summary = "Turn @main's loops and tensor accesses into gpu.launch regions";
   let description = [{

@@ -189,6 +189,9 @@ std::unique_ptr<CudaDevice> CudaDevice::create(const artifact::CudaInfo &info,
 CudaDevice::~CudaDevice() {
   if (!driver_ || !driver_->library)
     return;
+  std::string error;
+  if (blas_ && makeCurrent(error))
+    blas_.reset(); // its handle belongs to the context released below
   if (module_)
     driver_->cuModuleUnload(module_);
   if (context_)
@@ -290,6 +293,25 @@ double CudaDevice::elapsedMs(void *from, void *to) {
   if (!makeCurrent(error) || driver_->cuEventElapsedTime(&ms, from, to) != 0)
     return 0;
   return ms;
+}
+
+CudaBlas::Result CudaDevice::gemm(void *stream, const kiln_abi_gemm &product, void *workspace,
+                                  uint64_t workspaceBytes, std::string &error) {
+  if (!makeCurrent(error))
+    return CudaBlas::Result::Failed;
+  std::call_once(blasLoaded_, [&] { blas_ = CudaBlas::load(blasWhy_); });
+  BlasPlan plan;
+  std::string why;
+  if (!blas_ || !planGemm(product, plan, why))
+    return CudaBlas::Result::Declined;
+  return blas_->run(plan, stream, workspace, workspaceBytes, error);
+}
+
+std::string CudaDevice::blasDescription() {
+  std::string error;
+  if (makeCurrent(error))
+    std::call_once(blasLoaded_, [&] { blas_ = CudaBlas::load(blasWhy_); });
+  return blas_ ? blas_->description() : "kiln's kernels (" + (blasWhy_.empty() ? error : blasWhy_) + ")";
 }
 
 bool CudaDevice::synchronize(void *stream, std::string &error) {

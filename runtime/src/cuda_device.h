@@ -4,10 +4,12 @@
 #define KILN_RUNTIME_CUDA_DEVICE_H
 
 #include "artifact_format.h"
+#include "cuda_blas.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,13 @@ public:
   bool record(void *event, void *stream, std::string &error);
   double elapsedMs(void *from, void *to); // 0 when either has not completed
 
+  // Enqueues one matrix product of the generated code on `stream` with cuBLASLt, loaded on the
+  // first call. Declined (nothing enqueued) without the library or for a product it cannot take.
+  CudaBlas::Result gemm(void *stream, const kiln_abi_gemm &product, void *workspace, uint64_t workspaceBytes,
+                        std::string &error);
+  // What serves the products: "cuBLASLt 130100 (libcublasLt.so.13)", or why kiln's own kernels do.
+  std::string blasDescription();
+
 private:
   CudaDevice() = default;
   bool check(int result, const char *what, std::string &error) const;
@@ -63,6 +72,9 @@ private:
   void *module_ = nullptr;
   std::vector<void *> functions_;
   std::string name_;
+  std::once_flag blasLoaded_;
+  std::unique_ptr<CudaBlas> blas_;
+  std::string blasWhy_; // why blas_ is null
 };
 
 } // namespace kiln::runtime

@@ -37,6 +37,8 @@ struct kiln_session {
   void *cudaWorkspace = nullptr;
   int64_t cudaWorkspaceBytes = 0;
   std::unique_ptr<kiln::runtime::DevicePool> cudaPool; // the requests' other device buffers
+  void *blasWorkspace = nullptr; // cuBLASLt's scratch for this session's stream (made on first use)
+  bool blasWorkspaceTried = false;
   std::vector<void *> cudaEvents; // the profiler's timing events, reused run after run
 };
 
@@ -197,6 +199,31 @@ void deviceWriteTrampoline(void *runtime, void *device, const void *host, int64_
   if (!run->cuda->synchronize(run->session->cudaStream, error) ||
       !run->cuda->upload(device, host, size_t(bytes), error))
     run->cudaError = "writing to the GPU: " + error;
+}
+
+// A matrix product of the generated code: cuBLASLt on the session's stream, or declined (nonzero)
+// so that the code's own kernels compute it.
+int32_t gemmTrampoline(void *runtime, const kiln_abi_gemm *product) {
+  auto *run = static_cast<RunState *>(runtime);
+  if (!run->cudaError.empty())
+    return 0; // the run has failed: nothing more to compute
+  kiln_session &s = *run->session;
+  if (!s.blasWorkspaceTried) {
+    s.blasWorkspaceTried = true; // without it cuBLASLt picks among the algorithms that need none
+    s.blasWorkspace = run->cuda->allocate(kiln::runtime::CudaBlas::kWorkspaceBytes);
+  }
+  const uint64_t workspaceBytes = s.blasWorkspace ? kiln::runtime::CudaBlas::kWorkspaceBytes : 0;
+  std::string error;
+  switch (run->cuda->gemm(s.cudaStream, *product, s.blasWorkspace, workspaceBytes, error)) {
+  case kiln::runtime::CudaBlas::Result::Done:
+    return 0;
+  case kiln::runtime::CudaBlas::Result::Declined:
+    return 1;
+  case kiln::runtime::CudaBlas::Result::Failed:
+    run->cudaError = "matrix product on the GPU: " + error;
+    return 0;
+  }
+  return 1;
 }
 
 void parallelForOnCudaTrampoline(void *runtime, int32_t kernelId, kiln_abi_kernel_fn, void *, int64_t, int64_t,
@@ -379,7 +406,8 @@ kiln_error *runOnCuda(kiln_session &s, const kiln_tensor *const *inputs, size_t 
                        deviceAllocTrampoline,
                        deviceFreeTrampoline,
                        deviceReadTrampoline,
-                       deviceWriteTrampoline};
+                       deviceWriteTrampoline,
+                       gemmTrampoline};
   const int32_t rc = m.entry(&ctx, s.inputs.data(), s.outputs.data());
   if (kiln_error *e = allocationError(state, "out of GPU memory"))
     return e;
@@ -583,6 +611,7 @@ void kiln_session_destroy(kiln_session *session) {
     for (void *e : session->cudaEvents)
       cuda->destroyEvent(e);
     cuda->deallocate(session->cudaWorkspace);
+    cuda->deallocate(session->blasWorkspace);
     cuda->destroyStream(session->cudaStream);
   }
   kiln::runtime::releaseModel(session->model);

@@ -8,11 +8,11 @@ plain Python (no numpy, no onnx package); protoc encodes the text protos.
 
 Usage: /usr/bin/python3 test/models/gen_runtime_operands.py [OUT_DIR]
 """
-import functools, itertools, math, os, subprocess, sys
+import functools, itertools, math, os, struct, subprocess, sys
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "runtime_operands")
 PROTO_DIR = "/usr/include/onnx"
-FLOAT, INT64 = 1, 7
+FLOAT, INT64, FLOAT16 = 1, 7, 10
 
 
 def encode(message, text, path):
@@ -24,6 +24,8 @@ def encode(message, text, path):
 
 def tensor_text(name, dtype, shape, values):
     field = "float_data" if dtype == FLOAT else "int64_data"
+    if dtype == FLOAT16:  # stored as the bits of each half, in int32_data
+        field, values = "int32_data", [struct.unpack("<H", struct.pack("<e", v))[0] for v in values]
     body = "".join("dims: %d " % d for d in shape)
     body += "data_type: %d " % dtype
     body += "".join("%s: %r " % (field, v) for v in values)

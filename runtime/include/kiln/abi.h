@@ -9,7 +9,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of these structs or the entry signature changes. */
-#define KILN_ABI_VERSION 7
+#define KILN_ABI_VERSION 8
 
 /* One tensor crossing the boundary. All tensors are dense and row-major.
  * Inputs (graph inputs, then weights in metadata order): the runtime sets
@@ -30,6 +30,30 @@ typedef struct kiln_abi_string {
   const char *data;
   int64_t size;
 } kiln_abi_string;
+
+/* One matrix product for `gemm` (version 8): for every batch index b and every m, n,
+ *   C[b, m, n] = alpha * sum_k A[b, m, k] * B[b, k, n] + beta * C[b, m, n]
+ * where X[b, i, j] is element (sum_d b_d * x_stride_batch[d]) + i * x_stride_<i> + j * x_stride_<j> of x
+ * (strides in elements, any of them 0 for a broadcast). The element types are ONNX dtype codes:
+ * 1 float, 10 float16, 16 bfloat16; A and B share one, C has it or float. Up to
+ * KILN_ABI_GEMM_MAX_BATCH batch dims, outermost first; every field is 8 bytes. */
+#define KILN_ABI_GEMM_MAX_BATCH 4
+typedef struct kiln_abi_gemm {
+  const void *a;
+  const void *b;
+  void *c;
+  int64_t a_type, b_type, c_type;
+  int64_t m, n, k;
+  int64_t a_stride_m, a_stride_k;
+  int64_t b_stride_k, b_stride_n;
+  int64_t c_stride_m, c_stride_n;
+  int64_t batch_rank;
+  int64_t batch[KILN_ABI_GEMM_MAX_BATCH];
+  int64_t a_stride_batch[KILN_ABI_GEMM_MAX_BATCH];
+  int64_t b_stride_batch[KILN_ABI_GEMM_MAX_BATCH];
+  int64_t c_stride_batch[KILN_ABI_GEMM_MAX_BATCH];
+  double alpha, beta;
+} kiln_abi_gemm;
 
 /* A kernel runs work items [begin, end) of its iteration space. */
 typedef void (*kiln_abi_kernel_fn)(void *captures, int64_t begin, int64_t end);
@@ -75,7 +99,11 @@ typedef void (*kiln_abi_kernel_fn)(void *captures, int64_t begin, int64_t end);
  * records the failure, fills `host` with zeros (the sizes of empty tensors) and the runtime fails
  * the run after the entry returns. `device_write` (version 7) copies host memory to device memory
  * after the launches so far: ops on strings run on the host, on copies of their buffers, and
- * what they wrote goes back this way (a failure is recorded the same way). */
+ * what they wrote goes back this way (a failure is recorded the same way).
+ * `gemm` (version 8) enqueues one matrix product (kiln_abi_gemm) on the run's stream with a vendor
+ * library (cuBLASLt). It returns 0 when the product is taken (done, or failed and recorded: the run
+ * then fails), and nonzero when it cannot take it (no library, a layout or type it does not serve):
+ * the code then computes the product with its own kernels. */
 typedef struct kiln_abi_context {
   void *runtime;
   void (*parallel_for)(void *runtime, int32_t kernel_id, kiln_abi_kernel_fn fn,
@@ -93,6 +121,7 @@ typedef struct kiln_abi_context {
   void (*device_free)(void *runtime, void *ptr);
   void (*device_read)(void *runtime, void *host, const void *device, int64_t bytes);
   void (*device_write)(void *runtime, void *device, const void *host, int64_t bytes);
+  int32_t (*gemm)(void *runtime, const kiln_abi_gemm *product);
 } kiln_abi_context;
 
 /* The symbol every artifact's code section exports. Returns 0 on success. */

@@ -1,0 +1,324 @@
+// Hands @main's matrix products to the runtime's gemm (cuBLASLt), keeping kiln's kernels as the fallback.
+//
+// A tuned vendor GEMM runs on tensor cores (f16/bf16) and is an order of magnitude faster than
+// the one-thread-per-output loops kiln-form-gpu-launches makes. The runtime loads the library at
+// run time; where it is missing, or refuses a layout, `gemm` returns nonzero and the original
+// loop nest (now inside an scf.if) runs instead, so the artifact is correct on every machine.
+#include "passes/cuda/Passes.h"
+#include "passes/cpu/Passes.h"
+#include "passes/cpu/RuntimeContext.h"
+#include "passes/cuda/DeviceTransfers.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "runtime/include/kiln/abi.h"
+
+#include <cstddef>
+
+namespace kiln {
+#define GEN_PASS_DEF_CALLDEVICEGEMMPASS
+#include "passes/cuda/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// The kiln_abi_gemm field at `offset` (offsetof), as an index into its 8-byte slots.
+constexpr int64_t slotOf(size_t offset) { return int64_t(offset / 8); }
+constexpr int64_t kSlots = int64_t(sizeof(kiln_abi_gemm) / 8);
+static_assert(sizeof(kiln_abi_gemm) % 8 == 0, "every kiln_abi_gemm field is 8 bytes");
+
+/// The ONNX dtype code of a float type the runtime's gemm takes (0 for others).
+int64_t dtypeCode(Type t) {
+  if (t.isF32())
+    return 1;
+  if (t.isF16())
+    return 10;
+  if (t.isBF16())
+    return 16;
+  return 0;
+}
+
+/// What a contraction's body computes: c + (a * b) [* scale], a and b possibly widened first.
+struct Body {
+  Value scale;               // defined outside the generic, or null
+  std::optional<double> constantScale; // an arith.constant inside the body
+};
+
+/// `v` is block argument `index`, possibly through an arith.extf; records the op.
+bool isArgument(Value v, unsigned index, SmallPtrSetImpl<Operation *> &seen) {
+  if (auto ext = v.getDefiningOp<arith::ExtFOp>()) {
+    seen.insert(ext);
+    v = ext.getIn();
+  }
+  auto arg = dyn_cast<BlockArgument>(v);
+  return arg && arg.getArgNumber() == index;
+}
+
+std::optional<Body> matchBody(linalg::GenericOp g) {
+  Block &block = g.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(block.getTerminator());
+  if (yield.getNumOperands() != 1)
+    return std::nullopt;
+  SmallPtrSet<Operation *, 8> seen = {yield};
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return std::nullopt;
+  seen.insert(add);
+  auto isAccumulator = [](Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && arg.getArgNumber() == 2;
+  };
+  Value prod = isAccumulator(add.getLhs()) ? add.getRhs() : add.getLhs();
+  if (!isAccumulator(add.getLhs()) && !isAccumulator(add.getRhs()))
+    return std::nullopt;
+  auto mul = prod.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return std::nullopt;
+  seen.insert(mul);
+  Body body;
+  auto isProduct = [&](arith::MulFOp m) {
+    return (isArgument(m.getLhs(), 0, seen) && isArgument(m.getRhs(), 1, seen)) ||
+           (isArgument(m.getLhs(), 1, seen) && isArgument(m.getRhs(), 0, seen));
+  };
+  if (!isProduct(mul)) {
+    // (a * b) * scale, either way round.
+    for (auto [inner, scale] : {std::pair{mul.getLhs(), mul.getRhs()}, std::pair{mul.getRhs(), mul.getLhs()}}) {
+      auto m = inner.getDefiningOp<arith::MulFOp>();
+      if (!m || !isProduct(m))
+        continue;
+      seen.insert(m);
+      if (auto c = scale.getDefiningOp<arith::ConstantOp>()) {
+        auto f = dyn_cast<FloatAttr>(c.getValue());
+        if (!f)
+          return std::nullopt;
+        seen.insert(c);
+        body.constantScale = f.getValueAsDouble();
+      } else if (!g.getRegion().isAncestor(scale.getParentRegion())) {
+        body.scale = scale;
+      } else {
+        return std::nullopt;
+      }
+      break;
+    }
+    if (!body.scale && !body.constantScale)
+      return std::nullopt;
+  }
+  // Nothing else in the body (an index, a select, a fused epilogue).
+  for (Operation &op : block)
+    if (!seen.contains(&op))
+      return std::nullopt;
+  return body;
+}
+
+/// The roles of a contraction's loops, from its indexing maps.
+struct Roles {
+  int64_t k = -1, m = -1, n = -1;
+  SmallVector<int64_t> batch; // in the output's order, outermost first
+};
+
+/// Result position of loop `dim` in `map`, or -1.
+int64_t positionOf(AffineMap map, int64_t dim) {
+  for (unsigned i = 0; i < map.getNumResults(); ++i)
+    if (auto d = dyn_cast<AffineDimExpr>(map.getResult(i)); d && d.getPosition() == dim)
+      return i;
+  return -1;
+}
+
+std::optional<Roles> matchMaps(linalg::GenericOp g) {
+  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+  SmallVector<utils::IteratorType> iters = g.getIteratorTypesArray();
+  Roles r;
+  for (auto [i, it] : llvm::enumerate(iters)) {
+    if (it != utils::IteratorType::reduction)
+      continue;
+    if (r.k >= 0)
+      return std::nullopt;
+    r.k = i;
+  }
+  if (r.k < 0)
+    return std::nullopt;
+  // Operand maps hold loops once each or constant 0 (a broadcast dim of size 1); the output's
+  // hold every parallel loop once.
+  for (auto [i, map] : llvm::enumerate(maps)) {
+    llvm::SmallBitVector used(g.getNumLoops());
+    for (AffineExpr e : map.getResults()) {
+      if (auto d = dyn_cast<AffineDimExpr>(e)) {
+        if (used.test(d.getPosition()))
+          return std::nullopt;
+        used.set(d.getPosition());
+        continue;
+      }
+      auto c = dyn_cast<AffineConstantExpr>(e);
+      if (i == 2 || !c || c.getValue() != 0)
+        return std::nullopt;
+    }
+    if (i == 2 && (used.count() != g.getNumLoops() - 1 || used.test(r.k)))
+      return std::nullopt;
+    if (i < 2 && !used.test(r.k))
+      return std::nullopt;
+  }
+  // The innermost loop only A has is m, the innermost only B has n; the others are batch
+  // loops (the runtime folds a broadcast batch into m or n where the strides allow).
+  for (AffineExpr e : llvm::reverse(maps[2].getResults())) {
+    int64_t d = cast<AffineDimExpr>(e).getPosition();
+    bool inA = positionOf(maps[0], d) >= 0, inB = positionOf(maps[1], d) >= 0;
+    if (inA && !inB && r.m < 0)
+      r.m = d;
+    else if (inB && !inA && r.n < 0)
+      r.n = d;
+    else
+      r.batch.insert(r.batch.begin(), d);
+  }
+  if (r.batch.size() > KILN_ABI_GEMM_MAX_BATCH)
+    return std::nullopt;
+  return r;
+}
+
+/// The linalg.fill of 0 that initializes `g`'s output just before it (nothing that touches
+/// memory in between), or null.
+linalg::FillOp zeroFillBefore(linalg::GenericOp g) {
+  // Skipped: ops that neither read nor write memory (index math, views, allocations).
+  auto benign = [](Operation *op) {
+    if (op->getNumRegions() != 0)
+      return false;
+    if (isMemoryEffectFree(op))
+      return true;
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    return effects && !effects.hasEffect<MemoryEffects::Read>() && !effects.hasEffect<MemoryEffects::Write>() &&
+           !effects.hasEffect<MemoryEffects::Free>();
+  };
+  Operation *prev = g->getPrevNode();
+  while (prev && benign(prev))
+    prev = prev->getPrevNode();
+  auto fill = dyn_cast_or_null<linalg::FillOp>(prev);
+  if (!fill || fill.getDpsInitOperand(0)->get() != g.getDpsInitOperand(0)->get())
+    return {};
+  auto c = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+  auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
+  return f && f.getValue().isZero() ? fill : linalg::FillOp();
+}
+
+struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
+  void runOnOperation() override {
+    auto main = getOperation().lookupSymbol<func::FuncOp>("main");
+    if (!main || main.getNumArguments() == 0 || !main.getArgAttr(0, abi::kContextArg))
+      return;
+    // Top level of @main only: control flow around a product may become a kernel itself.
+    SmallVector<linalg::GenericOp> products;
+    for (Operation &op : main.getBody().front())
+      if (auto g = dyn_cast<linalg::GenericOp>(op); g && g.hasPureBufferSemantics() && g.getNumDpsInputs() == 2 &&
+                                                     g.getNumDpsInits() == 1)
+        products.push_back(g);
+    for (linalg::GenericOp g : products)
+      rewrite(main, g);
+  }
+
+  void rewrite(func::FuncOp main, linalg::GenericOp g) {
+    Value a = g.getDpsInputOperand(0)->get(), bv = g.getDpsInputOperand(1)->get(),
+          c = g.getDpsInitOperand(0)->get();
+    Type at = cast<MemRefType>(a.getType()).getElementType(), bt = cast<MemRefType>(bv.getType()).getElementType(),
+         ct = cast<MemRefType>(c.getType()).getElementType();
+    if (!dtypeCode(at) || at != bt || (ct != at && !ct.isF32()))
+      return;
+    std::optional<Body> body = matchBody(g);
+    std::optional<Roles> roles = matchMaps(g);
+    if (!body || !roles)
+      return;
+    linalg::FillOp fill = zeroFillBefore(g);
+    Location loc = g.getLoc();
+    MLIRContext *ctx = &getContext();
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    auto i64 = IntegerType::get(ctx, 64);
+
+    OpBuilder entry = OpBuilder::atBlockBegin(&main.getBody().front());
+    Value count = LLVM::ConstantOp::create(entry, loc, i64, entry.getI64IntegerAttr(kSlots));
+    Value args = LLVM::AllocaOp::create(entry, loc, ptr, i64, count, alignof(kiln_abi_gemm));
+
+    OpBuilder b(g);
+    auto host = [&](Operation *op) { op->setAttr(cuda::kHostOpAttr, b.getUnitAttr()); };
+    auto store = [&](int64_t slot, Value v) {
+      if (v.getType().isIndex())
+        v = arith::IndexCastOp::create(b, loc, i64, v);
+      Value at = LLVM::GEPOp::create(b, loc, ptr, i64, args, ArrayRef<LLVM::GEPArg>{int32_t(slot)});
+      host(LLVM::StoreOp::create(b, loc, v, at));
+    };
+    auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+    auto bits = [&](Value f) { // a float as the bits of a double
+      if (!f.getType().isF64())
+        f = arith::ExtFOp::create(b, loc, b.getF64Type(), f);
+      return arith::BitcastOp::create(b, loc, i64, f).getResult();
+    };
+
+    SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+    Value operands[3] = {a, bv, c};
+    SmallVector<memref::ExtractStridedMetadataOp> meta;
+    for (Value v : operands)
+      meta.push_back(memref::ExtractStridedMetadataOp::create(b, loc, v));
+    // Operand i's stride along loop `dim` (0 when the loop does not index it), and a loop's size.
+    auto stride = [&](int i, int64_t dim) -> Value {
+      int64_t p = dim < 0 ? -1 : positionOf(maps[i], dim);
+      return p < 0 ? constant(0) : meta[i].getStrides()[p];
+    };
+    auto size = [&](int64_t dim) -> Value {
+      if (dim < 0)
+        return constant(1);
+      int64_t p = positionOf(maps[2], dim);
+      if (p >= 0)
+        return meta[2].getSizes()[p];
+      return meta[0].getSizes()[positionOf(maps[0], dim)];
+    };
+    for (int i = 0; i < 3; ++i) {
+      store(slotOf(offsetof(kiln_abi_gemm, a)) + i,
+            LLVM::PtrToIntOp::create(b, loc, i64, cuda::bufferAddress(b, loc, operands[i])));
+      store(slotOf(offsetof(kiln_abi_gemm, a_type)) + i,
+            arith::ConstantIntOp::create(b, loc, i64, dtypeCode(cast<MemRefType>(operands[i].getType()).getElementType())));
+    }
+    store(slotOf(offsetof(kiln_abi_gemm, m)), size(roles->m));
+    store(slotOf(offsetof(kiln_abi_gemm, n)), size(roles->n));
+    store(slotOf(offsetof(kiln_abi_gemm, k)), size(roles->k));
+    store(slotOf(offsetof(kiln_abi_gemm, a_stride_m)), stride(0, roles->m));
+    store(slotOf(offsetof(kiln_abi_gemm, a_stride_k)), stride(0, roles->k));
+    store(slotOf(offsetof(kiln_abi_gemm, b_stride_k)), stride(1, roles->k));
+    store(slotOf(offsetof(kiln_abi_gemm, b_stride_n)), stride(1, roles->n));
+    store(slotOf(offsetof(kiln_abi_gemm, c_stride_m)), stride(2, roles->m));
+    store(slotOf(offsetof(kiln_abi_gemm, c_stride_n)), stride(2, roles->n));
+    store(slotOf(offsetof(kiln_abi_gemm, batch_rank)), constant(int64_t(roles->batch.size())));
+    for (auto [j, dim] : llvm::enumerate(roles->batch)) {
+      store(slotOf(offsetof(kiln_abi_gemm, batch)) + j, size(dim));
+      store(slotOf(offsetof(kiln_abi_gemm, a_stride_batch)) + j, stride(0, dim));
+      store(slotOf(offsetof(kiln_abi_gemm, b_stride_batch)) + j, stride(1, dim));
+      store(slotOf(offsetof(kiln_abi_gemm, c_stride_batch)) + j, stride(2, dim));
+    }
+    Value alpha = body->scale ? body->scale
+                              : arith::ConstantFloatOp::create(b, loc, b.getF64Type(),
+                                                               APFloat(body->constantScale.value_or(1.0)))
+                                    .getResult();
+    store(slotOf(offsetof(kiln_abi_gemm, alpha)), bits(alpha));
+    store(slotOf(offsetof(kiln_abi_gemm, beta)),
+          bits(arith::ConstantFloatOp::create(b, loc, b.getF64Type(), APFloat(fill ? 0.0 : 1.0))));
+
+    Value context = main.getArgument(0);
+    Value fn = contextField(b, loc, context, ctxfield::kGemm);
+    Value runtime = contextField(b, loc, context, ctxfield::kRuntime);
+    host(fn.getDefiningOp());
+    host(runtime.getDefiningOp());
+    auto type = LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr, ptr});
+    auto call = LLVM::CallOp::create(b, loc, type, ValueRange{fn, runtime, args});
+    host(call);
+    Value declined = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, call.getResult(),
+                                           arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
+    // Declined: kiln's own kernels compute the product (and the zero fill it needs).
+    auto fallback = scf::IfOp::create(b, loc, declined, /*withElseRegion=*/false);
+    Operation *end = fallback.thenBlock()->getTerminator();
+    if (fill)
+      fill->moveBefore(end);
+    g->moveBefore(end);
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,163 @@
+/* A stand-in for libcublasLt.so that computes on the host: with the mock driver, device memory is
+ * host memory, so the runtime's cuBLASLt calls (layouts, transposes, strided batches, leading
+ * dimensions, alpha and beta) can be checked against reference outputs without a GPU. It
+ * implements what kiln uses, as cuBLASLt documents it: column-major matrices, D = alpha * op(A)
+ * op(B) + beta * C, fp32 accumulation over float, half and bfloat16 data. Environment:
+ * KILN_MOCK_CUBLASLT_NO_ALGO=1 makes the heuristic find no algorithm. Statistics through
+ * kiln_mock_cublaslt_stats(). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mock_cublaslt.h"
+
+#define API __attribute__((visibility("default")))
+
+enum { OK = 0, NOT_INITIALIZED = 1, INVALID_VALUE = 7, NOT_SUPPORTED = 15 };
+enum { R_32F = 0, R_16F = 2, R_16BF = 14 };
+
+static kiln_mock_cublaslt_stats_t stats;
+API kiln_mock_cublaslt_stats_t *kiln_mock_cublaslt_stats(void) { return &stats; }
+
+typedef struct { int compute, scale, transa, transb; } desc_t;
+typedef struct { int type; uint64_t rows, cols; int64_t ld; int32_t batch; int64_t stride; } layout_t;
+typedef struct { uint64_t workspace; uint32_t align[4]; } pref_t;
+typedef struct { uint64_t algo[8]; size_t workspace_size; int state; float waves; int reserved[4]; } heuristic_t;
+
+API int cublasLtCreate(void **handle) { *handle = malloc(1); stats.handles++; return OK; }
+API int cublasLtDestroy(void *handle) { free(handle); stats.handles--; return OK; }
+API size_t cublasLtGetVersion(void) { return 990000; }
+
+static void *make(size_t bytes) { stats.live_descriptors++; return calloc(1, bytes); }
+static int release(void *p) { if (p) stats.live_descriptors--; free(p); return OK; }
+
+API int cublasLtMatmulDescCreate(void **d, int compute, int scale) {
+  desc_t *x = make(sizeof *x);
+  x->compute = compute;
+  x->scale = scale;
+  *d = x;
+  return OK;
+}
+API int cublasLtMatmulDescDestroy(void *d) { return release(d); }
+API int cublasLtMatmulDescSetAttribute(void *d, int attr, const void *buf, size_t size) {
+  desc_t *x = d;
+  if ((attr == 3 || attr == 4) && size == sizeof(int32_t)) {
+    int32_t op;
+    memcpy(&op, buf, sizeof op);
+    if (op != 0 && op != 1) return INVALID_VALUE;
+    *(attr == 3 ? &x->transa : &x->transb) = op;
+    return OK;
+  }
+  return INVALID_VALUE; /* kiln sets nothing else */
+}
+
+API int cublasLtMatrixLayoutCreate(void **l, int type, uint64_t rows, uint64_t cols, int64_t ld) {
+  layout_t *x = make(sizeof *x);
+  *x = (layout_t){type, rows, cols, ld, 1, 0};
+  *l = x;
+  return OK;
+}
+API int cublasLtMatrixLayoutDestroy(void *l) { return release(l); }
+API int cublasLtMatrixLayoutSetAttribute(void *l, int attr, const void *buf, size_t size) {
+  layout_t *x = l;
+  if (attr == 5 && size == sizeof(int32_t)) { memcpy(&x->batch, buf, size); return x->batch >= 1 ? OK : INVALID_VALUE; }
+  if (attr == 6 && size == sizeof(int64_t)) { memcpy(&x->stride, buf, size); return OK; }
+  return INVALID_VALUE;
+}
+
+API int cublasLtMatmulPreferenceCreate(void **p) { *p = make(sizeof(pref_t)); return OK; }
+API int cublasLtMatmulPreferenceDestroy(void *p) { return release(p); }
+API int cublasLtMatmulPreferenceSetAttribute(void *p, int attr, const void *buf, size_t size) {
+  pref_t *x = p;
+  if (attr == 1 && size == sizeof(uint64_t)) { memcpy(&x->workspace, buf, size); return OK; }
+  if (attr >= 5 && attr <= 8 && size == sizeof(uint32_t)) { memcpy(&x->align[attr - 5], buf, size); return OK; }
+  return INVALID_VALUE;
+}
+
+static int type_ok(int t) { return t == R_32F || t == R_16F || t == R_16BF; }
+
+/* The checks cuBLASLt makes of a problem: consistent dims, columns that do not overlap, types
+ * with an fp32-accumulating kernel. */
+static int check(const desc_t *d, const layout_t *a, const layout_t *b, const layout_t *c) {
+  uint64_t m = c->rows, n = c->cols;
+  uint64_t am = d->transa ? a->cols : a->rows, ak = d->transa ? a->rows : a->cols;
+  uint64_t bk = d->transb ? b->cols : b->rows, bn = d->transb ? b->rows : b->cols;
+  if (d->compute != 68 || d->scale != R_32F) return NOT_SUPPORTED;
+  if (!type_ok(a->type) || a->type != b->type || (c->type != a->type && c->type != R_32F)) return NOT_SUPPORTED;
+  if (am != m || bn != n || ak != bk) return INVALID_VALUE;
+  if (a->ld < (int64_t)a->rows || b->ld < (int64_t)b->rows || c->ld < (int64_t)c->rows) return INVALID_VALUE;
+  if (a->batch != c->batch || b->batch != c->batch) return INVALID_VALUE;
+  return OK;
+}
+
+API int cublasLtMatmulAlgoGetHeuristic(void *handle, void *desc, void *a, void *b, void *c, void *d, void *pref,
+                                       int requested, heuristic_t *results, int *count) {
+  (void)pref;
+  stats.heuristics++;
+  if (!handle || requested <= 0) return INVALID_VALUE;
+  if (c != d) return NOT_SUPPORTED; /* kiln computes in place */
+  int r = check(desc, a, b, c);
+  *count = 0;
+  if (r != OK) return r;
+  const char *none = getenv("KILN_MOCK_CUBLASLT_NO_ALGO");
+  if (none && *none && strcmp(none, "0")) return OK;
+  memset(&results[0], 0, sizeof results[0]);
+  results[0].algo[0] = 42;
+  *count = 1;
+  return OK;
+}
+
+static float load(const void *base, int type, int64_t i) {
+  if (type == R_32F) return ((const float *)base)[i];
+  if (type == R_16F) return (float)((const _Float16 *)base)[i];
+  uint32_t bits = (uint32_t)((const uint16_t *)base)[i] << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+static void store(void *base, int type, int64_t i, float v) {
+  if (type == R_32F) { ((float *)base)[i] = v; return; }
+  if (type == R_16F) { ((_Float16 *)base)[i] = (_Float16)v; return; }
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  bits += 0x7fff + ((bits >> 16) & 1); /* round to nearest even */
+  ((uint16_t *)base)[i] = (uint16_t)(bits >> 16);
+}
+
+API int cublasLtMatmul(void *handle, void *descp, const void *alphap, const void *A, void *ap, const void *B, void *bp,
+                       const void *betap, const void *C, void *cp, void *D, void *dp, const void *algo, void *workspace,
+                       size_t workspace_bytes, void *stream) {
+  (void)workspace; (void)stream;
+  const desc_t *desc = descp;
+  const layout_t *a = ap, *b = bp, *c = cp;
+  if (!handle || !algo || ((const uint64_t *)algo)[0] != 42) return INVALID_VALUE;
+  if (cp != dp || C != D) return NOT_SUPPORTED;
+  int r = check(desc, a, b, c);
+  if (r != OK) return r;
+  float alpha = *(const float *)alphap, beta = *(const float *)betap;
+  uint64_t m = c->rows, n = c->cols, k = desc->transa ? a->rows : a->cols;
+  for (int32_t bi = 0; bi < c->batch; ++bi)
+    for (uint64_t i = 0; i < m; ++i)
+      for (uint64_t j = 0; j < n; ++j) {
+        float acc = 0;
+        for (uint64_t l = 0; l < k; ++l) {
+          int64_t ai = desc->transa ? (int64_t)(l + i * a->ld) : (int64_t)(i + l * a->ld);
+          int64_t bj = desc->transb ? (int64_t)(j + l * b->ld) : (int64_t)(l + j * b->ld);
+          acc += load(A, a->type, bi * a->stride + ai) * load(B, b->type, bi * b->stride + bj);
+        }
+        int64_t ci = bi * c->stride + (int64_t)(i + j * c->ld);
+        float v = alpha * acc + (beta != 0 ? beta * load(C, c->type, ci) : 0); /* beta 0: C is not read */
+        store(D, c->type, ci, v);
+      }
+  stats.matmuls++;
+  stats.products += c->batch;
+  stats.last_m = (int64_t)m;
+  stats.last_n = (int64_t)n;
+  stats.last_k = (int64_t)k;
+  stats.last_batch = c->batch;
+  stats.last_transa = desc->transa;
+  stats.last_transb = desc->transb;
+  stats.last_workspace_bytes = workspace_bytes;
+  return OK;
+}

@@ -1,0 +1,141 @@
+// kiln-call-device-gemm: matrix products become calls of the context's gemm with the fill and the
+// product kept as the fallback; other generics stay as they are.
+// RUN: kiln-opt %s -split-input-file -kiln-add-runtime-context -kiln-call-device-gemm | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-add-runtime-context -kiln-call-device-gemm -convert-linalg-to-parallel-loops -kiln-form-gpu-launches | FileCheck %s --check-prefix=LAUNCH
+
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+// A plain [M, K] x [K, N] product after a zero fill: beta 0, alpha 1, the fill moves into the
+// fallback with the product.
+// CHECK-LABEL: func @main
+// CHECK-SAME: (%[[CTX:.*]]: !llvm.ptr {kiln.context}
+// CHECK: %[[ARGS:.*]] = llvm.alloca %{{.*}} x i64 {alignment = 8 : i64}
+// CHECK-NOT: linalg.fill
+// Slot 0: A's address; slot 6: m, C's dim 0; slot 8: k, A's dim 1.
+// CHECK: %{{.*}}, %{{.*}}, %[[ASIZES:[a-z_0-9]+]]:2, %{{.*}}:2 = memref.extract_strided_metadata %arg1
+// CHECK: %{{.*}}, %{{.*}}, %[[CSIZES:[a-z_0-9]+]]:2, %{{.*}}:2 = memref.extract_strided_metadata %alloc :
+// CHECK: llvm.getelementptr %[[ARGS]][0]
+// CHECK: %[[M:.*]] = arith.index_cast %[[CSIZES]]#0
+// CHECK: %[[AT6:.*]] = llvm.getelementptr %[[ARGS]][6]
+// CHECK: llvm.store %[[M]], %[[AT6]] {kiln.host}
+// CHECK: %[[K:.*]] = arith.index_cast %[[ASIZES]]#1
+// CHECK: %[[AT8:.*]] = llvm.getelementptr %[[ARGS]][8]
+// CHECK: llvm.store %[[K]], %[[AT8]] {kiln.host}
+// Alpha (slot 32) is 1.0, beta (slot 33) 0.0: the fill is taken over.
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f64
+// CHECK: %[[ALPHA:.*]] = arith.bitcast %[[ONE]] : f64 to i64
+// CHECK: %[[AT32:.*]] = llvm.getelementptr %[[ARGS]][32]
+// CHECK: llvm.store %[[ALPHA]], %[[AT32]] {kiln.host}
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f64
+// CHECK: %[[BETA:.*]] = arith.bitcast %[[ZERO]] : f64 to i64
+// CHECK: %[[AT33:.*]] = llvm.getelementptr %[[ARGS]][33]
+// CHECK: llvm.store %[[BETA]], %[[AT33]] {kiln.host}
+// The call: field 13 of the context with field 0 (the runtime).
+// CHECK: %[[FN:.*]] = llvm.getelementptr %[[CTX]][0, 13]
+// CHECK: %[[FNP:.*]] = llvm.load %[[FN]] {kiln.host}
+// CHECK: %[[R:.*]] = llvm.call %[[FNP]](%{{.*}}, %[[ARGS]]) {kiln.host} : !llvm.ptr, (!llvm.ptr, !llvm.ptr) -> i32
+// CHECK: %[[NO:.*]] = arith.cmpi ne, %[[R]], %c0_i32
+// CHECK: scf.if %[[NO]] {
+// CHECK-NEXT: linalg.fill
+// CHECK-NEXT: linalg.generic
+// CHECK: linalg.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: return
+// The launches form inside the fallback only; the call stays on the host.
+// LAUNCH-LABEL: func @main
+// LAUNCH-NOT: gpu.launch
+// LAUNCH: llvm.call
+// LAUNCH: scf.if
+// LAUNCH: gpu.launch
+// LAUNCH: gpu.launch
+// LAUNCH: gpu.terminator
+// LAUNCH-NEXT: }
+// LAUNCH-NEXT: }
+// LAUNCH-NEXT: return
+func.func @main(%a: memref<4x8xf32>, %b: memref<8x16xf32>) -> memref<4x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %out = memref.alloc() : memref<4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%out : memref<4x16xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%out : memref<4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return %out : memref<4x16xf32>
+}
+
+// -----
+
+#a = affine_map<(b, h, m, n, k) -> (b, h, m, k)>
+#bt = affine_map<(b, h, m, n, k) -> (0, h, n, k)>
+#c = affine_map<(b, h, m, n, k) -> (b, h, m, n)>
+// Attention's scores: a transposed, batch-broadcast B, a scale from outside, f16 inputs widened
+// into an f32 accumulator that was not zero-filled (beta 1). Two batch dims; B's first is 0.
+// CHECK-LABEL: func @main
+// CHECK: %[[SCALE:.*]] = memref.load
+// CHECK: %[[WIDE:.*]] = arith.extf %[[SCALE]] : f32 to f64
+// CHECK: %[[BITS:.*]] = arith.bitcast %[[WIDE]] : f64 to i64
+// CHECK: %[[ALPHA:.*]] = llvm.getelementptr %{{.*}}[32] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK: llvm.store %[[BITS]], %[[ALPHA]] {kiln.host}
+// CHECK: arith.constant 1.000000e+00 : f64
+// CHECK: llvm.call
+// CHECK: scf.if
+// CHECK-NEXT: linalg.generic
+// CHECK-NOT: linalg.fill
+func.func @main(%q: memref<2x4x8x16xf16>, %k: memref<1x4x8x16xf16>, %s: memref<f32>, %out: memref<2x4x8x8xf32>) {
+  %scale = memref.load %s[] : memref<f32>
+  linalg.generic {indexing_maps = [#a, #bt, #c], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : memref<2x4x8x16xf16>, memref<1x4x8x16xf16>) outs(%out : memref<2x4x8x8xf32>) {
+  ^bb0(%x: f16, %y: f16, %acc: f32):
+    %xf = arith.extf %x : f16 to f32
+    %yf = arith.extf %y : f16 to f32
+    %p = arith.mulf %xf, %yf : f32
+    %ps = arith.mulf %p, %scale : f32
+    %r = arith.addf %acc, %ps : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+// Not products: an integer contraction, a body with an epilogue, and a max-reduction stay as they are.
+// CHECK-LABEL: func @main
+// CHECK-NOT: llvm.call
+// CHECK-NOT: scf.if
+// CHECK-COUNT-3: linalg.generic
+// CHECK-NOT: llvm.call
+func.func @main(%ai: memref<4x8xi32>, %bi: memref<8x16xi32>, %ci: memref<4x16xi32>,
+                %a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%ai, %bi : memref<4x8xi32>, memref<8x16xi32>) outs(%ci : memref<4x16xi32>) {
+  ^bb0(%x: i32, %y: i32, %acc: i32):
+    %p = arith.muli %x, %y : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.maximumf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
