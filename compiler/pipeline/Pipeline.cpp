@@ -88,7 +88,8 @@ static std::string cudaPipeline(Phase phase, const PipelineOptions &options) {
     break;
   case Phase::Linalg:
     return "builtin.module(kiln-convert-graph-to-linalg{vector-bits=" + std::to_string(options.vectorBits) +
-           "},canonicalize,cse," + (options.fuse ? "func.func(kiln-fuse-elementwise),canonicalize,cse" : "") + ")";
+           " wide-half-products=true},canonicalize,cse," +
+           (options.fuse ? "func.func(kiln-fuse-elementwise),canonicalize,cse" : "") + ")";
   case Phase::Bufferized:
     return "builtin.module(" + bufferizePipeline(options, "kiln-call-device-gemm,") +
            "func.func(kiln-resolve-reshape-shapes),canonicalize,kiln-form-gpu-launches,kiln-lower-string-ops,kiln-lower-workspace,kiln-check-heap-allocations,canonicalize,cse,"
@@ -117,7 +118,9 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
                           "kiln-fuse-attention,";
     return std::string("builtin.module(canonicalize,cse,kiln-fold-qdq,kiln-fold-integer-matmul,") + (options.fuse ? fusions : "") +
            (options.kvCache ? "kiln-kv-cache-in-place,kiln-last-position-logits," : "") +
-           quantizePass(options) + "kiln-tie-symbolic-dims,kiln-outline-weights" +
+           quantizePass(options) +
+           (options.precision.empty() ? "" : "kiln-half-precision-products{type=" + options.precision + "},canonicalize,") +
+           "kiln-tie-symbolic-dims,kiln-outline-weights" +
            // Column panels suit the CPU's microkernels; cuBLASLt and the GPU's loops read [K, N].
            (options.target == Target::Cuda ? ")" : ",kiln-pack-matmul-weights)");
   }

@@ -23,6 +23,9 @@ struct PipelineOptions {
   Target target = Target::X86;
   /// CUDA only: the GPU architecture the PTX is generated for (sm_80, sm_90, ...).
   std::string gpuArch = "sm_80";
+  /// CUDA only: the products by constant weights in "f16" or "bf16"
+  /// (kiln-half-precision-products), or "" (f32 throughout).
+  std::string precision;
   /// Width of the target's vector registers: sizes the contraction
   /// microkernel (512: 8 x 32 floats in 16 of AVX-512's 32 registers; 256:
   /// 4 x 16 floats in 8 of AVX2's 16).

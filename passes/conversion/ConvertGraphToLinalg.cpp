@@ -30,7 +30,7 @@ struct ConvertGraphToLinalgPass
                            cpu::CpuDialect>(); // the string kernels' ops
     RewritePatternSet patterns(ctx);
     populateElementwiseLoweringPatterns(patterns);
-    populateContractionLoweringPatterns(patterns);
+    populateContractionLoweringPatterns(patterns, wideHalfProducts);
     populateNnLoweringPatterns(patterns);
     populateShapeLoweringPatterns(patterns);
     populateResizeLoweringPatterns(patterns);

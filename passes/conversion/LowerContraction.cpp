@@ -23,8 +23,13 @@ Value contraction(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init,
   auto generic = linalg::GenericOp::create(
       b, loc, init.getType(), ValueRange{lhs, rhs}, ValueRange{init}, maps,
       iterators, [&](OpBuilder &nb, Location nl, ValueRange args) {
-        if (!isa<FloatType>(args[0].getType())) {
-          Value prod = mulValues(nb, nl, args[0], args[1]);
+        Value x = args[0], y = args[1];
+        if (x.getType() != args[2].getType()) { // half operands, an f32 accumulator
+          x = arith::ExtFOp::create(nb, nl, args[2].getType(), x);
+          y = arith::ExtFOp::create(nb, nl, args[2].getType(), y);
+        }
+        if (!isa<FloatType>(x.getType())) {
+          Value prod = mulValues(nb, nl, x, y);
           if (scale)
             prod = mulValues(nb, nl, prod, scale);
           linalg::YieldOp::create(nb, nl, addValues(nb, nl, args[2], prod));
@@ -32,13 +37,28 @@ Value contraction(OpBuilder &b, Location loc, Value lhs, Value rhs, Value init,
         }
         // reassoc lets LLVM vectorize reductions; contract lets it use FMA.
         auto fm = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
-        Value prod = arith::MulFOp::create(nb, nl, args[0], args[1], fm);
+        Value prod = arith::MulFOp::create(nb, nl, x, y, fm);
         if (scale)
           prod = arith::MulFOp::create(nb, nl, prod, scale, fm);
         Value sum = arith::AddFOp::create(nb, nl, args[2], prod, fm);
         linalg::YieldOp::create(nb, nl, sum);
       });
   return generic.getResult(0);
+}
+
+/// The accumulator of a product of `et` elements: f32 for half floats when `wide` (the CUDA
+/// target: cuBLASLt and kiln's kernels then add in f32), else `et`.
+Type accumulatorType(Type et, bool wide) {
+  return wide && (et.isF16() || et.isBF16()) ? Type(Float32Type::get(et.getContext())) : et;
+}
+
+/// `product` rounded to `rt`'s element type when it was accumulated in a wider one.
+Value narrowed(OpBuilder &b, Location loc, Value product, RankedTensorType rt) {
+  if (cast<RankedTensorType>(product.getType()).getElementType() == rt.getElementType())
+    return product;
+  return buildElementwise(b, loc, rt, ValueRange{product}, [&](OpBuilder &nb, Location l, ValueRange args) {
+    return arith::TruncFOp::create(nb, l, rt.getElementType(), args[0]).getResult();
+  });
 }
 
 /// A tensor of `rt` (N, C, ...) holding bias[c] everywhere.
@@ -113,7 +133,8 @@ struct PackedMatMulPattern : OpConversionPattern<PackedMatMulOp> {
 };
 
 struct MatMulPattern : OpConversionPattern<MatMulOp> {
-  using OpConversionPattern::OpConversionPattern;
+  MatMulPattern(MLIRContext *ctx, bool wide) : OpConversionPattern(ctx), wide(wide) {}
+  bool wide; // half products accumulate in f32
   LogicalResult
   matchAndRewrite(MatMulOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -209,21 +230,24 @@ struct MatMulPattern : OpConversionPattern<MatMulOp> {
       dims.push_back(dimValue(rewriter, loc, a, at.getRank() - 2));
     if (!bVec)
       dims.push_back(dimValue(rewriter, loc, bv, bt.getRank() - (transB ? 2 : 1)));
-    Value zero = scalarConstant(rewriter, loc, rt.getElementType(), 0);
-    Value init = filledTensor(rewriter, loc, rt, dims, zero);
-    rewriter.replaceOp(op, contraction(rewriter, loc, a, bv, init, maps, iters));
+    auto accType = rt.clone(accumulatorType(rt.getElementType(), wide));
+    Value zero = scalarConstant(rewriter, loc, accType.getElementType(), 0);
+    Value init = filledTensor(rewriter, loc, accType, dims, zero);
+    rewriter.replaceOp(op, narrowed(rewriter, loc, contraction(rewriter, loc, a, bv, init, maps, iters), rt));
     return success();
   }
 };
 
 struct GemmPattern : OpConversionPattern<GemmOp> {
-  using OpConversionPattern::OpConversionPattern;
+  GemmPattern(MLIRContext *ctx, bool wide) : OpConversionPattern(ctx), wide(wide) {}
+  bool wide; // half products accumulate in f32
   LogicalResult
   matchAndRewrite(GemmOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = getContext();
-    auto rt = cast<RankedTensorType>(op.getType());
+    auto result = cast<RankedTensorType>(op.getType());
+    auto rt = result.clone(accumulatorType(result.getElementType(), wide)); // the accumulator's
     Type et = rt.getElementType();
     Value a = adaptor.getA(), bv = adaptor.getB();
     bool ta = op.getTransA() != 0, tb = op.getTransB() != 0;
@@ -242,7 +266,8 @@ struct GemmPattern : OpConversionPattern<GemmOp> {
                  rewriter, loc, rt, ValueRange{c}, ValueRange{empty}, maps,
                  SmallVector<IteratorType>(2, IteratorType::parallel),
                  [&](OpBuilder &nb, Location nl, ValueRange args) {
-                   Value v = beta == 1.0 ? args[0] : mulValues(nb, nl, args[0], betaV);
+                   Value v = castScalar(nb, nl, args[0], et);
+                   v = beta == 1.0 ? v : mulValues(nb, nl, v, betaV);
                    linalg::YieldOp::create(nb, nl, v);
                  })
                  .getResult(0);
@@ -262,7 +287,7 @@ struct GemmPattern : OpConversionPattern<GemmOp> {
                                        tb ? IteratorType::parallel : IteratorType::reduction,
                                        tb ? IteratorType::reduction : IteratorType::parallel};
     Value scale = alpha == 1.0 ? Value() : scalarConstant(rewriter, loc, et, alpha);
-    rewriter.replaceOp(op, contraction(rewriter, loc, a, bv, init, maps, iters, scale));
+    rewriter.replaceOp(op, narrowed(rewriter, loc, contraction(rewriter, loc, a, bv, init, maps, iters, scale), result));
     return success();
   }
 };
@@ -834,9 +859,9 @@ struct ConvTransposePattern : OpConversionPattern<ConvTransposeOp> {
 
 } // namespace
 
-void populateContractionLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<MatMulPattern, PackedMatMulPattern, GemmPattern, ConvPattern, PackedConvPattern,
-               ConvTransposePattern>(patterns.getContext());
+void populateContractionLoweringPatterns(RewritePatternSet &patterns, bool wideHalfProducts) {
+  patterns.add<MatMulPattern, GemmPattern>(patterns.getContext(), wideHalfProducts);
+  patterns.add<PackedMatMulPattern, ConvPattern, PackedConvPattern, ConvTransposePattern>(patterns.getContext());
 }
 
 } // namespace kiln

@@ -100,7 +100,8 @@ mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, ml
 
 /// Populates the patterns of each op family.
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
-void populateContractionLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// `wideHalfProducts`: MatMul and Gemm of f16/bf16 accumulate in f32, rounded once at the end.
+void populateContractionLoweringPatterns(mlir::RewritePatternSet &patterns, bool wideHalfProducts);
 void populateNnLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateShapeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateResizeLoweringPatterns(mlir::RewritePatternSet &patterns);

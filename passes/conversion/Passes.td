@@ -15,7 +15,9 @@ def ConvertGraphToLinalgPass : Pass<"kiln-convert-graph-to-linalg", "::mlir::Mod
   let options = [
     Option<"vectorBits", "vector-bits", "int64_t", "256",
            "Width of the target's vector registers: sizes the register blocks of kernels lowered here "
-           "(quantized products: 8 rows x 32 columns with 512 bits, 4 x 32 with 256)">
+           "(quantized products: 8 rows x 32 columns with 512 bits, 4 x 32 with 256)">,
+    Option<"wideHalfProducts", "wide-half-products", "bool", "false",
+           "MatMul and Gemm of f16/bf16 accumulate in f32 and round once (the CUDA target's products)">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",

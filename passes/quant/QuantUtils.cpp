@@ -38,14 +38,14 @@ bool readInt8Constant(ElementsAttr attr, std::vector<int8_t> &out) {
   return true;
 }
 
-namespace {
-
-uint16_t toHalfBits(float f) {
+uint16_t toHalfBits(float f, bool bfloat) {
   llvm::APFloat v(f);
   bool lost = false;
-  v.convert(llvm::APFloat::IEEEhalf(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  v.convert(bfloat ? llvm::APFloat::BFloat() : llvm::APFloat::IEEEhalf(), llvm::APFloat::rmNearestTiesToEven, &lost);
   return uint16_t(v.bitcastToAPInt().getZExtValue());
 }
+
+namespace {
 
 float fromHalfBits(uint16_t h) {
   llvm::APFloat v(llvm::APFloat::IEEEhalf(), llvm::APInt(16, h));
@@ -137,19 +137,18 @@ PackedWeight packQuantized(const int8_t *q, MatrixView view, const float *scales
   return pack(q, view, s, 8, group, width, false, pairs);
 }
 
-namespace {
-AsmResourceBlob blobOf(ArrayRef<char> bytes) {
-  return HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, 64, /*dataIsMutable=*/false);
+Value createResourceConstant(OpBuilder &b, Location loc, RankedTensorType type, ArrayRef<char> bytes, StringRef name) {
+  auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, 64, /*dataIsMutable=*/false);
+  auto attr = DenseResourceElementsAttr::get(type, name, std::move(blob));
+  return graph::ConstantOp::create(b, NameLoc::get(StringAttr::get(b.getContext(), name), loc), attr);
 }
-} // namespace
 
 Value createPackedWeightConstant(OpBuilder &b, Location loc, const PackedWeight &w, StringRef name) {
   int64_t panels = (w.n + w.width - 1) / w.width, rows = w.bits == 4 || w.pairs ? w.k / 2 : w.k;
   auto type = RankedTensorType::get({panels, rows, w.pairs ? 2 * w.width : w.width}, b.getIntegerType(8));
   std::string wname = (name + (w.bits == 4 ? ".q4" : ".q8")).str();
   ArrayRef<char> bytes(reinterpret_cast<const char *>(w.weight.data()), w.weight.size());
-  auto attr = DenseResourceElementsAttr::get(type, wname, blobOf(bytes));
-  return graph::ConstantOp::create(b, NameLoc::get(StringAttr::get(b.getContext(), wname), loc), attr);
+  return createResourceConstant(b, loc, type, bytes, wname);
 }
 
 Value createQuantizedMatMul(OpBuilder &b, Location loc, Value lhs, const PackedWeight &w, StringRef name) {
@@ -157,9 +156,8 @@ Value createQuantizedMatMul(OpBuilder &b, Location loc, Value lhs, const PackedW
   Type scaleElem = w.f16Scales ? Type(b.getF16Type()) : Type(b.getF32Type());
   auto scaleType = RankedTensorType::get({panels, groups, w.width}, scaleElem);
   std::string sname = (name + ".scales").str();
-  auto scaleAttr = DenseResourceElementsAttr::get(scaleType, sname, blobOf(w.scales));
   Value weight = createPackedWeightConstant(b, loc, w, name);
-  Value scales = graph::ConstantOp::create(b, NameLoc::get(StringAttr::get(b.getContext(), sname), loc), scaleAttr);
+  Value scales = createResourceConstant(b, loc, scaleType, w.scales, sname);
   IntegerAttr columns = w.n % w.width ? b.getI64IntegerAttr(w.n) : IntegerAttr();
   return graph::QuantizedMatMulOp::create(b, loc, lhs, weight, scales, b.getI64IntegerAttr(w.bits),
                                           b.getI64IntegerAttr(w.group), columns,

@@ -50,6 +50,13 @@ PackedWeight quantizeWeight(const float *w, MatrixView view, int bits, int64_t g
 PackedWeight packQuantized(const int8_t *q, MatrixView view, const float *scales, int64_t group, int64_t width,
                            bool pairs = false);
 
+/// `f` rounded to nearest even as the bits of an IEEE half (or a bfloat16).
+uint16_t toHalfBits(float f, bool bfloat = false);
+
+/// A graph.constant of `type` holding `bytes` (a 64-byte aligned resource named `name`).
+mlir::Value createResourceConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
+                                   llvm::ArrayRef<char> bytes, llvm::StringRef name);
+
 /// The weight of `w` as a graph.constant named `name`.q8/.q4 (a resource).
 mlir::Value createPackedWeightConstant(mlir::OpBuilder &b, mlir::Location loc, const PackedWeight &w,
                                        llvm::StringRef name);

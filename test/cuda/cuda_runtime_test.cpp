@@ -3,6 +3,7 @@
 // PTX, uploads weights and inputs, launches every kernel with its parameters and returns its
 // outputs, leaking no device memory. The kernels' results need a GPU (bench/gpu-check.sh).
 #include "kiln/kiln.h"
+#include "mock_cublaslt.h"
 #include "mock_cuda_driver.h"
 
 #include <gtest/gtest.h>
@@ -34,11 +35,24 @@ MockStats *resetMock() {
   return st;
 }
 
-// Points the runtime at the mock driver, as an sm_90 device, with fresh counters.
+// Points the runtime at the mock driver, as an sm_90 device, with fresh counters; matrix products
+// run as kiln's kernels (no cuBLASLt) unless a test says otherwise.
 MockStats *useMock() {
   setenv("KILN_CUDA_DRIVER", KILN_MOCK_CUDA_DRIVER, 1);
   setenv("KILN_MOCK_CUDA_CC", "90", 1);
+  setenv("KILN_CUBLASLT", "none", 1);
   return resetMock();
+}
+
+// The mock cuBLASLt's counters, reset (the runtime's dlopen shares this instance).
+kiln_mock_cublaslt_stats_t *useMockBlas() {
+  static void *lib = dlopen(KILN_MOCK_CUBLASLT, RTLD_NOW | RTLD_LOCAL);
+  auto fn = lib ? reinterpret_cast<kiln_mock_cublaslt_stats_t *(*)()>(dlsym(lib, "kiln_mock_cublaslt_stats")) : nullptr;
+  if (!fn)
+    return nullptr;
+  setenv("KILN_CUBLASLT", KILN_MOCK_CUBLASLT, 1);
+  *fn() = kiln_mock_cublaslt_stats_t{};
+  return fn();
 }
 
 // Loads `artifact` and opens a session on it.
@@ -370,4 +384,128 @@ TEST(CudaRuntime, DecodingKeepsTheCachesOnTheDevice) {
   EXPECT_EQ(st->live_allocations, 0) << "device memory leaked";
 }
 
+// Runs the matmul artifact (a[3, 5] x b[5, 4]); returns y, empty with `error` on failure.
+std::vector<float> runMatmul(kiln_session *s, std::string *error) {
+  std::vector<float> a(15), b(20);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = float(i % 7) - 3;
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = float(i % 5) * 0.5f;
+  const int64_t as[] = {3, 5}, bs[] = {5, 4};
+  kiln_tensor *in[2] = {nullptr, nullptr}, *out = nullptr;
+  EXPECT_EQ(kiln_tensor_wrap(KILN_DTYPE_FLOAT32, as, 2, a.data(), a.size() * 4, &in[0]), nullptr);
+  EXPECT_EQ(kiln_tensor_wrap(KILN_DTYPE_FLOAT32, bs, 2, b.data(), b.size() * 4, &in[1]), nullptr);
+  std::vector<float> y;
+  if (kiln_error *e = kiln_session_run(s, in, 2, &out, 1)) {
+    *error = kiln_error_message(e);
+    kiln_error_free(e);
+  } else {
+    const float *p = static_cast<const float *>(kiln_tensor_data(out));
+    y.assign(p, p + 12);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 4; ++j) {
+        float want = 0;
+        for (int l = 0; l < 5; ++l)
+          want += a[size_t(i * 5 + l)] * b[size_t(l * 4 + j)];
+        EXPECT_FLOAT_EQ(y[size_t(i * 4 + j)], want) << "y[" << i << "][" << j << "]";
+      }
+    kiln_tensor_destroy(out);
+  }
+  kiln_tensor_destroy(in[0]);
+  kiln_tensor_destroy(in[1]);
+  return y;
+}
+
+TEST(CudaRuntime, MatrixProductsGoToCuBlasLt) {
+  MockStats *st = useMock();
+  kiln_mock_cublaslt_stats_t *blas = useMockBlas();
+  ASSERT_NE(st, nullptr);
+  ASSERT_NE(blas, nullptr);
+  kiln_model *m = nullptr;
+  kiln_session *s = nullptr;
+  ASSERT_TRUE(openSession(KILN_CUDA_MATMUL_SM90, &m, &s));
+  std::string error;
+  for (int run = 0; run < 3; ++run)
+    ASSERT_EQ(runMatmul(s, &error).size(), 12u) << error;
+  // No kernel: the zero fill and the product are cuBLASLt's one call per run, with the session's
+  // workspace; the heuristic ran once.
+  EXPECT_EQ(st->launches, 0);
+  EXPECT_EQ(blas->matmuls, 3);
+  EXPECT_EQ(blas->heuristics, 1);
+  EXPECT_EQ(blas->last_m, 4); // C^T: n x m
+  EXPECT_EQ(blas->last_n, 3);
+  EXPECT_EQ(blas->last_k, 5);
+  EXPECT_EQ(blas->last_workspace_bytes, uint64_t(32) << 20);
+  EXPECT_EQ(blas->live_descriptors, 0);
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  EXPECT_EQ(st->live_allocations, 0) << "device memory leaked";
+  EXPECT_EQ(blas->handles, 0) << "cuBLASLt handle not destroyed";
+  setenv("KILN_CUBLASLT", "none", 1);
+}
+
+TEST(CudaRuntime, DeclinedProductsRunKilnsKernels) {
+  MockStats *st = useMock(); // KILN_CUBLASLT=none
+  ASSERT_NE(st, nullptr);
+  kiln_model *m = nullptr;
+  kiln_session *s = nullptr;
+  ASSERT_TRUE(openSession(KILN_CUDA_MATMUL_SM90, &m, &s));
+  kiln_model_metadata md{};
+  kiln_model_get_metadata(m, &md);
+  std::string error;
+  std::vector<float> a(15), b(20);
+  const int64_t as[] = {3, 5}, bs[] = {5, 4};
+  kiln_tensor *in[2] = {nullptr, nullptr}, *out = nullptr;
+  ASSERT_EQ(kiln_tensor_wrap(KILN_DTYPE_FLOAT32, as, 2, a.data(), a.size() * 4, &in[0]), nullptr);
+  ASSERT_EQ(kiln_tensor_wrap(KILN_DTYPE_FLOAT32, bs, 2, b.data(), b.size() * 4, &in[1]), nullptr);
+  ASSERT_EQ(kiln_session_run(s, in, 2, &out, 1), nullptr);
+  // The fallback: the fill and the product as kiln's kernels (the mock runs none of them).
+  EXPECT_EQ(st->launches, int64_t(md.kernel_count));
+  EXPECT_EQ(md.kernel_count, 2u);
+  kiln_tensor_destroy(out);
+  // The same with the library present but without an algorithm for the product.
+  kiln_mock_cublaslt_stats_t *blas = useMockBlas();
+  ASSERT_NE(blas, nullptr);
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  ASSERT_TRUE(openSession(KILN_CUDA_MATMUL_SM90, &m, &s));
+  setenv("KILN_MOCK_CUBLASLT_NO_ALGO", "1", 1);
+  resetMock();
+  ASSERT_EQ(kiln_session_run(s, in, 2, &out, 1), nullptr);
+  unsetenv("KILN_MOCK_CUBLASLT_NO_ALGO");
+  EXPECT_EQ(st->launches, 2);
+  EXPECT_EQ(blas->matmuls, 0);
+  kiln_tensor_destroy(out);
+  kiln_tensor_destroy(in[0]);
+  kiln_tensor_destroy(in[1]);
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  EXPECT_EQ(st->live_allocations, 0);
+  setenv("KILN_CUBLASLT", "none", 1);
+}
+
+TEST(CudaRuntime, FailedProductFailsTheRunOnly) {
+  MockStats *st = useMock();
+  kiln_mock_cublaslt_stats_t *blas = useMockBlas();
+  ASSERT_NE(st, nullptr);
+  ASSERT_NE(blas, nullptr);
+  kiln_model *m = nullptr;
+  kiln_session *s = nullptr;
+  ASSERT_TRUE(openSession(KILN_CUDA_MATMUL_SM90, &m, &s));
+  setenv("KILN_MOCK_CUBLASLT_FAIL", "1", 1);
+  std::string error;
+  EXPECT_TRUE(runMatmul(s, &error).empty());
+  EXPECT_NE(error.find("matrix product on the GPU: cublasLtMatmul failed (cuBLAS status 13)"), std::string::npos)
+      << error;
+  EXPECT_EQ(st->launches, 0) << "the fallback ran after a failed product";
+  unsetenv("KILN_MOCK_CUBLASLT_FAIL");
+  error.clear();
+  EXPECT_EQ(runMatmul(s, &error).size(), 12u) << error;
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  EXPECT_EQ(st->live_allocations, 0);
+  setenv("KILN_CUBLASLT", "none", 1);
+}
+
 } // namespace
+

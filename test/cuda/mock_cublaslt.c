@@ -3,7 +3,8 @@
  * dimensions, alpha and beta) can be checked against reference outputs without a GPU. It
  * implements what kiln uses, as cuBLASLt documents it: column-major matrices, D = alpha * op(A)
  * op(B) + beta * C, fp32 accumulation over float, half and bfloat16 data. Environment:
- * KILN_MOCK_CUBLASLT_NO_ALGO=1 makes the heuristic find no algorithm. Statistics through
+ * KILN_MOCK_CUBLASLT_NO_ALGO=1 makes the heuristic find no algorithm, KILN_MOCK_CUBLASLT_FAIL=1 makes
+ * cublasLtMatmul fail as a faulting kernel would (CUBLAS_STATUS_EXECUTION_FAILED). Statistics through
  * kiln_mock_cublaslt_stats(). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,7 +14,12 @@
 
 #define API __attribute__((visibility("default")))
 
-enum { OK = 0, NOT_INITIALIZED = 1, INVALID_VALUE = 7, NOT_SUPPORTED = 15 };
+enum { OK = 0, NOT_INITIALIZED = 1, INVALID_VALUE = 7, EXECUTION_FAILED = 13, NOT_SUPPORTED = 15 };
+
+static int env_set(const char *name) {
+  const char *v = getenv(name);
+  return v && *v && strcmp(v, "0");
+}
 enum { R_32F = 0, R_16F = 2, R_16BF = 14 };
 
 static kiln_mock_cublaslt_stats_t stats;
@@ -99,8 +105,7 @@ API int cublasLtMatmulAlgoGetHeuristic(void *handle, void *desc, void *a, void *
   int r = check(desc, a, b, c);
   *count = 0;
   if (r != OK) return r;
-  const char *none = getenv("KILN_MOCK_CUBLASLT_NO_ALGO");
-  if (none && *none && strcmp(none, "0")) return OK;
+  if (env_set("KILN_MOCK_CUBLASLT_NO_ALGO")) return OK;
   memset(&results[0], 0, sizeof results[0]);
   results[0].algo[0] = 42;
   *count = 1;
@@ -135,6 +140,7 @@ API int cublasLtMatmul(void *handle, void *descp, const void *alphap, const void
   if (cp != dp || C != D) return NOT_SUPPORTED;
   int r = check(desc, a, b, c);
   if (r != OK) return r;
+  if (env_set("KILN_MOCK_CUBLASLT_FAIL")) return EXECUTION_FAILED;
   float alpha = *(const float *)alphap, beta = *(const float *)betap;
   uint64_t m = c->rows, n = c->cols, k = desc->transa ? a->rows : a->cols;
   for (int32_t bi = 0; bi < c->batch; ++bi)

@@ -42,6 +42,11 @@ static cl::opt<std::string> target("target",
 static cl::opt<std::string> gpuArch("gpu-arch", cl::desc("With --target=cuda: the GPU architecture, sm_NN "
                                                          "(default sm_80)"),
                                     cl::init("sm_80"), cl::cat(category));
+static cl::opt<std::string> precision("precision",
+                                      cl::desc("With --target=cuda: fp32 (default), or fp16 / bf16: products by "
+                                               "constant weights in half precision (weights stored so, f32 "
+                                               "accumulation, tensor cores)"),
+                                      cl::init("fp32"), cl::cat(category));
 static cl::opt<std::string> ptxasPath("ptxas",
                                       cl::desc("With --target=cuda: the ptxas that assembles the cubin (default: "
                                                "ptxas on PATH, then /usr/local/cuda/bin/ptxas; 'none': PTX only)"),
@@ -156,7 +161,8 @@ int main(int argc, char **argv) {
   // command-line option values.
   const std::string modelPath = inputPath, outPath = outputPath, emitWhat = emit,
                     cpuName = targetCpu, printAfterName = printAfter, dumpDir = dumpIrDir,
-                    targetName = target, arch = gpuArch, ptxas = ptxasPath;
+                    targetName = target, arch = gpuArch, ptxas = ptxasPath,
+                    precisionName = precision;
   const bool printAllIr = printAll, beQuiet = quiet, useKvCache = kvCache, useFusion = fuse,
              usePlan = planMemory, printPlan = printMemoryPlan, allSymbolic = symbolicInputDims;
   const int64_t contextTokens = maxContext;
@@ -174,6 +180,12 @@ int main(int argc, char **argv) {
     return fail("unknown --target '" + targetName + "' (x86, cuda)");
   if (targetName == "cuda" && !kiln::isGpuArch(arch))
     return fail("--gpu-arch must be sm_NN or sm_NNa (e.g. sm_80, sm_90, sm_90a), got '" + arch + "'");
+  if (precisionName != "fp32" && precisionName != "fp16" && precisionName != "bf16")
+    return fail("unknown --precision '" + precisionName + "' (fp32, fp16, bf16)");
+  if (precisionName != "fp32" && targetName != "cuda")
+    return fail("--precision=" + precisionName + " needs --target=cuda (the CPU has no fast half-precision products)");
+  if (precisionName != "fp32" && !quantMode.empty())
+    return fail("--precision=" + precisionName + " and --quantize both change the weights: choose one");
   if (contextTokens < 1 || contextTokens > (int64_t(1) << 24))
     return fail("--max-context must be between 1 and 16777216");
   if (listOps) {
@@ -271,6 +283,7 @@ int main(int argc, char **argv) {
   kiln::PipelineOptions &options = request.options;
   options.target = targetName == "cuda" ? kiln::Target::Cuda : kiln::Target::X86;
   options.gpuArch = arch;
+  options.precision = precisionName == "fp16" ? "f16" : precisionName == "bf16" ? "bf16" : "";
   options.printIrAfterAll = printAllIr;
   options.printIrAfter = printAfterName;
   options.dumpIrDir = dumpDir;
