@@ -24,6 +24,12 @@ int32_t cudaType(int64_t onnxType) {
 
 int64_t elementBytes(int32_t type) { return type == kTypeF32 ? 4 : 2; }
 
+// a * b == want, false when the product overflows (sizes come from tensors' shapes).
+bool productIs(int64_t a, int64_t b, int64_t want) {
+  int64_t p = 0;
+  return !__builtin_mul_overflow(a, b, &p) && p == want;
+}
+
 // A stride that does not matter (a dim of one) or steps one element.
 bool unit(int64_t size, int64_t stride) { return stride == 1 || size == 1; }
 
@@ -53,11 +59,11 @@ uint32_t alignment(const BlasMatrix &x, int32_t batch, const BlasPlan &plan) {
   const int64_t bytes = elementBytes(x.type);
   uint64_t bits = uint64_t(reinterpret_cast<uintptr_t>(x.data));
   if (x.cols > 1)
-    bits |= uint64_t(x.ld * bytes);
+    bits |= uint64_t(x.ld) * uint64_t(bytes);
   if (batch > 1)
-    bits |= uint64_t(x.batchStride * bytes);
+    bits |= uint64_t(x.batchStride) * uint64_t(bytes);
   for (int i = 0; i < plan.outerRank; ++i)
-    bits |= uint64_t(x.outerStride[i] * bytes);
+    bits |= uint64_t(x.outerStride[i]) * uint64_t(bytes);
   uint32_t a = 256;
   while (a > 1 && (bits & (a - 1)) != 0)
     a /= 2;
@@ -104,13 +110,13 @@ bool planWith(const kiln_abi_gemm &g, BlasPlan &plan, std::string &why, bool fol
     changed = false;
     for (size_t i = 0; i < dims.size() && !changed; ++i) {
       Dim d = dims[i];
-      if (d.sb == 0 && (m == 1 || (d.sa == sam * m && d.sc == scm * m))) {
+      if (d.sb == 0 && (m == 1 || (productIs(sam, m, d.sa) && productIs(scm, m, d.sc)))) {
         if (m == 1) {
           sam = d.sa;
           scm = d.sc;
         }
         changed = grow(m, d.size);
-      } else if (d.sa == 0 && (n == 1 || (d.sb == sbn * n && d.sc == scn * n))) {
+      } else if (d.sa == 0 && (n == 1 || (productIs(sbn, n, d.sb) && productIs(scn, n, d.sc)))) {
         if (n == 1) {
           sbn = d.sb;
           scn = d.sc;
@@ -129,8 +135,10 @@ bool planWith(const kiln_abi_gemm &g, BlasPlan &plan, std::string &why, bool fol
   // Adjacent batch dims contiguous in all three operands are one.
   for (size_t i = dims.size(); i-- > 1;) {
     const Dim &o = dims[i - 1], &in = dims[i];
-    if (o.sa == in.sa * in.size && o.sb == in.sb * in.size && o.sc == in.sc * in.size) {
-      dims[i].size *= o.size;
+    int64_t merged = 0;
+    if (productIs(in.sa, in.size, o.sa) && productIs(in.sb, in.size, o.sb) && productIs(in.sc, in.size, o.sc) &&
+        !__builtin_mul_overflow(in.size, o.size, &merged)) {
+      dims[i].size = merged;
       dims.erase(dims.begin() + long(i - 1));
     }
   }
@@ -228,7 +236,10 @@ struct CudaBlas::Library {
 
 std::unique_ptr<CudaBlas> CudaBlas::load(std::string &why) {
   const char *env = std::getenv("KILN_CUBLASLT");
-  std::vector<std::string> candidates = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"};
+  // The loader path first, then the toolkit's default install, which is often not on it.
+  std::vector<std::string> candidates = {"libcublasLt.so.13", "libcublasLt.so.12",
+                                         "/usr/local/cuda/lib64/libcublasLt.so.13",
+                                         "/usr/local/cuda/lib64/libcublasLt.so.12", "libcublasLt.so"};
   if (env && *env) {
     if (!std::strcmp(env, "none")) {
       why = "turned off (KILN_CUBLASLT=none)";

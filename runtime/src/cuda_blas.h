@@ -70,8 +70,8 @@ bool planGemm(const kiln_abi_gemm &g, BlasPlan &plan, std::string &why);
 
 class CudaBlas {
 public:
-  // Loads cuBLASLt ($KILN_CUBLASLT, else libcublasLt.so.13, .12, .so; KILN_CUBLASLT=none turns it
-  // off) and creates a handle on the current CUDA context. Null with the reason when it cannot.
+  // Loads cuBLASLt ($KILN_CUBLASLT, else libcublasLt.so.13, .12, the same in /usr/local/cuda/lib64,
+  // then libcublasLt.so; KILN_CUBLASLT=none turns it off) and creates a handle on the current CUDA context. Null with the reason when it cannot.
   static std::unique_ptr<CudaBlas> load(std::string &why);
   ~CudaBlas();
   CudaBlas(const CudaBlas &) = delete;

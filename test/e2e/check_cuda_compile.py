@@ -9,10 +9,11 @@ validates the PTX's presence and kernel entries only.
     check_cuda_compile.py --bin build/bin --onnx-root /usr/share/libonnx-testdata/data \\
         --tests test/e2e/conformance_pass.txt [--expect-pass test/e2e/cuda_compile_pass.txt] \\
         [--models DIR ...] [--arch sm_80 sm_90] [-j N] [--report out.json] [--write-pass FILE]
+        [--compile-arg=--precision=bf16 ...]
 
 A test is `suite/name` under --onnx-root, or a model directory (DIR/model.onnx) or .onnx file relative
 to --root (kiln's own models: test/models/...); --models adds more of those. With --expect-pass, every listed model must compile for every arch (the gate);
-others may fail and are reported with their first error line.
+others may fail and are reported with their first error line. With --strict, every model must.
 """
 
 import argparse
@@ -33,9 +34,10 @@ def find_ptxas():
     return "/usr/local/cuda/bin/ptxas" if os.access("/usr/local/cuda/bin/ptxas", os.X_OK) else None
 
 
-def compile_one(bin_dir, model, arch, tmp, have_ptxas):
+def compile_one(bin_dir, model, arch, tmp, have_ptxas, extra=()):
     out = os.path.join(tmp, "%s-%s.kiln" % (abs(hash(model)), arch))
     cmd = [os.path.join(bin_dir, "kiln-compile"), "--quiet", "--target=cuda", "--gpu-arch=" + arch, model, "-o", out]
+    cmd += list(extra)
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     except subprocess.TimeoutExpired:
@@ -80,6 +82,8 @@ def main():
     ap.add_argument("--write-pass", help="write the models that compiled for every arch here")
     ap.add_argument("--report", help="JSON report of every result")
     ap.add_argument("-j", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--strict", action="store_true", help="every model must compile for every arch")
+    ap.add_argument("--compile-arg", action="append", default=[], help="passed on to kiln-compile (repeatable)")
     args = ap.parse_args()
 
     tests = []
@@ -96,7 +100,8 @@ def main():
     results = {}
     with tempfile.TemporaryDirectory(prefix="kiln-cuda-") as tmp:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as pool:
-            futures = {pool.submit(compile_one, args.bin, model_path(args.onnx_root, args.root, t), a, tmp, bool(ptxas)): (t, a)
+            futures = {pool.submit(compile_one, args.bin, model_path(args.onnx_root, args.root, t), a, tmp, bool(ptxas),
+                                   args.compile_arg): (t, a)
                        for t in tests for a in args.arch}
             for fut in concurrent.futures.as_completed(futures):
                 results[futures[fut]] = fut.result()
@@ -129,6 +134,10 @@ def main():
         if broken:
             return 1
         print("check_cuda_compile: all %d expected models compile for %s" % (len(expected), ", ".join(args.arch)))
+    failed = [(t, a) for t in tests for a in args.arch if results[(t, a)] is not None]
+    if args.strict and failed:
+        print("check_cuda_compile: %d of %d compiles failed (--strict)" % (len(failed), len(tests) * len(args.arch)))
+        return 1
     return 0
 
 
