@@ -9,4 +9,7 @@
 #   kiln's out-of-memory paths see what production sees instead of ASan's abort.
 # - detect_leaks=1: LeakSanitizer stays on.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_container_overflow=0:allow_user_poisoning=0:allocator_may_return_null=1:detect_leaks=1}"
+# - LSAN_OPTIONS: scripts/lsan.supp names the leaks that are inside libraries kiln does not build
+#   (the CUDA toolkit's); every caller sources this file from the repository root.
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$(pwd)/scripts/lsan.supp:print_suppressions=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"

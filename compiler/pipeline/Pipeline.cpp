@@ -92,7 +92,7 @@ static std::string cudaPipeline(Phase phase, const PipelineOptions &options) {
            (options.fuse ? "func.func(kiln-fuse-elementwise),canonicalize,cse" : "") + ")";
   case Phase::Bufferized:
     return "builtin.module(" + bufferizePipeline(options, "kiln-call-device-gemm,") +
-           "func.func(kiln-resolve-reshape-shapes),canonicalize,kiln-form-gpu-launches,kiln-lower-string-ops,kiln-lower-workspace,kiln-check-heap-allocations,canonicalize,cse,"
+           "func.func(kiln-resolve-reshape-shapes),canonicalize,kiln-form-block-reductions,kiln-form-gpu-launches,kiln-lower-string-ops,kiln-lower-workspace,kiln-check-heap-allocations,canonicalize,cse,"
            "gpu-launch-sink-index-computations,gpu-kernel-outlining,kiln-merge-gpu-modules,canonicalize,cse)";
   case Phase::Llvm:
     return "builtin.module(nvvm-attach-target{chip=" + options.gpuArch +

@@ -10,6 +10,7 @@
 #include "passes/cpu/Passes.h"
 #include "passes/cpu/RuntimeContext.h"
 #include "passes/cuda/DeviceTransfers.h"
+#include "passes/cuda/LaunchUtils.h"
 #include "passes/cpu/SourceNodes.h"
 #include "dialects/cpu/IR/Cpu.h"
 
@@ -31,41 +32,6 @@ namespace {
 /// Threads per block of a grid launch: a multiple of the 32-thread warp that
 /// keeps enough blocks resident per SM for the simple kernels formed here.
 constexpr int64_t kBlockThreads = 256;
-
-/// Whether `op` itself (not counting nested ops) reads or writes memory.
-/// Allocation and deallocation are host work (they only move pointers).
-bool accessesMemory(Operation *op) {
-  if (isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp, cpu::WorkspaceOp>(op) ||
-      op->hasAttr(cuda::kHostOpAttr))
-    return false;
-  if (auto effects = dyn_cast<MemoryEffectOpInterface>(op))
-    return effects.hasEffect<MemoryEffects::Read>() || effects.hasEffect<MemoryEffects::Write>();
-  if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
-    return false; // decided by the nested ops
-  // Unknown effects: an op handed a buffer may touch it.
-  return llvm::any_of(op->getOperandTypes(), [](Type t) { return isa<MemRefType>(t); });
-}
-
-/// Whether anything in `op`, outside the parallel loops nested in it, touches memory.
-bool accessesMemoryOutsideParallelLoops(Operation *op) {
-  bool found = false;
-  op->walk<WalkOrder::PreOrder>([&](Operation *inner) {
-    if (inner != op && isa<scf::ParallelOp>(inner) && inner->getNumResults() == 0)
-      return WalkResult::skip();
-    if (accessesMemory(inner)) {
-      found = true;
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return found;
-}
-
-bool containsParallelLoop(Operation *op) {
-  bool found = false;
-  op->walk([&](scf::ParallelOp) { found = true; });
-  return found;
-}
 
 /// The launch's location: the ONNX node names of everything it runs, once each.
 Location sourceLocation(MLIRContext *ctx, ArrayRef<Operation *> ops) {
@@ -200,6 +166,12 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
           return failure();
         continue;
       }
+      // A launch formed before (kiln-form-block-reductions) is left as it is.
+      if (isa<gpu::LaunchOp>(op)) {
+        if (failed(flush(&op)))
+          return failure();
+        continue;
+      }
       // A parallel loop is a grid launch even when its bounds or body need
       // values of the group: those are read back first.
       auto par = dyn_cast<scf::ParallelOp>(op);
@@ -217,9 +189,9 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
       }
       // Host control flow whose buffer accesses are all in parallel loops:
       // it stays on the host and launches their kernels.
-      bool hostNest = op.getNumRegions() != 0 && containsParallelLoop(&op) && !accessesMemoryOutsideParallelLoops(&op);
-      bool joins = !hostNest && (usesGroup || (op.getNumRegions() == 0 ? accessesMemory(&op)
-                                                                       : accessesMemoryOutsideParallelLoops(&op)));
+      bool hostNest = op.getNumRegions() != 0 && cuda::containsKernels(&op) && !cuda::accessesMemoryOutsideKernels(&op);
+      bool joins = !hostNest && (usesGroup || (op.getNumRegions() == 0 ? cuda::accessesMemory(&op)
+                                                                       : cuda::accessesMemoryOutsideKernels(&op)));
       if (joins && !isa<memref::AllocOp, memref::DeallocOp, cpu::WorkspaceOp>(op)) {
         group.push_back(&op);
         inGroup.insert(&op);
@@ -441,15 +413,11 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
     Location loc = sourceLocation(b.getContext(), {op.getOperation()});
     int64_t d = op.getNumLoops();
     SmallVector<Value> trips;
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value total = arith::ConstantIndexOp::create(b, loc, 1);
     // Folded as built, so a static iteration space gives a constant total.
     for (int64_t j = 0; j < d; ++j) {
-      Value span = b.createOrFold<arith::SubIOp>(loc, op.getUpperBound()[j], op.getLowerBound()[j]);
-      Value trip = b.createOrFold<arith::CeilDivSIOp>(loc, span, op.getStep()[j]);
-      trip = b.createOrFold<arith::MaxSIOp>(loc, trip, zero);
-      trips.push_back(trip);
-      total = b.createOrFold<arith::MulIOp>(loc, total, trip);
+      trips.push_back(cuda::tripCount(b, loc, op.getLowerBound()[j], op.getUpperBound()[j], op.getStep()[j]));
+      total = b.createOrFold<arith::MulIOp>(loc, total, trips.back());
     }
     // A static iteration space smaller than a block gets a block of its size.
     Value threads = arith::ConstantIndexOp::create(b, loc, kBlockThreads);
@@ -471,14 +439,7 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
     // Innermost dim fastest: consecutive threads, consecutive elements.
     IRMapping mapping;
     Block &src = op.getRegion().front();
-    Value rest = id;
-    for (int64_t j = d - 1; j >= 0; --j) {
-      Value t = j == 0 ? rest : (Value)arith::RemUIOp::create(b, loc, rest, trips[j]);
-      if (j > 0)
-        rest = arith::DivUIOp::create(b, loc, rest, trips[j]);
-      mapping.map(src.getArgument(j),
-                  arith::AddIOp::create(b, loc, op.getLowerBound()[j], arith::MulIOp::create(b, loc, t, op.getStep()[j])));
-    }
+    mapping.map(src.getArguments(), cuda::delinearize(b, loc, id, op.getLowerBound(), op.getStep(), trips));
     for (Operation &inner : src.without_terminator())
       b.clone(inner, mapping);
     op.erase();

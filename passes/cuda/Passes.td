@@ -42,6 +42,32 @@ def CallDeviceGemmPass : Pass<"kiln-call-device-gemm", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def FormBlockReductionsPass : Pass<"kiln-form-block-reductions", "::mlir::ModuleOp"> {
+  let summary = "Give the reductions of @main with few outputs one block per output";
+  let description = [{
+    For --target=cuda, before kiln-form-gpu-launches. A loop nest at host
+    level of @main that is a reduction (an optional `scf.parallel` over the
+    outputs around perfectly nested `scf.for` loops with bounds from outside,
+    whose body stores `combine(load out[i], value)` back to `out[i]`, with
+    `combine` an add, mul, min, max, and, or or xor of floats or integers of
+    8 bits or more) becomes a `gpu.launch` of one block per output: each
+    thread folds the elements thread, thread + T, ... of the reduced extent
+    from the combination's identity, the block halves its T partial values
+    in shared memory (a workgroup attribution) with barriers between steps,
+    and thread 0 stores `combine(out[i], total)`.
+    It applies when the reduced extent has at least 64 elements and there are
+    fewer than 32768 outputs, and, with many outputs, only when the innermost
+    reduced dim is the last index of a buffer the body reads (neighbouring
+    threads, neighbouring elements); T is the extent rounded up to a power of
+    two, at most 256. When the sizes are only known at run time both the
+    launch and the original nest are kept in an `scf.if` on them (a
+    reduction to one element always gets its block). Other loop
+    nests are left to kiln-form-gpu-launches.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def FormGpuLaunchesPass : Pass<"kiln-form-gpu-launches", "::mlir::ModuleOp"> {
   let summary = "Turn @main's loops and tensor accesses into gpu.launch regions";
   let description = [{

@@ -225,7 +225,9 @@ struct CudaBlas::Library {
   int (*prefCreate)(void **);
   int (*prefDestroy)(void *);
   int (*prefSet)(void *, int, const void *, size_t);
-  int (*heuristic)(void *, void *, void *, void *, void *, void *, void *, int, HeuristicResult *, int *);
+  // The results array is void *, as in the mock: a function called through a pointer of another
+  // type is undefined behaviour (and UBSan's -fsanitize=function reports it for the C mock).
+  int (*heuristic)(void *, void *, void *, void *, void *, void *, void *, int, void *, int *);
   int (*matmul)(void *, void *, const void *, const void *, void *, const void *, void *, const void *, const void *,
                 void *, void *, void *, const void *, void *, size_t, void *);
   ~Library() {

@@ -97,7 +97,9 @@ static int check(const desc_t *d, const layout_t *a, const layout_t *b, const la
 }
 
 API int cublasLtMatmulAlgoGetHeuristic(void *handle, void *desc, void *a, void *b, void *c, void *d, void *pref,
-                                       int requested, heuristic_t *results, int *count) {
+                                       int requested, void *results_memory, int *count) {
+  /* void *, as kiln's pointer to this function declares it: the same function type on both sides. */
+  heuristic_t *results = (heuristic_t *)results_memory;
   (void)pref;
   stats.heuristics++;
   if (!handle || requested <= 0) return INVALID_VALUE;

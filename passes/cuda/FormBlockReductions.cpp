@@ -1,0 +1,346 @@
+// Turns @main's reductions with few outputs into launches of one block per output.
+//
+// kiln-form-gpu-launches gives each output of a reduction one thread, which
+// then loops over the whole reduced extent alone. That is right when there
+// are many outputs, but a softmax over 1536 rows, a decode step's
+// matrix-vector product or a global pool has too few of them to fill the
+// GPU (an H200 keeps about 270,000 threads resident), and each thread reads
+// its row on its own. Here the threads of a block share one output: each
+// folds a strided slice of the reduced extent (neighbouring threads,
+// neighbouring elements), then the block combines the partial values in
+// shared memory, and its first thread folds the result into the output.
+// The order of the combination changes, so floating-point sums round
+// differently from the CPU path's sequential ones.
+#include "passes/cuda/Passes.h"
+#include "passes/cuda/LaunchUtils.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/APFloat.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_FORMBLOCKREDUCTIONSPASS
+#include "passes/cuda/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// A reduced extent smaller than this stays one thread per output: the
+/// block's combination would cost more than it spares.
+constexpr int64_t kMinReduced = 64;
+/// With at least this many outputs one thread each keeps the GPU busy enough.
+constexpr int64_t kMaxOutputs = 32768;
+/// Threads per block at most (a power of two, for the halving combination).
+constexpr int64_t kMaxThreads = 256;
+
+/// A reduction loop nest: an optional scf.parallel over the outputs, around
+/// perfectly nested scf.for loops over the reduced dims whose body loads the
+/// output element, combines it with one value and stores it back.
+struct Reduction {
+  Operation *root;              // the scf.parallel, or the outermost scf.for when there is no output loop
+  scf::ParallelOp outputs;      // null for a reduction to one element
+  SmallVector<scf::ForOp> loops; // outermost first
+  memref::LoadOp accumulator;
+  memref::StoreOp store;
+  Operation *combine;
+};
+
+/// The value that leaves `x` unchanged under `combine`, or null for an op that is not a
+/// commutative, associative combination kiln knows.
+TypedAttr identity(Operation *combine, Type type) {
+  if (auto f = dyn_cast<FloatType>(type)) {
+    const llvm::fltSemantics &sem = f.getFloatSemantics();
+    std::optional<llvm::APFloat> v;
+    if (isa<arith::AddFOp>(combine))
+      v = llvm::APFloat::getZero(sem, /*Negative=*/true); // -0 + x is x, also for x = -0
+    else if (isa<arith::MulFOp>(combine))
+      v = llvm::APFloat::getOne(sem);
+    else if (isa<arith::MaximumFOp, arith::MaxNumFOp>(combine))
+      v = llvm::APFloat::getInf(sem, /*Negative=*/true);
+    else if (isa<arith::MinimumFOp, arith::MinNumFOp>(combine))
+      v = llvm::APFloat::getInf(sem, /*Negative=*/false);
+    return v ? FloatAttr::get(f, *v) : TypedAttr();
+  }
+  auto i = dyn_cast<IntegerType>(type);
+  if (!i || i.getWidth() < 8) // no i1 accumulators in shared memory
+    return {};
+  unsigned w = i.getWidth();
+  std::optional<llvm::APInt> v;
+  if (isa<arith::AddIOp, arith::OrIOp, arith::XOrIOp, arith::MaxUIOp>(combine))
+    v = llvm::APInt::getZero(w);
+  else if (isa<arith::MulIOp>(combine))
+    v = llvm::APInt(w, 1);
+  else if (isa<arith::AndIOp, arith::MinUIOp>(combine))
+    v = llvm::APInt::getAllOnes(w);
+  else if (isa<arith::MaxSIOp>(combine))
+    v = llvm::APInt::getSignedMinValue(w);
+  else if (isa<arith::MinSIOp>(combine))
+    v = llvm::APInt::getSignedMaxValue(w);
+  return v ? IntegerAttr::get(i, *v) : TypedAttr();
+}
+
+/// Whether `v` is defined outside `op`, so a launch that replaces `op` can use it.
+bool definedOutside(Value v, Operation *op) {
+  Operation *def = v.getDefiningOp();
+  return !op->isAncestor(def ? def : v.getParentRegion()->getParentOp());
+}
+
+/// The reduction `root` is, if it is one this pass can give blocks.
+std::optional<Reduction> match(Operation *root) {
+  Reduction r{root, dyn_cast<scf::ParallelOp>(root), {}, {}, {}, nullptr};
+  scf::ForOp outer;
+  if (r.outputs) {
+    if (r.outputs.getNumResults() != 0)
+      return std::nullopt;
+    // Pure index arithmetic, then the loop nest.
+    for (Operation &op : r.outputs.getBody()->without_terminator()) {
+      if (auto loop = dyn_cast<scf::ForOp>(op); loop && !outer)
+        outer = loop;
+      else if (op.getNumRegions() != 0 || !isMemoryEffectFree(&op) || outer)
+        return std::nullopt;
+    }
+  } else {
+    outer = dyn_cast<scf::ForOp>(root);
+  }
+  if (!outer)
+    return std::nullopt;
+  for (scf::ForOp loop = outer; loop;) {
+    if (loop.getNumResults() != 0 || !definedOutside(loop.getLowerBound(), root) ||
+        !definedOutside(loop.getUpperBound(), root) || !definedOutside(loop.getStep(), root))
+      return std::nullopt;
+    r.loops.push_back(loop);
+    Block *body = loop.getBody();
+    auto next = dyn_cast<scf::ForOp>(body->front());
+    loop = next && body->getOperations().size() == 2 ? next : scf::ForOp();
+  }
+  // The innermost body: one store, of combine(load of the same element, value).
+  Block *body = r.loops.back().getBody();
+  WalkResult walk = body->walk([&](Operation *op) {
+    if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      if (r.store || store->getBlock() != body)
+        return WalkResult::interrupt();
+      r.store = store;
+      return WalkResult::advance();
+    }
+    if (isa<memref::LoadOp>(op) || isMemoryEffectFree(op) || op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+      return WalkResult::advance();
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    return effects && !effects.hasEffect<MemoryEffects::Write>() ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  if (walk.wasInterrupted() || !r.store)
+    return std::nullopt;
+  Value out = r.store.getMemRef();
+  if (!definedOutside(out, root) || !llvm::all_of(r.store.getIndices(), [&](Value i) {
+        return definedOutside(i, outer);
+      }))
+    return std::nullopt;
+  r.combine = r.store.getValueToStore().getDefiningOp();
+  if (!r.combine || r.combine->getBlock() != body || r.combine->getNumOperands() != 2 || !r.combine->hasOneUse() ||
+      !identity(r.combine, r.store.getValueToStore().getType()))
+    return std::nullopt;
+  for (Value operand : r.combine->getOperands()) {
+    auto load = operand.getDefiningOp<memref::LoadOp>();
+    if (load && load.getMemRef() == out && load.getIndices() == r.store.getIndices() && load->hasOneUse() &&
+        load->getBlock() == body) {
+      r.accumulator = load;
+      break;
+    }
+  }
+  if (!r.accumulator || r.combine->getOperand(0) == r.combine->getOperand(1))
+    return std::nullopt;
+  // The output is read only as the accumulator: another read would see partial results.
+  for (Operation *user : out.getUsers())
+    if (root->isAncestor(user) && user != r.accumulator && user != r.store)
+      return std::nullopt;
+  return r;
+}
+
+/// Whether the innermost reduced dim walks the last index of a buffer the body reads, so the
+/// threads of a block read neighbouring elements.
+bool readsAlongLastIndex(Reduction &r) {
+  Value iv = r.loops.back().getInductionVar();
+  bool found = false;
+  r.loops.back().getBody()->walk([&](memref::LoadOp load) {
+    if (load != r.accumulator && !load.getIndices().empty() && load.getIndices().back() == iv)
+      found = true;
+  });
+  return found;
+}
+
+/// Whether `op` runs on the host after kiln-form-gpu-launches: every op around it is host
+/// control flow around kernels.
+bool onHost(Operation *op, func::FuncOp main) {
+  for (Operation *p = op->getParentOp(); p && p != main; p = p->getParentOp())
+    if (isa<scf::ParallelOp, gpu::LaunchOp>(p) || !cuda::containsKernels(p) || cuda::accessesMemoryOutsideKernels(p))
+      return false;
+  return true;
+}
+
+struct FormBlockReductionsPass : impl::FormBlockReductionsPassBase<FormBlockReductionsPass> {
+  void runOnOperation() override {
+    auto main = getOperation().lookupSymbol<func::FuncOp>("main");
+    if (!main)
+      return;
+    SmallVector<Reduction> found;
+    main.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (isa<gpu::LaunchOp>(op))
+        return WalkResult::skip();
+      if (!isa<scf::ParallelOp, scf::ForOp>(op))
+        return WalkResult::advance();
+      if (onHost(op, main))
+        if (std::optional<Reduction> r = match(op)) {
+          found.push_back(*r);
+          return WalkResult::skip();
+        }
+      // A parallel loop is a kernel of its own; a host loop may hold reductions.
+      return isa<scf::ParallelOp>(op) ? WalkResult::skip() : WalkResult::advance();
+    });
+    for (Reduction &r : found)
+      rewrite(r);
+  }
+
+  /// Launches one block per output where the sizes say it pays, one thread per output (the loop
+  /// nest as it was, for kiln-form-gpu-launches) otherwise; when the sizes are only known at run
+  /// time, the host picks.
+  void rewrite(Reduction &r) {
+    OpBuilder b(r.root);
+    Location loc = r.root->getLoc();
+    SmallVector<Value> outputTrips, reducedTrips;
+    Value outputs = arith::ConstantIndexOp::create(b, loc, 1);
+    if (r.outputs)
+      for (auto [lb, ub, step] : llvm::zip(r.outputs.getLowerBound(), r.outputs.getUpperBound(), r.outputs.getStep())) {
+        outputTrips.push_back(cuda::tripCount(b, loc, lb, ub, step));
+        outputs = b.createOrFold<arith::MulIOp>(loc, outputs, outputTrips.back());
+      }
+    Value reduced = arith::ConstantIndexOp::create(b, loc, 1);
+    for (scf::ForOp loop : r.loops) {
+      reducedTrips.push_back(cuda::tripCount(b, loc, loop.getLowerBound(), loop.getUpperBound(), loop.getStep()));
+      reduced = b.createOrFold<arith::MulIOp>(loc, reduced, reducedTrips.back());
+    }
+    // Many outputs that each read a strided column are better served by one thread each,
+    // whose neighbours read neighbouring columns.
+    std::optional<int64_t> staticOutputs = getConstantIntValue(outputs), staticReduced = getConstantIntValue(reduced);
+    if (!readsAlongLastIndex(r) && !(staticOutputs && *staticOutputs < kMaxOutputs))
+      return;
+    if ((staticOutputs && *staticOutputs >= kMaxOutputs) || (staticReduced && *staticReduced < kMinReduced))
+      return;
+    int64_t threads = kMaxThreads;
+    if (staticReduced)
+      threads = std::min<int64_t>(kMaxThreads, llvm::PowerOf2Ceil(*staticReduced));
+    // A reduction to one element would otherwise be a one-thread launch: a block is never slower
+    // by much, so it needs no choice at run time (which, around a one-thread launch, would put
+    // the block launch inside it).
+    if ((staticOutputs && staticReduced) || !r.outputs) {
+      launchBlocks(b, r, outputs, outputTrips, reduced, reducedTrips, threads);
+      r.root->erase();
+      return;
+    }
+    // Sizes known at run time: the host picks one of the two launches.
+    Value pick = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    if (!staticOutputs)
+      pick = arith::AndIOp::create(b, loc, pick,
+                                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, outputs,
+                                                         arith::ConstantIndexOp::create(b, loc, kMaxOutputs)));
+    if (!staticReduced)
+      pick = arith::AndIOp::create(b, loc, pick,
+                                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, reduced,
+                                                         arith::ConstantIndexOp::create(b, loc, kMinReduced)));
+    auto choice = scf::IfOp::create(b, loc, pick, /*withElseRegion=*/true);
+    b.setInsertionPoint(choice.thenBlock()->getTerminator());
+    launchBlocks(b, r, outputs, outputTrips, reduced, reducedTrips, threads);
+    r.root->moveBefore(choice.elseBlock()->getTerminator());
+  }
+
+  /// The launch: block i computes output i with `threads` threads.
+  void launchBlocks(OpBuilder &b, Reduction &r, Value outputs, ArrayRef<Value> outputTrips, Value reduced,
+                    ArrayRef<Value> reducedTrips, int64_t threads) {
+    Location loc = r.root->getLoc();
+    Type type = r.store.getValueToStore().getType();
+    auto sharedType = MemRefType::get({threads}, type, AffineMap(),
+                                      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup));
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    // At least one block: an empty output space launches one idle block, not an invalid grid.
+    Value blocks = b.createOrFold<arith::MaxSIOp>(loc, outputs, one);
+    Value blockThreads = arith::ConstantIndexOp::create(b, loc, threads);
+    auto launch = gpu::LaunchOp::create(b, loc, blocks, one, one, blockThreads, one, one, /*dynamicSharedMemorySize=*/nullptr,
+                                        /*asyncTokenType=*/nullptr, /*asyncDependencies=*/{}, TypeRange{sharedType});
+    Value shared = launch.getWorkgroupAttributions().front();
+    b.setInsertionPointToStart(&launch.getBody().front());
+    Value block = launch.getBlockIds().x, thread = launch.getThreadIds().x;
+    // The condition is the same for every thread of a block, so the barriers below are reached by all or none.
+    auto guard = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, block, outputs),
+                                   /*withElseRegion=*/false);
+    gpu::TerminatorOp::create(b, loc);
+    b.setInsertionPoint(guard.thenBlock()->getTerminator());
+
+    IRMapping mapping;
+    if (r.outputs) {
+      Block &src = *r.outputs.getBody();
+      mapping.map(src.getArguments(),
+                  cuda::delinearize(b, loc, block, r.outputs.getLowerBound(), r.outputs.getStep(), outputTrips));
+      for (Operation &op : src.without_terminator())
+        if (&op != r.loops.front().getOperation())
+          b.clone(op, mapping);
+    }
+    auto combine = [&](Value acc, Value value) {
+      IRMapping m;
+      for (Value operand : r.combine->getOperands())
+        m.map(operand, operand == r.accumulator.getResult() ? acc : value);
+      return b.clone(*r.combine, m)->getResult(0);
+    };
+    Value value = r.combine->getOperand(0) == r.accumulator.getResult() ? r.combine->getOperand(1)
+                                                                        : r.combine->getOperand(0);
+    // Each thread's partial value: elements thread, thread + threads, ... of the reduced extent.
+    Value start = arith::ConstantOp::create(b, loc, identity(r.combine, type));
+    auto partial = scf::ForOp::create(b, loc, thread, reduced, blockThreads, ValueRange{start});
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(partial.getBody());
+      SmallVector<Value> lbs, steps, ivs;
+      for (scf::ForOp loop : r.loops) {
+        lbs.push_back(mapping.lookupOrDefault(loop.getLowerBound()));
+        steps.push_back(mapping.lookupOrDefault(loop.getStep()));
+        ivs.push_back(loop.getInductionVar());
+      }
+      mapping.map(ValueRange(ivs), cuda::delinearize(b, loc, partial.getInductionVar(), lbs, steps, reducedTrips));
+      for (Operation &op : r.loops.back().getBody()->without_terminator())
+        if (&op != r.accumulator.getOperation() && &op != r.combine && &op != r.store.getOperation())
+          b.clone(op, mapping);
+      scf::YieldOp::create(b, loc, combine(partial.getRegionIterArgs().front(), mapping.lookupOrDefault(value)));
+    }
+    // Halving combination in shared memory.
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    memref::StoreOp::create(b, loc, partial.getResult(0), shared, ValueRange{thread});
+    gpu::BarrierOp::create(b, loc);
+    for (int64_t half = threads / 2; half >= 1; half /= 2) {
+      Value h = arith::ConstantIndexOp::create(b, loc, half);
+      auto lower = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, thread, h),
+                                     /*withElseRegion=*/false);
+      {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPoint(lower.thenBlock()->getTerminator());
+        Value mine = memref::LoadOp::create(b, loc, shared, ValueRange{thread});
+        Value other = memref::LoadOp::create(b, loc, shared, ValueRange{arith::AddIOp::create(b, loc, thread, h)});
+        memref::StoreOp::create(b, loc, combine(mine, other), shared, ValueRange{thread});
+      }
+      gpu::BarrierOp::create(b, loc);
+    }
+    // The first thread folds the block's value into the output.
+    auto first = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread, zero),
+                                   /*withElseRegion=*/false);
+    b.setInsertionPoint(first.thenBlock()->getTerminator());
+    SmallVector<Value> at;
+    for (Value i : r.store.getIndices())
+      at.push_back(mapping.lookupOrDefault(i));
+    Value old = memref::LoadOp::create(b, loc, r.store.getMemRef(), at);
+    Value total = memref::LoadOp::create(b, loc, shared, ValueRange{zero});
+    memref::StoreOp::create(b, loc, combine(old, total), r.store.getMemRef(), at);
+    b.setInsertionPointAfter(launch);
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,76 @@
+#include "passes/cuda/LaunchUtils.h"
+#include "dialects/cpu/IR/Cpu.h"
+#include "passes/cuda/DeviceTransfers.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+
+namespace kiln::cuda {
+
+bool accessesMemory(Operation *op) {
+  if (isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp, cpu::WorkspaceOp>(op) || op->hasAttr(kHostOpAttr))
+    return false;
+  if (auto effects = dyn_cast<MemoryEffectOpInterface>(op))
+    return effects.hasEffect<MemoryEffects::Read>() || effects.hasEffect<MemoryEffects::Write>();
+  if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+    return false; // decided by the nested ops
+  // Unknown effects: an op handed a buffer may touch it.
+  return llvm::any_of(op->getOperandTypes(), [](Type t) { return isa<MemRefType>(t); });
+}
+
+static bool isKernel(Operation *op) {
+  return isa<gpu::LaunchOp>(op) || (isa<scf::ParallelOp>(op) && op->getNumResults() == 0);
+}
+
+bool accessesMemoryOutsideKernels(Operation *op) {
+  bool found = false;
+  op->walk<WalkOrder::PreOrder>([&](Operation *inner) {
+    if (inner != op && isKernel(inner))
+      return WalkResult::skip();
+    if (accessesMemory(inner)) {
+      found = true;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
+bool containsKernels(Operation *op) {
+  bool found = false;
+  op->walk([&](Operation *inner) {
+    if (isa<gpu::LaunchOp, scf::ParallelOp>(inner)) {
+      found = true;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
+Value tripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) {
+  Value span = b.createOrFold<arith::SubIOp>(loc, ub, lb);
+  Value trip = b.createOrFold<arith::CeilDivSIOp>(loc, span, step);
+  return b.createOrFold<arith::MaxSIOp>(loc, trip, arith::ConstantIndexOp::create(b, loc, 0));
+}
+
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value id, ValueRange lbs, ValueRange steps,
+                               ValueRange trips) {
+  size_t d = trips.size();
+  SmallVector<Value> ivs(d);
+  Value rest = id;
+  for (size_t j = d; j-- > 0;) {
+    Value t = j == 0 ? rest : (Value)arith::RemUIOp::create(b, loc, rest, trips[j]);
+    if (j > 0)
+      rest = arith::DivUIOp::create(b, loc, rest, trips[j]);
+    ivs[j] = arith::AddIOp::create(b, loc, lbs[j], arith::MulIOp::create(b, loc, t, steps[j]));
+  }
+  return ivs;
+}
+
+} // namespace kiln::cuda

@@ -1,0 +1,33 @@
+// What the passes that form GPU launches share: which host ops touch buffers, and iteration counts.
+#ifndef KILN_PASSES_CUDA_LAUNCHUTILS_H
+#define KILN_PASSES_CUDA_LAUNCHUTILS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Operation.h"
+
+namespace kiln::cuda {
+
+/// Whether `op` itself (not counting nested ops) reads or writes memory.
+/// Allocation and deallocation are host work (they only move pointers), and so are the ops
+/// marked kHostOpAttr.
+bool accessesMemory(mlir::Operation *op);
+
+/// Whether anything in `op`, outside the parallel loops and GPU launches nested in it, touches
+/// memory: if not, `op` is host control flow around kernels.
+bool accessesMemoryOutsideKernels(mlir::Operation *op);
+
+/// Whether `op` holds a parallel loop or a GPU launch.
+bool containsKernels(mlir::Operation *op);
+
+/// The number of iterations of a loop from `lb` to `ub` by `step` (never negative), folded as
+/// built, so static bounds give a constant.
+mlir::Value tripCount(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lb, mlir::Value ub, mlir::Value step);
+
+/// The induction variables (lb + i * step for each loop) of linear iteration `id` of a loop nest
+/// with these bounds, the innermost loop varying fastest.
+llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location loc, mlir::Value id,
+                                           mlir::ValueRange lbs, mlir::ValueRange steps, mlir::ValueRange trips);
+
+} // namespace kiln::cuda
+
+#endif
