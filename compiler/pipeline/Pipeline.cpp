@@ -114,8 +114,11 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
     // Fold shapes and constants the importer left, recognize composite
     // patterns (passes/fusion/), then move weights out.
     // Layer norm before RMS norm: a centered chain is also an RMS of x - mean.
-    std::string fusions = "kiln-fuse-layer-norm,kiln-fuse-rms-norm,kiln-fuse-gelu,kiln-fuse-silu,"
-                          "kiln-fuse-attention,";
+    // Not attention for the GPU: the fused kernel is one work item per block of 16 query rows,
+    // which a GPU runs as a handful of threads (a decode step: one per head); unfused, its two
+    // products go to cuBLASLt and its softmax to block reductions.
+    std::string fusions = std::string("kiln-fuse-layer-norm,kiln-fuse-rms-norm,kiln-fuse-gelu,kiln-fuse-silu,") +
+                          (options.target == Target::Cuda ? "" : "kiln-fuse-attention,");
     return std::string("builtin.module(canonicalize,cse,kiln-fold-qdq,kiln-fold-integer-matmul,") + (options.fuse ? fusions : "") +
            (options.kvCache ? "kiln-kv-cache-in-place,kiln-last-position-logits," : "") +
            quantizePass(options) +

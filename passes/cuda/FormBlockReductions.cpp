@@ -45,8 +45,38 @@ struct Reduction {
   SmallVector<scf::ForOp> loops; // outermost first
   memref::LoadOp accumulator;
   memref::StoreOp store;
-  Operation *combine;
+  Operation *combine;      // its result is stored
+  Operation *compare;      // the arith.cmpf a select-form min or max chooses by, or null
+  Value value;             // what is folded into the accumulator
 };
+
+/// Whether `select` is max(a, b) (true) or min(a, b) (false) written as a compare and a
+/// select of the compared values, as kiln's lowering writes float max and min (a single
+/// vmaxps on x86); nullopt for another select.
+std::optional<bool> selectIsMax(arith::SelectOp select) {
+  auto compare = select.getCondition().getDefiningOp<arith::CmpFOp>();
+  if (!compare)
+    return std::nullopt;
+  Value p = select.getTrueValue(), q = select.getFalseValue();
+  bool same = compare.getLhs() == p && compare.getRhs() == q, swapped = compare.getLhs() == q && compare.getRhs() == p;
+  if (!same && !swapped)
+    return std::nullopt;
+  bool greater;
+  switch (compare.getPredicate()) {
+  case arith::CmpFPredicate::OGT: case arith::CmpFPredicate::OGE:
+  case arith::CmpFPredicate::UGT: case arith::CmpFPredicate::UGE:
+    greater = true;
+    break;
+  case arith::CmpFPredicate::OLT: case arith::CmpFPredicate::OLE:
+  case arith::CmpFPredicate::ULT: case arith::CmpFPredicate::ULE:
+    greater = false;
+    break;
+  default:
+    return std::nullopt;
+  }
+  // select(p > q, p, q) is max; swapping the compared values or the comparison makes it min.
+  return greater == same;
+}
 
 /// The value that leaves `x` unchanged under `combine`, or null for an op that is not a
 /// commutative, associative combination kiln knows.
@@ -58,6 +88,8 @@ TypedAttr identity(Operation *combine, Type type) {
       v = llvm::APFloat::getZero(sem, /*Negative=*/true); // -0 + x is x, also for x = -0
     else if (isa<arith::MulFOp>(combine))
       v = llvm::APFloat::getOne(sem);
+    else if (auto select = dyn_cast<arith::SelectOp>(combine); select && selectIsMax(select))
+      v = llvm::APFloat::getInf(sem, /*Negative=*/*selectIsMax(select));
     else if (isa<arith::MaximumFOp, arith::MaxNumFOp>(combine))
       v = llvm::APFloat::getInf(sem, /*Negative=*/true);
     else if (isa<arith::MinimumFOp, arith::MinNumFOp>(combine))
@@ -90,7 +122,7 @@ bool definedOutside(Value v, Operation *op) {
 
 /// The reduction `root` is, if it is one this pass can give blocks.
 std::optional<Reduction> match(Operation *root) {
-  Reduction r{root, dyn_cast<scf::ParallelOp>(root), {}, {}, {}, nullptr};
+  Reduction r{root, dyn_cast<scf::ParallelOp>(root), {}, {}, {}, nullptr, nullptr, {}};
   scf::ForOp outer;
   if (r.outputs) {
     if (r.outputs.getNumResults() != 0)
@@ -138,18 +170,31 @@ std::optional<Reduction> match(Operation *root) {
       }))
     return std::nullopt;
   r.combine = r.store.getValueToStore().getDefiningOp();
-  if (!r.combine || r.combine->getBlock() != body || r.combine->getNumOperands() != 2 || !r.combine->hasOneUse() ||
+  if (!r.combine || r.combine->getBlock() != body || !r.combine->hasOneUse() ||
       !identity(r.combine, r.store.getValueToStore().getType()))
     return std::nullopt;
-  for (Value operand : r.combine->getOperands()) {
+  // The two values combined: the operands, or a select's choices (its compare goes with it).
+  SmallVector<Value, 2> combined(r.combine->getOperands());
+  if (auto select = dyn_cast<arith::SelectOp>(r.combine)) {
+    r.compare = select.getCondition().getDefiningOp();
+    if (r.compare->getBlock() != body || !r.compare->hasOneUse())
+      return std::nullopt;
+    combined = {select.getTrueValue(), select.getFalseValue()};
+  }
+  if (combined.size() != 2 || combined[0] == combined[1])
+    return std::nullopt;
+  for (auto [i, operand] : llvm::enumerate(combined)) {
     auto load = operand.getDefiningOp<memref::LoadOp>();
-    if (load && load.getMemRef() == out && load.getIndices() == r.store.getIndices() && load->hasOneUse() &&
+    // The accumulator's only users are the combination (and its compare).
+    bool onlyCombined = llvm::all_of(operand.getUsers(), [&](Operation *u) { return u == r.combine || u == r.compare; });
+    if (load && load.getMemRef() == out && load.getIndices() == r.store.getIndices() && onlyCombined &&
         load->getBlock() == body) {
       r.accumulator = load;
+      r.value = combined[1 - i];
       break;
     }
   }
-  if (!r.accumulator || r.combine->getOperand(0) == r.combine->getOperand(1))
+  if (!r.accumulator)
     return std::nullopt;
   // The output is read only as the accumulator: another read would see partial results.
   for (Operation *user : out.getUsers())
@@ -287,12 +332,13 @@ struct FormBlockReductionsPass : impl::FormBlockReductionsPassBase<FormBlockRedu
     }
     auto combine = [&](Value acc, Value value) {
       IRMapping m;
-      for (Value operand : r.combine->getOperands())
-        m.map(operand, operand == r.accumulator.getResult() ? acc : value);
+      m.map(r.accumulator.getResult(), acc);
+      m.map(r.value, value);
+      if (r.compare)
+        b.clone(*r.compare, m);
       return b.clone(*r.combine, m)->getResult(0);
     };
-    Value value = r.combine->getOperand(0) == r.accumulator.getResult() ? r.combine->getOperand(1)
-                                                                        : r.combine->getOperand(0);
+    Value value = r.value;
     // Each thread's partial value: elements thread, thread + threads, ... of the reduced extent.
     Value start = arith::ConstantOp::create(b, loc, identity(r.combine, type));
     auto partial = scf::ForOp::create(b, loc, thread, reduced, blockThreads, ValueRange{start});
@@ -307,7 +353,8 @@ struct FormBlockReductionsPass : impl::FormBlockReductionsPassBase<FormBlockRedu
       }
       mapping.map(ValueRange(ivs), cuda::delinearize(b, loc, partial.getInductionVar(), lbs, steps, reducedTrips));
       for (Operation &op : r.loops.back().getBody()->without_terminator())
-        if (&op != r.accumulator.getOperation() && &op != r.combine && &op != r.store.getOperation())
+        if (&op != r.accumulator.getOperation() && &op != r.combine && &op != r.compare &&
+            &op != r.store.getOperation())
           b.clone(op, mapping);
       scf::YieldOp::create(b, loc, combine(partial.getRegionIterArgs().front(), mapping.lookupOrDefault(value)));
     }

@@ -115,6 +115,115 @@ bool writes(Operation *op, Value buffer) {
   return false;
 }
 
+/// Whether the host can compute `v` without reading a buffer's elements: constants, @main's
+/// arguments, buffers (their descriptors are host values), and pure ops of such values (sizes,
+/// index arithmetic).
+bool hostComputable(Value v, llvm::DenseMap<Value, bool> &known) {
+  if (auto it = known.find(v); it != known.end())
+    return it->second;
+  bool result = false;
+  if (isa<MemRefType>(v.getType())) {
+    result = true;
+  } else if (isa<BlockArgument>(v)) {
+    result = isa<func::FuncOp>(v.getParentRegion()->getParentOp());
+  } else {
+    Operation *def = v.getDefiningOp();
+    known[v] = false; // no cycles in SSA, but keep the recursion finite on any input
+    result = def->getNumRegions() == 0 && isMemoryEffectFree(def) &&
+             llvm::all_of(def->getOperands(), [&](Value o) { return hostComputable(o, known); });
+  }
+  return known[v] = result;
+}
+
+/// The buffer `v` is a view of (through any chain of views), or `v` itself.
+Value rootBuffer(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// The byte range [first, end) of a `memref.view` at a constant shift with a static shape.
+std::optional<std::pair<int64_t, int64_t>> viewBytes(Value v) {
+  auto view = v.getDefiningOp<memref::ViewOp>();
+  if (!view || !view.getSizes().empty())
+    return std::nullopt;
+  std::optional<int64_t> shift = getConstantIntValue(view.getByteShift());
+  auto type = view.getType();
+  if (!shift || !type.hasStaticShape() || !type.getLayout().isIdentity())
+    return std::nullopt;
+  return std::make_pair(*shift, *shift + type.getNumElements() * int64_t(cuda::elementBytes(type.getElementType())));
+}
+
+/// Whether buffers `a` and `b` share no byte: two static views at constant shifts into the same
+/// buffer (the memory plan's arena) whose ranges do not meet.
+bool disjoint(Value a, Value b) {
+  auto x = viewBytes(a), y = viewBytes(b);
+  return x && y && a.getDefiningOp<memref::ViewOp>().getSource() == b.getDefiningOp<memref::ViewOp>().getSource() &&
+         (x->second <= y->first || y->second <= x->first);
+}
+
+/// Replaces each load, at constant indices, of what the same block stored there before from
+/// a host value (a size written into a buffer, then read for a reshape or a loop bound), with
+/// no write that may reach it in between, by that value. Without this the host would read the
+/// value back from the device, waiting for the GPU, when it computed it itself. Writes are
+/// found through the SSA uses of the buffer the load reads from (an allocation, or the arena)
+/// and of all views of it; a write to a view whose bytes provably do not meet the load's
+/// (another scalar of the arena) does not count.
+void forwardHostStores(Block &block) {
+  llvm::DenseMap<Value, bool> known;
+  auto constants = [](ValueRange indices) -> std::optional<SmallVector<int64_t>> {
+    SmallVector<int64_t> out;
+    for (Value i : indices) {
+      std::optional<int64_t> c = getConstantIntValue(i);
+      if (!c)
+        return std::nullopt;
+      out.push_back(*c);
+    }
+    return out;
+  };
+  // The buffer and the views of it (transitively).
+  auto aliases = [](Value buffer) {
+    SmallVector<Value> all = {buffer};
+    for (size_t i = 0; i < all.size(); ++i)
+      for (Operation *user : all[i].getUsers())
+        if (auto view = dyn_cast<ViewLikeOpInterface>(user); view && view.getViewSource() == all[i])
+          llvm::append_range(all, user->getResults());
+    return all;
+  };
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    auto load = dyn_cast<memref::LoadOp>(op);
+    if (!load)
+      continue;
+    Value root = rootBuffer(load.getMemRef());
+    Operation *rootDef = root.getDefiningOp();
+    if (!rootDef || !isa<memref::AllocOp, cpu::WorkspaceOp>(rootDef) || rootDef->getBlock() != &block)
+      continue;
+    std::optional<SmallVector<int64_t>> at = constants(load.getIndices());
+    if (!at)
+      continue;
+    SmallVector<Value> views = aliases(root);
+    for (Operation *before = load->getPrevNode(); before && before != rootDef; before = before->getPrevNode()) {
+      auto store = dyn_cast<memref::StoreOp>(before);
+      if (store && store.getMemRef() == load.getMemRef()) {
+        std::optional<SmallVector<int64_t>> where = constants(store.getIndices());
+        if (!where)
+          break;
+        if (*where != *at)
+          continue;
+        if (hostComputable(store.getValueToStore(), known)) {
+          load.replaceAllUsesWith(store.getValueToStore());
+          load.erase();
+        }
+        break;
+      }
+      if (store && disjoint(store.getMemRef(), load.getMemRef()))
+        continue;
+      if (llvm::any_of(views, [&](Value v) { return writes(before, v); }))
+        break;
+    }
+  }
+}
+
 struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> {
   func::FuncOp main;
 
@@ -140,6 +249,7 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
 
   /// Forms the launches of one host block, recursing into host control flow.
   LogicalResult processBlock(Block &block) {
+    forwardHostStores(block);
     SmallVector<Operation *> group; // ops for the next one-thread launch, in order
     llvm::SmallPtrSet<Operation *, 16> inGroup;
     auto flush = [&](Operation *before) -> LogicalResult {

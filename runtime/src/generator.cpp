@@ -165,7 +165,10 @@ kiln_error *runStep(kiln_generator &g, const std::vector<int64_t> &tokens, const
   const int64_t *shape = kiln_tensor_shape(logits);
   const int64_t rows = shape[1];
   if (shape[0] != b || (rows != len && rows != 1) || shape[2] != g.vocab)
-    return makeError(KILN_ERROR_INTERNAL, "logits came back with an unexpected shape");
+    return makeError(KILN_ERROR_INTERNAL, "logits came back with shape [" + std::to_string(shape[0]) + ", " +
+                                              std::to_string(rows) + ", " + std::to_string(shape[2]) + "], expected [" +
+                                              std::to_string(b) + ", " + std::to_string(len) + " or 1, " +
+                                              std::to_string(g.vocab) + "]");
   const float *data = static_cast<const float *>(kiln_tensor_data_const(logits));
   g.logits.resize(size_t(b) * g.vocab);
   for (int64_t s = 0; s < b; ++s)

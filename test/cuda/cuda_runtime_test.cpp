@@ -352,7 +352,8 @@ TEST(CudaRuntime, DecodingKeepsTheCachesOnTheDevice) {
   const int32_t prompt[] = {5, 17, 42};
   const int32_t *prompts[] = {prompt};
   const size_t lengths[] = {3};
-  ASSERT_EQ(kiln_generator_start(g, prompts, lengths, 1, nullptr), nullptr);
+  kiln_error *started = kiln_generator_start(g, prompts, lengths, 1, nullptr);
+  ASSERT_EQ(started, nullptr) << kiln_error_message(started);
   const int64_t cacheBytes = st->bytes_set;
   EXPECT_GT(cacheBytes, 0) << "the caches were not cleared on the device";
   const int64_t upAfterPrefill = st->bytes_to_device;

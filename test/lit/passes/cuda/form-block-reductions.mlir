@@ -78,6 +78,52 @@ func.func @main(%x: memref<8x100xf16>, %out: memref<8xf16>) {
 
 // -----
 
+// kiln's float max and min are a compare and a select of the compared values: the compare goes
+// with the combination: select(a > b, a, b) is a max (identity -inf), select(a > b, b, a) a min
+// (identity +inf).
+// CHECK-LABEL: func @main
+// LAUNCH-LABEL: func @main
+// CHECK-DAG: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK-DAG: %[[INF:.*]] = arith.constant 0x7F800000 : f32
+// CHECK: gpu.launch
+// CHECK: scf.for {{.*}} iter_args(%[[A:.*]] = %[[NEGINF]])
+// CHECK: %[[GT:.*]] = arith.cmpf ogt, %[[A]], %[[X:.*]] : f32
+// CHECK: arith.select %[[GT]], %[[A]], %[[X]]
+// CHECK: arith.cmpf ogt
+// CHECK-NEXT: arith.select
+// CHECK: gpu.launch
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[INF]])
+// CHECK: arith.cmpf ogt
+func.func @main(%x: memref<8x512xf32>, %max: memref<8xf32>, %min: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c512 = arith.constant 512 : index
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    scf.for %k = %c0 to %c512 step %c1 {
+      %v = memref.load %x[%i, %k] : memref<8x512xf32>
+      %a = memref.load %max[%i] : memref<8xf32>
+      %gt = arith.cmpf ogt, %a, %v : f32
+      %m = arith.select %gt, %a, %v : f32
+      memref.store %m, %max[%i] : memref<8xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    scf.for %k = %c0 to %c512 step %c1 {
+      %v = memref.load %x[%i, %k] : memref<8x512xf32>
+      %a = memref.load %min[%i] : memref<8xf32>
+      %gt = arith.cmpf ogt, %a, %v : f32
+      %m = arith.select %gt, %v, %a : f32
+      memref.store %m, %min[%i] : memref<8xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
 // Sizes known only at run time: the host picks the block launch when there are fewer than 32768
 // outputs and at least 64 reduced elements, the loop nest as it was otherwise.
 // CHECK-LABEL: func @main
@@ -171,8 +217,8 @@ func.func @main(%x: memref<?xf32>, %out: memref<f32>) {
 // -----
 
 // A reduced extent of 8 and a sum of 65536 columns stay one thread per output; a loop that stores
-// where it reads along (a scan), two accumulators, and a combination that is not associative are
-// no reductions for blocks.
+// where it reads along (a scan), two accumulators, a select of values other than the compared ones
+// and a combination that is not associative are no reductions for blocks.
 // CHECK-LABEL: func @main
 // LAUNCH-LABEL: func @main
 // CHECK-NOT: gpu.launch
@@ -219,6 +265,14 @@ func.func @main(%x: memref<1024x8xf32>, %short: memref<1024xf32>, %y: memref<64x
     %m = arith.maximumf %v, %b : f32
     memref.store %s, %two[%c0] : memref<2xf32>
     memref.store %m, %two[%c1] : memref<2xf32>
+  }
+  scf.for %k = %c0 to %c1024 step %c1 {
+    %v = memref.load %scan[%k] : memref<1024xf32>
+    %a = memref.load %sub[] : memref<f32>
+    %w = arith.negf %v : f32
+    %gt = arith.cmpf ogt, %a, %v : f32
+    %m = arith.select %gt, %a, %w : f32
+    memref.store %m, %sub[] : memref<f32>
   }
   scf.for %k = %c0 to %c1024 step %c1 {
     %v = memref.load %scan[%k] : memref<1024xf32>

@@ -253,3 +253,53 @@ func.func @main(%s: memref<4xi128>, %out: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+// Sizes the host stored into arena scalars and a shape buffer, then loaded back, are forwarded
+// on the host instead of read back from the device: a store to another, disjoint scalar of the
+// arena does not stop it. A store whose bytes may meet the load's (a dynamic view of the arena)
+// does, and so does a value the host does not have (an element): those are read back (field 11).
+// CHECK-LABEL: func @main
+// CHECK: %[[N:.*]] = arith.index_cast %{{.*}} : index to i64
+// CHECK: %[[M:.*]] = arith.subi %[[N]], %c1_i64
+// CHECK: %[[K:.*]] = arith.index_cast %[[M]] : i64 to index
+// CHECK: memref.alloc(%[[K]])
+// CHECK: gpu.launch
+// CHECK: llvm.getelementptr %arg0[0, 11]
+// CHECK: llvm.getelementptr %arg0[0, 11]
+// CHECK-NOT: llvm.getelementptr %arg0[0, 11]
+func.func @main(%x: memref<?xf32>, %y: memref<?xi8>) -> (memref<?xf32>, memref<?xf32>, memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %y, %c0 : memref<?xi8>
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %c1_i64 = arith.constant 1 : i64
+  %arena = kiln_cpu.workspace %c64 : memref<?xi8>
+  %a = memref.view %arena[%c0][] : memref<?xi8> to memref<i64>
+  %b = memref.view %arena[%c8][] : memref<?xi8> to memref<i64>
+  %d = memref.dim %x, %c0 : memref<?xf32>
+  %di = arith.index_cast %d : index to i64
+  memref.store %di, %a[] : memref<i64>
+  %l = memref.load %a[] : memref<i64>
+  %s = arith.subi %l, %c1_i64 : i64
+  memref.store %s, %b[] : memref<i64>
+  %l2 = memref.load %b[] : memref<i64>
+  %k = arith.index_cast %l2 : i64 to index
+  %out = memref.alloc(%k) : memref<?xf32>
+  // Overlapping: a dynamic view of the arena is written between the store and the load.
+  %e = memref.view %arena[%n][] : memref<?xi8> to memref<i64>
+  memref.store %di, %a[] : memref<i64>
+  memref.store %c1_i64, %e[] : memref<i64>
+  %l3 = memref.load %a[] : memref<i64>
+  %k3 = arith.index_cast %l3 : i64 to index
+  %out3 = memref.alloc(%k3) : memref<?xf32>
+  // An element: not a host value.
+  %v = memref.load %x[%c0] : memref<?xf32>
+  %vi = arith.fptosi %v : f32 to i64
+  memref.store %vi, %b[] : memref<i64>
+  %l4 = memref.load %b[] : memref<i64>
+  %k4 = arith.index_cast %l4 : i64 to index
+  %out4 = memref.alloc(%k4) : memref<?xf32>
+  return %out, %out3, %out4 : memref<?xf32>, memref<?xf32>, memref<?xf32>
+}
