@@ -15,6 +15,7 @@
 #include "dialects/cpu/IR/Cpu.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
@@ -162,6 +163,19 @@ bool disjoint(Value a, Value b) {
          (x->second <= y->first || y->second <= x->first);
 }
 
+/// Whether an op in `op` takes `buffer`'s address out of the memref world (a pointer for a
+/// runtime call such as the gemm's), after which a write through it is not an SSA use.
+bool leaksAddress(Operation *op, Value buffer) {
+  return llvm::any_of(buffer.getUsers(), [&](Operation *user) {
+    return op->isAncestor(user) && isa<memref::ExtractAlignedPointerAsIndexOp, memref::ExtractStridedMetadataOp>(user);
+  });
+}
+
+/// Whether `op` is or holds a call, which may write any memory whose address it was given.
+bool containsCall(Operation *op) {
+  return op->walk([](CallOpInterface) { return WalkResult::interrupt(); }).wasInterrupted();
+}
+
 /// Replaces each load, at constant indices, of what the same block stored there before from
 /// a host value (a size written into a buffer, then read for a reshape or a loop bound), with
 /// no write that may reach it in between, by that value. Without this the host would read the
@@ -218,7 +232,8 @@ void forwardHostStores(Block &block) {
       }
       if (store && disjoint(store.getMemRef(), load.getMemRef()))
         continue;
-      if (llvm::any_of(views, [&](Value v) { return writes(before, v); }))
+      if (llvm::any_of(views, [&](Value v) { return writes(before, v) || leaksAddress(before, v); }) ||
+          containsCall(before))
         break;
     }
   }

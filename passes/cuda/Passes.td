@@ -94,7 +94,12 @@ def FormGpuLaunchesPass : Pass<"kiln-form-gpu-launches", "::mlir::ModuleOp"> {
     after the launch with the context's `device_read` (which waits for the
     launches before it). A `memref.reshape`'s shape buffer is copied to host
     memory the same way. A value that fits no slot (a buffer chosen by
-    tensor data) is an error naming the op.
+    tensor data) is an error naming the op. Before any of this, a load at
+    constant indices of what the same host block stored there from a value
+    the host computes (sizes in arena scalars or shape buffers) is replaced
+    by that value when no write through the buffer or its views may reach
+    it in between, so the host does not wait for the GPU to give back what
+    it knew. Launches formed before (kiln-form-block-reductions) are kept.
     Ops that use strings (`kiln_cpu.string_*`, whose bytes are host memory)
     run on the host: each buffer they use is copied to a host mirror with
     `device_read` before, the mirrors they write are copied back with

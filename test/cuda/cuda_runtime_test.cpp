@@ -417,14 +417,19 @@ std::vector<float> runMatmul(kiln_session *s, std::string *error) {
   return y;
 }
 
+// The mock driver, the mock cuBLASLt (counters reset) and a session of the MatMul artifact.
+bool openMatmulOnMockBlas(MockStats **st, kiln_mock_cublaslt_stats_t **blas, kiln_model **m, kiln_session **s) {
+  *st = useMock();
+  *blas = useMockBlas();
+  return *st && *blas && openSession(KILN_CUDA_MATMUL_SM90, m, s);
+}
+
 TEST(CudaRuntime, MatrixProductsGoToCuBlasLt) {
-  MockStats *st = useMock();
-  kiln_mock_cublaslt_stats_t *blas = useMockBlas();
-  ASSERT_NE(st, nullptr);
-  ASSERT_NE(blas, nullptr);
+  MockStats *st = nullptr;
+  kiln_mock_cublaslt_stats_t *blas = nullptr;
   kiln_model *m = nullptr;
   kiln_session *s = nullptr;
-  ASSERT_TRUE(openSession(KILN_CUDA_MATMUL_SM90, &m, &s));
+  ASSERT_TRUE(openMatmulOnMockBlas(&st, &blas, &m, &s));
   std::string error;
   for (int run = 0; run < 3; ++run)
     ASSERT_EQ(runMatmul(s, &error).size(), 12u) << error;
@@ -486,13 +491,11 @@ TEST(CudaRuntime, DeclinedProductsRunKilnsKernels) {
 }
 
 TEST(CudaRuntime, FailedProductFailsTheRunOnly) {
-  MockStats *st = useMock();
-  kiln_mock_cublaslt_stats_t *blas = useMockBlas();
-  ASSERT_NE(st, nullptr);
-  ASSERT_NE(blas, nullptr);
+  MockStats *st = nullptr;
+  kiln_mock_cublaslt_stats_t *blas = nullptr;
   kiln_model *m = nullptr;
   kiln_session *s = nullptr;
-  ASSERT_TRUE(openSession(KILN_CUDA_MATMUL_SM90, &m, &s));
+  ASSERT_TRUE(openMatmulOnMockBlas(&st, &blas, &m, &s));
   setenv("KILN_MOCK_CUBLASLT_FAIL", "1", 1);
   std::string error;
   EXPECT_TRUE(runMatmul(s, &error).empty());

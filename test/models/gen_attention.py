@@ -59,13 +59,17 @@ def const(name, value, dtype):
     return numpy_helper.from_array(np.array(value, dtype=dtype), name)
 
 
+# The producer recorded in each model; gen_reductions.py, which writes its models with save(), sets its own.
+PRODUCER = "kiln test/models/gen_attention.py"
+
+
 def save(name, nodes, inputs, outputs, initializers, data_sets, opset=17):
     """inputs/outputs: (name, elem_type, shape with str dims); data_sets: [[arrays in], [arrays out]]."""
     vi = lambda n, t, s: helper.make_tensor_value_info(n, t, s)
     graph = helper.make_graph(nodes, name, [vi(*i) for i in inputs], [vi(*o) for o in outputs],
                               initializer=initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                              producer_name="kiln test/models/gen_attention.py")
+                              producer_name=PRODUCER)
     model.ir_version = 8
     onnx.checker.check_model(model)
     d = os.path.join(OUT, name)

@@ -259,7 +259,8 @@ func.func @main(%s: memref<4xi128>, %out: memref<4xf32>) {
 // Sizes the host stored into arena scalars and a shape buffer, then loaded back, are forwarded
 // on the host instead of read back from the device: a store to another, disjoint scalar of the
 // arena does not stop it. A store whose bytes may meet the load's (a dynamic view of the arena)
-// does, and so does a value the host does not have (an element): those are read back (field 11).
+// does, a call in between does, and so does a value the host does not have (an element): those
+// are read back (field 11).
 // CHECK-LABEL: func @main
 // CHECK: %[[N:.*]] = arith.index_cast %{{.*}} : index to i64
 // CHECK: %[[M:.*]] = arith.subi %[[N]], %c1_i64
@@ -268,7 +269,9 @@ func.func @main(%s: memref<4xi128>, %out: memref<4xf32>) {
 // CHECK: gpu.launch
 // CHECK: llvm.getelementptr %arg0[0, 11]
 // CHECK: llvm.getelementptr %arg0[0, 11]
+// CHECK: llvm.getelementptr %arg0[0, 11]
 // CHECK-NOT: llvm.getelementptr %arg0[0, 11]
+func.func private @opaque()
 func.func @main(%x: memref<?xf32>, %y: memref<?xi8>) -> (memref<?xf32>, memref<?xf32>, memref<?xf32>) {
   %c0 = arith.constant 0 : index
   %n = memref.dim %y, %c0 : memref<?xi8>
@@ -294,6 +297,13 @@ func.func @main(%x: memref<?xf32>, %y: memref<?xi8>) -> (memref<?xf32>, memref<?
   %l3 = memref.load %a[] : memref<i64>
   %k3 = arith.index_cast %l3 : i64 to index
   %out3 = memref.alloc(%k3) : memref<?xf32>
+  // A call between: it may write whatever memory it has an address of.
+  memref.store %di, %a[] : memref<i64>
+  func.call @opaque() : () -> ()
+  %l5 = memref.load %a[] : memref<i64>
+  %k5 = arith.index_cast %l5 : i64 to index
+  %out5 = memref.alloc(%k5) : memref<?xf32>
+  memref.dealloc %out5 : memref<?xf32>
   // An element: not a host value.
   %v = memref.load %x[%c0] : memref<?xf32>
   %vi = arith.fptosi %v : f32 to i64
