@@ -163,10 +163,36 @@ print("%d of %d tokens as fp32 before the first difference" % (n, len(b)))' "$go
 done
 echo '```' >> "$report"
 
+# 5. Where the time goes: kiln's launches of a BERT and a GPT forward pass on the GPU, by total time
+#    (each launch timed with CUDA events; products through cuBLASLt are not launches of kiln's).
+echo "[gpu-check] profiles"
+{
+  echo
+  echo "## Profiles: kiln's kernels by total time (20 runs after 3 warm-up runs)"
+} >> "$report"
+for name in bert gpt; do
+  dir=bench/models/out/$name
+  [ -f "$dir/model.onnx" ] || continue
+  if build/bin/kiln-compile --quiet --target=cuda --gpu-arch=$arch "$dir/model.onnx" -o "$out/$name-profile.kiln" \
+      > "$out/$name-profile.log" 2>&1; then
+    build/bin/kiln-run "$out/$name-profile.kiln" --test-data-dir "$dir/test_data_set_0" --quiet \
+      --iterations 20 --warmup 3 --profile-summary >> "$out/$name-profile.log" 2>&1 || status=1
+  else
+    status=1
+  fi
+  {
+    echo
+    echo "### bench:$name"
+    echo '```'
+    head -30 "$out/$name-profile.log"
+    echo '```'
+  } >> "$report"
+done
+
 {
   echo
   echo "## Not checked"
-  echo "- Memory bandwidth of the kernels: the profiler does not time GPU kernels yet."
+  echo "- GB/s of each kernel: GPU kernels carry no flop or byte estimates yet (the profile has their times)."
   echo "- cuBLASLt's own time: products are not in the profile (only kiln's launches are)."
 } >> "$report"
 cat "$report"

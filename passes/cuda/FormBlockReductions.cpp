@@ -48,6 +48,8 @@ struct Reduction {
   Operation *combine;      // its result is stored
   Operation *compare;      // the arith.cmpf a select-form min or max chooses by, or null
   Value value;             // what is folded into the accumulator
+  Operation *fill = nullptr; // the loop nest (or store) right before that sets every output
+  Value fillValue;           // to this value, from outside it
 };
 
 /// Whether `select` is max(a, b) (true) or min(a, b) (false) written as a compare and a
@@ -122,7 +124,7 @@ bool definedOutside(Value v, Operation *op) {
 
 /// The reduction `root` is, if it is one this pass can give blocks.
 std::optional<Reduction> match(Operation *root) {
-  Reduction r{root, dyn_cast<scf::ParallelOp>(root), {}, {}, {}, nullptr, nullptr, {}};
+  Reduction r{root, dyn_cast<scf::ParallelOp>(root), {}, {}, {}, nullptr, nullptr, {}, nullptr, {}};
   scf::ForOp outer;
   if (r.outputs) {
     if (r.outputs.getNumResults() != 0)
@@ -203,6 +205,40 @@ std::optional<Reduction> match(Operation *root) {
   return r;
 }
 
+/// Finds `r`'s fill: right before it (host arithmetic between aside), a parallel loop over the
+/// same outputs, or for one output a store, that stores one value from outside into each output
+/// `r` reduces into. The block launch then starts its first thread from that value instead of
+/// reading the output, and the fill's launch goes away.
+void findFill(Reduction &r) {
+  Operation *prev = r.root->getPrevNode();
+  while (prev && prev->getNumRegions() == 0 && isMemoryEffectFree(prev))
+    prev = prev->getPrevNode();
+  if (!prev)
+    return;
+  Value out = r.store.getMemRef();
+  memref::StoreOp store;
+  if (r.outputs) {
+    auto fill = dyn_cast<scf::ParallelOp>(prev);
+    if (!fill || fill.getNumResults() != 0 || fill.getLowerBound() != r.outputs.getLowerBound() ||
+        fill.getUpperBound() != r.outputs.getUpperBound() || fill.getStep() != r.outputs.getStep() ||
+        fill.getBody()->getOperations().size() != 2)
+      return;
+    store = dyn_cast<memref::StoreOp>(fill.getBody()->front());
+    // Both at their loops' induction variables, in order: the same element for the same iteration.
+    if (!store || !llvm::equal(store.getIndices(), fill.getInductionVars()) ||
+        !llvm::equal(r.store.getIndices(), r.outputs.getInductionVars()))
+      return;
+  } else {
+    store = dyn_cast<memref::StoreOp>(prev);
+    if (!store || !llvm::equal(store.getIndices(), r.store.getIndices()))
+      return;
+  }
+  if (store.getMemRef() != out || !definedOutside(store.getValueToStore(), prev))
+    return;
+  r.fill = prev;
+  r.fillValue = store.getValueToStore();
+}
+
 /// Whether the innermost reduced dim walks the last index of a buffer the body reads, so the
 /// threads of a block read neighbouring elements.
 bool readsAlongLastIndex(Reduction &r) {
@@ -278,9 +314,12 @@ struct FormBlockReductionsPass : impl::FormBlockReductionsPassBase<FormBlockRedu
     // A reduction to one element would otherwise be a one-thread launch: a block is never slower
     // by much, so it needs no choice at run time (which, around a one-thread launch, would put
     // the block launch inside it).
+    findFill(r);
     if ((staticOutputs && staticReduced) || !r.outputs) {
       launchBlocks(b, r, outputs, outputTrips, reduced, reducedTrips, threads);
       r.root->erase();
+      if (r.fill)
+        r.fill->erase();
       return;
     }
     // Sizes known at run time: the host picks one of the two launches.
@@ -296,6 +335,8 @@ struct FormBlockReductionsPass : impl::FormBlockReductionsPassBase<FormBlockRedu
     auto choice = scf::IfOp::create(b, loc, pick, /*withElseRegion=*/true);
     b.setInsertionPoint(choice.thenBlock()->getTerminator());
     launchBlocks(b, r, outputs, outputTrips, reduced, reducedTrips, threads);
+    if (r.fill)
+      r.fill->moveBefore(choice.elseBlock()->getTerminator()); // the one-thread nest still needs it
     r.root->moveBefore(choice.elseBlock()->getTerminator());
   }
 
@@ -375,14 +416,14 @@ struct FormBlockReductionsPass : impl::FormBlockReductionsPassBase<FormBlockRedu
       }
       gpu::BarrierOp::create(b, loc);
     }
-    // The first thread folds the block's value into the output.
+    // The first thread folds the block's value into the output (or into the fill's value).
     auto first = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread, zero),
                                    /*withElseRegion=*/false);
     b.setInsertionPoint(first.thenBlock()->getTerminator());
     SmallVector<Value> at;
     for (Value i : r.store.getIndices())
       at.push_back(mapping.lookupOrDefault(i));
-    Value old = memref::LoadOp::create(b, loc, r.store.getMemRef(), at);
+    Value old = r.fill ? r.fillValue : (Value)memref::LoadOp::create(b, loc, r.store.getMemRef(), at);
     Value total = memref::LoadOp::create(b, loc, shared, ValueRange{zero});
     memref::StoreOp::create(b, loc, combine(old, total), r.store.getMemRef(), at);
     b.setInsertionPointAfter(launch);

@@ -54,7 +54,11 @@ def FormBlockReductionsPass : Pass<"kiln-form-block-reductions", "::mlir::Module
     thread folds the elements thread, thread + T, ... of the reduced extent
     from the combination's identity, the block halves its T partial values
     in shared memory (a workgroup attribution) with barriers between steps,
-    and thread 0 stores `combine(out[i], total)`.
+    and thread 0 stores `combine(out[i], total)`. When the op right before
+    (host arithmetic aside) fills every output with one value from outside
+    (a parallel loop over the same outputs, or a store for a single one),
+    thread 0 stores `combine(fill, total)` instead and the fill is dropped
+    (kept before the one-thread nest when the host picks at run time).
     It applies when the reduced extent has at least 64 elements and there are
     fewer than 32768 outputs, and, with many outputs, only when the innermost
     reduced dim is the last index of a buffer the body reads (neighbouring

@@ -124,6 +124,85 @@ func.func @main(%x: memref<8x512xf32>, %max: memref<8xf32>, %min: memref<8xf32>)
 
 // -----
 
+// A fill of the outputs right before the reduction goes into the block launch: thread 0 folds
+// the total into the fill's value without reading the output, and the fill's loop is gone. When
+// the host picks at run time, the one-thread branch keeps the fill before its nest. A reduction to
+// one element takes a scalar store before it the same way.
+// CHECK-LABEL: func @main
+// LAUNCH-LABEL: func @main
+// CHECK-DAG: %[[LOW:.*]] = arith.constant -3.40282347E+38 : f32
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NOT: scf.parallel
+// CHECK: gpu.launch
+// CHECK: arith.cmpi eq
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: %[[T:.*]] = memref.load %{{.*}}[%c0] : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[GT:.*]] = arith.cmpf ogt, %[[LOW]], %[[T]]
+// CHECK-NEXT: %[[M:.*]] = arith.select %[[GT]], %[[LOW]], %[[T]]
+// CHECK-NEXT: memref.store %[[M]], %arg1[%{{.*}}] : memref<8xf32>
+// CHECK: scf.if
+// CHECK: gpu.launch
+// CHECK: arith.addf %{{.*}}, %[[ZERO]] : f32
+// CHECK-NEXT: memref.store {{.*}} : memref<?xf32>
+// CHECK: } else {
+// CHECK-NEXT: scf.parallel
+// CHECK: memref.store %[[ZERO]]
+// CHECK: scf.parallel
+// CHECK: scf.for
+// CHECK: gpu.launch
+// CHECK: arith.addf %{{.*}}, %[[ZERO]] : f32
+// CHECK-NEXT: memref.store {{.*}} : memref<f32>
+func.func @main(%x: memref<8x512xf32>, %max: memref<8xf32>, %y: memref<?x?xf32>, %sum: memref<?xf32>,
+                %all: memref<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c512 = arith.constant 512 : index
+  %low = arith.constant -3.40282347E+38 : f32
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    memref.store %low, %max[%i] : memref<8xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    scf.for %k = %c0 to %c512 step %c1 {
+      %v = memref.load %x[%i, %k] : memref<8x512xf32>
+      %a = memref.load %max[%i] : memref<8xf32>
+      %gt = arith.cmpf ogt, %a, %v : f32
+      %m = arith.select %gt, %a, %v : f32
+      memref.store %m, %max[%i] : memref<8xf32>
+    }
+    scf.reduce
+  }
+  %n = memref.dim %y, %c0 : memref<?x?xf32>
+  %k = memref.dim %y, %c1 : memref<?x?xf32>
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    memref.store %zero, %sum[%i] : memref<?xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    scf.for %j = %c0 to %k step %c1 {
+      %v = memref.load %y[%i, %j] : memref<?x?xf32>
+      %a = memref.load %sum[%i] : memref<?xf32>
+      %s = arith.addf %a, %v : f32
+      memref.store %s, %sum[%i] : memref<?xf32>
+    }
+    scf.reduce
+  }
+  memref.store %zero, %all[] : memref<f32>
+  scf.for %i = %c0 to %c8 step %c1 {
+    scf.for %j = %c0 to %c512 step %c1 {
+      %v = memref.load %x[%i, %j] : memref<8x512xf32>
+      %a = memref.load %all[] : memref<f32>
+      %s = arith.addf %a, %v : f32
+      memref.store %s, %all[] : memref<f32>
+    }
+  }
+  return
+}
+
+// -----
+
 // Sizes known only at run time: the host picks the block launch when there are fewer than 32768
 // outputs and at least 64 reduced elements, the loop nest as it was otherwise.
 // CHECK-LABEL: func @main
@@ -287,12 +366,12 @@ func.func @main(%x: memref<1024x8xf32>, %short: memref<1024xf32>, %y: memref<64x
 
 // 64 columns of 4096 rows: few outputs, so blocks even though each thread reads a strided column.
 // Inside host control flow around kernels (as kiln-call-device-gemm leaves its fallback) the
-// reduction gets blocks too.
+// reduction gets blocks too, and takes in the fill before it.
 // CHECK-LABEL: func @main
 // LAUNCH-LABEL: func @main
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c64
 // CHECK: scf.if
-// CHECK: scf.parallel
+// CHECK-NOT: scf.parallel
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c64
 func.func @main(%y: memref<4096x64xf32>, %out: memref<64xf32>, %z: memref<?xf32>) {
   %c0 = arith.constant 0 : index
