@@ -136,6 +136,62 @@ bool hostComputable(Value v, llvm::DenseMap<Value, bool> &known) {
   return known[v] = result;
 }
 
+/// A buffer seen through static subviews and casts: the buffer below them, and the static
+/// strides and offset of `memref` counted from that buffer's base pointer (a subview keeps the
+/// pointer and counts its offset from it).
+struct StaticView {
+  Value base;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+};
+std::optional<StaticView> staticView(Value memref) {
+  auto staticLayout = [](Value m, SmallVectorImpl<int64_t> &strides, int64_t &offset) {
+    return succeeded(cast<MemRefType>(m.getType()).getStridesAndOffset(strides, offset)) &&
+           !ShapedType::isDynamic(offset) && !llvm::any_of(strides, ShapedType::isDynamic);
+  };
+  StaticView view;
+  if (!staticLayout(memref, view.strides, view.offset))
+    return std::nullopt;
+  view.base = memref;
+  while (isa_and_nonnull<memref::SubViewOp, memref::CastOp>(view.base.getDefiningOp()))
+    view.base = view.base.getDefiningOp()->getOperand(0);
+  SmallVector<int64_t> baseStrides;
+  int64_t baseOffset;
+  if (!staticLayout(view.base, baseStrides, baseOffset))
+    return std::nullopt;
+  return view;
+}
+
+/// The element an access at constant indices touches: the buffer below the subviews and the
+/// element's offset from its base pointer.
+std::optional<std::pair<Value, int64_t>> accessedElement(Value memref, ValueRange indices) {
+  std::optional<StaticView> view = staticView(memref);
+  if (!view)
+    return std::nullopt;
+  int64_t at = view->offset;
+  for (auto [index, stride] : llvm::zip(indices, view->strides)) {
+    std::optional<int64_t> c = getConstantIntValue(index);
+    if (!c)
+      return std::nullopt;
+    at += *c * stride;
+  }
+  return std::make_pair(view->base, at);
+}
+
+/// Whether no element of `memref`, a static subview of `base`, is element `element` of `base`:
+/// the element lies before its first or after its last (positive strides).
+bool missesElement(Value memref, Value base, int64_t element) {
+  std::optional<StaticView> view = staticView(memref);
+  auto type = cast<MemRefType>(memref.getType());
+  if (!view || view->base != base || !type.hasStaticShape() || type.getNumElements() == 0 ||
+      llvm::any_of(view->strides, [](int64_t s) { return s <= 0; }))
+    return false;
+  int64_t last = view->offset;
+  for (auto [size, stride] : llvm::zip(type.getShape(), view->strides))
+    last += (size - 1) * stride;
+  return element < view->offset || element > last;
+}
+
 /// The buffer `v` is a view of (through any chain of views), or `v` itself.
 Value rootBuffer(Value v) {
   while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
@@ -183,18 +239,35 @@ bool containsCall(Operation *op) {
 /// found through the SSA uses of the buffer the load reads from (an allocation, or the arena)
 /// and of all views of it; a write to a view whose bytes provably do not meet the load's
 /// (another scalar of the arena) does not count.
+/// Replaces the block's loads, at constant indices, of a constant global's elements by the
+/// constants: the compiler knows them, and a load would be a kernel whose value the host reads back.
+void foldConstantGlobalLoads(Block &block) {
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    auto load = dyn_cast<memref::LoadOp>(op);
+    auto get = load ? load.getMemRef().getDefiningOp<memref::GetGlobalOp>() : nullptr;
+    auto global = get ? SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(get, get.getNameAttr()) : nullptr;
+    auto values = global && global.getConstant() ? dyn_cast_or_null<DenseElementsAttr>(global.getConstantInitValue())
+                                                 : DenseElementsAttr();
+    if (!values || !get.getType().hasStaticShape())
+      continue;
+    int64_t linear = 0;
+    bool known = true;
+    for (auto [index, size] : llvm::zip(load.getIndices(), get.getType().getShape())) {
+      std::optional<int64_t> c = getConstantIntValue(index);
+      known &= c && *c >= 0 && *c < size;
+      linear = linear * size + (c ? *c : 0);
+    }
+    auto element = known ? dyn_cast<TypedAttr>(values.getValues<Attribute>()[linear]) : TypedAttr();
+    if (!element || element.getType() != load.getType())
+      continue;
+    OpBuilder b(load);
+    load.replaceAllUsesWith(arith::ConstantOp::create(b, load.getLoc(), element).getResult());
+    load.erase();
+  }
+}
+
 void forwardHostStores(Block &block) {
   llvm::DenseMap<Value, bool> known;
-  auto constants = [](ValueRange indices) -> std::optional<SmallVector<int64_t>> {
-    SmallVector<int64_t> out;
-    for (Value i : indices) {
-      std::optional<int64_t> c = getConstantIntValue(i);
-      if (!c)
-        return std::nullopt;
-      out.push_back(*c);
-    }
-    return out;
-  };
   // The buffer and the views of it (transitively).
   auto aliases = [](Value buffer) {
     SmallVector<Value> all = {buffer};
@@ -212,27 +285,30 @@ void forwardHostStores(Block &block) {
     Operation *rootDef = root.getDefiningOp();
     if (!rootDef || !isa<memref::AllocOp, cpu::WorkspaceOp>(rootDef) || rootDef->getBlock() != &block)
       continue;
-    std::optional<SmallVector<int64_t>> at = constants(load.getIndices());
+    std::optional<std::pair<Value, int64_t>> at = accessedElement(load.getMemRef(), load.getIndices());
     if (!at)
       continue;
     SmallVector<Value> views = aliases(root);
     for (Operation *before = load->getPrevNode(); before && before != rootDef; before = before->getPrevNode()) {
       auto store = dyn_cast<memref::StoreOp>(before);
-      if (store && store.getMemRef() == load.getMemRef()) {
-        std::optional<SmallVector<int64_t>> where = constants(store.getIndices());
-        if (!where)
-          break;
-        if (*where != *at)
-          continue;
+      std::optional<std::pair<Value, int64_t>> where =
+          store ? accessedElement(store.getMemRef(), store.getIndices()) : std::nullopt;
+      if (where && where->first == at->first) {
+        if (where->second != at->second)
+          continue; // another element of the same buffer (a shape built from pieces)
         if (hostComputable(store.getValueToStore(), known)) {
           load.replaceAllUsesWith(store.getValueToStore());
           load.erase();
         }
         break;
       }
-      if (store && disjoint(store.getMemRef(), load.getMemRef()))
+      if (where && disjoint(where->first, at->first))
         continue;
-      if (llvm::any_of(views, [&](Value v) { return writes(before, v) || leaksAddress(before, v); }) ||
+      // A write through a static subview of the same buffer that does not cover the element
+      // (a shape's other piece, copied in by a loop) does not reach it.
+      if (llvm::any_of(views, [&](Value v) {
+            return (writes(before, v) && !missesElement(v, at->first, at->second)) || leaksAddress(before, v);
+          }) ||
           containsCall(before))
         break;
     }
@@ -264,6 +340,7 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
 
   /// Forms the launches of one host block, recursing into host control flow.
   LogicalResult processBlock(Block &block) {
+    foldConstantGlobalLoads(block);
     forwardHostStores(block);
     SmallVector<Operation *> group; // ops for the next one-thread launch, in order
     llvm::SmallPtrSet<Operation *, 16> inGroup;

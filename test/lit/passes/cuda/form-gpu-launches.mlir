@@ -313,3 +313,70 @@ func.func @main(%x: memref<?xf32>, %y: memref<?xi8>) -> (memref<?xf32>, memref<?
   %out4 = memref.alloc(%k4) : memref<?xf32>
   return %out, %out3, %out4 : memref<?xf32>, memref<?xf32>, memref<?xf32>
 }
+
+// -----
+
+// A shape concatenated from pieces: sizes stored through static subviews of one buffer (at their
+// offsets) and an element of a constant global (folded to its value) are loaded back on the host
+// without a read of the device.
+// CHECK-LABEL: func @main
+// CHECK-NOT: llvm.getelementptr %arg0[0, 11]
+// CHECK: %[[SEVEN:.*]] = arith.constant 7 : i64
+// CHECK-NOT: llvm.getelementptr %arg0[0, 11]
+// CHECK: %[[B:.*]] = arith.index_cast %[[SEVEN]] : i64 to index
+// CHECK: memref.alloc(%{{.*}}, %[[B]]) : memref<?x?xf32>
+// CHECK-NOT: llvm.getelementptr %arg0[0, 11]
+// CHECK: return
+memref.global "private" constant @seven : memref<1xi64> = dense<7>
+func.func @main(%x: memref<?xf32>) -> memref<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %g = memref.get_global @seven : memref<1xi64>
+  %shape = memref.alloc() : memref<2xi64>
+  %first = memref.subview %shape[0] [1] [1] : memref<2xi64> to memref<1xi64, strided<[1]>>
+  %second = memref.subview %shape[1] [1] [1] : memref<2xi64> to memref<1xi64, strided<[1], offset: 1>>
+  %d = memref.dim %x, %c0 : memref<?xf32>
+  %di = arith.index_cast %d : index to i64
+  memref.store %di, %first[%c0] : memref<1xi64, strided<[1]>>
+  %seven = memref.load %g[%c0] : memref<1xi64>
+  memref.store %seven, %second[%c0] : memref<1xi64, strided<[1], offset: 1>>
+  %a = memref.load %shape[%c0] : memref<2xi64>
+  %b = memref.load %shape[%c1] : memref<2xi64>
+  %ai = arith.index_cast %a : i64 to index
+  %bi = arith.index_cast %b : i64 to index
+  %out = memref.alloc(%ai, %bi) : memref<?x?xf32>
+  return %out : memref<?x?xf32>
+}
+
+// -----
+
+// A loop that writes another static piece of the same buffer does not stop the forwarding; one
+// that writes the piece the load reads does (field 11: the host reads it back).
+// CHECK-LABEL: func @main
+// CHECK: gpu.launch
+// CHECK: llvm.getelementptr %arg0[0, 11]
+// CHECK-NOT: llvm.getelementptr %arg0[0, 11]
+// CHECK: return
+func.func @main(%x: memref<?xf32>, %y: memref<2xi64>) -> memref<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %shape = memref.alloc() : memref<3xi64>
+  %first = memref.subview %shape[0] [1] [1] : memref<3xi64> to memref<1xi64, strided<[1]>>
+  %rest = memref.subview %shape[1] [2] [1] : memref<3xi64> to memref<2xi64, strided<[1], offset: 1>>
+  %d = memref.dim %x, %c0 : memref<?xf32>
+  %di = arith.index_cast %d : index to i64
+  memref.store %di, %first[%c0] : memref<1xi64, strided<[1]>>
+  memref.store %di, %shape[%c1] : memref<3xi64>
+  scf.parallel (%i) = (%c0) to (%c2) step (%c1) {
+    %v = memref.load %y[%i] : memref<2xi64>
+    memref.store %v, %rest[%i] : memref<2xi64, strided<[1], offset: 1>>
+    scf.reduce
+  }
+  %a = memref.load %shape[%c0] : memref<3xi64>
+  %b = memref.load %shape[%c1] : memref<3xi64>
+  %ai = arith.index_cast %a : i64 to index
+  %bi = arith.index_cast %b : i64 to index
+  %out = memref.alloc(%ai, %bi) : memref<?x?xf32>
+  return %out : memref<?x?xf32>
+}
