@@ -72,6 +72,24 @@ def FormBlockReductionsPass : Pass<"kiln-form-block-reductions", "::mlir::Module
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def EmulateGpuBlocksPass : Pass<"kiln-emulate-gpu-blocks", "::mlir::ModuleOp"> {
+  let summary = "For tests: run one-dimensional gpu.launch blocks on the CPU, thread by thread";
+  let description = [{
+    Checks the kernels kiln-form-block-reductions writes without a GPU. Each
+    `gpu.launch` (one-dimensional grid and blocks) becomes a loop over the
+    blocks; in a block, the code between two `gpu.barrier`s is a loop over
+    the threads, so each step ends for every thread before the next begins.
+    Code holding a barrier must be a result-less `scf.if` whose condition
+    does not depend on the thread (as on the GPU, where every thread of a
+    block must reach the barrier). Pure values a thread computed before a
+    barrier are recomputed after it; any other value crossing a barrier is
+    an error. Workgroup buffers become one host buffer. Not part of any
+    compile pipeline.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def FormGpuLaunchesPass : Pass<"kiln-form-gpu-launches", "::mlir::ModuleOp"> {
   let summary = "Turn @main's loops and tensor accesses into gpu.launch regions";
   let description = [{

@@ -11,4 +11,7 @@ config.environment["PATH"] = os.pathsep.join(
     [os.path.join(config.kiln_binary_dir, "bin"), config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%models", os.path.join(config.kiln_source_dir, "test", "models")))
 config.substitutions.append(("%onnxdata", "/usr/share/libonnx-testdata/data"))
+# MLIR's runtime support for mlir-runner (printMemref*), next to the LLVM tools.
+config.substitutions.append(("%mlir_runner_utils", os.path.join(os.path.dirname(config.llvm_tools_dir), "lib",
+                                                                "libmlir_runner_utils.so")))
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in"]
