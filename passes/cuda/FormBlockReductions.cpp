@@ -35,6 +35,9 @@ constexpr int64_t kMinReduced = 64;
 constexpr int64_t kMaxOutputs = 32768;
 /// Threads per block at most (a power of two, for the halving combination).
 constexpr int64_t kMaxThreads = 256;
+/// With many outputs, a warp per output when each reduces at least this many elements along
+/// the last index (neighbouring lanes, neighbouring elements).
+constexpr int64_t kWarp = 32;
 
 /// A reduction loop nest: an optional scf.parallel over the outputs, around
 /// perfectly nested scf.for loops over the reduced dims whose body loads the
@@ -301,72 +304,108 @@ struct FormBlockReductionsPass : impl::FormBlockReductionsPassBase<FormBlockRedu
       reducedTrips.push_back(cuda::tripCount(b, loc, loop.getLowerBound(), loop.getUpperBound(), loop.getStep()));
       reduced = b.createOrFold<arith::MulIOp>(loc, reduced, reducedTrips.back());
     }
-    // Many outputs that each read a strided column are better served by one thread each,
-    // whose neighbours read neighbouring columns.
+    // Few outputs: a block each (unless the rows are short). Many outputs along the last index: a
+    // warp each. Many outputs down strided columns: one thread each, whose neighbours read
+    // neighbouring columns.
     std::optional<int64_t> staticOutputs = getConstantIntValue(outputs), staticReduced = getConstantIntValue(reduced);
-    if (!readsAlongLastIndex(r) && !(staticOutputs && *staticOutputs < kMaxOutputs))
-      return;
-    if ((staticOutputs && *staticOutputs >= kMaxOutputs) || (staticReduced && *staticReduced < kMinReduced))
+    bool contiguous = readsAlongLastIndex(r);
+    bool fewOutputs = staticOutputs && *staticOutputs < kMaxOutputs;
+    bool manyOutputs = staticOutputs && *staticOutputs >= kMaxOutputs;
+    bool blocksFit = (contiguous || fewOutputs) && !manyOutputs && !(staticReduced && *staticReduced < kMinReduced);
+    bool warpsFit = r.outputs && contiguous && !fewOutputs && !(staticReduced && *staticReduced < kWarp);
+    if (!blocksFit && !warpsFit)
       return;
     int64_t threads = kMaxThreads;
     if (staticReduced)
       threads = std::min<int64_t>(kMaxThreads, llvm::PowerOf2Ceil(*staticReduced));
-    // A reduction to one element would otherwise be a one-thread launch: a block is never slower
-    // by much, so it needs no choice at run time (which, around a one-thread launch, would put
-    // the block launch inside it).
     findFill(r);
+    // Sizes known when compiling: one launch. A reduction to one element would otherwise be a
+    // one-thread launch: a block is never slower by much, so it needs no choice at run time
+    // (which, around a one-thread launch, would put the block launch inside it).
     if ((staticOutputs && staticReduced) || !r.outputs) {
-      launchBlocks(b, r, outputs, outputTrips, reduced, reducedTrips, threads);
+      if (blocksFit)
+        launchBlocks(b, r, outputs, outputTrips, reduced, reducedTrips, threads, threads);
+      else
+        launchBlocks(b, r, outputs, outputTrips, reduced, reducedTrips, kMaxThreads, kWarp);
       r.root->erase();
       if (r.fill)
         r.fill->erase();
       return;
     }
-    // Sizes known at run time: the host picks one of the two launches.
-    Value pick = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
-    if (!staticOutputs)
-      pick = arith::AndIOp::create(b, loc, pick,
-                                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, outputs,
-                                                         arith::ConstantIndexOp::create(b, loc, kMaxOutputs)));
-    if (!staticReduced)
-      pick = arith::AndIOp::create(b, loc, pick,
-                                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, reduced,
-                                                         arith::ConstantIndexOp::create(b, loc, kMinReduced)));
-    auto choice = scf::IfOp::create(b, loc, pick, /*withElseRegion=*/true);
-    b.setInsertionPoint(choice.thenBlock()->getTerminator());
-    launchBlocks(b, r, outputs, outputTrips, reduced, reducedTrips, threads);
+    // Sizes known at run time: the host picks a block per output, a warp per output, or the
+    // loop nest as it was (with its fill, for kiln-form-gpu-launches' one thread per output).
+    auto atLeast = [&](Value v, int64_t n) {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, v, arith::ConstantIndexOp::create(b, loc, n));
+    };
+    Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    if (blocksFit) {
+      Value pick = yes;
+      if (!staticOutputs)
+        pick = arith::XOrIOp::create(b, loc, atLeast(outputs, kMaxOutputs), yes);
+      if (!staticReduced)
+        pick = arith::AndIOp::create(b, loc, pick, atLeast(reduced, kMinReduced));
+      auto choice = scf::IfOp::create(b, loc, pick, /*withElseRegion=*/true);
+      b.setInsertionPoint(choice.thenBlock()->getTerminator());
+      launchBlocks(b, r, outputs, outputTrips, reduced, reducedTrips, threads, threads);
+      b.setInsertionPoint(choice.elseBlock()->getTerminator());
+    }
+    if (warpsFit) {
+      Value pick = staticReduced ? yes : (Value)atLeast(reduced, kWarp);
+      auto choice = scf::IfOp::create(b, loc, pick, /*withElseRegion=*/true);
+      b.setInsertionPoint(choice.thenBlock()->getTerminator());
+      launchBlocks(b, r, outputs, outputTrips, reduced, reducedTrips, kMaxThreads, kWarp);
+      b.setInsertionPoint(choice.elseBlock()->getTerminator());
+    }
     if (r.fill)
-      r.fill->moveBefore(choice.elseBlock()->getTerminator()); // the one-thread nest still needs it
-    r.root->moveBefore(choice.elseBlock()->getTerminator());
+      r.fill->moveBefore(b.getInsertionBlock(), b.getInsertionPoint()); // the nest still needs it
+    r.root->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
   }
 
-  /// The launch: block i computes output i with `threads` threads.
+  /// The launch: blocks of `threads` threads, `lanes` of them per output (all: output i is block
+  /// i; kWarp: each warp of a block computes an output of its own).
   void launchBlocks(OpBuilder &b, Reduction &r, Value outputs, ArrayRef<Value> outputTrips, Value reduced,
-                    ArrayRef<Value> reducedTrips, int64_t threads) {
+                    ArrayRef<Value> reducedTrips, int64_t threads, int64_t lanes) {
     Location loc = r.root->getLoc();
     Type type = r.store.getValueToStore().getType();
+    int64_t rowsPerBlock = threads / lanes;
     auto sharedType = MemRefType::get({threads}, type, AffineMap(),
                                       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup));
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     // At least one block: an empty output space launches one idle block, not an invalid grid.
-    Value blocks = b.createOrFold<arith::MaxSIOp>(loc, outputs, one);
+    Value blocks = rowsPerBlock == 1 ? outputs
+                                     : b.createOrFold<arith::CeilDivUIOp>(
+                                           loc, outputs, arith::ConstantIndexOp::create(b, loc, rowsPerBlock));
+    blocks = b.createOrFold<arith::MaxSIOp>(loc, blocks, one);
     Value blockThreads = arith::ConstantIndexOp::create(b, loc, threads);
     auto launch = gpu::LaunchOp::create(b, loc, blocks, one, one, blockThreads, one, one, /*dynamicSharedMemorySize=*/nullptr,
                                         /*asyncTokenType=*/nullptr, /*asyncDependencies=*/{}, TypeRange{sharedType});
     Value shared = launch.getWorkgroupAttributions().front();
     b.setInsertionPointToStart(&launch.getBody().front());
     Value block = launch.getBlockIds().x, thread = launch.getThreadIds().x;
-    // The condition is the same for every thread of a block, so the barriers below are reached by all or none.
-    auto guard = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, block, outputs),
-                                   /*withElseRegion=*/false);
-    gpu::TerminatorOp::create(b, loc);
-    b.setInsertionPoint(guard.thenBlock()->getTerminator());
+    Value row = block, lane = thread, valid;
+    if (rowsPerBlock == 1) {
+      // The condition is the same for every thread of a block, so the barriers below are reached
+      // by all or none.
+      auto guard = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, block, outputs),
+                                     /*withElseRegion=*/false);
+      gpu::TerminatorOp::create(b, loc);
+      b.setInsertionPoint(guard.thenBlock()->getTerminator());
+    } else {
+      // Every thread reaches every barrier; a warp past the last output folds nothing and stores nothing.
+      gpu::TerminatorOp::create(b, loc);
+      b.setInsertionPoint(launch.getBody().front().getTerminator());
+      Value width = arith::ConstantIndexOp::create(b, loc, lanes);
+      row = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, block, arith::ConstantIndexOp::create(b, loc, rowsPerBlock)),
+                                  arith::DivUIOp::create(b, loc, thread, width));
+      lane = arith::RemUIOp::create(b, loc, thread, width);
+      valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, outputs);
+    }
 
     IRMapping mapping;
     if (r.outputs) {
       Block &src = *r.outputs.getBody();
       mapping.map(src.getArguments(),
-                  cuda::delinearize(b, loc, block, r.outputs.getLowerBound(), r.outputs.getStep(), outputTrips));
+                  cuda::delinearize(b, loc, row, r.outputs.getLowerBound(), r.outputs.getStep(), outputTrips));
       for (Operation &op : src.without_terminator())
         if (&op != r.loops.front().getOperation())
           b.clone(op, mapping);
@@ -380,9 +419,17 @@ struct FormBlockReductionsPass : impl::FormBlockReductionsPassBase<FormBlockRedu
       return b.clone(*r.combine, m)->getResult(0);
     };
     Value value = r.value;
-    // Each thread's partial value: elements thread, thread + threads, ... of the reduced extent.
+    // Each thread's partial value: elements lane, lane + lanes, ... of the reduced extent.
     Value start = arith::ConstantOp::create(b, loc, identity(r.combine, type));
-    auto partial = scf::ForOp::create(b, loc, thread, reduced, blockThreads, ValueRange{start});
+    scf::IfOp inside;
+    if (valid) {
+      inside = scf::IfOp::create(b, loc, TypeRange{type}, valid, /*withElseRegion=*/true);
+      b.setInsertionPointToStart(inside.elseBlock());
+      scf::YieldOp::create(b, loc, start);
+      b.setInsertionPointToStart(inside.thenBlock());
+    }
+    auto partial = scf::ForOp::create(b, loc, lane, reduced, arith::ConstantIndexOp::create(b, loc, lanes),
+                                      ValueRange{start});
     {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(partial.getBody());
@@ -399,13 +446,19 @@ struct FormBlockReductionsPass : impl::FormBlockReductionsPassBase<FormBlockRedu
           b.clone(op, mapping);
       scf::YieldOp::create(b, loc, combine(partial.getRegionIterArgs().front(), mapping.lookupOrDefault(value)));
     }
-    // Halving combination in shared memory.
+    Value folded = partial.getResult(0);
+    if (inside) {
+      scf::YieldOp::create(b, loc, folded);
+      b.setInsertionPointAfter(inside);
+      folded = inside.getResult(0);
+    }
+    // Halving combination in shared memory, within each output's lanes.
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    memref::StoreOp::create(b, loc, partial.getResult(0), shared, ValueRange{thread});
+    memref::StoreOp::create(b, loc, folded, shared, ValueRange{thread});
     gpu::BarrierOp::create(b, loc);
-    for (int64_t half = threads / 2; half >= 1; half /= 2) {
+    for (int64_t half = lanes / 2; half >= 1; half /= 2) {
       Value h = arith::ConstantIndexOp::create(b, loc, half);
-      auto lower = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, thread, h),
+      auto lower = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lane, h),
                                      /*withElseRegion=*/false);
       {
         OpBuilder::InsertionGuard g(b);
@@ -416,15 +469,17 @@ struct FormBlockReductionsPass : impl::FormBlockReductionsPassBase<FormBlockRedu
       }
       gpu::BarrierOp::create(b, loc);
     }
-    // The first thread folds the block's value into the output (or into the fill's value).
-    auto first = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread, zero),
-                                   /*withElseRegion=*/false);
+    // The first lane folds the output's total into the output (or into the fill's value).
+    Value firstLane = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
+    if (valid)
+      firstLane = arith::AndIOp::create(b, loc, firstLane, valid);
+    auto first = scf::IfOp::create(b, loc, firstLane, /*withElseRegion=*/false);
     b.setInsertionPoint(first.thenBlock()->getTerminator());
     SmallVector<Value> at;
     for (Value i : r.store.getIndices())
       at.push_back(mapping.lookupOrDefault(i));
     Value old = r.fill ? r.fillValue : (Value)memref::LoadOp::create(b, loc, r.store.getMemRef(), at);
-    Value total = memref::LoadOp::create(b, loc, shared, ValueRange{zero});
+    Value total = memref::LoadOp::create(b, loc, shared, ValueRange{rowsPerBlock == 1 ? zero : thread});
     memref::StoreOp::create(b, loc, combine(old, total), r.store.getMemRef(), at);
     b.setInsertionPointAfter(launch);
   }

@@ -60,12 +60,16 @@ def FormBlockReductionsPass : Pass<"kiln-form-block-reductions", "::mlir::Module
     thread 0 stores `combine(fill, total)` instead and the fill is dropped
     (kept before the one-thread nest when the host picks at run time).
     It applies when the reduced extent has at least 64 elements and there are
-    fewer than 32768 outputs, and, with many outputs, only when the innermost
-    reduced dim is the last index of a buffer the body reads (neighbouring
+    fewer than 32768 outputs (with many outputs, only when the innermost
+    reduced dim is the last index of a buffer the body reads: neighbouring
     threads, neighbouring elements); T is the extent rounded up to a power of
-    two, at most 256. When the sizes are only known at run time both the
-    launch and the original nest are kept in an `scf.if` on them (a
-    reduction to one element always gets its block). Other loop
+    two, at most 256. With 32768 outputs or more, rows of at least 32 along
+    the last index get a warp each instead (blocks of 256 threads, 8 outputs
+    each, the halving within each warp's 32 slots; a warp past the last
+    output folds and stores nothing, but reaches every barrier). When the
+    sizes are only known at run time the launches and the original nest are
+    kept in `scf.if`s on them (a reduction to one element always gets its
+    block). Other loop
     nests are left to kiln-form-gpu-launches.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",

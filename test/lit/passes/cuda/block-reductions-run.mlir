@@ -2,14 +2,16 @@
 // (kiln-emulate-gpu-blocks) and compared with sums and maxima computed in Python: a static row sum
 // with its fill folded in (16 blocks of 256 threads, 1000 elements a row), a row max of dynamic
 // size through the host's choice (300 elements: blocks; 10 elements: the one-thread nest), a
-// whole vector of dynamic length to one number (one block) and an int32 row max (5 launches).
+// whole vector of dynamic length to one number (one block), an int32 row max, and 33001 rows of 40
+// (a warp per row, 8 rows to a block). The two dynamic row maxima also get a warp launch each,
+// which the host does not pick for 5 rows: 8 launches.
 // RUN: kiln-opt %s -kiln-form-block-reductions -kiln-emulate-gpu-blocks | \
 // RUN:   mlir-opt -convert-scf-to-cf -expand-strided-metadata -finalize-memref-to-llvm -convert-arith-to-llvm \
 // RUN:            -convert-index-to-llvm -convert-func-to-llvm -convert-cf-to-llvm -reconcile-unrealized-casts | \
 // RUN:   mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_utils | FileCheck %s
 // The emulation runs what was formed: the launches are there before it.
 // RUN: kiln-opt %s -kiln-form-block-reductions | FileCheck %s --check-prefix=FORMED
-// FORMED-COUNT-5: gpu.launch
+// FORMED-COUNT-8: gpu.launch
 // FORMED-NOT: gpu.launch
 
 // CHECK: [-250.75,  0.75,  250,  -250,  -0.75,  250.75,  -249.25,  0,  249.25,  -250.75,  0.75,  250,  -250,  -0.75,  250.75,  -249.25]
@@ -17,6 +19,8 @@
 // CHECK: [-0.625,  0,  0.625,  1.25,  1.875]
 // CHECK: [-1.25]
 // CHECK: [993059,  997769,  998745]
+// CHECK: [6.25,  5,  4.25]
+// CHECK: [5.875,  5.25,  4]
 
 func.func private @printMemrefF32(memref<*xf32>)
 func.func private @printMemrefI32(memref<*xi32>)
@@ -206,5 +210,55 @@ func.func @main() {
   }
   %imaxu = memref.cast %imax : memref<3xi32> to memref<*xi32>
   func.call @printMemrefI32(%imaxu) : (memref<*xi32>) -> ()
+
+  // Many rows (33001 of 40): a warp per row, 8 rows to a block, the last block with one row (its
+  // other warps fold and store nothing); rows 0-2 and the last three.
+  // w[i, k] = ((i * 13 + k * 5) mod 101 - 50) / 8 - (i mod 7).
+  %c33001 = arith.constant 33001 : index
+  %c40 = arith.constant 40 : index
+  %c32998 = arith.constant 32998 : index
+  %c13 = arith.constant 13 : index
+  %c101 = arith.constant 101 : index
+  %c50 = arith.constant 50 : index
+  %eighth = arith.constant 0.125 : f32
+  %w = memref.alloc() : memref<33001x40xf32>
+  scf.for %i = %c0 to %c33001 step %c1 {
+    scf.for %k = %c0 to %c40 step %c1 {
+      %a = arith.muli %i, %c13 : index
+      %b = arith.muli %k, %c5 : index
+      %s = arith.addi %a, %b : index
+      %m = arith.remui %s, %c101 : index
+      %d = arith.subi %m, %c50 : index
+      %di = arith.index_cast %d : index to i64
+      %f = arith.sitofp %di : i64 to f32
+      %v = arith.mulf %f, %eighth : f32
+      %r = arith.remui %i, %c7 : index
+      %ri = arith.index_cast %r : index to i64
+      %rf = arith.sitofp %ri : i64 to f32
+      %x2 = arith.subf %v, %rf : f32
+      memref.store %x2, %w[%i, %k] : memref<33001x40xf32>
+    }
+  }
+  %wmax = memref.alloc() : memref<33001xf32>
+  scf.parallel (%i) = (%c0) to (%c33001) step (%c1) {
+    memref.store %lowest, %wmax[%i] : memref<33001xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c33001) step (%c1) {
+    scf.for %k = %c0 to %c40 step %c1 {
+      %v = memref.load %w[%i, %k] : memref<33001x40xf32>
+      %a = memref.load %wmax[%i] : memref<33001xf32>
+      %gt = arith.cmpf ogt, %a, %v : f32
+      %m = arith.select %gt, %a, %v : f32
+      memref.store %m, %wmax[%i] : memref<33001xf32>
+    }
+    scf.reduce
+  }
+  %head = memref.subview %wmax[0] [3] [1] : memref<33001xf32> to memref<3xf32, strided<[1]>>
+  %tail = memref.subview %wmax[32998] [3] [1] : memref<33001xf32> to memref<3xf32, strided<[1], offset: 32998>>
+  %headu = memref.cast %head : memref<3xf32, strided<[1]>> to memref<*xf32>
+  %tailu = memref.cast %tail : memref<3xf32, strided<[1], offset: 32998>> to memref<*xf32>
+  func.call @printMemrefF32(%headu) : (memref<*xf32>) -> ()
+  func.call @printMemrefF32(%tailu) : (memref<*xf32>) -> ()
   return
 }

@@ -126,8 +126,9 @@ func.func @main(%x: memref<8x512xf32>, %max: memref<8xf32>, %min: memref<8xf32>)
 
 // A fill of the outputs right before the reduction goes into the block launch: thread 0 folds
 // the total into the fill's value without reading the output, and the fill's loop is gone. When
-// the host picks at run time, the one-thread branch keeps the fill before its nest. A reduction to
-// one element takes a scalar store before it the same way.
+// the host picks at run time (a block per row, a warp per row when there are many rows of at least
+// 32, or the nest), the one-thread branch keeps the fill before its nest. A reduction to one
+// element takes a scalar store before it the same way.
 // CHECK-LABEL: func @main
 // LAUNCH-LABEL: func @main
 // CHECK-DAG: %[[LOW:.*]] = arith.constant -3.40282347E+38 : f32
@@ -142,6 +143,16 @@ func.func @main(%x: memref<8x512xf32>, %max: memref<8xf32>, %min: memref<8xf32>)
 // CHECK-NEXT: memref.store %[[M]], %arg1[%{{.*}}] : memref<8xf32>
 // CHECK: scf.if
 // CHECK: gpu.launch
+// CHECK: arith.addf %{{.*}}, %[[ZERO]] : f32
+// CHECK-NEXT: memref.store {{.*}} : memref<?xf32>
+// CHECK: } else {
+// CHECK-NEXT: arith.cmpi sge, %{{.*}}, %c32
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: arith.ceildivui %{{.*}}, %c8
+// CHECK-NEXT: arith.maxsi
+// CHECK-NEXT: gpu.launch
+// CHECK: arith.divui %{{.*}}, %c32
+// CHECK: arith.remui %{{.*}}, %c32
 // CHECK: arith.addf %{{.*}}, %[[ZERO]] : f32
 // CHECK-NEXT: memref.store {{.*}} : memref<?xf32>
 // CHECK: } else {
@@ -203,8 +214,9 @@ func.func @main(%x: memref<8x512xf32>, %max: memref<8xf32>, %y: memref<?x?xf32>,
 
 // -----
 
-// Sizes known only at run time: the host picks the block launch when there are fewer than 32768
-// outputs and at least 64 reduced elements, the loop nest as it was otherwise.
+// Sizes known only at run time: the host picks a block per output when there are fewer than 32768
+// outputs and at least 64 reduced elements, else a warp per output (8 to a block of 256, the
+// halving within each warp's 32 lanes) when at least 32, the loop nest as it was otherwise.
 // CHECK-LABEL: func @main
 // CHECK: arith.constant -2147483648 : i32
 // CHECK: %[[FEW:.*]] = arith.cmpi slt, %{{.*}}, %c32768
@@ -213,8 +225,17 @@ func.func @main(%x: memref<8x512xf32>, %max: memref<8xf32>, %y: memref<?x?xf32>,
 // CHECK: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c256{{.*}}) workgroup({{.*}} : memref<256xi32, #gpu.address_space<workgroup>>)
 // CHECK: arith.maxsi
 // CHECK: } else {
+// CHECK: arith.cmpi sge, %{{.*}}, %c32
+// CHECK: scf.if
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c256{{.*}}) workgroup({{.*}} : memref<256xi32, #gpu.address_space<workgroup>>)
+// CHECK-COUNT-6: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: } else {
 // CHECK: scf.parallel
 // LAUNCH-LABEL: func @main
+// LAUNCH: scf.if
+// LAUNCH: gpu.launch {{.*}} workgroup(
+// LAUNCH: } else {
 // LAUNCH: scf.if
 // LAUNCH: gpu.launch {{.*}} workgroup(
 // LAUNCH: } else {
