@@ -219,26 +219,6 @@ bool disjoint(Value a, Value b) {
          (x->second <= y->first || y->second <= x->first);
 }
 
-/// Whether an op in `op` takes `buffer`'s address out of the memref world (a pointer for a
-/// runtime call such as the gemm's), after which a write through it is not an SSA use.
-bool leaksAddress(Operation *op, Value buffer) {
-  return llvm::any_of(buffer.getUsers(), [&](Operation *user) {
-    return op->isAncestor(user) && isa<memref::ExtractAlignedPointerAsIndexOp, memref::ExtractStridedMetadataOp>(user);
-  });
-}
-
-/// Whether `op` is or holds a call, which may write any memory whose address it was given.
-bool containsCall(Operation *op) {
-  return op->walk([](CallOpInterface) { return WalkResult::interrupt(); }).wasInterrupted();
-}
-
-/// Replaces each load, at constant indices, of what the same block stored there before from
-/// a host value (a size written into a buffer, then read for a reshape or a loop bound), with
-/// no write that may reach it in between, by that value. Without this the host would read the
-/// value back from the device, waiting for the GPU, when it computed it itself. Writes are
-/// found through the SSA uses of the buffer the load reads from (an allocation, or the arena)
-/// and of all views of it; a write to a view whose bytes provably do not meet the load's
-/// (another scalar of the arena) does not count.
 /// Replaces the block's loads, at constant indices, of a constant global's elements by the
 /// constants: the compiler knows them, and a load would be a kernel whose value the host reads back.
 void foldConstantGlobalLoads(Block &block) {
@@ -266,16 +246,32 @@ void foldConstantGlobalLoads(Block &block) {
   }
 }
 
+/// Replaces each load, at constant indices, of what the same block stored there before from
+/// a host value (a size written into a buffer, then read for a reshape or a loop bound), with
+/// no write that may reach it in between, by that value. Without this the host would read the
+/// value back from the device, waiting for the GPU, when it computed it itself. Writes are
+/// found through the SSA uses of the buffer the load reads from (an allocation, or the arena)
+/// and of all views of it; a write to a view whose bytes provably do not meet the load's
+/// (another scalar of the arena) or to a static piece that does not cover the element does not
+/// count. Each step back looks only at the ops in it, so the search costs the ops between.
 void forwardHostStores(Block &block) {
   llvm::DenseMap<Value, bool> known;
-  // The buffer and the views of it (transitively).
-  auto aliases = [](Value buffer) {
-    SmallVector<Value> all = {buffer};
-    for (size_t i = 0; i < all.size(); ++i)
-      for (Operation *user : all[i].getUsers())
-        if (auto view = dyn_cast<ViewLikeOpInterface>(user); view && view.getViewSource() == all[i])
-          llvm::append_range(all, user->getResults());
-    return all;
+  // Each buffer's views (transitively), the buffer included, found once.
+  llvm::DenseMap<Value, llvm::SmallPtrSet<Value, 16>> aliasesOf;
+  auto aliases = [&](Value buffer) -> const llvm::SmallPtrSet<Value, 16> & {
+    auto [it, fresh] = aliasesOf.try_emplace(buffer);
+    if (fresh) {
+      SmallVector<Value> work = {buffer};
+      while (!work.empty()) {
+        Value v = work.pop_back_val();
+        if (!it->second.insert(v).second)
+          continue;
+        for (Operation *user : v.getUsers())
+          if (auto view = dyn_cast<ViewLikeOpInterface>(user); view && view.getViewSource() == v)
+            llvm::append_range(work, user->getResults());
+      }
+    }
+    return it->second;
   };
   for (Operation &op : llvm::make_early_inc_range(block)) {
     auto load = dyn_cast<memref::LoadOp>(op);
@@ -288,7 +284,31 @@ void forwardHostStores(Block &block) {
     std::optional<std::pair<Value, int64_t>> at = accessedElement(load.getMemRef(), load.getIndices());
     if (!at)
       continue;
-    SmallVector<Value> views = aliases(root);
+    const llvm::SmallPtrSet<Value, 16> &views = aliases(root);
+    // Whether an op in `before` may write the element: a call, an op that takes a view's address
+    // out of the memref world (a pointer a runtime call writes through later), or a write to a
+    // view (unknown effects count as writes) that is not a static piece without the element.
+    auto mayWrite = [&](Operation *before) {
+      return before
+          ->walk([&](Operation *inner) {
+            if (isa<CallOpInterface>(inner))
+              return WalkResult::interrupt();
+            for (Value operand : inner->getOperands()) {
+              if (!views.contains(operand))
+                continue;
+              if (isa<memref::ExtractAlignedPointerAsIndexOp, memref::ExtractStridedMetadataOp>(inner))
+                return WalkResult::interrupt();
+              if (auto view = dyn_cast<ViewLikeOpInterface>(inner); view && view.getViewSource() == operand)
+                continue; // its result is a view of its own
+              auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
+              if ((!effects || effects.getEffectOnValue<MemoryEffects::Write>(operand)) &&
+                  !missesElement(operand, at->first, at->second))
+                return WalkResult::interrupt();
+            }
+            return WalkResult::advance();
+          })
+          .wasInterrupted();
+    };
     for (Operation *before = load->getPrevNode(); before && before != rootDef; before = before->getPrevNode()) {
       auto store = dyn_cast<memref::StoreOp>(before);
       std::optional<std::pair<Value, int64_t>> where =
@@ -304,12 +324,7 @@ void forwardHostStores(Block &block) {
       }
       if (where && disjoint(where->first, at->first))
         continue;
-      // A write through a static subview of the same buffer that does not cover the element
-      // (a shape's other piece, copied in by a loop) does not reach it.
-      if (llvm::any_of(views, [&](Value v) {
-            return (writes(before, v) && !missesElement(v, at->first, at->second)) || leaksAddress(before, v);
-          }) ||
-          containsCall(before))
+      if (mayWrite(before))
         break;
     }
   }
