@@ -82,6 +82,7 @@ static std::string bufferizePipeline(const PipelineOptions &options, const std::
 /// runtime's gemm (cuBLASLt) with kiln's kernels as fallback; every loop nest becomes a
 /// GPU launch, kernels go through NVVM to PTX (LLVM's NVPTX backend,
 /// in-process), the host program to x86-64 calling the runtime's launcher.
+/// Target::CudaEmulated shares it up to the formed launches, then runs them on the CPU.
 static std::string cudaPipeline(Phase phase, const PipelineOptions &options) {
   switch (phase) {
   case Phase::Graph: // shared with the CPU pipeline
@@ -92,9 +93,16 @@ static std::string cudaPipeline(Phase phase, const PipelineOptions &options) {
            (options.fuse ? "func.func(kiln-fuse-elementwise),canonicalize,cse" : "") + ")";
   case Phase::Bufferized:
     return "builtin.module(" + bufferizePipeline(options, "kiln-call-device-gemm,") +
-           "func.func(kiln-resolve-reshape-shapes),canonicalize,kiln-form-block-reductions,kiln-form-gpu-launches,kiln-lower-string-ops,kiln-lower-workspace,kiln-check-heap-allocations,canonicalize,cse,"
-           "gpu-launch-sink-index-computations,gpu-kernel-outlining,kiln-merge-gpu-modules,canonicalize,cse)";
+           "func.func(kiln-resolve-reshape-shapes),canonicalize,kiln-form-block-reductions,kiln-form-gpu-launches,kiln-lower-string-ops,kiln-lower-workspace,kiln-check-heap-allocations,canonicalize,cse," +
+           (options.target == Target::CudaEmulated
+                ? "kiln-emulate-gpu-blocks,canonicalize,cse)"
+                : "gpu-launch-sink-index-computations,gpu-kernel-outlining,kiln-merge-gpu-modules,canonicalize,cse)");
   case Phase::Llvm:
+    // Emulated: the launches are host loops now; heap buffers stay malloc's (host memory is the
+    // "device" memory), so the plain host lowering.
+    if (options.target == Target::CudaEmulated)
+      return std::string("builtin.module(func.func(kiln-approximate-math),func.func(kiln-expand-integer-power),") +
+             kHostToLlvm + "reconcile-unrealized-casts,kiln-emit-entry-point,canonicalize)";
     return "builtin.module(nvvm-attach-target{chip=" + options.gpuArch +
            " O=3},gpu.module(kiln-approximate-math,kiln-expand-integer-power,convert-vector-to-scf,convert-scf-to-cf,expand-strided-metadata,lower-affine,convert-vector-to-llvm,"
            "convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),gpu-module-to-binary{format=isa}," +
@@ -105,7 +113,7 @@ static std::string cudaPipeline(Phase phase, const PipelineOptions &options) {
 }
 
 std::string phasePipeline(Phase phase, const PipelineOptions &options) {
-  if (options.target == Target::Cuda && phase != Phase::Graph)
+  if (formsGpuKernels(options.target) && phase != Phase::Graph)
     return cudaPipeline(phase, options);
   std::string microkernel = options.vectorBits >= 512 ? "{rows=8 columns=32}" : "{rows=4 columns=16}";
   switch (phase) {
@@ -118,14 +126,14 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
     // which a GPU runs as a handful of threads (a decode step: one per head); unfused, its two
     // products go to cuBLASLt and its softmax to block reductions.
     std::string fusions = std::string("kiln-fuse-layer-norm,kiln-fuse-rms-norm,kiln-fuse-gelu,kiln-fuse-silu,") +
-                          (options.target == Target::Cuda ? "" : "kiln-fuse-attention,");
+                          (formsGpuKernels(options.target) ? "" : "kiln-fuse-attention,");
     return std::string("builtin.module(canonicalize,cse,kiln-fold-qdq,kiln-fold-integer-matmul,") + (options.fuse ? fusions : "") +
            (options.kvCache ? "kiln-kv-cache-in-place,kiln-last-position-logits," : "") +
            quantizePass(options) +
            (options.precision.empty() ? "" : "kiln-half-precision-products{type=" + options.precision + "},canonicalize,") +
            "kiln-tie-symbolic-dims,kiln-outline-weights" +
            // Column panels suit the CPU's microkernels; cuBLASLt and the GPU's loops read [K, N].
-           (options.target == Target::Cuda ? ")" : ",kiln-pack-matmul-weights)");
+           (formsGpuKernels(options.target) ? ")" : ",kiln-pack-matmul-weights)");
   }
   case Phase::Linalg:
     return "builtin.module(kiln-convert-graph-to-linalg{vector-bits=" + std::to_string(options.vectorBits) +

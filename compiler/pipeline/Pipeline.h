@@ -17,7 +17,12 @@ enum class Phase { Graph, Linalg, Bufferized, Llvm };
 const char *phaseName(Phase phase);
 
 /// What the kernels are generated for. The host program is x86-64 code either way.
-enum class Target { X86, Cuda };
+/// CudaEmulated (for checking without a GPU): the CUDA pipeline's kernels, each gpu.launch run
+/// on the CPU thread by thread (kiln-emulate-gpu-blocks), in an ordinary x86-64 artifact.
+enum class Target { X86, Cuda, CudaEmulated };
+
+/// Whether the target forms GPU kernels (the CUDA pipeline, run on a GPU or emulated).
+inline bool formsGpuKernels(Target t) { return t != Target::X86; }
 
 struct PipelineOptions {
   Target target = Target::X86;

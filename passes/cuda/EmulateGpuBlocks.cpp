@@ -1,4 +1,4 @@
-// For tests: runs the GPU launches of one-dimensional blocks on the CPU, thread by thread.
+// Runs the GPU launches of one-dimensional blocks on the CPU, thread by thread.
 //
 // kiln's CI has no GPU, so the kernels kiln-form-block-reductions writes (threads of a block
 // sharing a workgroup buffer, with barriers between the steps) would otherwise only be checked
@@ -9,10 +9,12 @@
 // is what the GPU requires as well. A value a thread computes before a barrier and uses after
 // it is recomputed in the later step when it is pure (indices); any other is an error. The
 // workgroup buffer becomes a host buffer. Then the ordinary CPU lowering and
-// mlir-runner execute the result (test/lit/passes/cuda/block-reductions-run.mlir).
+// mlir-runner execute the result (test/lit/passes/cuda/block-reductions-run.mlir), and
+// kiln-compile --target=cuda-emulated runs whole models' kernels this way.
 #include "passes/cuda/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
@@ -73,6 +75,16 @@ struct Emulator {
     auto loop = scf::ForOp::create(b, loc, zero, threads, one);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPoint(loop.getBody()->getTerminator());
+    // A thread's own stack arrays are freed at the end of its turn: in a loop they would pile up.
+    if (llvm::any_of(ops, [](Operation *op) {
+          return op->walk([](memref::AllocaOp) { return WalkResult::interrupt(); }).wasInterrupted();
+        })) {
+      auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
+      Block *body = b.createBlock(&scope.getBodyRegion());
+      b.setInsertionPointToStart(body);
+      auto end = memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
+      b.setInsertionPoint(end);
+    }
     IRMapping m = outer;
     m.map(launch.getThreadIds().x, loop.getInductionVar());
     for (Operation *op : ops)
@@ -126,11 +138,16 @@ struct Emulator {
     threads = launch.getBlockSizeX();
     Value zero = arith::ConstantIndexOp::create(b, loc, 0), one = arith::ConstantIndexOp::create(b, loc, 1);
     IRMapping m;
-    // The workgroup buffers in host memory, one for all blocks: each block writes its partial
-    // values before it reads them.
+    // The workgroup buffers in host memory, one for all blocks (each block writes its partial
+    // values before it reads them), at the function's entry: a launch in a host loop would
+    // otherwise grow the stack at every iteration.
+    auto function = launch->getParentOfType<FunctionOpInterface>();
+    OpBuilder entry = OpBuilder::atBlockBegin(&function.getFunctionBody().front());
     for (BlockArgument shared : launch.getWorkgroupAttributions()) {
       auto type = cast<MemRefType>(shared.getType());
-      m.map(shared, memref::AllocaOp::create(b, loc, MemRefType::get(type.getShape(), type.getElementType())));
+      if (!type.hasStaticShape())
+        return launch.emitError("kiln-emulate-gpu-blocks needs workgroup buffers of static size");
+      m.map(shared, memref::AllocaOp::create(entry, loc, MemRefType::get(type.getShape(), type.getElementType())));
     }
     auto blocks = scf::ForOp::create(b, loc, zero, launch.getGridSizeX(), one);
     b.setInsertionPoint(blocks.getBody()->getTerminator());

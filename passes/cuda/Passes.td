@@ -77,7 +77,7 @@ def FormBlockReductionsPass : Pass<"kiln-form-block-reductions", "::mlir::Module
 }
 
 def EmulateGpuBlocksPass : Pass<"kiln-emulate-gpu-blocks", "::mlir::ModuleOp"> {
-  let summary = "For tests: run one-dimensional gpu.launch blocks on the CPU, thread by thread";
+  let summary = "Run one-dimensional gpu.launch blocks on the CPU, thread by thread (checking without a GPU)";
   let description = [{
     Checks the kernels kiln-form-block-reductions writes without a GPU. Each
     `gpu.launch` (one-dimensional grid and blocks) becomes a loop over the
@@ -87,8 +87,10 @@ def EmulateGpuBlocksPass : Pass<"kiln-emulate-gpu-blocks", "::mlir::ModuleOp"> {
     does not depend on the thread (as on the GPU, where every thread of a
     block must reach the barrier). Pure values a thread computed before a
     barrier are recomputed after it; any other value crossing a barrier is
-    an error. Workgroup buffers become one host buffer. Not part of any
-    compile pipeline.
+    an error. Workgroup buffers become one host buffer at the function's
+    entry; a thread's own stack arrays are scoped to its turn. The last
+    pass of the bufferized phase for --target=cuda-emulated, which runs the
+    CUDA pipeline's kernels on the CPU to check them without a GPU.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect"];

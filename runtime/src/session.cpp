@@ -1,6 +1,7 @@
 // Sessions: validate a request, call the generated entry, and turn its outputs into owned tensors.
 #include "device_pool.h"
 #include "error.h"
+#include "host_gemm.h"
 #include "model.h"
 #include "string_tensors.h"
 #include "tensor.h"
@@ -224,6 +225,23 @@ int32_t gemmTrampoline(void *runtime, const kiln_abi_gemm *product) {
     return 0;
   }
   return 1;
+}
+
+// A CPU artifact's "device" is host memory: only code compiled with --target=cuda-emulated
+// (the CUDA pipeline's kernels run on the CPU) copies between the two.
+void hostCopyTrampoline(void *, void *to, const void *from, int64_t bytes) {
+  if (bytes > 0)
+    std::memcpy(to, from, size_t(bytes));
+}
+
+// The emulated CUDA code's matrix products, on the calling thread. KILN_HOST_GEMM=decline
+// declines them all, so the code's own kernels (its fallback when cuBLASLt is missing) run.
+int32_t hostGemmTrampoline(void *, const kiln_abi_gemm *product) {
+  static const bool decline = [] {
+    const char *v = std::getenv("KILN_HOST_GEMM");
+    return v && std::strcmp(v, "decline") == 0;
+  }();
+  return decline ? 1 : kiln::runtime::hostGemm(*product);
 }
 
 void parallelForOnCudaTrampoline(void *runtime, int32_t kernelId, kiln_abi_kernel_fn, void *, int64_t, int64_t,
@@ -503,7 +521,10 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
                        stringEqualTrampoline,
                        nullptr,
                        nullptr,
-                       nullptr};
+                       nullptr,
+                       hostCopyTrampoline,
+                       hostCopyTrampoline,
+                       hostGemmTrampoline};
   const int32_t rc = m.entry(&ctx, s.inputs.data(), s.outputs.data());
   if (kiln_error *e = allocationError(state, "out of memory"))
     return e;

@@ -72,6 +72,10 @@ def parse_args(argv):
                     help="directory that --list paths and test names are relative to (default: .)")
     ap.add_argument("--list", action="append", default=[], metavar="FILE",
                     help="file listing test directories relative to --root (repeatable)")
+    ap.add_argument("--match", metavar="REGEX",
+                    help="keep only the --list entries this regular expression finds (re.search)")
+    ap.add_argument("--only-in", action="append", default=[], metavar="FILE",
+                    help="keep only the --list entries also listed in FILE (repeatable: in every one)")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="tests run in parallel (default 2)")
     ap.add_argument("--rtol", help="passed to kiln-run")
     ap.add_argument("--atol", help="passed to kiln-run")
@@ -317,12 +321,20 @@ def main(argv=None):
     root = os.path.abspath(args.root)
 
     paths = []
-    for list_file in args.list:
-        try:
-            paths += [os.path.join(root, p) for p in read_list(list_file)]
-        except (IOError, OSError) as e:
-            print("run_onnx_tests.py: error: cannot read %s: %s" % (list_file, e), file=sys.stderr)
-            return 2
+    try:
+        only = [set(n.rstrip("/") for n in read_list(f)) for f in args.only_in]
+        for list_file in args.list:
+            for p in read_list(list_file):
+                if args.match and not re.search(args.match, p):
+                    continue
+                if all(p.rstrip("/") in names for names in only):
+                    paths.append(os.path.join(root, p))
+    except (IOError, OSError) as e:
+        print("run_onnx_tests.py: error: cannot read %s" % e, file=sys.stderr)
+        return 2
+    except re.error as e:
+        print("run_onnx_tests.py: error: --match: %s" % e, file=sys.stderr)
+        return 2
     for p in args.tests:
         if not os.path.exists(p) and os.path.exists(os.path.join(root, p)):
             p = os.path.join(root, p)

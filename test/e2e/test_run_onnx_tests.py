@@ -185,6 +185,24 @@ class RunnerTest(unittest.TestCase):
         with open(passed) as f:
             self.assertEqual(f.read(), "group/t_pass\n")
 
+    def test_list_filters(self):
+        lst = os.path.join(self.tmp, "list.txt")
+        with open(lst, "w") as f:
+            f.write("group/t_pass\ngroup/t_mismatch\ngroup/t_rerror\n")
+        only = os.path.join(self.tmp, "only.txt")
+        with open(only, "w") as f:
+            f.write("group/t_pass\ngroup/t_rerror\n")
+        # --match drops the mismatch, --only-in the runtime error: what is left passes.
+        rc, out, _ = self.run_runner("--list", lst, "--match", "t_(pass|rerror)$", "--only-in", only,
+                                     "--strict")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("kiln e2e: 2 tests", out)
+        rc, out, _ = self.run_runner("--list", lst, "--match", "pass", "--only-in", only, "--strict")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("kiln e2e: 1 tests", out)
+        rc, out, _ = self.run_runner("--list", lst, "--match", "(", "--strict")
+        self.assertEqual(rc, 2, out)
+
     def test_dynamic_mode_and_suites(self):
         report = os.path.join(self.tmp, "dyn.json")
         log = os.path.join(self.tmp, "compile.log")

@@ -36,8 +36,9 @@ static cl::opt<std::string> emit("emit",
 static cl::opt<std::string> targetCpu("target-cpu", cl::desc("x86-64 CPU to compile for (default: host)"),
                                       cl::init("host"), cl::cat(category));
 static cl::opt<std::string> target("target",
-                                   cl::desc("What the kernels run on: x86 (default) or cuda (NVIDIA GPUs; PTX, "
-                                            "plus a cubin where ptxas is found)"),
+                                   cl::desc("What the kernels run on: x86 (default), cuda (NVIDIA GPUs; PTX, "
+                                            "plus a cubin where ptxas is found), or cuda-emulated (the CUDA "
+                                            "kernels run on the CPU thread by thread, to check them without a GPU)"),
                                    cl::init("x86"), cl::cat(category));
 static cl::opt<std::string> gpuArch("gpu-arch", cl::desc("With --target=cuda: the GPU architecture, sm_NN "
                                                          "(default sm_80)"),
@@ -176,13 +177,13 @@ int main(int argc, char **argv) {
     return fail("--quantize-group must be 32, 64 or 128");
   if (quantScale != "f32" && quantScale != "f16")
     return fail("--quantize-scale must be f32 or f16");
-  if (targetName != "x86" && targetName != "cuda")
-    return fail("unknown --target '" + targetName + "' (x86, cuda)");
+  if (targetName != "x86" && targetName != "cuda" && targetName != "cuda-emulated")
+    return fail("unknown --target '" + targetName + "' (x86, cuda, cuda-emulated)");
   if (targetName == "cuda" && !kiln::isGpuArch(arch))
     return fail("--gpu-arch must be sm_NN or sm_NNa (e.g. sm_80, sm_90, sm_90a), got '" + arch + "'");
   if (precisionName != "fp32" && precisionName != "fp16" && precisionName != "bf16")
     return fail("unknown --precision '" + precisionName + "' (fp32, fp16, bf16)");
-  if (precisionName != "fp32" && targetName != "cuda")
+  if (precisionName != "fp32" && targetName == "x86")
     return fail("--precision=" + precisionName + " needs --target=cuda (the CPU has no fast half-precision products)");
   if (precisionName != "fp32" && !quantMode.empty())
     return fail("--precision=" + precisionName + " and --quantize both change the weights: choose one");
@@ -281,7 +282,9 @@ int main(int argc, char **argv) {
   request.compilerVersion = "kiln " KILN_VERSION;
   request.ptxas = ptxas;
   kiln::PipelineOptions &options = request.options;
-  options.target = targetName == "cuda" ? kiln::Target::Cuda : kiln::Target::X86;
+  options.target = targetName == "cuda"            ? kiln::Target::Cuda
+                   : targetName == "cuda-emulated" ? kiln::Target::CudaEmulated
+                                                   : kiln::Target::X86;
   options.gpuArch = arch;
   options.precision = precisionName == "fp16" ? "f16" : precisionName == "bf16" ? "bf16" : "";
   options.printIrAfterAll = printAllIr;

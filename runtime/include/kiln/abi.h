@@ -84,8 +84,7 @@ typedef void (*kiln_abi_kernel_fn)(void *captures, int64_t begin, int64_t end);
  * numpy's str() of the value; `string_to_float` parses [data, data + size) at that precision;
  * `string_change_case` upper-cases (upper != 0) or lower-cases a copy; `string_equal` returns
  * 1 when the strings are equal (ignoring case when ignore_case != 0).
- * The device fields (version 6) are used by code compiled with --target=cuda, and NULL for CPU
- * artifacts. There every buffer the entry receives or makes (inputs, weights, the workspace, outputs)
+ * The device fields (version 6) are used by code compiled with --target=cuda. There every buffer the entry receives or makes (inputs, weights, the workspace, outputs)
  * is device memory, and the host code only computes sizes and launches kernels: `gpu_launch`
  * enqueues kernel `kernel_id` of the artifact's CUDA module on the run's stream with the given grid
  * and block sizes, `shared_bytes` of dynamic shared memory and `params` (cuLaunchKernel's array of
@@ -103,7 +102,10 @@ typedef void (*kiln_abi_kernel_fn)(void *captures, int64_t begin, int64_t end);
  * `gemm` (version 8) enqueues one matrix product (kiln_abi_gemm) on the run's stream with a vendor
  * library (cuBLASLt). It returns 0 when the product is taken (done, or failed and recorded: the run
  * then fails), and nonzero when it cannot take it (no library, a layout or type it does not serve):
- * the code then computes the product with its own kernels. */
+ * the code then computes the product with its own kernels.
+ * For CPU artifacts `gpu_launch`, `device_alloc` and `device_free` are NULL; `device_read` and
+ * `device_write` copy host memory and `gemm` computes on the calling thread: code compiled with
+ * --target=cuda-emulated (the CUDA pipeline's kernels run on the CPU, to check them) calls them. */
 typedef struct kiln_abi_context {
   void *runtime;
   void (*parallel_for)(void *runtime, int32_t kernel_id, kiln_abi_kernel_fn fn,
