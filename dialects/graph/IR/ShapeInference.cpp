@@ -27,9 +27,9 @@ LogicalResult fail(std::optional<Location> loc, const Twine &msg) {
 int64_t product(ArrayRef<int64_t> dims) {
   int64_t p = 1;
   for (int64_t d : dims) {
-    if (d == kDyn)
+    // Past 2^63 elements the count is as unknown as a dynamic one (a hostile model's dims).
+    if (d == kDyn || __builtin_mul_overflow(p, d, &p))
       return kDyn;
-    p *= d;
   }
   return p;
 }
@@ -1226,8 +1226,8 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
       out[i] = s;
       if (s == kDyn)
         knownStatic = false;
-      else
-        known *= s;
+      else if (__builtin_mul_overflow(known, s, &known))
+        return fail(loc, "reshape shape has more than 2^63 elements");
     }
     int64_t total = product(x.getShape());
     if (inferAt >= 0 && knownStatic && total != kDyn) {
