@@ -3,6 +3,7 @@
 
 #include "dialects/cpu/IR/Cpu.h"
 #include "dialects/graph/IR/Graph.h"
+#include "dialects/kernel/IR/Kernel.h"
 #include "passes/conversion/Passes.h"
 #include "passes/cpu/Passes.h"
 #include "passes/cuda/Passes.h"
@@ -89,10 +90,10 @@ static std::string cudaPipeline(Phase phase, const PipelineOptions &options) {
     break;
   case Phase::Linalg:
     return "builtin.module(kiln-convert-graph-to-linalg{vector-bits=" + std::to_string(options.vectorBits) +
-           " wide-half-products=true},canonicalize,cse," +
+           " wide-half-products=true gpu-attention=" + (options.gpuAttention ? "true" : "false") + "},canonicalize,cse," +
            (options.fuse ? "func.func(kiln-fuse-elementwise),canonicalize,cse" : "") + ")";
   case Phase::Bufferized:
-    return "builtin.module(" + bufferizePipeline(options, "kiln-call-device-gemm,") +
+    return "builtin.module(" + bufferizePipeline(options, "kiln-call-device-gemm,kiln-form-attention-blocks,") +
            "func.func(kiln-resolve-reshape-shapes),canonicalize,kiln-form-block-reductions,kiln-form-gpu-launches,kiln-lower-string-ops,kiln-lower-workspace,kiln-check-heap-allocations,canonicalize,cse," +
            (options.target == Target::CudaEmulated
                 ? "kiln-emulate-gpu-blocks,canonicalize,cse)"
@@ -122,11 +123,11 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
     // Fold shapes and constants the importer left, recognize composite
     // patterns (passes/fusion/), then move weights out.
     // Layer norm before RMS norm: a centered chain is also an RMS of x - mean.
-    // Not attention for the GPU: the fused kernel is one work item per block of 16 query rows,
-    // which a GPU runs as a handful of threads (a decode step: one per head); unfused, its two
-    // products go to cuBLASLt and its softmax to block reductions.
+    // Attention for the GPU only with gpuAttention: its kernel there is kiln-form-attention-blocks'
+    // (a block per 8 query rows); unfused, its two products go to cuBLASLt and its softmax to
+    // block reductions.
     std::string fusions = std::string("kiln-fuse-layer-norm,kiln-fuse-rms-norm,kiln-fuse-gelu,kiln-fuse-silu,") +
-                          (formsGpuKernels(options.target) ? "" : "kiln-fuse-attention,");
+                          (formsGpuKernels(options.target) && !options.gpuAttention ? "" : "kiln-fuse-attention,");
     return std::string("builtin.module(canonicalize,cse,kiln-fold-qdq,kiln-fold-integer-matmul,") + (options.fuse ? fusions : "") +
            (options.kvCache ? "kiln-kv-cache-in-place,kiln-last-position-logits," : "") +
            quantizePass(options) +
@@ -157,7 +158,7 @@ std::string phasePipeline(Phase phase, const PipelineOptions &options) {
 }
 
 void registerKilnDialects(DialectRegistry &registry) {
-  registry.insert<graph::GraphDialect, cpu::CpuDialect>();
+  registry.insert<graph::GraphDialect, cpu::CpuDialect, kernel::KernelDialect>();
   registerAllDialects(registry);
   registerAllExtensions(registry);
   registerBuiltinDialectTranslation(registry);

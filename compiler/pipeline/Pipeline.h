@@ -31,6 +31,10 @@ struct PipelineOptions {
   /// CUDA only: the products by constant weights in "f16" or "bf16"
   /// (kiln-half-precision-products), or "" (f32 throughout).
   std::string precision;
+  /// CUDA only: attention as one fused kernel (kiln-fuse-attention, then
+  /// kiln-form-attention-blocks), or unfused (false: its products to the
+  /// runtime's gemm, its softmax as block reductions), to compare the two on a GPU.
+  bool gpuAttention = true;
   /// Width of the target's vector registers: sizes the contraction
   /// microkernel (512: 8 x 32 floats in 16 of AVX-512's 32 registers; 256:
   /// 4 x 16 floats in 8 of AVX2's 16).

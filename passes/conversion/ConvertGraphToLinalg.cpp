@@ -4,6 +4,7 @@
 
 #include "dialects/cpu/IR/Cpu.h"
 #include "dialects/graph/IR/Graph.h"
+#include "dialects/kernel/IR/Kernel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -27,7 +28,8 @@ struct ConvertGraphToLinalgPass
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
                            func::FuncDialect, scf::SCFDialect, vector::VectorDialect,
-                           cpu::CpuDialect>(); // the string kernels' ops
+                           cpu::CpuDialect,     // the string kernels' ops
+                           kernel::KernelDialect>(); // attention for the GPU
     RewritePatternSet patterns(ctx);
     populateElementwiseLoweringPatterns(patterns);
     populateContractionLoweringPatterns(patterns, wideHalfProducts);
@@ -35,7 +37,7 @@ struct ConvertGraphToLinalgPass
     populateShapeLoweringPatterns(patterns);
     populateResizeLoweringPatterns(patterns);
     populateScatterGatherLoweringPatterns(patterns);
-    populateAttentionLoweringPatterns(patterns);
+    populateAttentionLoweringPatterns(patterns, gpuAttention);
     populateRuntimeOperandLoweringPatterns(patterns);
     populateDataDependentLoweringPatterns(patterns);
     populateQuantizedMatMulLoweringPatterns(patterns, vectorBits);

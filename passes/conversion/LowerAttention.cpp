@@ -2,6 +2,7 @@
 #include "passes/conversion/LoweringUtils.h"
 
 #include "dialects/graph/IR/Graph.h"
+#include "dialects/kernel/IR/Kernel.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -433,10 +434,49 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
   }
 };
 
+/// For the GPU: graph.attention -> kiln_kernel.attention into an empty tensor, which
+/// survives bufferization for kiln-form-attention-blocks. Where that kernel does not
+/// apply (f64, head sizes unknown or past what its shared memory holds) AttentionPattern
+/// lowers it instead.
+struct AttentionToKernelPattern : OpConversionPattern<graph::AttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  /// The largest head size (D and Dv) of the GPU kernel: its block keeps 8 query rows and
+  /// 8 output rows of this many f32 values in shared memory.
+  static constexpr int64_t kMaxHeadSize = 256;
+
+  LogicalResult matchAndRewrite(graph::AttentionOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto qt = cast<RankedTensorType>(adaptor.getQuery().getType());
+    auto kt = cast<RankedTensorType>(adaptor.getKey().getType());
+    auto vt = cast<RankedTensorType>(adaptor.getValue().getType());
+    Type et = qt.getElementType();
+    int64_t rank = qt.getRank();
+    int64_t d = qt.getDimSize(rank - 1), dk = kt.getDimSize(rank - 1), dv = vt.getDimSize(rank - 1);
+    auto fits = [](int64_t n) { return !ShapedType::isDynamic(n) && n <= kMaxHeadSize; };
+    if (!(et.isF32() || et.isF16() || et.isBF16()) || !(fits(d) || fits(dk)) || !fits(dv))
+      return rewriter.notifyMatchFailure(op, "no GPU attention kernel for this element type or head size");
+    Location loc = op.getLoc();
+    auto rt = cast<RankedTensorType>(op.getType());
+    SmallVector<Value> outDims;
+    for (int64_t i = 0; i < rank - 1; ++i)
+      outDims.push_back(dimValue(rewriter, loc, adaptor.getQuery(), i));
+    outDims.push_back(dimValue(rewriter, loc, adaptor.getValue(), rank - 1));
+    Value init = emptyTensor(rewriter, loc, rt, outDims);
+    auto kernelOp = kernel::AttentionOp::create(rewriter, loc, TypeRange{init.getType()}, adaptor.getQuery(),
+                                                adaptor.getKey(), adaptor.getValue(), adaptor.getMask(), init,
+                                                op.getScaleAttr());
+    rewriter.replaceOp(op, kernelOp.getResult()[0]);
+    return success();
+  }
+};
+
 } // namespace
 
-void populateAttentionLoweringPatterns(RewritePatternSet &patterns) {
+void populateAttentionLoweringPatterns(RewritePatternSet &patterns, bool gpuAttention) {
   patterns.add<AttentionPattern>(patterns.getContext());
+  if (gpuAttention)
+    patterns.add<AttentionToKernelPattern>(patterns.getContext(), /*benefit=*/2);
 }
 
 } // namespace kiln

@@ -106,7 +106,8 @@ void populateNnLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateShapeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateResizeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateScatterGatherLoweringPatterns(mlir::RewritePatternSet &patterns);
-void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// `gpuAttention`: where the GPU kernel applies, graph.attention becomes kiln_kernel.attention.
+void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns, bool gpuAttention);
 /// Ops whose shape-like operands are run-time values (LowerRuntimeOperands.cpp).
 void populateRuntimeOperandLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// NonZero, Compress, Unique, NonMaxSuppression (LowerDataDependent.cpp).

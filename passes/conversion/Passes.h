@@ -3,6 +3,7 @@
 #define KILN_PASSES_CONVERSION_PASSES_H
 
 #include "dialects/cpu/IR/Cpu.h"
+#include "dialects/kernel/IR/Kernel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

@@ -17,12 +17,16 @@ def ConvertGraphToLinalgPass : Pass<"kiln-convert-graph-to-linalg", "::mlir::Mod
            "Width of the target's vector registers: sizes the register blocks of kernels lowered here "
            "(quantized products: 8 rows x 32 columns with 512 bits, 4 x 32 with 256)">,
     Option<"wideHalfProducts", "wide-half-products", "bool", "false",
-           "MatMul and Gemm of f16/bf16 accumulate in f32 and round once (the CUDA target's products)">
+           "MatMul and Gemm of f16/bf16 accumulate in f32 and round once (the CUDA target's products)">,
+    Option<"gpuAttention", "gpu-attention", "bool", "false",
+           "graph.attention becomes kiln_kernel.attention (lowered after bufferization to one GPU block "
+           "per 8 query rows) where its element type is f32, f16 or bf16 and its head sizes are static and "
+           "at most 256; otherwise, and by default, the CPU's query-block kernel on tensors">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
                            "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-                           "::kiln::cpu::CpuDialect"];
+                           "::kiln::cpu::CpuDialect", "::kiln::kernel::KernelDialect"];
 }
 
 #endif

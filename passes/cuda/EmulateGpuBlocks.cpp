@@ -94,7 +94,8 @@ struct Emulator {
   }
 
   /// Emits `block`'s ops: steps between barriers; an op holding barriers is code the whole block
-  /// runs (its condition may not depend on the thread), with its regions emitted the same way.
+  /// runs (its condition or bounds may not depend on the thread), with its regions emitted the
+  /// same way.
   LogicalResult emitBlock(OpBuilder &b, Block &block, IRMapping &m) {
     SmallVector<Operation *> step;
     for (Operation &op : block) {
@@ -113,9 +114,25 @@ struct Emulator {
       if (failed(emitStep(b, step, m)))
         return failure();
       step.clear();
+      // A loop of the whole block (kiln-form-attention-blocks' key tiles): the same loop here,
+      // its body emitted step by step in each iteration.
+      if (auto loop = dyn_cast<scf::ForOp>(op); loop && loop.getNumResults() == 0) {
+        FailureOr<Value> lb = materialize(b, loop.getLowerBound(), m), ub = materialize(b, loop.getUpperBound(), m),
+                         stepSize = materialize(b, loop.getStep(), m);
+        if (failed(lb) || failed(ub) || failed(stepSize))
+          return failure();
+        auto copy = scf::ForOp::create(b, op.getLoc(), *lb, *ub, *stepSize);
+        OpBuilder inner = OpBuilder::atBlockBegin(copy.getBody());
+        inner.setInsertionPoint(copy.getBody()->getTerminator());
+        IRMapping nested = m;
+        nested.map(loop.getInductionVar(), copy.getInductionVar());
+        if (failed(emitBlock(inner, *loop.getBody(), nested)))
+          return failure();
+        continue;
+      }
       auto branch = dyn_cast<scf::IfOp>(op);
       if (!branch || branch.getNumResults() != 0 || branch.elseBlock())
-        return op.emitError("a barrier inside an op other than a result-less scf.if");
+        return op.emitError("a barrier inside an op other than a result-less scf.if or scf.for");
       FailureOr<Value> condition = materialize(b, branch.getCondition(), m);
       if (failed(condition))
         return failure();

@@ -76,6 +76,25 @@ def FormBlockReductionsPass : Pass<"kiln-form-block-reductions", "::mlir::Module
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def FormAttentionBlocksPass : Pass<"kiln-form-attention-blocks", "::mlir::ModuleOp"> {
+  let summary = "Lower kiln_kernel.attention on buffers to a GPU launch of one block per 8 query rows";
+  let description = [{
+    For --target=cuda, after bufferization, before kiln-form-gpu-launches
+    (which keeps the launches formed here). Each `kiln_kernel.attention` on
+    buffers becomes a `gpu.launch` of 128-thread blocks, one block per 8
+    query rows of one batch index (the grid is the query's batch extents
+    times ceil(Sq / 8)). The block walks the keys in tiles of 128, one key
+    per thread, with an online softmax: the tile's scores and
+    exponentials, the rows' running max and sum, the query rows and the
+    output accumulators live in shared memory (workgroup attributions), and
+    the per-row max and sum over a tile are halvings with a barrier after
+    each step. The scores never reach device memory; each output element is
+    written once. f16/bf16 operands are widened to f32 as they are loaded.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::math::MathDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def EmulateGpuBlocksPass : Pass<"kiln-emulate-gpu-blocks", "::mlir::ModuleOp"> {
   let summary = "Run one-dimensional gpu.launch blocks on the CPU, thread by thread (checking without a GPU)";
   let description = [{
@@ -83,9 +102,10 @@ def EmulateGpuBlocksPass : Pass<"kiln-emulate-gpu-blocks", "::mlir::ModuleOp"> {
     `gpu.launch` (one-dimensional grid and blocks) becomes a loop over the
     blocks; in a block, the code between two `gpu.barrier`s is a loop over
     the threads, so each step ends for every thread before the next begins.
-    Code holding a barrier must be a result-less `scf.if` whose condition
-    does not depend on the thread (as on the GPU, where every thread of a
-    block must reach the barrier). Pure values a thread computed before a
+    Code holding a barrier must be a result-less `scf.if` without else, or
+    an `scf.for` without results, whose condition or bounds do not depend on
+    the thread (as on the GPU, where every thread of a block must reach the
+    barrier); their bodies are emitted the same way. Pure values a thread computed before a
     barrier are recomputed after it; any other value crossing a barrier is
     an error. Workgroup buffers become one host buffer at the function's
     entry; a thread's own stack arrays are scoped to its turn. The last

@@ -48,6 +48,11 @@ static cl::opt<std::string> precision("precision",
                                                "constant weights in half precision (weights stored so, f32 "
                                                "accumulation, tensor cores)"),
                                       cl::init("fp32"), cl::cat(category));
+static cl::opt<std::string> gpuAttention("gpu-attention",
+                                         cl::desc("With --target=cuda: fused (default: one kernel per attention, "
+                                                  "a block per 8 query rows, scores never in memory) or unfused "
+                                                  "(products to cuBLASLt, softmax as block reductions)"),
+                                         cl::init("fused"), cl::cat(category));
 static cl::opt<std::string> ptxasPath("ptxas",
                                       cl::desc("With --target=cuda: the ptxas that assembles the cubin (default: "
                                                "ptxas on PATH, then /usr/local/cuda/bin/ptxas; 'none': PTX only)"),
@@ -163,7 +168,7 @@ int main(int argc, char **argv) {
   const std::string modelPath = inputPath, outPath = outputPath, emitWhat = emit,
                     cpuName = targetCpu, printAfterName = printAfter, dumpDir = dumpIrDir,
                     targetName = target, arch = gpuArch, ptxas = ptxasPath,
-                    precisionName = precision;
+                    precisionName = precision, attentionName = gpuAttention;
   const bool printAllIr = printAll, beQuiet = quiet, useKvCache = kvCache, useFusion = fuse,
              usePlan = planMemory, printPlan = printMemoryPlan, allSymbolic = symbolicInputDims;
   const int64_t contextTokens = maxContext;
@@ -185,6 +190,10 @@ int main(int argc, char **argv) {
     return fail("unknown --precision '" + precisionName + "' (fp32, fp16, bf16)");
   if (precisionName != "fp32" && targetName == "x86")
     return fail("--precision=" + precisionName + " needs --target=cuda (the CPU has no fast half-precision products)");
+  if (attentionName != "fused" && attentionName != "unfused")
+    return fail("unknown --gpu-attention '" + attentionName + "' (fused, unfused)");
+  if (gpuAttention.getNumOccurrences() && targetName == "x86")
+    return fail("--gpu-attention needs --target=cuda (the CPU always fuses attention)");
   if (precisionName != "fp32" && !quantMode.empty())
     return fail("--precision=" + precisionName + " and --quantize both change the weights: choose one");
   if (contextTokens < 1 || contextTokens > (int64_t(1) << 24))
@@ -287,6 +296,7 @@ int main(int argc, char **argv) {
                                                    : kiln::Target::X86;
   options.gpuArch = arch;
   options.precision = precisionName == "fp16" ? "f16" : precisionName == "bf16" ? "bf16" : "";
+  options.gpuAttention = attentionName == "fused";
   options.printIrAfterAll = printAllIr;
   options.printIrAfter = printAfterName;
   options.dumpIrDir = dumpDir;

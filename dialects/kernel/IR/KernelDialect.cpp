@@ -1,0 +1,128 @@
+// Registers the kiln_kernel dialect; verifies its ops, gives their memory effects and bufferizes them.
+#include "dialects/kernel/IR/Kernel.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace kiln::kernel;
+
+#include "dialects/kernel/IR/KernelDialect.cpp.inc"
+
+void KernelDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/kernel/IR/KernelOps.cpp.inc"
+      >();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/kernel/IR/KernelOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::verify() {
+  auto shaped = [](Value v) { return cast<ShapedType>(v.getType()); };
+  ShapedType q = shaped(getQuery()), k = shaped(getKey()), v = shaped(getValue()), out = shaped(getInit());
+  bool buffers = isa<MemRefType>(out);
+  SmallVector<Value> operands = {getQuery(), getKey(), getValue(), getInit()};
+  if (getMask())
+    operands.push_back(getMask());
+  for (Value operand : operands) {
+    auto type = shaped(operand);
+    if (!type.hasRank())
+      return emitOpError("needs ranked operands");
+    if (isa<MemRefType>(type) != buffers)
+      return emitOpError("needs all operands tensors or all buffers");
+    if (type.getElementType() != q.getElementType() || !isa<FloatType>(type.getElementType()))
+      return emitOpError("needs operands of one float element type");
+  }
+  if (buffers != (getNumResults() == 0))
+    return emitOpError(buffers ? "on buffers has no result" : "on tensors returns the written init");
+  int64_t rank = q.getRank();
+  if (rank < 2)
+    return emitOpError("needs a query of rank 2 or more");
+  if (k.getRank() != rank || v.getRank() != rank || out.getRank() != rank)
+    return emitOpError("needs query, key, value and init of one rank");
+  if (getMask() && shaped(getMask()).getRank() > rank)
+    return emitOpError("needs a mask of rank at most the query's");
+  // Two extents that must agree, where both are known.
+  auto differ = [](int64_t a, int64_t b) { return !ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b; };
+  if (differ(q.getDimSize(rank - 1), k.getDimSize(rank - 1)))
+    return emitOpError("query and key have different head sizes");
+  if (differ(k.getDimSize(rank - 2), v.getDimSize(rank - 2)))
+    return emitOpError("key and value have different key counts");
+  if (differ(out.getDimSize(rank - 1), v.getDimSize(rank - 1)))
+    return emitOpError("init's last dim is not the value's");
+  for (int64_t i = 0; i < rank - 1; ++i)
+    if (differ(out.getDimSize(i), q.getDimSize(i)))
+      return emitOpError("init dim ") << i << " is not the query's";
+  // Batch dims of key, value (and the mask's leading dims) divide the query's.
+  auto divides = [](int64_t part, int64_t whole) {
+    return ShapedType::isDynamic(part) || ShapedType::isDynamic(whole) || (part > 0 && whole % part == 0) ||
+           (part == 0 && whole == 0);
+  };
+  for (int64_t i = 0; i < rank - 2; ++i)
+    if (!divides(k.getDimSize(i), q.getDimSize(i)) || !divides(v.getDimSize(i), q.getDimSize(i)))
+      return emitOpError("key/value batch dim ") << i << " does not divide the query's";
+  if (getMask()) {
+    auto m = shaped(getMask());
+    int64_t lead = rank - m.getRank();
+    for (int64_t j = 0; j < m.getRank(); ++j) {
+      int64_t i = j + lead, size = m.getDimSize(j);
+      if (size == 1)
+        continue;
+      int64_t against = i == rank - 1 ? k.getDimSize(rank - 2) : q.getDimSize(i);
+      if (i >= rank - 2 ? differ(size, against) : !divides(size, against))
+        return emitOpError("mask dim ") << j << " does not broadcast to the scores";
+    }
+  }
+  return success();
+}
+
+void AttentionOp::getEffects(SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  if (!hasBufferSemantics())
+    return;
+  for (OpOperand &operand : getOperation()->getOpOperands()) {
+    if (&operand == &getInitMutable())
+      effects.emplace_back(MemoryEffects::Write::get(), &operand, SideEffects::DefaultResource::get());
+    else
+      effects.emplace_back(MemoryEffects::Read::get(), &operand, SideEffects::DefaultResource::get());
+  }
+}
+
+// Every element of init is written and none read, so bufferization may hand it any buffer
+// (an empty tensor's allocation, reused by the memory plan) without copying its contents.
+bool AttentionOp::bufferizesToMemoryRead(OpOperand &operand, const bufferization::AnalysisState &) {
+  return &operand != &getInitMutable();
+}
+
+bool AttentionOp::bufferizesToMemoryWrite(OpOperand &operand, const bufferization::AnalysisState &) {
+  return &operand == &getInitMutable();
+}
+
+bufferization::AliasingValueList AttentionOp::getAliasingValues(OpOperand &operand,
+                                                                const bufferization::AnalysisState &) {
+  if (&operand != &getInitMutable())
+    return {};
+  return {{getResult()[0], bufferization::BufferRelation::Equivalent}};
+}
+
+LogicalResult AttentionOp::bufferize(RewriterBase &rewriter, const bufferization::BufferizationOptions &options,
+                                     bufferization::BufferizationState &state) {
+  auto buffer = [&](Value v) -> FailureOr<Value> {
+    return v ? bufferization::getBuffer(rewriter, v, options, state) : FailureOr<Value>(Value());
+  };
+  FailureOr<Value> q = buffer(getQuery()), k = buffer(getKey()), v = buffer(getValue()), mask = buffer(getMask()),
+                   init = buffer(getInit());
+  if (failed(q) || failed(k) || failed(v) || failed(mask) || failed(init))
+    return failure();
+  rewriter.setInsertionPoint(*this);
+  AttentionOp::create(rewriter, getLoc(), TypeRange{}, *q, *k, *v, *mask, *init, getScaleAttr());
+  bufferization::replaceOpWithBufferizedValues(rewriter, *this, *init);
+  return success();
+}

@@ -1,0 +1,67 @@
+// The kiln_kernel dialect: target-independent kernels that a target lowers its own way.
+#ifndef KILN_KERNEL_OPS
+#define KILN_KERNEL_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.td"
+
+def Kernel_Dialect : Dialect {
+  let name = "kiln_kernel";
+  let summary = "Fused kernels that outlive bufferization";
+  let description = [{
+    An op here is one kernel whose best form depends on the target: the CUDA
+    target gives it a block of threads with shared memory, which no loop nest
+    that kiln-form-gpu-launches maps one thread per iteration can express. The
+    ops are in destination style on tensors (before bufferization) and on
+    buffers (after it), like linalg's, so bufferization and the memory plan
+    treat them as any other op; a target pass then lowers the buffer form.
+  }];
+  let cppNamespace = "::kiln::kernel";
+}
+
+def Kernel_AttentionOp : Op<Kernel_Dialect, "attention", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<BufferizableOpInterface,
+        ["bufferizesToMemoryRead", "bufferizesToMemoryWrite", "getAliasingValues", "bufferize"]>]> {
+  let summary = "Scaled dot-product attention into a destination: softmax(Q K^T * scale + mask) V";
+  let description = [{
+    The semantics of `graph.attention`, in destination style: `query`
+    [B..., Sq, D], `key` [B..., Sk, D], `value` [B..., Sk, Dv], an optional
+    additive `mask` broadcast numpy-style to [B..., Sq, Sk], and `init`
+    [B..., Sq, Dv], every element of which is written (it is never read).
+    Each batch dim of `key`, `value` and `mask` divides the query's: query
+    batch index b reads index b / (Bq / Bk), which covers broadcasting and
+    grouped-query attention. A row whose every score is -inf is NaN (as
+    ONNX's Softmax gives); with no keys at all the result is 0.
+
+    On tensors it returns the written `init`; on buffers it has no result.
+    `kiln-convert-graph-to-linalg{gpu-attention=true}` makes it from
+    `graph.attention` for the CUDA target, and `kiln-form-attention-blocks`
+    lowers the buffer form to one GPU block per query row.
+
+    ```mlir
+    %o = kiln_kernel.attention %q, %k, %v mask %m : tensor<1x1x?x?xf32> into %init {scale = 1.250000e-01 : f32}
+        : tensor<1x12x?x64xf32>, tensor<1x12x?x64xf32>, tensor<1x12x?x64xf32>, tensor<1x12x?x64xf32> -> tensor<1x12x?x64xf32>
+    kiln_kernel.attention %qb, %kb, %vb into %ob {scale = 1.0 : f32}
+        : memref<4x16xf32>, memref<9x16xf32>, memref<9x8xf32>, memref<4x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyShaped:$query, AnyShaped:$key, AnyShaped:$value, Optional<AnyShaped>:$mask,
+                   AnyShaped:$init, DefaultValuedAttr<F32Attr, "1.0">:$scale);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` $mask^ `:` type($mask))? `into` $init attr-dict
+    `:` type($query) `,` type($key) `,` type($value) `,` type($init) (`->` type($result)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+    /// Whether the operands are buffers (after bufferization).
+    bool hasBufferSemantics() { return ::llvm::isa<::mlir::MemRefType>(getInit().getType()); }
+  }];
+}
+
+#endif
