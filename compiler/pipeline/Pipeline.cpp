@@ -53,9 +53,11 @@ static std::string quantizePass(const PipelineOptions &options) {
 }
 
 /// Host lowering to the LLVM dialect shared by both targets (the CPU pipeline
-/// adds its kernel passes around it).
+/// adds its kernel passes around it). bf16 conversions are expanded into integer
+/// arithmetic: LLVM would call compiler-rt's __truncsfbf2, which Debian 12's
+/// libgcc does not have, so the artifact would not load.
 static const char *kHostToLlvm =
-    "convert-vector-to-scf,convert-math-to-funcs,"
+    "arith-expand{include-bf16=true},convert-vector-to-scf,convert-math-to-funcs,"
     "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
     "convert-math-to-llvm,convert-math-to-libm,finalize-memref-to-llvm,"
     "convert-vector-to-llvm,"

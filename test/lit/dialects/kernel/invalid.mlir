@@ -1,0 +1,72 @@
+// Verifier errors of kiln_kernel.attention.
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+func.func @mixed(%q: tensor<4x16xf32>, %k: memref<9x16xf32>, %v: tensor<9x8xf32>, %o: tensor<4x8xf32>) {
+  // expected-error @+1 {{needs all operands tensors or all buffers}}
+  %r = kiln_kernel.attention %q, %k, %v into %o : tensor<4x16xf32>, memref<9x16xf32>, tensor<9x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @element_types(%q: memref<4x16xf32>, %k: memref<9x16xf16>, %v: memref<9x8xf32>, %o: memref<4x8xf32>) {
+  // expected-error @+1 {{needs operands of one float element type}}
+  kiln_kernel.attention %q, %k, %v into %o : memref<4x16xf32>, memref<9x16xf16>, memref<9x8xf32>, memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @no_result(%q: tensor<4x16xf32>, %k: tensor<9x16xf32>, %v: tensor<9x8xf32>, %o: tensor<4x8xf32>) {
+  // expected-error @+1 {{on tensors returns the written init}}
+  kiln_kernel.attention %q, %k, %v into %o : tensor<4x16xf32>, tensor<9x16xf32>, tensor<9x8xf32>, tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @head_sizes(%q: memref<4x16xf32>, %k: memref<9x12xf32>, %v: memref<9x8xf32>, %o: memref<4x8xf32>) {
+  // expected-error @+1 {{query and key have different head sizes}}
+  kiln_kernel.attention %q, %k, %v into %o : memref<4x16xf32>, memref<9x12xf32>, memref<9x8xf32>, memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @key_counts(%q: memref<4x16xf32>, %k: memref<9x16xf32>, %v: memref<7x8xf32>, %o: memref<4x8xf32>) {
+  // expected-error @+1 {{key and value have different key counts}}
+  kiln_kernel.attention %q, %k, %v into %o : memref<4x16xf32>, memref<9x16xf32>, memref<7x8xf32>, memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @init_rows(%q: memref<4x16xf32>, %k: memref<9x16xf32>, %v: memref<9x8xf32>, %o: memref<5x8xf32>) {
+  // expected-error @+1 {{init dim 0 is not the query's}}
+  kiln_kernel.attention %q, %k, %v into %o : memref<4x16xf32>, memref<9x16xf32>, memref<9x8xf32>, memref<5x8xf32>
+  return
+}
+
+// -----
+
+func.func @groups(%q: memref<6x4x16xf32>, %k: memref<4x9x16xf32>, %v: memref<4x9x8xf32>, %o: memref<6x4x8xf32>) {
+  // expected-error @+1 {{key/value batch dim 0 does not divide the query's}}
+  kiln_kernel.attention %q, %k, %v into %o : memref<6x4x16xf32>, memref<4x9x16xf32>, memref<4x9x8xf32>, memref<6x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @mask_keys(%q: memref<4x16xf32>, %k: memref<9x16xf32>, %v: memref<9x8xf32>, %m: memref<4x7xf32>, %o: memref<4x8xf32>) {
+  // expected-error @+1 {{mask dim 1 does not broadcast to the scores}}
+  kiln_kernel.attention %q, %k, %v mask %m : memref<4x7xf32> into %o : memref<4x16xf32>, memref<9x16xf32>, memref<9x8xf32>, memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rank(%q: memref<16xf32>, %k: memref<16xf32>, %v: memref<8xf32>, %o: memref<8xf32>) {
+  // expected-error @+1 {{needs a query of rank 2 or more}}
+  kiln_kernel.attention %q, %k, %v into %o : memref<16xf32>, memref<16xf32>, memref<8xf32>, memref<8xf32>
+  return
+}
