@@ -93,6 +93,21 @@ if [ "$cases" != none ]; then
   } >> "$report"
 fi
 
+# 2b. Attention: the fused kernel (the default, above) against the unfused form (products to
+#     cuBLASLt, the softmax as block reductions, scores in device memory), in the same run.
+if [ "$cases" != none ]; then
+  echo "[gpu-check] bench:bert,bench:gpt with --gpu-attention=unfused"
+  python3 bench/run.py --bin build/bin --cases bench:bert,bench:gpt --threads 1 --rounds 1 \
+    --compile-args "--target=cuda --gpu-arch=$arch --gpu-attention=unfused" --markdown \
+    --json "$out/bench-unfused-attention.json" > "$out/bench-unfused-attention.log" 2>&1 || status=1
+  {
+    echo
+    echo "### bench:bert and bench:gpt with --gpu-attention=unfused (compare with the fused rows above)"
+    echo
+    tail -10 "$out/bench-unfused-attention.log"
+  } >> "$report"
+fi
+
 # 3. Decoding on the GPU: the tiny language models compiled for CUDA and for x86 must give the same
 #    greedy tokens (a batch of one and a left-padded batch of two), and the GPU's tokens/s is reported.
 echo "[gpu-check] decoding on the GPU"
@@ -130,6 +145,33 @@ print("weights %.1f MB, %.1f GB/s = %.2f%% of 4800 GB/s" % (w / 1e6, gbs, 100 * 
       status=1
     fi
   done
+done
+echo '```' >> "$report"
+
+# 3b. Decoding with attention unfused: the same tokens, and its tokens/s next to the fused kernel's.
+echo "[gpu-check] decoding with --gpu-attention=unfused"
+{
+  echo
+  echo "## Decoding with --gpu-attention=unfused (tokens must equal the x86 path's)"
+  echo '```'
+} >> "$report"
+for lm in gpt2 llama; do
+  art=$out/$lm-cuda-unfused.kiln
+  if ! build/bin/kiln-compile --quiet --kv-cache=true --target=cuda --gpu-arch=$arch --gpu-attention=unfused \
+      test/models/lm/$lm/model.onnx -o "$art" > "$out/$lm-unfused.log" 2>&1; then
+    echo "$lm unfused: compile failed: $(head -1 "$out/$lm-unfused.log")" >> "$report"
+    status=1
+    continue
+  fi
+  gpu=$(build/bin/kiln-run generate "$art" --prompt-ids 1,2,3,4,5 --ids --max-new-tokens 48 --stats 2> "$out/$lm-unfused.stats")
+  rc=$?
+  cpu=$(build/bin/kiln-run generate "$out/$lm-cpu.kiln" --prompt-ids 1,2,3,4,5 --ids --max-new-tokens 48 2> /dev/null)
+  if [ $rc -eq 0 ] && [ "$gpu" = "$cpu" ] && [ -n "$gpu" ]; then
+    echo "$lm unfused: same tokens; gpu stats $(tail -1 "$out/$lm-unfused.stats")" >> "$report"
+  else
+    echo "$lm unfused: DIFFERENT (rc $rc): gpu [$gpu] cpu [$cpu]" >> "$report"
+    status=1
+  fi
 done
 echo '```' >> "$report"
 
