@@ -18,6 +18,9 @@ numpy float64 references, to test kiln-fuse-attention's fused kernel end to end
                  Dv = 5 (no whole vectors: linalg products), 100 keys.
   where_lowest   Hugging Face's GPT-2 mask: Where(causal, scores, finfo.min), with a
                  row that sees no key (uniform: the mean of V, not NaN).
+  late_max       scores growing with the key index over 300 keys (every key tile's max
+                 exceeds the last: rescaling checked), 11 query rows, rows whose first
+                 128 or 256 keys are masked, a row with none (NaN).
 
 Run with /usr/bin/python3 (needs onnx and numpy): gen_attention.py [OUT_DIR]
 (default test/models/attention). Deterministic: rerunning gives the same files.
@@ -231,6 +234,38 @@ def plain_2d():
          [("out", F, [SQ, DV])], [], [([q, k, v], [attention(q, k, v, 1.0)])])
 
 
+def late_max():
+    """Scores that grow with the key index, over three tiles of the GPU kernel's 128 keys (and five
+    of the CPU's 64), so each tile's max exceeds the last: the running sum and the accumulators must
+    be rescaled by exp(m - m') at every tile. 11 query rows (a second block of 8 with 3). Rows 2-4
+    see no key in the first 128 (rows 3-4: none in the first 256 either), row 6 sees none (NaN)."""
+    H, SQ, SK, D = 2, 11, 300, 16
+    nodes = [
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kt"], ["qk"]),
+        helper.make_node("Mul", ["qk", "scale"], ["scaled"]),
+        helper.make_node("Add", ["scaled", "mask"], ["masked"]),
+        helper.make_node("Softmax", ["masked"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["out"]),
+    ]
+    F = TensorProto.FLOAT
+    q = np.abs(f32((1, H, SQ, D))) + 0.5
+    k = (np.abs(f32((1, H, SK, D))) + 0.5) * (np.arange(SK, dtype=np.float32) / 60.0 + 0.1)[:, None]
+    v = f32((1, H, SK, D))
+    keep = rng.random((SQ, SK)) > 0.2
+    keep[:, 0] = True
+    keep[2:5, :128] = False
+    keep[3:5, :256] = False
+    keep[2:5, 299] = True
+    keep[6, :] = False
+    mask = np.where(keep, 0.0, -np.inf).astype(np.float32)
+    ref = attention(q, k, v, np.float64(np.float32(0.125)), mask.astype(np.float64))
+    assert np.isnan(ref[:, :, 6]).all() and not np.isnan(np.delete(ref, 6, axis=2)).any()
+    save("late_max", nodes,
+         [("q", F, [1, H, "sq", D]), ("k", F, [1, H, "sk", D]), ("v", F, [1, H, "sk", D]), ("mask", F, ["sq", "sk"])],
+         [("out", F, [1, H, "sq", D])], [const("scale", 0.125, np.float32)], [([q, k, v, mask], [ref])])
+
+
 if __name__ == "__main__":
     mha_additive()
     where_causal()
@@ -238,3 +273,4 @@ if __name__ == "__main__":
     pretransposed()
     plain_2d()
     where_lowest()
+    late_max()
