@@ -95,7 +95,8 @@ static std::string cudaPipeline(Phase phase, const PipelineOptions &options) {
            " wide-half-products=true gpu-attention=" + (options.gpuAttention ? "true" : "false") + "},canonicalize,cse," +
            (options.fuse ? "func.func(kiln-fuse-elementwise),canonicalize,cse" : "") + ")";
   case Phase::Bufferized:
-    return "builtin.module(" + bufferizePipeline(options, "kiln-call-device-gemm,kiln-form-attention-blocks,") +
+    return "builtin.module(" + bufferizePipeline(options, "kiln-call-device-gemm,kiln-form-attention-blocks{min-split-keys=" +
+                                                    std::to_string(options.gpuAttentionSplitKeys) + "},") +
            "func.func(kiln-resolve-reshape-shapes),canonicalize,kiln-form-block-reductions,kiln-form-gpu-launches,kiln-lower-string-ops,kiln-lower-workspace,kiln-check-heap-allocations,canonicalize,cse," +
            (options.target == Target::CudaEmulated
                 ? "kiln-emulate-gpu-blocks,canonicalize,cse)"

@@ -35,6 +35,9 @@ struct PipelineOptions {
   /// kiln-form-attention-blocks), or unfused (false: its products to the
   /// runtime's gemm, its softmax as block reductions), to compare the two on a GPU.
   bool gpuAttention = true;
+  /// CUDA only: the fewest keys a block of the fused attention takes when a decode step's keys
+  /// are split over blocks (kiln-form-attention-blocks' min-split-keys); 0 never splits.
+  int64_t gpuAttentionSplitKeys = 256;
   /// Width of the target's vector registers: sizes the contraction
   /// microkernel (512: 8 x 32 floats in 16 of AVX-512's 32 registers; 256:
   /// 4 x 16 floats in 8 of AVX2's 16).

@@ -44,6 +44,10 @@ namespace {
 constexpr int64_t kRows = 8;
 /// Threads per block, and keys per tile (one each); a power of two for the halvings.
 constexpr int64_t kThreads = 128;
+/// Keys are split over several blocks only until there are about this many blocks (two per SM
+/// of an H100/H200, which have 132), in ranges of at least the pass's min-split-keys (256 by
+/// default). First guesses, not measured: tuning them needs a GPU.
+constexpr int64_t kTargetBlocks = 264;
 
 struct AttentionLowering {
   kernel::AttentionOp op;
@@ -56,7 +60,10 @@ struct AttentionLowering {
   Value sq, sk;              // query rows and keys (host)
   int64_t d = 0, dv = 0;     // head sizes
 
-  AttentionLowering(kernel::AttentionOp op) : op(op), b(op), loc(op.getLoc()) {}
+  int64_t minSplitKeys; // 0: never split
+
+  AttentionLowering(kernel::AttentionOp op, int64_t minSplitKeys)
+      : op(op), b(op), loc(op.getLoc()), minSplitKeys(minSplitKeys) {}
 
   Value c(int64_t x) { return arith::ConstantIndexOp::create(b, loc, x); }
   Value fc(double x) { return arith::ConstantOp::create(b, loc, f32, b.getF32FloatAttr(x)); }
@@ -130,52 +137,56 @@ struct AttentionLowering {
     return minIdx(arith::DivSIOp::create(b, loc, id, m.ratio), m.last);
   }
 
-  LogicalResult run() {
-    Value q = op.getQuery(), k = op.getKey(), v = op.getValue(), mask = op.getMask(), out = op.getInit();
-    auto qt = cast<MemRefType>(q.getType());
-    et = qt.getElementType();
-    f32 = b.getF32Type();
-    rank = qt.getRank();
-    nb = rank - 2;
-    d = staticDim(q, rank - 1);
-    if (ShapedType::isDynamic(d))
-      d = staticDim(k, rank - 1);
-    dv = staticDim(v, rank - 1);
-    if (ShapedType::isDynamic(d) || ShapedType::isDynamic(dv))
-      return op.emitOpError("needs static head sizes on the GPU");
-    if (!(et.isF32() || et.isF16() || et.isBF16()))
-      return op.emitOpError("has no GPU kernel for ") << et;
+  // Set by run() on the host, read by the kernels.
+  Value q, k, v, mask, out;
+  int64_t mrank = 0;
+  SmallVector<BatchMap> kMap, vMap, maskMap;
+  SmallVector<Value> trips; // the grid's (batch..., row block) extents
+  Value total;              // their product: blocks without a split
 
-    // Host: extents, grouped-head ratios, the grid.
-    int64_t mrank = mask ? cast<MemRefType>(mask.getType()).getRank() : 0;
-    auto maskDim = [&](int64_t i) -> int64_t { // mask dim read for score dim i, -1 if broadcast
-      int64_t j = i - (rank - mrank);
-      return (mask && j >= 0 && staticDim(mask, j) != 1) ? j : -1;
-    };
-    SmallVector<std::pair<Value, int64_t>> sqUses = {{q, rank - 2}}, skUses = {{k, rank - 2}, {v, rank - 2}};
-    if (maskDim(rank - 2) >= 0)
-      sqUses.push_back({mask, maskDim(rank - 2)});
-    if (maskDim(rank - 1) >= 0)
-      skUses.push_back({mask, maskDim(rank - 1)});
-    sq = shared(sqUses);
-    sk = shared(skUses);
-    for (int64_t i = 0; i < nb; ++i)
-      qBatch.push_back(dim(q, i));
-    SmallVector<BatchMap> kMap, vMap, maskMap(mrank);
+  /// The block's place: its batch indices, first query row and number of rows, from `id` in
+  /// [0, total).
+  struct Place {
+    SmallVector<Value> ids, qIdx, kIdx, vIdx;
+    Value row0, rows;
+  };
+  Place place(Value id) {
+    Place at;
+    Value zero = c(0), one = c(1);
+    SmallVector<Value> zeros(trips.size(), zero), ones(trips.size(), one);
+    at.ids = cuda::delinearize(b, loc, id, zeros, ones, trips);
+    at.row0 = arith::MulIOp::create(b, loc, at.ids[nb], c(kRows));
+    at.rows = minIdx(c(kRows), arith::SubIOp::create(b, loc, sq, at.row0));
+    at.qIdx.assign(at.ids.begin(), at.ids.begin() + nb);
     for (int64_t i = 0; i < nb; ++i) {
-      kMap.push_back(batchMap(k, i, i));
-      vMap.push_back(batchMap(v, i, i));
+      at.kIdx.push_back(mapIndex(kMap[i], at.ids[i]));
+      at.vIdx.push_back(mapIndex(vMap[i], at.ids[i]));
     }
-    for (int64_t j = 0; j < mrank && j + rank - mrank < nb; ++j)
-      maskMap[j] = batchMap(mask, j, j + rank - mrank);
-    Value rowBlocks = b.createOrFold<arith::CeilDivSIOp>(loc, sq, c(kRows));
-    SmallVector<Value> trips(qBatch);
-    trips.push_back(rowBlocks);
-    Value total = c(1);
-    for (Value t : trips)
-      total = b.createOrFold<arith::MulIOp>(loc, total, t);
-    Value blocks = b.createOrFold<arith::MaxSIOp>(loc, total, c(1)); // never an empty grid
+    return at;
+  }
+  static SmallVector<Value> at(ArrayRef<Value> batch, Value x, Value y) {
+    SmallVector<Value> idx(batch);
+    idx.append({x, y});
+    return idx;
+  }
+  Value negInf() { return fc(-std::numeric_limits<double>::infinity()); }
+  /// Stores an f32 result into `out`, rounded to its element type.
+  void storeOut(Value x, ValueRange idx) {
+    if (et != f32)
+      x = arith::TruncFOp::create(b, loc, et, x);
+    memref::StoreOp::create(b, loc, x, out, idx);
+  }
 
+  /// Where a block's keys and results go: all of a row's keys into `out`, or (split) one range of
+  /// keys into slot `blockIdx` of the partial results.
+  struct Partials {
+    Value splits, chunk; // keys per split, a multiple of kThreads
+    Value acc, m, l;     // [slots, kRows, Dv], [slots, kRows], [slots, kRows]
+  };
+
+  /// The attention launch: each block walks keys [begin, end) of its 8 rows (all keys, or one
+  /// split's), then writes acc / l to `out`, or acc, m and l to the partials.
+  void launchAttention(Value blocks, const Partials *partials) {
     auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
     auto sharedType = [&](ArrayRef<int64_t> shape) { return MemRefType::get(shape, f32, AffineMap(), workgroup); };
     SmallVector<Type> sharedTypes = {
@@ -190,6 +201,7 @@ struct AttentionLowering {
     auto launch = gpu::LaunchOp::create(b, loc, blocks, one, one, c(kThreads), one, one,
                                         /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
                                         /*asyncDependencies=*/{}, sharedTypes);
+    OpBuilder::InsertionGuard outer(b);
     ValueRange wg = launch.getWorkgroupAttributions();
     Value qs = wg[0], acc = wg[1], p = wg[2], rmax = wg[3], rsum = wg[4], ms = wg[5], ls = wg[6];
     b.setInsertionPointToStart(&launch.getBody().front());
@@ -197,24 +209,18 @@ struct AttentionLowering {
     b.setInsertionPoint(launch.getBody().front().getTerminator());
     Value block = launch.getBlockIds().x, t = launch.getThreadIds().x;
     Value T = c(kThreads), zero = c(0);
-    Value negInf = fc(-std::numeric_limits<double>::infinity());
     double scale = op.getScale().convertToDouble();
+    // The rows' block and the keys it walks.
+    Value id = block, begin = zero, end = sk;
+    if (partials) {
+      id = arith::DivUIOp::create(b, loc, block, partials->splits);
+      begin = arith::MulIOp::create(b, loc, arith::RemUIOp::create(b, loc, block, partials->splits), partials->chunk);
+      end = minIdx(sk, arith::AddIOp::create(b, loc, begin, partials->chunk));
+    }
 
-    ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, block, total), [&] {
-      SmallVector<Value> zeros(trips.size(), zero), ones(trips.size(), one);
-      SmallVector<Value> ids = cuda::delinearize(b, loc, block, zeros, ones, trips);
-      Value row0 = arith::MulIOp::create(b, loc, ids[nb], c(kRows));
-      Value rows = minIdx(c(kRows), arith::SubIOp::create(b, loc, sq, row0));
-      SmallVector<Value> qIdx(ids.begin(), ids.begin() + nb), kIdx, vIdx;
-      for (int64_t i = 0; i < nb; ++i) {
-        kIdx.push_back(mapIndex(kMap[i], ids[i]));
-        vIdx.push_back(mapIndex(vMap[i], ids[i]));
-      }
-      auto at = [&](ArrayRef<Value> batch, Value x, Value y) {
-        SmallVector<Value> idx(batch);
-        idx.append({x, y});
-        return idx;
-      };
+    ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, id, total), [&] {
+      Place pl = place(id);
+      Value row0 = pl.row0, rows = pl.rows;
       // The mask element for query row `row` and key `key`.
       auto maskAt = [&](Value row, Value key) {
         SmallVector<Value> idx;
@@ -223,7 +229,7 @@ struct AttentionLowering {
           if (staticDim(mask, j) == 1)
             idx.push_back(zero);
           else if (i < nb)
-            idx.push_back(mapIndex(maskMap[j], ids[i]));
+            idx.push_back(mapIndex(maskMap[j], pl.ids[i]));
           else
             idx.push_back(i == rank - 2 ? row : key);
         }
@@ -256,26 +262,26 @@ struct AttentionLowering {
       forRange(zero, rows, one, [&](Value r) {
         Value row = arith::AddIOp::create(b, loc, row0, r);
         forRange(t, c(d), T, [&](Value col) {
-          memref::StoreOp::create(b, loc, load(q, at(qIdx, row, col)), qs, ValueRange{r, col});
+          memref::StoreOp::create(b, loc, load(q, at(pl.qIdx, row, col)), qs, ValueRange{r, col});
         });
         forRange(t, c(dv), T, [&](Value e) { memref::StoreOp::create(b, loc, fc(0.0), acc, ValueRange{r, e}); });
       });
       ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, t, rows), [&] {
-        memref::StoreOp::create(b, loc, negInf, ms, ValueRange{t});
+        memref::StoreOp::create(b, loc, negInf(), ms, ValueRange{t});
         memref::StoreOp::create(b, loc, fc(0.0), ls, ValueRange{t});
       });
       gpu::BarrierOp::create(b, loc);
 
-      forRange(zero, sk, T, [&](Value k0) {
+      forRange(begin, end, T, [&](Value k0) {
         Value key = arith::AddIOp::create(b, loc, k0, t);
-        Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, key, sk);
+        Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, key, end);
         // 1. The scores of this thread's key.
         forRange(zero, rows, one, [&](Value r) {
           auto score = scf::IfOp::create(b, loc, TypeRange{f32}, valid, /*withElseRegion=*/true);
           {
             OpBuilder::InsertionGuard g(b);
             b.setInsertionPointToStart(score.elseBlock());
-            scf::YieldOp::create(b, loc, negInf);
+            scf::YieldOp::create(b, loc, negInf());
             b.setInsertionPointToStart(score.thenBlock());
             auto dot = scf::ForOp::create(b, loc, zero, c(d), one, ValueRange{fc(0.0)});
             {
@@ -283,15 +289,15 @@ struct AttentionLowering {
               b.setInsertionPointToStart(dot.getBody());
               Value col = dot.getInductionVar();
               Value qv = memref::LoadOp::create(b, loc, qs, ValueRange{r, col});
-              Value kv = load(k, at(kIdx, key, col));
+              Value kv = load(k, at(pl.kIdx, key, col));
               scf::YieldOp::create(b, loc, ValueRange{math::FmaOp::create(b, loc, qv, kv, dot.getRegionIterArg(0))});
             }
-            Value s = dot.getResult(0);
+            Value sc = dot.getResult(0);
             if (scale != 1.0)
-              s = arith::MulFOp::create(b, loc, s, fc(scale));
+              sc = arith::MulFOp::create(b, loc, sc, fc(scale));
             if (mask)
-              s = arith::AddFOp::create(b, loc, s, maskAt(arith::AddIOp::create(b, loc, row0, r), key));
-            scf::YieldOp::create(b, loc, s);
+              sc = arith::AddFOp::create(b, loc, sc, maskAt(arith::AddIOp::create(b, loc, row0, r), key));
+            scf::YieldOp::create(b, loc, sc);
           }
           memref::StoreOp::create(b, loc, score.getResult(0), p, ValueRange{r, t});
           memref::StoreOp::create(b, loc, score.getResult(0), rmax, ValueRange{r, t});
@@ -311,7 +317,7 @@ struct AttentionLowering {
         // 4. Each row's sum over the tile.
         halve(rsum, /*isMax=*/false);
         // 5. The accumulators, rescaled, plus the tile's P V.
-        Value keys = minIdx(T, arith::SubIOp::create(b, loc, sk, k0));
+        Value keys = minIdx(T, arith::SubIOp::create(b, loc, end, k0));
         forRange(zero, rows, one, [&](Value r) {
           Value alpha = rescale(r).second;
           forRange(t, c(dv), T, [&](Value e) {
@@ -322,7 +328,7 @@ struct AttentionLowering {
               b.setInsertionPointToStart(pv.getBody());
               Value j = pv.getInductionVar();
               Value pj = memref::LoadOp::create(b, loc, p, ValueRange{r, j});
-              Value vj = load(v, at(vIdx, arith::AddIOp::create(b, loc, k0, j), e));
+              Value vj = load(v, at(pl.vIdx, arith::AddIOp::create(b, loc, k0, j), e));
               scf::YieldOp::create(b, loc, ValueRange{math::FmaOp::create(b, loc, pj, vj, pv.getRegionIterArg(0))});
             }
             memref::StoreOp::create(b, loc, pv.getResult(0), acc, ValueRange{r, e});
@@ -340,6 +346,20 @@ struct AttentionLowering {
         gpu::BarrierOp::create(b, loc);
       });
 
+      if (partials) {
+        // This split's accumulators, m and l, for the combination.
+        forRange(zero, rows, one, [&](Value r) {
+          forRange(t, c(dv), T, [&](Value e) {
+            memref::StoreOp::create(b, loc, memref::LoadOp::create(b, loc, acc, ValueRange{r, e}), partials->acc,
+                                    ValueRange{block, r, e});
+          });
+        });
+        ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, t, rows), [&] {
+          memref::StoreOp::create(b, loc, memref::LoadOp::create(b, loc, ms, ValueRange{t}), partials->m, ValueRange{block, t});
+          memref::StoreOp::create(b, loc, memref::LoadOp::create(b, loc, ls, ValueRange{t}), partials->l, ValueRange{block, t});
+        });
+        return;
+      }
       // out = acc / l; with no keys at all the product with an empty V is 0.
       Value noKeys = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, sk, zero);
       forRange(zero, rows, one, [&](Value r) {
@@ -347,19 +367,150 @@ struct AttentionLowering {
         Value l = memref::LoadOp::create(b, loc, ls, ValueRange{r});
         forRange(t, c(dv), T, [&](Value e) {
           Value x = arith::DivFOp::create(b, loc, memref::LoadOp::create(b, loc, acc, ValueRange{r, e}), l);
-          x = arith::SelectOp::create(b, loc, noKeys, fc(0.0), x);
-          if (et != f32)
-            x = arith::TruncFOp::create(b, loc, et, x);
-          memref::StoreOp::create(b, loc, x, out, at(qIdx, row, e));
+          storeOut(arith::SelectOp::create(b, loc, noKeys, fc(0.0), x), at(pl.qIdx, row, e));
         });
       });
     });
+  }
+
+  /// The combination of the splits: per row, M = max m_s, L = sum l_s exp(m_s - M), and
+  /// out = sum acc_s exp(m_s - M) / L (M taken as 0 while -inf, so a row with no key is 0 / 0).
+  void launchCombine(const Partials &partials) {
+    Value one = c(1), zero = c(0), T = c(kThreads);
+    auto launch = gpu::LaunchOp::create(b, loc, b.createOrFold<arith::MaxSIOp>(loc, total, one), one, one, T, one, one);
+    OpBuilder::InsertionGuard outer(b);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    gpu::TerminatorOp::create(b, loc);
+    b.setInsertionPoint(launch.getBody().front().getTerminator());
+    Value id = launch.getBlockIds().x, t = launch.getThreadIds().x;
+    ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, id, total), [&] {
+      Place pl = place(id);
+      Value first = arith::MulIOp::create(b, loc, id, partials.splits);
+      Value last = arith::AddIOp::create(b, loc, first, partials.splits);
+      // sum over the splits s of body(slot, sum), from `init`.
+      auto fold = [&](Value init, function_ref<Value(Value, Value)> body) {
+        auto loop = scf::ForOp::create(b, loc, first, last, one, ValueRange{init});
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(loop.getBody());
+        scf::YieldOp::create(b, loc, body(loop.getInductionVar(), loop.getRegionIterArg(0)));
+        return loop.getResult(0);
+      };
+      forRange(zero, pl.rows, one, [&](Value r) {
+        auto mOf = [&](Value slot) { return (Value)memref::LoadOp::create(b, loc, partials.m, ValueRange{slot, r}); };
+        Value mMax = fold(negInf(), [&](Value slot, Value x) { return maxF(x, mOf(slot)); });
+        Value mz = safeMax(mMax);
+        auto weight = [&](Value slot) {
+          return (Value)math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, mOf(slot), mz));
+        };
+        Value l = fold(fc(0.0), [&](Value slot, Value x) {
+          Value ls = memref::LoadOp::create(b, loc, partials.l, ValueRange{slot, r});
+          return (Value)math::FmaOp::create(b, loc, ls, weight(slot), x);
+        });
+        Value row = arith::AddIOp::create(b, loc, pl.row0, r);
+        forRange(t, c(dv), T, [&](Value e) {
+          Value a = fold(fc(0.0), [&](Value slot, Value x) {
+            Value as = memref::LoadOp::create(b, loc, partials.acc, ValueRange{slot, r, e});
+            return (Value)math::FmaOp::create(b, loc, as, weight(slot), x);
+          });
+          storeOut(arith::DivFOp::create(b, loc, a, l), at(pl.qIdx, row, e));
+        });
+      });
+    });
+  }
+
+  LogicalResult run() {
+    q = op.getQuery(), k = op.getKey(), v = op.getValue(), mask = op.getMask(), out = op.getInit();
+    auto qt = cast<MemRefType>(q.getType());
+    et = qt.getElementType();
+    f32 = b.getF32Type();
+    rank = qt.getRank();
+    nb = rank - 2;
+    d = staticDim(q, rank - 1);
+    if (ShapedType::isDynamic(d))
+      d = staticDim(k, rank - 1);
+    dv = staticDim(v, rank - 1);
+    if (ShapedType::isDynamic(d) || ShapedType::isDynamic(dv))
+      return op.emitOpError("needs static head sizes on the GPU");
+    if (!(et.isF32() || et.isF16() || et.isBF16()))
+      return op.emitOpError("has no GPU kernel for ") << et;
+
+    // Host: extents, grouped-head ratios, the grid.
+    mrank = mask ? cast<MemRefType>(mask.getType()).getRank() : 0;
+    auto maskDim = [&](int64_t i) -> int64_t { // mask dim read for score dim i, -1 if broadcast
+      int64_t j = i - (rank - mrank);
+      return (mask && j >= 0 && staticDim(mask, j) != 1) ? j : -1;
+    };
+    SmallVector<std::pair<Value, int64_t>> sqUses = {{q, rank - 2}}, skUses = {{k, rank - 2}, {v, rank - 2}};
+    if (maskDim(rank - 2) >= 0)
+      sqUses.push_back({mask, maskDim(rank - 2)});
+    if (maskDim(rank - 1) >= 0)
+      skUses.push_back({mask, maskDim(rank - 1)});
+    sq = shared(sqUses);
+    sk = shared(skUses);
+    for (int64_t i = 0; i < nb; ++i)
+      qBatch.push_back(dim(q, i));
+    maskMap.resize(mrank);
+    for (int64_t i = 0; i < nb; ++i) {
+      kMap.push_back(batchMap(k, i, i));
+      vMap.push_back(batchMap(v, i, i));
+    }
+    for (int64_t j = 0; j < mrank && j + rank - mrank < nb; ++j)
+      maskMap[j] = batchMap(mask, j, j + rank - mrank);
+    trips.assign(qBatch.begin(), qBatch.end());
+    trips.push_back(b.createOrFold<arith::CeilDivSIOp>(loc, sq, c(kRows)));
+    total = c(1);
+    for (Value t : trips)
+      total = b.createOrFold<arith::MulIOp>(loc, total, t);
+    Value one = c(1);
+    Value blocks = b.createOrFold<arith::MaxSIOp>(loc, total, one); // never an empty grid
+
+    // Split the keys over several blocks when there are few blocks and many keys (a decode step
+    // over a long context: batch x heads blocks): splits = min(ceil(Sk / minSplitKeys),
+    // kTargetBlocks / blocks), each a whole number of tiles.
+    if (minSplitKeys <= 0) {
+      launchAttention(blocks, nullptr);
+      op.erase();
+      return success();
+    }
+    Value wanted = b.createOrFold<arith::CeilDivSIOp>(loc, sk, c(minSplitKeys));
+    Value room = b.createOrFold<arith::MaxSIOp>(loc, b.createOrFold<arith::DivSIOp>(loc, c(kTargetBlocks), blocks), one);
+    Value splits = b.createOrFold<arith::MaxSIOp>(loc, b.createOrFold<arith::MinSIOp>(loc, wanted, room), one);
+    Value chunk = b.createOrFold<arith::CeilDivSIOp>(loc, sk, splits);
+    chunk = b.createOrFold<arith::MulIOp>(loc, b.createOrFold<arith::CeilDivSIOp>(loc, chunk, c(kThreads)), c(kThreads));
+    chunk = b.createOrFold<arith::MaxSIOp>(loc, chunk, c(kThreads));
+    splits = b.createOrFold<arith::CeilDivSIOp>(loc, sk, chunk);
+    Value split = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, splits, one);
+    if (auto known = getConstantIntValue(split); known && *known == 0) {
+      launchAttention(blocks, nullptr);
+      op.erase();
+      return success();
+    }
+    // The partial results, at the top level (so a refused allocation is reported, not written
+    // through); one slot when the host does not split.
+    Value slots = b.createOrFold<arith::SelectOp>(loc, split, b.createOrFold<arith::MulIOp>(loc, blocks, splits), one);
+    auto buffer = [&](ArrayRef<int64_t> shape) {
+      return memref::AllocOp::create(b, loc, MemRefType::get(shape, f32), ValueRange{slots}).getResult();
+    };
+    Partials partials{splits, chunk, buffer({ShapedType::kDynamic, kRows, dv}), buffer({ShapedType::kDynamic, kRows}),
+                      buffer({ShapedType::kDynamic, kRows})};
+    auto choice = scf::IfOp::create(b, loc, split, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(choice.thenBlock()->getTerminator());
+      launchAttention(b.createOrFold<arith::MulIOp>(loc, blocks, splits), &partials);
+      launchCombine(partials);
+      b.setInsertionPoint(choice.elseBlock()->getTerminator());
+      launchAttention(blocks, nullptr);
+    }
+    for (Value partial : {partials.acc, partials.m, partials.l})
+      memref::DeallocOp::create(b, loc, partial);
     op.erase();
     return success();
   }
 };
 
 struct FormAttentionBlocksPass : impl::FormAttentionBlocksPassBase<FormAttentionBlocksPass> {
+  using FormAttentionBlocksPassBase::FormAttentionBlocksPassBase;
   void runOnOperation() override {
     SmallVector<kernel::AttentionOp> ops;
     getOperation().walk([&](kernel::AttentionOp op) { ops.push_back(op); });
@@ -368,7 +519,7 @@ struct FormAttentionBlocksPass : impl::FormAttentionBlocksPassBase<FormAttention
         op.emitOpError("must be bufferized before kiln-form-attention-blocks");
         return signalPassFailure();
       }
-      if (failed(AttentionLowering(op).run()))
+      if (failed(AttentionLowering(op, minSplitKeys).run()))
         return signalPassFailure();
     }
   }

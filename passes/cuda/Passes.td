@@ -90,7 +90,17 @@ def FormAttentionBlocksPass : Pass<"kiln-form-attention-blocks", "::mlir::Module
     the per-row max and sum over a tile are halvings with a barrier after
     each step. The scores never reach device memory; each output element is
     written once. f16/bf16 operands are widened to f32 as they are loaded.
+    With few blocks and many keys (a decode step over a long context), the
+    host splits the keys into ranges of whole tiles, at least
+    `min-split-keys` each, until there are about 264 blocks: each block
+    writes its rows' accumulators, max and sum to partial buffers, and a
+    second launch combines them (FlashDecoding's split).
   }];
+  let options = [
+    Option<"minSplitKeys", "min-split-keys", "int64_t", "256",
+           "Fewest keys a block takes when the keys are split over blocks (rounded up to whole tiles "
+           "of 128); 0 never splits">
+  ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::math::MathDialect",
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }

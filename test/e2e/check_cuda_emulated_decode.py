@@ -8,7 +8,10 @@ emulated tokens must equal the x86 ones; with --precision=fp16 and bf16 (weights
 bytes) at least the first --half-prefix (8) tokens of each sequence must: the random tiny models
 have near-ties that rounding flips later (gpt2 in bf16 parts after 15 tokens in one sequence of
 the batch), while a broken half-precision path differs from the first token. How many agree is
-printed.
+printed. A last f32 build, `fp32-split`, splits attention's keys over blocks of 128
+(--gpu-attention-split-keys=128) and decodes from prompts of 100 tokens (a batch of one, and 60 and
+100 left-padded), so that 148 keys take two blocks a row and the combining launch: its tokens must
+equal x86's too.
 
     check_cuda_emulated_decode.py --bin build/bin --models test/models/lm [--tokens 48]
 """
@@ -20,6 +23,15 @@ import sys
 import tempfile
 
 PROMPTS = [["--prompt-ids", "1,2,3,4,5"], ["--prompt-ids", "7,8,9", "--prompt-ids", "10,11,12,13,14,15"]]
+ids = lambda first, last: ",".join(str(i) for i in range(first, last + 1))
+LONG_PROMPTS = [["--prompt-ids", ids(1, 100)], ["--prompt-ids", ids(201, 260), "--prompt-ids", ids(101, 200)]]
+# name: (kiln-compile flags, prompts)
+BUILDS = {
+    "fp32": (["--precision=fp32"], PROMPTS),
+    "fp16": (["--precision=fp16"], PROMPTS),
+    "bf16": (["--precision=bf16"], PROMPTS),
+    "fp32-split": (["--precision=fp32", "--gpu-attention-split-keys=128"], LONG_PROMPTS),
+}
 
 
 def compile_model(bin_dir, model, out, *flags):
@@ -70,15 +82,15 @@ def main():
                 print("FAIL %s: %s" % (lm, e))
                 failures += 1
                 continue
-            for precision in ("fp32", "fp16", "bf16"):
+            for precision, (flags, prompts) in BUILDS.items():
                 art = os.path.join(tmp, "%s-%s.kiln" % (lm, precision))
                 try:
-                    compile_model(args.bin, model, art, "--target=cuda-emulated", "--precision=" + precision)
+                    compile_model(args.bin, model, art, "--target=cuda-emulated", *flags)
                 except RuntimeError as e:
                     print("FAIL %s %s: %s" % (lm, precision, e))
                     failures += 1
                     continue
-                for prompt in PROMPTS:
+                for prompt in prompts:
                     try:
                         want = generate(args.bin, ref, prompt, args.tokens)
                         got = generate(args.bin, art, prompt, args.tokens)
@@ -86,12 +98,13 @@ def main():
                         print("FAIL %s %s: %s" % (lm, precision, e))
                         failures += 1
                         continue
-                    need = args.tokens if precision == "fp32" else min(args.half_prefix, args.tokens)
+                    need = args.tokens if precision.startswith("fp32") else min(args.half_prefix, args.tokens)
                     same = [agreeing(w, g) for w, g in zip(want, got)]
                     ok = len(want) == len(got) and all(len(w) == args.tokens for w in want) and \
                         all(n >= need for n in same)
+                    shown = " ".join(p if len(p) < 40 else p[:20] + "..." for p in prompt)
                     print("%s %s %s (%s): first %s tokens of %d equal to x86's (need %d)" % (
-                        "ok  " if ok else "FAIL", lm, precision, " ".join(prompt), "/".join(map(str, same)),
+                        "ok  " if ok else "FAIL", lm, precision, shown, "/".join(map(str, same)),
                         args.tokens, need))
                     failures += 0 if ok else 1
     print("emulated decoding: %s" % ("all equal" if failures == 0 else "%d failed" % failures))

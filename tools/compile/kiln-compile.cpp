@@ -53,6 +53,12 @@ static cl::opt<std::string> gpuAttention("gpu-attention",
                                                   "a block per 8 query rows, scores never in memory) or unfused "
                                                   "(products to cuBLASLt, softmax as block reductions)"),
                                          cl::init("fused"), cl::cat(category));
+static cl::opt<int64_t> gpuAttentionSplitKeys(
+    "gpu-attention-split-keys",
+    cl::desc("With --target=cuda: when a decode step has few query blocks and many keys, split its keys over "
+             "blocks of at least N keys each (rounded up to tiles of 128), combined by a second launch; 0 never "
+             "splits (default 256)"),
+    cl::init(256), cl::cat(category));
 static cl::opt<std::string> ptxasPath("ptxas",
                                       cl::desc("With --target=cuda: the ptxas that assembles the cubin (default: "
                                                "ptxas on PATH, then /usr/local/cuda/bin/ptxas; 'none': PTX only)"),
@@ -171,7 +177,7 @@ int main(int argc, char **argv) {
                     precisionName = precision, attentionName = gpuAttention;
   const bool printAllIr = printAll, beQuiet = quiet, useKvCache = kvCache, useFusion = fuse,
              usePlan = planMemory, printPlan = printMemoryPlan, allSymbolic = symbolicInputDims;
-  const int64_t contextTokens = maxContext;
+  const int64_t contextTokens = maxContext, splitKeys = gpuAttentionSplitKeys;
   const std::string quantMode = quantize == "none" ? std::string() : std::string(quantize),
                     quantScale = quantizeScale;
   const int64_t quantGroup = quantizeGroup;
@@ -192,8 +198,10 @@ int main(int argc, char **argv) {
     return fail("--precision=" + precisionName + " needs --target=cuda (the CPU has no fast half-precision products)");
   if (attentionName != "fused" && attentionName != "unfused")
     return fail("unknown --gpu-attention '" + attentionName + "' (fused, unfused)");
-  if (gpuAttention.getNumOccurrences() && targetName == "x86")
-    return fail("--gpu-attention needs --target=cuda (the CPU always fuses attention)");
+  if (splitKeys < 0)
+    return fail("--gpu-attention-split-keys must be 0 (never split) or more");
+  if ((gpuAttention.getNumOccurrences() || gpuAttentionSplitKeys.getNumOccurrences()) && targetName == "x86")
+    return fail("--gpu-attention and --gpu-attention-split-keys need --target=cuda (the CPU always fuses attention)");
   if (precisionName != "fp32" && !quantMode.empty())
     return fail("--precision=" + precisionName + " and --quantize both change the weights: choose one");
   if (contextTokens < 1 || contextTokens > (int64_t(1) << 24))
@@ -297,6 +305,7 @@ int main(int argc, char **argv) {
   options.gpuArch = arch;
   options.precision = precisionName == "fp16" ? "f16" : precisionName == "bf16" ? "bf16" : "";
   options.gpuAttention = attentionName == "fused";
+  options.gpuAttentionSplitKeys = splitKeys;
   options.printIrAfterAll = printAllIr;
   options.printIrAfter = printAfterName;
   options.dumpIrDir = dumpDir;

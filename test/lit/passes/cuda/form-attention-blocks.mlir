@@ -2,7 +2,9 @@
 // blocks, a block per 8 query rows of each batch index, with the query rows, accumulators, the
 // tile's scores and the two halvings in shared memory; a loop over key tiles of 128 holds the
 // barriers. f16 operands are widened as they are loaded and the output rounded back.
-// RUN: kiln-opt %s -split-input-file -kiln-form-attention-blocks -canonicalize -cse | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-form-attention-blocks="min-split-keys=0" -canonicalize -cse | FileCheck %s
+// With the keys split over blocks (the default: at least 256 keys a block, until about 264 blocks).
+// RUN: kiln-opt %s -split-input-file -kiln-form-attention-blocks -canonicalize -cse | FileCheck %s --check-prefix=SPLIT
 
 // CHECK-LABEL: func @decode
 // CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x4x?x16xf32>, %[[K:[a-z0-9]+]]: memref<?x2x?x16xf32>, %[[V:[a-z0-9]+]]: memref<?x2x?x8xf32>, %[[M:[a-z0-9]+]]: memref<?x1x?x?xf32>, %[[O:[a-z0-9]+]]: memref<?x4x?x8xf32>
@@ -66,5 +68,68 @@ func.func @decode(%q: memref<?x4x?x16xf32>, %k: memref<?x2x?x16xf32>, %v: memref
 // CHECK: arith.truncf %{{.*}} : f32 to f16
 func.func @half(%q: memref<20x64xf16>, %k: memref<300x64xf16>, %v: memref<300x32xf16>, %o: memref<20x32xf16>) {
   kiln_kernel.attention %q, %k, %v into %o : memref<20x64xf16>, memref<300x64xf16>, memref<300x32xf16>, memref<20x32xf16>
+  return
+}
+
+// -----
+
+// A decode step of 4 heads over 1000 keys: 4 blocks without a split, so the keys go to 4 blocks a
+// head in ranges of 256 (static: no choice left to the host). Each block of the first launch
+// walks its range and stores its rows' accumulators, max and sum in the partial buffers; the
+// second launch (4 blocks, no shared memory) combines the 4 ranges of each row into the output.
+// SPLIT-LABEL: func @split_decode
+// SPLIT-SAME: memref<1x4x1000x16xf32>, %[[O:[a-z0-9]+]]: memref<1x4x1x16xf32>
+// SPLIT-DAG: %[[PACC:.*]] = memref.alloc() : memref<16x8x16xf32>
+// SPLIT-DAG: %[[PM:.*]] = memref.alloc() : memref<16x8xf32>
+// SPLIT-DAG: %[[PL:.*]] = memref.alloc() : memref<16x8xf32>
+// SPLIT: gpu.launch blocks(%[[BLK:[a-z0-9_]+]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c16, %{{.*}} = %c1, %{{.*}} = %c1) threads
+// SPLIT-SAME: workgroup(
+// SPLIT: %[[BEGIN:.*]] = arith.muli %{{.*}}, %c256
+// SPLIT: %[[END0:.*]] = arith.addi %[[BEGIN]], %c256
+// SPLIT: %[[END:.*]] = arith.minsi %[[END0]], %c1000
+// SPLIT: scf.for %{{.*}} = %[[BEGIN]] to %[[END]] step %c128
+// SPLIT: memref.store %{{.*}}, %[[PACC]][%[[BLK]],
+// SPLIT: memref.store %{{.*}}, %[[PM]][%[[BLK]],
+// SPLIT: memref.store %{{.*}}, %[[PL]][%[[BLK]],
+// SPLIT: gpu.terminator
+// SPLIT: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c4, %{{.*}} = %c1, %{{.*}} = %c1) threads
+// SPLIT-NOT: workgroup
+// SPLIT: memref.load %[[PM]]
+// SPLIT: math.exp
+// SPLIT: memref.load %[[PACC]]
+// SPLIT: arith.divf
+// SPLIT: memref.store %{{.*}}, %[[O]]
+// SPLIT: gpu.terminator
+// SPLIT-DAG: memref.dealloc %[[PACC]]
+// SPLIT-DAG: memref.dealloc %[[PM]]
+// SPLIT-DAG: memref.dealloc %[[PL]]
+// Without splitting, one launch of 4 blocks.
+// CHECK-LABEL: func @split_decode
+// CHECK-NOT: memref.alloc
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c4,
+// CHECK-NOT: gpu.launch
+func.func @split_decode(%q: memref<1x4x1x16xf32>, %k: memref<1x4x1000x16xf32>, %v: memref<1x4x1000x16xf32>,
+                        %o: memref<1x4x1x16xf32>) {
+  kiln_kernel.attention %q, %k, %v into %o : memref<1x4x1x16xf32>, memref<1x4x1000x16xf32>, memref<1x4x1000x16xf32>, memref<1x4x1x16xf32>
+  return
+}
+
+// -----
+
+// Sizes known at run time: the host splits or not (scf.if), with one partial slot when it does not.
+// CHECK-LABEL: func @dynamic_keys
+// SPLIT-LABEL: func @dynamic_keys
+// SPLIT: %[[SPLIT:.*]] = arith.cmpi sgt, %{{.*}}, %c1
+// SPLIT: %[[SLOTS:.*]] = arith.select %[[SPLIT]], %{{.*}}, %c1
+// SPLIT: memref.alloc(%[[SLOTS]]) : memref<?x8x16xf32>
+// SPLIT: scf.if %[[SPLIT]] {
+// SPLIT: gpu.launch
+// SPLIT: gpu.launch
+// SPLIT: } else {
+// SPLIT: gpu.launch
+// SPLIT: }
+func.func @dynamic_keys(%q: memref<1x4x1x16xf32>, %k: memref<1x4x?x16xf32>, %v: memref<1x4x?x16xf32>,
+                        %o: memref<1x4x1x16xf32>) {
+  kiln_kernel.attention %q, %k, %v into %o : memref<1x4x1x16xf32>, memref<1x4x?x16xf32>, memref<1x4x?x16xf32>, memref<1x4x1x16xf32>
   return
 }
