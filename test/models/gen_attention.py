@@ -88,9 +88,9 @@ def save(name, nodes, inputs, outputs, initializers, data_sets, opset=17):
     print(d)
 
 
-def mha_additive():
-    H, D = 4, 16
-    nodes = [
+def gpt2_nodes():
+    """GPT-2's form: Transpose(K), MatMul, * scale, + mask, Softmax, MatMul (rank 4)."""
+    return [
         helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
         helper.make_node("MatMul", ["q", "kt"], ["qk"]),
         helper.make_node("Mul", ["qk", "scale"], ["scaled"]),
@@ -98,6 +98,11 @@ def mha_additive():
         helper.make_node("Softmax", ["masked"], ["p"], axis=-1),
         helper.make_node("MatMul", ["p", "v"], ["out"]),
     ]
+
+
+def mha_additive():
+    H, D = 4, 16
+    nodes = gpt2_nodes()
     F = TensorProto.FLOAT
     inputs = [("q", F, [1, H, "sq", D]), ("k", F, [1, H, "sk", D]), ("v", F, [1, H, "sk", D]),
               ("mask", F, [1, 1, "sq", "sk"])]
@@ -240,14 +245,7 @@ def late_max():
     be rescaled by exp(m - m') at every tile. 11 query rows (a second block of 8 with 3). Rows 2-4
     see no key in the first 128 (rows 3-4: none in the first 256 either), row 6 sees none (NaN)."""
     H, SQ, SK, D = 2, 11, 300, 16
-    nodes = [
-        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
-        helper.make_node("MatMul", ["q", "kt"], ["qk"]),
-        helper.make_node("Mul", ["qk", "scale"], ["scaled"]),
-        helper.make_node("Add", ["scaled", "mask"], ["masked"]),
-        helper.make_node("Softmax", ["masked"], ["p"], axis=-1),
-        helper.make_node("MatMul", ["p", "v"], ["out"]),
-    ]
+    nodes = gpt2_nodes()
     F = TensorProto.FLOAT
     q = np.abs(f32((1, H, SQ, D))) + 0.5
     k = (np.abs(f32((1, H, SK, D))) + 0.5) * (np.arange(SK, dtype=np.float32) / 60.0 + 0.1)[:, None]
