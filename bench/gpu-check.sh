@@ -1,230 +1,182 @@
 #!/bin/sh
-# Everything that needs an NVIDIA GPU, in one run: the CUDA conformance subset on the GPU against the
-# ONNX reference outputs, the bench models on the GPU against ONNX Runtime (CPU, the only build the
-# offline npm registry gives) in the same run, decoding on the GPU against the x86 path, and a short
-# report.
+# Everything that needs an NVIDIA GPU, in one run, from the pack bench/gpu-pack.sh made on a build
+# machine (the GPU machine needs no LLVM, no ONNX suite and no network: only the driver, and
+# Python with ONNX Runtime for the side-by-side timings). It checks the CUDA conformance subset
+# and kiln's own models against their reference outputs; greedy decoding of the two test decoders
+# against the x86 build's tokens (attention fused, unfused, with split keys; fp16 and bf16
+# reported); the bench GPT (f32) and BERT (bf16, attention fused and unfused) against ONNX
+# Runtime's outputs, with latencies next to ONNX Runtime (CPU, the GPU machine's Python package)
+# in the same run; and the kernels' profiles. Writes OUT_DIR/report.md.
 #
-#   sh bench/gpu-check.sh [OUT_DIR]      (default build/gpu-check; the report is OUT_DIR/report.md)
+#   sh bench/gpu-check.sh [OUT_DIR]     (default build/gpu-check, or $OUT/gpu-check on the device tool)
 #
-# Needs: an NVIDIA driver (libcuda.so.1) and GPU; the CUDA toolkit's ptxas is used when found. It builds
-# kiln first when build/bin/kiln-compile is missing. Exit status 0 only if every check passed.
-# Environment: KILN_GPU_ARCH (default: the GPU's own, from nvidia-smi), KILN_GPU_CHECK_LIST (the models
-# checked on the GPU, default test/e2e/cuda_compile_pass.txt), KILN_GPU_BENCH (bench cases, default
-# bench:mlp,bench:resnet,bench:bert,bench:gpt; "none" skips the benchmarks).
+# Environment: KILN_GPU_PACK (default build/gpu-pack.tar.xz), KILN_GPU_JOBS (parallel tests,
+# default 16). Exit status 0 only if every required check passed. Meant to end in under 8 minutes
+# on an H200.
 set -u
 cd "$(dirname "$0")/.."
-out=${1:-build/gpu-check}
+out=${1:-${OUT:+$OUT/gpu-check}}
+out=${out:-build/gpu-check}
 mkdir -p "$out"
 report=$out/report.md
 status=0
-[ -x build/bin/kiln-compile ] || sh scripts/build.sh || exit 1
+jobs=${KILN_GPU_JOBS:-16}
+packfile=${KILN_GPU_PACK:-build/gpu-pack.tar.xz}
+if [ ! -f "$packfile" ]; then
+  echo "gpu-check: no pack at $packfile: run bench/gpu-pack.sh on a build machine and carry it" | tee "$report"
+  exit 1
+fi
+work=$(mktemp -d /tmp/kiln-gpu-check.XXXXXX)
+tar xJf "$packfile" -C "$work"
+p=$work/gpu-pack
+bin=$p/bin
 export PATH="$PATH:/usr/local/cuda/bin"
 # cuBLASLt serves the matrix products; the toolkit's copy is found through the loader path.
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-
-arch=${KILN_GPU_ARCH:-}
-if [ -z "$arch" ] && command -v nvidia-smi >/dev/null 2>&1; then
-  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
-  [ -n "$cc" ] && arch=sm_$cc
-fi
-if [ -z "$arch" ]; then
-  echo "gpu-check: no NVIDIA GPU found (nvidia-smi gives no compute capability); nothing to check" | tee "$report"
-  exit 1
-fi
+py=python3
 {
-  echo "# kiln GPU check ($(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo ?))"
+  echo "# kiln GPU check ($(date -u +%Y-%m-%dT%H:%MZ), pack of commit $(cat "$p/COMMIT"), compiled for $(cat "$p/ARCH"))"
   echo
   echo '```'
   nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv 2>&1 | head -3
-  echo "arch: $arch; ptxas: $(command -v ptxas || echo none)"
-  echo "cuBLASLt: $(ls /usr/local/cuda/lib64/libcublasLt.so.* 2>/dev/null | head -1 || echo none)"
+  echo "cuBLASLt: $(ls /usr/local/cuda/lib64/libcublasLt.so.* /usr/local/lib/python3*/dist-packages/nvidia/cublas/lib/libcublasLt.so.* 2>/dev/null | head -1)"
   echo '```'
 } > "$report"
 
-# 1. The CUDA conformance subset on the GPU: each model compiled with --target=cuda, run, compared
-#    with the suite's outputs (ONNX's tolerances).
-list=${KILN_GPU_CHECK_LIST:-test/e2e/cuda_compile_pass.txt}
-echo "[gpu-check] conformance on the GPU ($list)"
-# The list mixes ONNX suite tests (relative to the suite) and kiln's own models (test/models/...).
-grep -v -e '^#' -e '^test/' "$list" > "$out/suite.txt"
-grep '^test/' "$list" > "$out/own.txt"
-python3 test/e2e/run_onnx_tests.py --bin build/bin --root /usr/share/libonnx-testdata/data -j 4 \
-  --rtol 1e-3 --atol 1e-7 --compile-arg=--target=cuda --compile-arg=--gpu-arch=$arch \
-  --list "$out/suite.txt" --report "$out/conformance.json" > "$out/conformance.log" 2>&1
-rc=$?
-python3 test/e2e/run_onnx_tests.py --bin build/bin --root . -j 4 --atol 1e-4 \
-  --compile-arg=--target=cuda --compile-arg=--gpu-arch=$arch \
-  --list "$out/own.txt" --report "$out/own-models.json" > "$out/own-models.log" 2>&1 || rc=1
+# 1. The CUDA conformance subset and kiln's own models on the GPU, against their reference outputs
+#    (the suite's tolerances as on x86; own models 1e-4).
+echo "[gpu-check] conformance on the GPU"
+$py test/e2e/run_onnx_tests.py --bin "$bin" --prebuilt --root "$p/suite" --list "$p/suite.txt" -j "$jobs" \
+  --rtol 1e-3 --atol 1e-7 --run-timeout 300 --report "$out/conformance.json" > "$out/conformance.log" 2>&1 || status=1
+$py test/e2e/run_onnx_tests.py --bin "$bin" --prebuilt --root "$p/own" --list "$p/own.txt" -j "$jobs" \
+  --atol 1e-4 --run-timeout 300 --report "$out/own-models.json" > "$out/own-models.log" 2>&1 || status=1
 {
   echo
-  echo "## Conformance on the GPU ($arch)"
+  echo "## Conformance on the GPU"
   echo '```'
-  tail -15 "$out/conformance.log"
+  grep -E "^(kiln-e2e|  [a-z])" "$out/conformance.log"
+  grep "^FAIL" "$out/conformance.log" | head -20
   echo "kiln's own models:"
-  tail -8 "$out/own-models.log"
+  grep -E "^(kiln-e2e|  [a-z])" "$out/own-models.log"
+  grep "^FAIL" "$out/own-models.log" | head -20
   echo '```'
 } >> "$report"
-[ $rc -eq 0 ] || status=1
 
-# 2. The bench models: kiln on the GPU next to ONNX Runtime on the CPU, same inputs, checked.
-cases=${KILN_GPU_BENCH:-bench:mlp,bench:resnet,bench:bert,bench:gpt}
-if [ "$cases" != none ]; then
-  echo "[gpu-check] bench models ($cases)"
-  python3 bench/run.py --bin build/bin --cases "$cases" --threads 1 --rounds 1 \
-    --compile-args "--target=cuda --gpu-arch=$arch" --markdown --json "$out/bench.json" > "$out/bench.log" 2>&1
-  rc=$?
-  {
-    echo
-    echo "## Bench models: kiln on the GPU vs ONNX Runtime (CPU, 1 thread)"
-    echo
-    tail -20 "$out/bench.log"
-  } >> "$report"
-  [ $rc -eq 0 ] || status=1
-  # The same decoder with kiln's own product kernels instead of cuBLASLt: what the library buys.
-  echo "[gpu-check] bench:gpt without cuBLASLt"
-  KILN_CUBLASLT=none python3 bench/run.py --bin build/bin --cases bench:gpt --threads 1 --rounds 1 \
-    --compile-args "--target=cuda --gpu-arch=$arch" --markdown --json "$out/bench-no-cublaslt.json" \
-    > "$out/bench-no-cublaslt.log" 2>&1 || status=1
-  {
-    echo
-    echo "### bench:gpt with KILN_CUBLASLT=none (kiln's one-thread-per-output products)"
-    echo
-    tail -8 "$out/bench-no-cublaslt.log"
-  } >> "$report"
-fi
-
-# 2b. Attention: the fused kernel (the default, above) against the unfused form (products to
-#     cuBLASLt, the softmax as block reductions, scores in device memory), in the same run.
-if [ "$cases" != none ]; then
-  echo "[gpu-check] bench:bert,bench:gpt with --gpu-attention=unfused"
-  python3 bench/run.py --bin build/bin --cases bench:bert,bench:gpt --threads 1 --rounds 1 \
-    --compile-args "--target=cuda --gpu-arch=$arch --gpu-attention=unfused" --markdown \
-    --json "$out/bench-unfused-attention.json" > "$out/bench-unfused-attention.log" 2>&1 || status=1
-  {
-    echo
-    echo "### bench:bert and bench:gpt with --gpu-attention=unfused (compare with the fused rows above)"
-    echo
-    tail -10 "$out/bench-unfused-attention.log"
-  } >> "$report"
-fi
-
-# 3. Decoding on the GPU: the tiny language models compiled for CUDA and for x86 must give the same
-#    greedy tokens (a batch of one and a left-padded batch of two), and the GPU's tokens/s is reported.
-echo "[gpu-check] decoding on the GPU"
+# 2. Decoding on the GPU: greedy tokens equal to the x86 build's in f32, whatever the attention
+#    form; half precision reported (random tiny models have near-ties that rounding flips).
+echo "[gpu-check] decoding"
 {
   echo
-  echo "## Decoding on the GPU: greedy tokens equal to the x86 path"
+  echo "## Decoding: greedy tokens against the x86 build (48 new tokens)"
   echo '```'
 } >> "$report"
 for lm in gpt2 llama; do
-  model=test/models/lm/$lm/model.onnx
-  if ! build/bin/kiln-compile --quiet --kv-cache=true --target=cuda --gpu-arch=$arch "$model" -o "$out/$lm-cuda.kiln" \
-      > "$out/$lm-compile.log" 2>&1 ||
-     ! build/bin/kiln-compile --quiet --kv-cache=true "$model" -o "$out/$lm-cpu.kiln" >> "$out/$lm-compile.log" 2>&1; then
-    echo "$lm: compile failed: $(head -1 "$out/$lm-compile.log")" >> "$report"
-    status=1
-    continue
-  fi
-  for prompt in "--prompt-ids 1,2,3,4,5" "--prompt-ids 7,8,9 --prompt-ids 10,11,12,13,14,15"; do
-    # shellcheck disable=SC2086
-    gpu=$(build/bin/kiln-run generate "$out/$lm-cuda.kiln" $prompt --ids --max-new-tokens 48 --stats 2> "$out/$lm-gpu.stats")
-    rc=$?
-    # shellcheck disable=SC2086
-    cpu=$(build/bin/kiln-run generate "$out/$lm-cpu.kiln" $prompt --ids --max-new-tokens 48 2> /dev/null)
-    # Achieved bandwidth: every decode step reads all the weights once; H200 HBM3e reads ~4800 GB/s.
-    bw=$(build/bin/kiln-inspect --json "$out/$lm-cuda.kiln" | python3 -c '
-import json, sys
-w = json.load(sys.stdin)["weights_bytes"]
-s = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
-gbs = w * s["tokens_per_second"] / s["batch"] / 1e9
-print("weights %.1f MB, %.1f GB/s = %.2f%% of 4800 GB/s" % (w / 1e6, gbs, 100 * gbs / 4800))' "$out/$lm-gpu.stats" 2>/dev/null)
-    if [ $rc -eq 0 ] && [ "$gpu" = "$cpu" ] && [ -n "$gpu" ]; then
-      echo "$lm ($prompt): same tokens; $bw; gpu stats $(tail -1 "$out/$lm-gpu.stats")" >> "$report"
-    else
-      echo "$lm ($prompt): DIFFERENT (rc $rc): gpu [$gpu] cpu [$cpu] $(tail -1 "$out/$lm-gpu.stats")" >> "$report"
-      status=1
-    fi
+  for variant in fused unfused split fp16 bf16; do
+    n=0
+    while read -r prompt; do
+      n=$((n + 1))
+      # The long prompts are for the split; the short ones for the rest.
+      if [ $variant = split ]; then [ $n -ge 3 ] || continue; else [ $n -le 2 ] || continue; fi
+      # shellcheck disable=SC2086
+      "$bin/kiln-run" generate "$p/lm/$lm-$variant.kiln" $prompt --ids --max-new-tokens 48 --stats \
+        > "$out/$lm-$variant-$n.tokens" 2> "$out/$lm-$variant-$n.stats"
+      rc=$?
+      stats=$(tail -1 "$out/$lm-$variant-$n.stats")
+      if [ $rc -eq 0 ] && cmp -s "$out/$lm-$variant-$n.tokens" "$p/lm/$lm-prompt$n.x86"; then
+        echo "ok   $lm $variant prompt $n: same tokens; $stats" >> "$report"
+      elif [ $rc -eq 0 ] && { [ $variant = fp16 ] || [ $variant = bf16 ]; }; then
+        echo "note $lm $variant prompt $n: tokens differ from f32 x86 (reported, not required); $stats" >> "$report"
+      else
+        echo "FAIL $lm $variant prompt $n (rc $rc): got $(tr '\n' ' ' < "$out/$lm-$variant-$n.tokens" | head -c 120) want $(tr '\n' ' ' < "$p/lm/$lm-prompt$n.x86" | head -c 120) | $(tail -1 "$out/$lm-$variant-$n.stats")" >> "$report"
+        status=1
+      fi
+    done < "$p/lm/prompts.txt"
   done
 done
 echo '```' >> "$report"
 
-# 3b. Decoding with attention unfused: the same tokens, and its tokens/s next to the fused kernel's.
-echo "[gpu-check] decoding with --gpu-attention=unfused"
+# 3. The bench models on the GPU: outputs against ONNX Runtime's (f32 GPT: required; bf16 BERT:
+#    reported), latency next to ONNX Runtime (CPU) on the same architecture, in the same run.
+echo "[gpu-check] bench models"
 {
   echo
-  echo "## Decoding with --gpu-attention=unfused (tokens must equal the x86 path's)"
+  echo "## Bench models: kiln on the GPU, ONNX Runtime (CPU) on the same model"
   echo '```'
 } >> "$report"
-for lm in gpt2 llama; do
-  art=$out/$lm-cuda-unfused.kiln
-  if ! build/bin/kiln-compile --quiet --kv-cache=true --target=cuda --gpu-arch=$arch --gpu-attention=unfused \
-      test/models/lm/$lm/model.onnx -o "$art" > "$out/$lm-unfused.log" 2>&1; then
-    echo "$lm unfused: compile failed: $(head -1 "$out/$lm-unfused.log")" >> "$report"
-    status=1
-    continue
-  fi
-  gpu=$(build/bin/kiln-run generate "$art" --prompt-ids 1,2,3,4,5 --ids --max-new-tokens 48 --stats 2> "$out/$lm-unfused.stats")
+# ONNX Runtime's side: the models regenerated here by the same generator (their weights come from
+# this machine's numpy: the same shapes and work, perhaps other values).
+ortdir=$work/ort-models
+ort_ok=0
+if $py -c "import onnxruntime, onnx, numpy" 2>/dev/null &&
+   $py bench/models/gen_bench_models.py --no-reference --out "$ortdir" bert gpt > "$out/ort-models.log" 2>&1; then
+  ort_ok=1
+else
+  echo "ONNX Runtime side: not available here ($(tail -1 "$out/ort-models.log" 2>/dev/null))" >> "$report"
+fi
+for name in gpt-fp32 bert-bf16-fused bert-bf16-unfused; do
+  dir=$p/bench/$name
+  tol="--atol 1e-3 --rtol 1e-3"
+  case $name in bert-bf16*) tol="--atol 5e-2 --rtol 5e-2" ;; esac
+  # shellcheck disable=SC2086
+  "$bin/kiln-run" "$dir/model.kiln" --test-data-dir "$dir/test_data_set_0" --quiet $tol > "$out/$name.check" 2>&1
   rc=$?
-  cpu=$(build/bin/kiln-run generate "$out/$lm-cpu.kiln" --prompt-ids 1,2,3,4,5 --ids --max-new-tokens 48 2> /dev/null)
-  if [ $rc -eq 0 ] && [ "$gpu" = "$cpu" ] && [ -n "$gpu" ]; then
-    echo "$lm unfused: same tokens; gpu stats $(tail -1 "$out/$lm-unfused.stats")" >> "$report"
-  else
-    echo "$lm unfused: DIFFERENT (rc $rc): gpu [$gpu] cpu [$cpu]" >> "$report"
-    status=1
+  "$bin/kiln-run" "$dir/model.kiln" --test-data-dir "$dir/test_data_set_0" --quiet --iterations 50 --warmup 5 \
+    > "$out/$name.latency" 2>&1
+  verdict="outputs ok"
+  if [ $rc -ne 0 ]; then
+    verdict="OUTPUTS DIFFER: $(grep -i -m1 -E 'mismatch|error' "$out/$name.check")"
+    case $name in gpt-fp32) status=1 ;; *) verdict="$verdict (bf16: reported)" ;; esac
   fi
+  echo "kiln $name: $verdict; $(grep latency_ms "$out/$name.latency" || tail -1 "$out/$name.latency")" >> "$report"
 done
-echo '```' >> "$report"
-
-# 4. Half precision: the decoders with --precision=fp16 and bf16 (weights in 2 bytes, tensor
-#    cores). Rounding may change a greedy token of these random-weight models, so the agreement
-#    with fp32 is reported, not required; the run must succeed.
-echo "[gpu-check] decoding in half precision"
-{
-  echo
-  echo "## Decoding with --precision=fp16|bf16"
-  echo '```'
-} >> "$report"
-for lm in gpt2 llama; do
-  ref=$(build/bin/kiln-run generate "$out/$lm-cpu.kiln" --prompt-ids 1,2,3,4,5 --ids --max-new-tokens 48 2> /dev/null)
-  for precision in fp16 bf16; do
-    art=$out/$lm-cuda-$precision.kiln
-    if ! build/bin/kiln-compile --quiet --kv-cache=true --target=cuda --gpu-arch=$arch --precision=$precision \
-        test/models/lm/$lm/model.onnx -o "$art" > "$out/$lm-$precision.log" 2>&1; then
-      echo "$lm $precision: compile failed: $(head -1 "$out/$lm-$precision.log")" >> "$report"
-      status=1
-      continue
-    fi
-    got=$(build/bin/kiln-run generate "$art" --prompt-ids 1,2,3,4,5 --ids --max-new-tokens 48 --stats 2> "$out/$lm-$precision.stats")
-    rc=$?
-    same=$(python3 -c 'import sys; a, b = sys.argv[1].split(), sys.argv[2].split(); n = 0
-while n < min(len(a), len(b)) and a[n] == b[n]: n += 1
-print("%d of %d tokens as fp32 before the first difference" % (n, len(b)))' "$got" "$ref")
-    echo "$lm $precision (rc $rc): $same; weights $(build/bin/kiln-inspect --json "$art" | python3 -c 'import json,sys; print(json.load(sys.stdin)["weights_bytes"])') bytes; $(tail -1 "$out/$lm-$precision.stats")" >> "$report"
-    [ $rc -eq 0 ] || status=1
+if [ $ort_ok = 1 ]; then
+  for name in gpt bert; do
+    $py - "$ortdir/$name/model.onnx" "$p/bench/$([ $name = gpt ] && echo gpt-fp32 || echo bert-bf16-fused)/test_data_set_0" \
+      >> "$report" 2>&1 <<'EOF' || echo "ORT $name: failed" >> "$report"
+import glob, os, statistics, sys, time
+import onnx, onnxruntime as ort
+from onnx import numpy_helper
+model, ds = sys.argv[1], sys.argv[2]
+sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+feeds = {}
+for path in sorted(glob.glob(os.path.join(ds, "input_*.pb"))):
+    t = onnx.TensorProto()
+    t.ParseFromString(open(path, "rb").read())
+    feeds[t.name] = numpy_helper.to_array(t)
+for _ in range(5):
+    sess.run(None, feeds)
+times = []
+for _ in range(50):
+    t0 = time.perf_counter()
+    sess.run(None, feeds)
+    times.append((time.perf_counter() - t0) * 1e3)
+times.sort()
+print("ORT (CPU, %d threads, onnxruntime %s) %s: latency_ms median=%.4f p90=%.4f min=%.4f" % (
+    os.cpu_count(), ort.__version__, os.path.basename(os.path.dirname(model)), statistics.median(times),
+    times[int(0.9 * len(times))], times[0]))
+EOF
   done
-done
+fi
+# The GPT with kiln's own product kernels instead of cuBLASLt: what the library buys.
+KILN_CUBLASLT=none "$bin/kiln-run" "$p/bench/gpt-fp32/model.kiln" --test-data-dir "$p/bench/gpt-fp32/test_data_set_0" \
+  --quiet --iterations 10 --warmup 2 > "$out/gpt-no-cublaslt.latency" 2>&1
+echo "kiln gpt-fp32 with KILN_CUBLASLT=none: $(grep latency_ms "$out/gpt-no-cublaslt.latency" || tail -1 "$out/gpt-no-cublaslt.latency")" >> "$report"
 echo '```' >> "$report"
 
-# 5. Where the time goes: kiln's launches of a BERT and a GPT forward pass on the GPU, by total time
-#    (each launch timed with CUDA events; products through cuBLASLt are not launches of kiln's).
+# 4. Where the time goes: kiln's launches by total time (CUDA events; cuBLASLt's products are not
+#    kiln's launches and do not appear).
 echo "[gpu-check] profiles"
 {
   echo
   echo "## Profiles: kiln's kernels by total time (20 runs after 3 warm-up runs)"
 } >> "$report"
-for name in bert gpt; do
-  dir=bench/models/out/$name
-  [ -f "$dir/model.onnx" ] || continue
-  if build/bin/kiln-compile --quiet --target=cuda --gpu-arch=$arch "$dir/model.onnx" -o "$out/$name-profile.kiln" \
-      > "$out/$name-profile.log" 2>&1; then
-    build/bin/kiln-run "$out/$name-profile.kiln" --test-data-dir "$dir/test_data_set_0" --quiet \
-      --iterations 20 --warmup 3 --profile-summary >> "$out/$name-profile.log" 2>&1 || status=1
-  else
-    status=1
-  fi
+for name in gpt-fp32 bert-bf16-fused bert-bf16-unfused; do
+  dir=$p/bench/$name
+  "$bin/kiln-run" "$dir/model.kiln" --test-data-dir "$dir/test_data_set_0" --quiet --iterations 20 --warmup 3 \
+    --profile-summary > "$out/$name-profile.log" 2>&1 || status=1
   {
     echo
-    echo "### bench:$name"
+    echo "### $name"
     echo '```'
     head -30 "$out/$name-profile.log"
     echo '```'
@@ -236,6 +188,8 @@ done
   echo "## Not checked"
   echo "- GB/s of each kernel: GPU kernels carry no flop or byte estimates yet (the profile has their times)."
   echo "- cuBLASLt's own time: products are not in the profile (only kiln's launches are)."
+  echo "- The ResNet and MLP bench models (not in the pack: their weights do not fit what travels)."
 } >> "$report"
+rm -rf "$work"
 cat "$report"
 exit $status

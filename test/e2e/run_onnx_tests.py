@@ -29,6 +29,11 @@ without model.onnx is searched for test directories below it, so
 A test's name is its path relative to --root (default: the current
 directory), with '/' separators, e.g. `node/test_abs`.
 
+To run on another machine what was compiled here (a GPU machine without LLVM/MLIR):
+--save-artifacts DIR compiles only, writing each artifact to DIR/NAME/model.kiln next to
+copies of its data sets; on the other machine `--prebuilt --root DIR` runs those
+artifacts (only kiln-run is needed in --bin).
+
 Exit status: 2 on usage errors (e.g. missing binaries). With --expect-pass
 LIST, 1 if any test named there did not pass (or was not run), else 0.
 Without it, 0, unless --strict and some test did not pass.
@@ -97,6 +102,10 @@ def parse_args(argv):
     ap.add_argument("--strict", action="store_true",
                     help="without --expect-pass: exit 1 unless every test passed")
     ap.add_argument("--keep-temp", action="store_true", help="keep the compiled artifacts")
+    ap.add_argument("--save-artifacts", metavar="DIR",
+                    help="compile only: keep each artifact as DIR/NAME/model.kiln with copies of its data sets")
+    ap.add_argument("--prebuilt", action="store_true",
+                    help="each test directory holds model.kiln (from --save-artifacts): run it, compile nothing")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every test as it ends")
     return ap.parse_args(argv)
 
@@ -118,14 +127,17 @@ def norm_name(path, root):
     return rel.replace(os.sep, "/")
 
 
+MODEL_FILE = "model.onnx"  # model.kiln with --prebuilt
+
+
 def discover(path):
     """Test directories at or under `path` (a directory with model.onnx is one test)."""
-    if os.path.isfile(os.path.join(path, "model.onnx")) or not os.path.isdir(path):
+    if os.path.isfile(os.path.join(path, MODEL_FILE)) or not os.path.isdir(path):
         return [path]
     found = []
     for dirpath, dirnames, filenames in os.walk(path):
         dirnames.sort()
-        if "model.onnx" in filenames:
+        if MODEL_FILE in filenames:
             found.append(dirpath)
             dirnames[:] = []
     return found or [path]
@@ -252,22 +264,34 @@ class Runner(object):
     def run_test(self, name, test_dir):
         result = {"name": name, "dir": os.path.abspath(test_dir), "status": None,
                   "message": "", "compile": None, "datasets": []}
-        model = os.path.join(test_dir, "model.onnx")
+        model = os.path.join(test_dir, MODEL_FILE)
         if not os.path.isfile(model):
             result["status"] = "missing"
-            result["message"] = "no model.onnx in %s" % test_dir
+            result["message"] = "no %s in %s" % (MODEL_FILE, test_dir)
             return self.finish(result)
         tmp = tempfile.mkdtemp(prefix="kiln-e2e-")
         try:
             artifact = os.path.join(tmp, "model.kiln")
-            extra = (["--symbolic-input-dims"] if self.args.dynamic else []) + self.args.compile_arg
-            step = run_step([self.compile_bin, model, "-o", artifact, "--quiet"] + extra,
-                            self.args.compile_timeout)
-            status, message = classify_compile(step, artifact)
-            result["compile"] = {"rc": step["rc"], "seconds": step["seconds"],
-                                 "timed_out": step["timed_out"], "output": tail(step["output"])}
-            if status != "pass":
-                result["status"], result["message"] = status, message
+            if self.args.prebuilt:
+                artifact = model
+            else:
+                extra = (["--symbolic-input-dims"] if self.args.dynamic else []) + self.args.compile_arg
+                step = run_step([self.compile_bin, model, "-o", artifact, "--quiet"] + extra,
+                                self.args.compile_timeout)
+                status, message = classify_compile(step, artifact)
+                result["compile"] = {"rc": step["rc"], "seconds": step["seconds"],
+                                     "timed_out": step["timed_out"], "output": tail(step["output"])}
+                if status != "pass":
+                    result["status"], result["message"] = status, message
+                    return self.finish(result)
+            if self.args.save_artifacts:
+                keep = os.path.join(self.args.save_artifacts, name)
+                os.makedirs(keep, exist_ok=True)
+                shutil.copyfile(artifact, os.path.join(keep, "model.kiln"))
+                for ds in data_sets(test_dir):
+                    shutil.rmtree(os.path.join(keep, ds), ignore_errors=True)
+                    shutil.copytree(os.path.join(test_dir, ds), os.path.join(keep, ds))
+                result["status"] = "pass"
                 return self.finish(result)
             worst, worst_msg = "pass", ""
             for ds in data_sets(test_dir):
@@ -311,7 +335,15 @@ def main(argv=None):
         return 2
     compile_bin = os.path.join(os.path.abspath(args.bin), "kiln-compile")
     run_bin = os.path.join(os.path.abspath(args.bin), "kiln-run")
-    for b in (compile_bin, run_bin):
+    if args.prebuilt and args.save_artifacts:
+        print("run_onnx_tests.py: error: --prebuilt and --save-artifacts exclude each other", file=sys.stderr)
+        return 2
+    global MODEL_FILE
+    if args.prebuilt:
+        MODEL_FILE = "model.kiln"
+    if args.save_artifacts:
+        args.save_artifacts = os.path.abspath(args.save_artifacts)
+    for b in ([run_bin] if args.prebuilt else [compile_bin, run_bin]):
         if not (os.path.isfile(b) and os.access(b, os.X_OK)):
             print("run_onnx_tests.py: error: %s is not an executable file" % b, file=sys.stderr)
             return 2
