@@ -31,15 +31,17 @@ tar xJf "$packfile" -C "$work"
 p=$work/gpu-pack
 bin=$p/bin
 export PATH="$PATH:/usr/local/cuda/bin"
-# cuBLASLt serves the matrix products; the toolkit's copy is found through the loader path.
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 py=python3
+# The driver (libcuda.so.1) and cuBLASLt, which serves the matrix products, through the loader
+# path: the toolkit's copy, the driver's mount, and Python's nvidia-cublas wheel where there is one.
+wheel=$($py -c 'import os, nvidia.cublas as c; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null || true)
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/nvidia/lib64${wheel:+:$wheel}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 {
   echo "# kiln GPU check ($(date -u +%Y-%m-%dT%H:%MZ), pack of commit $(cat "$p/COMMIT"), compiled for $(cat "$p/ARCH"))"
   echo
   echo '```'
   nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv 2>&1 | head -3
-  echo "cuBLASLt: $(ls /usr/local/cuda/lib64/libcublasLt.so.* /usr/local/lib/python3*/dist-packages/nvidia/cublas/lib/libcublasLt.so.* 2>/dev/null | head -1)"
+  echo "cuBLASLt: $(ls /usr/local/cuda/lib64/libcublasLt.so.* ${wheel:+$wheel/libcublasLt.so.*} 2>/dev/null | head -1)"
   echo '```'
 } > "$report"
 
