@@ -1,4 +1,4 @@
-// Lowers kiln_kernel.attention on buffers to one GPU launch: a block per 8 query rows, keys in tiles.
+// Lowers kiln_kernel.attention on buffers to GPU launches: a block per 8 query rows, keys in tiles.
 //
 // Unfused, attention on the GPU writes the Sq x Sk scores to memory, reads them three times for
 // the softmax (three launches) and once more for the product with V. Here a block of 128 threads
@@ -20,6 +20,12 @@
 // -inf is 0 / 0 = NaN, as ONNX's Softmax gives). Values a thread needs after a barrier are in
 // shared memory or recomputed from indices, so kiln-emulate-gpu-blocks runs the kernel as it is.
 // f16 and bf16 operands are computed in f32.
+//
+// A decode step has only batch x heads blocks, each walking the whole context alone. When blocks
+// are few and keys many, the host splits the keys into ranges of whole tiles, one block each
+// (FlashDecoding): each block stores its rows' acc, m and l in partial buffers instead of the
+// output, and a second launch combines the ranges of each row: M = max m_s,
+// out = sum acc_s exp(m_s - M) / sum l_s exp(m_s - M).
 #include "passes/cuda/LaunchUtils.h"
 #include "passes/cuda/Passes.h"
 
