@@ -8,6 +8,8 @@
 # KILN_FUZZ_CPU=1 makes SECONDS a budget of CPU time (user+sys of the fuzzer process), not wall
 # time: on a shared machine wall time overstates the work done. The fuzzer is stopped with SIGINT
 # once it has used that much CPU, so libFuzzer still prints its final stats.
+# KILN_FUZZ_SEED (default 1) seeds libFuzzer's mutations, so that a CI run explores the same inputs
+# every time and a failure it finds reproduces; set it to 0 for a random seed when fuzzing by hand.
 set -e
 cd "$(dirname "$0")/.."
 target=${1:?usage: fuzz.sh TARGET SECONDS}
@@ -33,7 +35,7 @@ rc=0
 wall=$seconds
 [ -z "$KILN_FUZZ_CPU" ] || wall=$((seconds * 50)) # the CPU watcher below stops it first
 start=$(date +%s)
-"$bin" -max_total_time="$wall" -timeout=10 -rss_limit_mb=4096 -max_len=262144 \
+"$bin" -seed="${KILN_FUZZ_SEED:-1}" -max_total_time="$wall" -timeout=10 -rss_limit_mb=4096 -max_len=262144 \
 -print_final_stats=1 -artifact_prefix="$work/findings/$target/" \
 "$work/corpus/$target" "test/fuzz/corpus/$target" >"$log" 2>&1 &
 pid=$!

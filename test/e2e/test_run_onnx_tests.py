@@ -70,6 +70,11 @@ if "rcrash" in name:
     os.abort()
 if "rtimeout" in name:
     time.sleep(30)
+if "rnocompare" in name:
+    sys.exit(0)  # exits 0 having compared nothing
+print("output 'y': ok (max abs diff 0)")
+if "rpartial" not in name:  # the data sets hold two outputs; this one compares only the first
+    print("output 'z': ok (max abs diff 0)")
 sys.exit(0)
 '''
 
@@ -90,10 +95,17 @@ class RunnerTest(unittest.TestCase):
         write_exe(os.path.join(cls.bin, "kiln-run"), FAKE_RUN)
         cls.root = os.path.join(cls.tmp, "suite")
         cls.names = ["t_pass", "t_mismatch", "t_unsupported", "t_cerror", "t_ccrash",
-                     "t_ctimeout", "t_noartifact", "t_differ", "t_rerror", "t_rcrash", "t_rtimeout"]
+                     "t_ctimeout", "t_noartifact", "t_differ", "t_rerror", "t_rcrash", "t_rtimeout",
+                     "t_rnocompare", "t_rpartial", "t_nodata", "t_nooutputs"]
         for n in cls.names:
+            os.makedirs(os.path.join(cls.root, "group", n))
             for ds in ("test_data_set_0", "test_data_set_1"):
+                if n == "t_nodata":
+                    continue  # a model without data sets
                 os.makedirs(os.path.join(cls.root, "group", n, ds))
+                for k in ((0, 1) if n != "t_nooutputs" else ()):  # t_nooutputs: inputs only
+                    with open(os.path.join(cls.root, "group", n, ds, "output_%d.pb" % k), "w") as f:
+                        f.write("fake")
             with open(os.path.join(cls.root, "group", n, "model.onnx"), "w") as f:
                 f.write("fake")
         os.makedirs(os.path.join(cls.root, "group", "t_missing"))  # no model.onnx
@@ -119,7 +131,7 @@ class RunnerTest(unittest.TestCase):
                                             "--report", report, "group", "group/t_missing")
         finally:
             del os.environ["FAKE_RUN_LOG"]
-        self.assertEqual(rc, 0, out)
+        self.assertEqual(rc, 1, out)  # failures fail the run without --report-only
         with open(report) as f:
             data = json.load(f)
         status = dict((t["name"], t["status"]) for t in data["tests"])
@@ -136,14 +148,21 @@ class RunnerTest(unittest.TestCase):
             "group/t_rcrash": "crash",
             "group/t_rtimeout": "timeout",
             "group/t_missing": "missing",
+            "group/t_rnocompare": "runtime-error",
+            "group/t_rpartial": "runtime-error",
+            "group/t_nodata": "missing",
+            "group/t_nooutputs": "missing",
         })
         self.assertEqual(data["summary"]["pass"], 1)
         self.assertEqual(data["summary"]["timeout"], 2)
         # One FAIL line per failing test, and a summary.
-        self.assertEqual(out.count("FAIL ["), 11, out)
+        self.assertEqual(out.count("FAIL ["), 15, out)
+        self.assertIn("FAIL [missing] group/t_nodata: no test_data_set_*/", out)
+        self.assertIn("FAIL [runtime-error] group/t_rpartial: test_data_set_0: kiln-run exited 0 but "
+                      "compared 1 of the data set's 2 outputs", out)
         self.assertIn("FAIL [unsupported] group/t_unsupported: kiln-compile: error: node "
                       "'weird_node': unsupported op 'Unique'", out)
-        self.assertIn("kiln-e2e: 1 passed, 11 failed", out)
+        self.assertIn("kiln-e2e: 1 passed, 15 failed", out)
         # Timeouts kill the whole process group (the fake's `sleep 30` grandchild too).
         self.assertLess(secs, 25, out)
         # rtol/atol are passed through, one kiln-run per data set.
@@ -212,7 +231,7 @@ class RunnerTest(unittest.TestCase):
                                          "group/t_rerror")
         finally:
             del os.environ["FAKE_COMPILE_LOG"]
-        self.assertEqual(rc, 0, out)
+        self.assertEqual(rc, 1, out)
         with open(log) as f:
             lines = f.read().splitlines()
         self.assertEqual(len(lines), 2)
@@ -223,6 +242,14 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(data["mode"], "dynamic")
         self.assertEqual(data["suites"], {"group": {"pass": 1, "runtime-error": 1}})
         self.assertIn("dynamic shapes", out)
+
+    def test_report_only(self):
+        rc, out, _ = self.run_runner("group/t_pass", "group/t_rerror")
+        self.assertEqual(rc, 1, out)
+        rc, out, _ = self.run_runner("--report-only", "group/t_pass", "group/t_rerror")
+        self.assertEqual(rc, 0, out)
+        rc, out, _ = self.run_runner("group/t_pass")
+        self.assertEqual(rc, 0, out)
 
     def test_usage_errors(self):
         p = subprocess.Popen([sys.executable, RUNNER, "--bin", os.path.join(self.tmp, "nope"),

@@ -106,6 +106,18 @@ TEST_F(KilnRun, TestDataDirWithTensorProtos) {
   EXPECT_EQ(r.out, "output 'y': ok (max abs err 0, max rel err 0)\n");
 }
 
+// A data set with inputs but no reference outputs compared nothing: an error, not a pass.
+TEST_F(KilnRun, TestDataDirWithoutOutputsIsAnError) {
+  const std::string data = dir.file("test_data_set_0");
+  ASSERT_EQ(::mkdir(data.c_str(), 0755), 0);
+  HostTensor x;
+  std::string error;
+  ASSERT_TRUE(kiln::tools::readTensorFile(dir.file("x.npy"), &x, &error));
+  kiln::test::writeFile(data + "/input_0.pb", kiln::test::tensorProto("x", 1, x.shape, x.bytes));
+  expectOneErrorLine(kilnRun(dir, artifact + " --test-data-dir " + data + " --quiet"),
+                     "has no output_0.pb: nothing to compare");
+}
+
 TEST_F(KilnRun, WritesOutputsAndTimes) {
   Result r = kilnRun(dir, artifact + " " + dir.file("x.npy") + " --output-dir " + dir.file("out") +
                               " --iterations 5 --warmup 2 --threads 2 --quiet");

@@ -15,10 +15,12 @@ namespace {
 
 using namespace kiln::artifact;
 
-const char kUsage[] = "usage: kiln-inspect ARTIFACT [--json]\n"
+const char kUsage[] = "usage: kiln-inspect ARTIFACT [--json | --dump-ptx]\n"
                       "Prints an artifact's format version, lineage, target, signature, quantization recipe and\n"
                       "accuracy report, weights, code size, kernel table and memory needs. Reads the file only; never loads its code, so it works\n"
-                      "for artifacts built for other CPUs.\n";
+                      "for artifacts built for other CPUs.\n"
+                      "  --json      the same as one JSON object\n"
+                      "  --dump-ptx  the PTX of a --target=cuda artifact, as kiln-compile embedded it\n";
 
 std::string dimsString(const std::vector<Dim> &dims) {
   std::string s = "[";
@@ -227,7 +229,7 @@ int fail(const std::string &msg) {
 
 int main(int argc, char **argv) {
   std::string path;
-  bool asJson = false;
+  bool asJson = false, dumpPtx = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -236,6 +238,8 @@ int main(int argc, char **argv) {
     }
     if (a == "--json")
       asJson = true;
+    else if (a == "--dump-ptx")
+      dumpPtx = true;
     else if (a.size() > 1 && a[0] == '-')
       return fail("unknown option '" + a + "' (see --help)");
     else if (path.empty())
@@ -267,7 +271,12 @@ int main(int argc, char **argv) {
   std::string error;
   if (!parseArtifact(static_cast<const uint8_t *>(map), size, &view, &error))
     return fail("'" + path + "': " + error);
-  if (asJson)
+  if (dumpPtx) {
+    // Lets a check without ptxas read the device code itself (test/e2e/check_cuda_compile.py).
+    if (!view.meta.cuda.present)
+      return fail("'" + path + "' has no CUDA section (compiled for " + view.meta.targetTriple + ")");
+    std::fwrite(view.meta.cuda.ptx.data(), 1, view.meta.cuda.ptx.size(), stdout);
+  } else if (asJson)
     printJson(view, size);
   else
     printText(view, size);

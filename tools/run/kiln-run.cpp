@@ -335,6 +335,9 @@ int runMain(const Options &o) {
   const auto outputInfos = model.outputs();
   const std::vector<HostTensor> hostInputs = bindInputs(o, inputInfos);
   const std::vector<std::string> expectFiles = expectedFiles(o, outputInfos.size());
+  // A test directory without reference outputs would "pass" having compared nothing.
+  if (!o.testDataDir.empty() && expectFiles.empty())
+    throw UsageError{o.testDataDir + " has no output_0.pb: nothing to compare"};
   if (expectFiles.size() > outputInfos.size())
     throw UsageError{std::to_string(expectFiles.size()) + " expected outputs given; the model has " +
                      std::to_string(outputInfos.size())};
