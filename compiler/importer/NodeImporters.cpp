@@ -1682,14 +1682,29 @@ Results importSplit(NodeContext &c) {
 Results importRange(NodeContext &c) {
   if (failed(require(c, 3)))
     return failure();
+  // ONNX's bounds are scalars. Checked before anything reads them: an empty
+  // constant has no value to fold (reading one crashed), and a longer one
+  // would silently fold from its first element.
+  static constexpr const char *kBounds[] = {"start", "limit", "delta"};
+  for (int i = 0; i < 3; ++i) {
+    auto t = cast<RankedTensorType>(c.input(i).getType());
+    if (t.getRank() != 0) {
+      std::string shape;
+      llvm::raw_string_ostream os(shape);
+      llvm::interleaveComma(t.getShape(), os, [&](int64_t d) {
+        if (ShapedType::isDynamic(d))
+          os << '?';
+        else
+          os << d;
+      });
+      return c.fail(Twine("input '") + kBounds[i] + "' must be a scalar (rank 0), got shape [" + shape + "]");
+    }
+  }
   Type et = cast<RankedTensorType>(c.input(0).getType()).getElementType();
   DenseElementsAttr s, l, d;
   if (!matchPattern(c.input(0), m_Constant(&s)) || !matchPattern(c.input(1), m_Constant(&l)) ||
       !matchPattern(c.input(2), m_Constant(&d))) {
     // Bounds known only at run time (sequence lengths in decoders).
-    for (int i = 0; i < 3; ++i)
-      if (cast<RankedTensorType>(c.input(i).getType()).getRank() != 0)
-        return c.fail("start, limit and delta must be scalars");
     return single(create<RangeOp>(c, c.input(0), c.input(1), c.input(2)));
   }
   auto scalar = [](DenseElementsAttr a) {
