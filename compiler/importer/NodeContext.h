@@ -53,25 +53,47 @@ public:
 using NodeImporter =
     std::function<mlir::FailureOr<llvm::SmallVector<mlir::Value>>(NodeContext &)>;
 
-/// ONNX op type -> importer, for the default domain.
+/// ONNX op type -> importer, for the default domain (OpTable.cpp).
 const llvm::StringMap<NodeImporter> &nodeImporters();
 
-// Op families imported in files of their own.
-/// RNN, GRU, LSTM (RecurrentImporters.cpp), added to the default domain's table.
+// The op families, one file each; each adds its ops to the default domain's table.
+/// Arithmetic, comparison and logic, activations, Max/Min/Sum/Mean, Clip,
+/// Where, IsNaN/IsInf, Trilu, Cast/CastLike, Identity, Dropout (ElementwiseImporters.cpp).
+void addElementwiseImporters(llvm::StringMap<NodeImporter> &t);
+/// Reduce*, ArgMax/ArgMin, Softmax/LogSoftmax/Hardmax, CumSum, TopK,
+/// NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (ReductionImporters.cpp).
+void addReductionImporters(llvm::StringMap<NodeImporter> &t);
+/// Conv, ConvTranspose (ConvolutionImporters.cpp).
+void addConvolutionImporters(llvm::StringMap<NodeImporter> &t);
+/// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
+/// QLinearMatMul, ConvInteger, QLinearConv (QuantizationImporters.cpp).
+void addQuantizationImporters(llvm::StringMap<NodeImporter> &t);
+/// Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Expand, Tile,
+/// DepthToSpace, SpaceToDepth, Shape, Size (ShapeImporters.cpp).
+void addShapeImporters(llvm::StringMap<NodeImporter> &t);
+/// Slice, Split, Concat, Pad (SlicingImporters.cpp).
+void addSlicingImporters(llvm::StringMap<NodeImporter> &t);
+/// Gather, GatherElements, GatherND, ScatterElements, Scatter, ScatterND,
+/// OneHot (IndexingImporters.cpp).
+void addIndexingImporters(llvm::StringMap<NodeImporter> &t);
+/// Constant, ConstantOfShape, Range, EyeLike (ConstantImporters.cpp).
+void addConstantImporters(llvm::StringMap<NodeImporter> &t);
+/// RNN, GRU, LSTM (RecurrentImporters.cpp).
 void registerRecurrentImporters(llvm::StringMap<NodeImporter> &table);
-/// LRN, MeanVarianceNormalization (NormalizationImporters.cpp).
+/// BatchNormalization, LayerNormalization, RMSNormalization,
+/// InstanceNormalization, LRN, MeanVarianceNormalization (NormalizationImporters.cpp).
 void addNormalizationImporters(llvm::StringMap<NodeImporter> &t);
 /// Window functions, DFT, STFT, MelWeightMatrix (SignalImporters.cpp).
 void addSignalImporters(llvm::StringMap<NodeImporter> &t);
 /// ReverseSequence (ReverseSequenceImporter.cpp).
 void addReverseSequenceImporter(llvm::StringMap<NodeImporter> &t);
-/// MaxUnpool (PoolingImporters.cpp).
+/// MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool, MaxUnpool (PoolingImporters.cpp).
 void addPoolingImporters(llvm::StringMap<NodeImporter> &t);
-/// Det (LinearAlgebraImporters.cpp).
+/// MatMul, Gemm, Einsum, Det (LinearAlgebraImporters.cpp).
 void addLinearAlgebraImporters(llvm::StringMap<NodeImporter> &t);
 /// NonZero, Compress, Unique, NonMaxSuppression (DataDependentImporters.cpp).
 void addDataDependentImporters(llvm::StringMap<NodeImporter> &t);
-/// GridSample, RoiAlign (SamplingImporters.cpp).
+/// Resize, Upsample, GridSample, RoiAlign (SamplingImporters.cpp).
 void addSamplingImporters(llvm::StringMap<NodeImporter> &t);
 /// TfIdfVectorizer (TextFeatureImporters.cpp).
 void addTextFeatureImporters(llvm::StringMap<NodeImporter> &t);

@@ -1,4 +1,5 @@
-// LRN and MeanVarianceNormalization, composed from graph ops (pooling, reductions, elementwise).
+// Normalizations: BatchNormalization (also training), LayerNormalization, RMSNormalization, InstanceNormalization, LRN, MVN.
+#include "compiler/importer/ImporterHelpers.h"
 #include "compiler/importer/OpCreate.h"
 
 using namespace mlir;
@@ -96,9 +97,132 @@ Results importMvn(NodeContext &c) {
   return single(create<DivOp>(c, *centered, *denom));
 }
 
+// BatchNormalization with training_mode=1 normalizes with the batch's own
+// statistics (mean and population variance over every axis but the
+// channels) and returns the running statistics moved towards them:
+// running = input * momentum + batch * (1 - momentum).
+Results importBatchNormTraining(NodeContext &c) {
+  Value x = c.input(0), scale = c.input(1), bias = c.input(2), inMean = c.input(3), inVar = c.input(4);
+  auto xt = cast<RankedTensorType>(x.getType());
+  Type ft = xt.getElementType();
+  int64_t rank = xt.getRank();
+  if (!isa<FloatType>(ft) || rank < 2)
+    return c.fail("training mode needs a float input of rank >= 2");
+  for (Value v : {scale, bias, inMean, inVar}) {
+    auto vt = cast<RankedTensorType>(v.getType());
+    if (vt.getRank() != 1 || vt.getElementType() != ft)
+      return c.fail("scale, B, mean and var must be 1-D tensors of the input's type");
+  }
+  SmallVector<int64_t> axes{0};
+  for (int64_t i = 2; i < rank; ++i)
+    axes.push_back(i);
+  auto scalar = RankedTensorType::get({}, ft);
+  auto cst = [&](double v) -> Value {
+    return ConstantOp::create(c.b, c.loc, DenseElementsAttr::get(scalar, FloatAttr::get(ft, v).getValue()));
+  };
+  double momentum = c.floatAttr("momentum", 0.9f);
+  auto mean = create<ReduceMeanOp>(c, x, axes, (int64_t)1);
+  if (failed(mean))
+    return failure();
+  auto d = create<SubOp>(c, x, *mean);
+  if (failed(d))
+    return failure();
+  auto sq = create<MulOp>(c, *d, *d);
+  if (failed(sq))
+    return failure();
+  auto var = create<ReduceMeanOp>(c, *sq, axes, (int64_t)1);
+  if (failed(var))
+    return failure();
+  auto ve = create<AddOp>(c, *var, cst(c.floatAttr("epsilon", 1e-5f)));
+  if (failed(ve))
+    return failure();
+  auto sd = create<SqrtOp>(c, *ve);
+  if (failed(sd))
+    return failure();
+  auto norm = create<DivOp>(c, *d, *sd);
+  auto s = alongAxis(c, scale, rank, 1), b = alongAxis(c, bias, rank, 1);
+  if (failed(norm) || failed(s) || failed(b))
+    return failure();
+  auto y = create<MulOp>(c, *norm, *s);
+  if (failed(y))
+    return failure();
+  y = create<AddOp>(c, *y, *b);
+  if (failed(y))
+    return failure();
+  SmallVector<Value> results{*y};
+  for (auto [batch, running] : {std::pair{*mean, inMean}, std::pair{*var, inVar}}) {
+    if (results.size() >= (size_t)c.node.output_size() || c.node.output(results.size()).empty())
+      break;
+    // [1, C, 1...] -> [C]: the reduced axes squeezed (works for a symbolic C).
+    auto flat = create<SqueezeOp>(c, batch, axes);
+    if (failed(flat))
+      return failure();
+    auto kept = create<MulOp>(c, running, cst(momentum));
+    auto moved = create<MulOp>(c, *flat, cst(1.0 - momentum));
+    if (failed(kept) || failed(moved))
+      return failure();
+    auto r = create<AddOp>(c, *kept, *moved);
+    if (failed(r))
+      return failure();
+    results.push_back(*r);
+  }
+  for (int i = (int)results.size(); i < c.node.output_size(); ++i)
+    if (!c.node.output(i).empty())
+      return c.fail("only Y, running_mean and running_var are supported");
+  return results;
+}
+
+Results importBatchNorm(NodeContext &c) {
+  if (failed(require(c, 5)))
+    return failure();
+  if (c.intAttr("training_mode", 0) != 0)
+    return importBatchNormTraining(c);
+  for (int i = 1; i < c.node.output_size(); ++i)
+    if (!c.node.output(i).empty())
+      return c.fail("training outputs (running mean/var) are not supported");
+  return single(create<BatchNormOp>(c, c.input(0), c.input(1), c.input(2),
+                                    c.input(3), c.input(4),
+                                    c.b.getF32FloatAttr(c.floatAttr("epsilon", 1e-5f))));
+}
+
+/// RMSNormalization (opset 23): the mean square over the axes from `axis` on.
+Results importRmsNorm(NodeContext &c) {
+  if (failed(require(c, 2)))
+    return failure();
+  if (c.intAttr("stash_type", 1) != 1)
+    return c.fail("stash_type other than float is not supported");
+  return single(create<RmsNormOp>(c, c.input(0), c.input(1), c.b.getI64IntegerAttr(c.intAttr("axis", -1)),
+                                  c.b.getF32FloatAttr(c.floatAttr("epsilon", 1e-5f))));
+}
+
+Results importLayerNorm(NodeContext &c) {
+  if (failed(require(c, 2)))
+    return failure();
+  if (c.intAttr("stash_type", 1) != 1)
+    return c.fail("stash_type other than float is not supported");
+  auto y = createOperation<LayerNormOp, 3>(c, c.input(0), c.input(1), c.input(2),
+                                           c.b.getI64IntegerAttr(c.intAttr("axis", -1)),
+                                           c.b.getF32FloatAttr(c.floatAttr("epsilon", 1e-5f)));
+  if (failed(y))
+    return failure();
+  Operation *op = *y;
+  return SmallVector<Value>(op->getResults().begin(), op->getResults().end());
+}
+
+Results importInstanceNorm(NodeContext &c) {
+  if (failed(require(c, 3)))
+    return failure();
+  return single(create<InstanceNormOp>(c, c.input(0), c.input(1), c.input(2),
+                                       c.b.getF32FloatAttr(c.floatAttr("epsilon", 1e-5f))));
+}
+
 } // namespace
 
 void addNormalizationImporters(llvm::StringMap<NodeImporter> &t) {
+  t["BatchNormalization"] = importBatchNorm;
+  t["LayerNormalization"] = importLayerNorm;
+  t["RMSNormalization"] = importRmsNorm;
+  t["InstanceNormalization"] = importInstanceNorm;
   t["LRN"] = importLrn;
   t["MeanVarianceNormalization"] = importMvn;
 }

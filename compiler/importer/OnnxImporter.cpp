@@ -6,6 +6,7 @@
 #include "compiler/importer/SequenceImporters.h"
 
 #include "dialects/graph/IR/Graph.h"
+#include "dialects/graph/IR/GraphAttrNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"

@@ -2,6 +2,8 @@
 #ifndef KILN_COMPILER_IMPORTER_ONNXIMPORTER_H
 #define KILN_COMPILER_IMPORTER_ONNXIMPORTER_H
 
+#include "dialects/graph/IR/GraphAttrNames.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -46,25 +48,6 @@ ImportedModel importOnnxFile(mlir::MLIRContext &context,
 ImportedModel importOnnxBytes(mlir::MLIRContext &context, llvm::StringRef bytes,
                               const std::string &modelDir, const std::string &displayName,
                               std::string &error, const ImportOptions &options = {});
-
-/// Attribute names the importer puts on the module and on @main's arguments
-/// and results; the artifact writer reads them back.
-namespace attrs {
-constexpr const char *kOpset = "kiln.opset";
-constexpr const char *kSourceSha256 = "kiln.source_sha256";
-constexpr const char *kProducer = "kiln.producer";
-constexpr const char *kName = "kiln.name";     // ONNX tensor name
-constexpr const char *kDtype = "kiln.dtype";   // ONNX TensorProto.DataType
-constexpr const char *kDims = "kiln.dims";     // dim_param names ("" if static)
-constexpr const char *kWeights = "kiln.weights"; // module: [ElementsAttr...]
-constexpr const char *kWeightNames = "kiln.weight_names";
-// Set by kiln-pack-matmul-weights: per weight, [] (as imported) or [K, N, B] (stored as [N/B, K, B]).
-constexpr const char *kWeightLayouts = "kiln.weight_layouts";
-// Set by kiln-kv-cache-in-place on @main's arguments.
-constexpr const char *kKvCache = "kiln.kv_cache";       // a KV cache input: the axis entries are appended on
-constexpr const char *kKvPosition = "kiln.kv_position"; // the scalar input: entries already in every cache
-constexpr const char *kMaxPositions = "kiln.max_positions"; // module: rows of a learned position table
-} // namespace attrs
 
 } // namespace kiln
 

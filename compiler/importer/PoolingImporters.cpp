@@ -1,4 +1,5 @@
-// MaxUnpool: graph.max_unpool of the flattened values at indices renumbered for the output shape.
+// Pooling: MaxPool (and its Indices), AveragePool, GlobalMaxPool, GlobalAveragePool, MaxUnpool.
+#include "compiler/importer/ImporterHelpers.h"
 #include "compiler/importer/OpCreate.h"
 
 #include "mlir/IR/Matchers.h"
@@ -96,8 +97,67 @@ Results importMaxUnpool(NodeContext &c) {
   return single(create<MaxUnpoolOp>(c, *flatX, flatIndices, shape));
 }
 
+template <typename OpTy> Results importPool(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  auto kernel = c.intsAttr("kernel_shape");
+  if (!kernel)
+    return c.fail("kernel_shape is required");
+  auto w = windowAttrs(c, c.input(0), *kernel);
+  if (failed(w))
+    return failure();
+  // MaxPool's Indices output (storage_order says how they are numbered).
+  if (c.node.output_size() > 1 && !c.node.output(1).empty()) {
+    if (w->runTimeAutoPad)
+      return c.fail("Indices with auto_pad " + w->runTimeAutoPad.getValue() + " need static spatial sizes");
+    if constexpr (std::is_same_v<OpTy, MaxPoolOp>) {
+      auto op = createOperation<MaxPoolWithIndicesOp, 2>(c, c.input(0), w->kernel, w->pads, w->strides,
+                                                         w->dilations, c.intAttr("ceil_mode", 0),
+                                                         c.intAttr("storage_order", 0));
+      if (failed(op))
+        return failure();
+      return SmallVector<Value>((*op)->getResults());
+    }
+  }
+  if constexpr (std::is_same_v<OpTy, MaxPoolOp>)
+    return single(create<MaxPoolOp>(c, c.input(0), w->kernel, w->pads,
+                                    w->strides, w->dilations,
+                                    c.intAttr("ceil_mode", 0), w->runTimeAutoPad));
+  else
+    return single(create<AveragePoolOp>(c, c.input(0), w->kernel, w->pads,
+                                        w->strides, w->dilations,
+                                        c.intAttr("ceil_mode", 0),
+                                        c.intAttr("count_include_pad", 0), w->runTimeAutoPad));
+}
+
+// GlobalMaxPool is ReduceMax over the spatial axes, kept as size 1: the
+// reduction's lowering (compare+select, dynamic dims) serves it unchanged.
+Results importGlobalMaxPool(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  int64_t rank = rankOf(c.input(0));
+  if (rank < 3)
+    return c.fail("input must be N x C x spatial dims (rank >= 3)");
+  SmallVector<int64_t> axes;
+  for (int64_t i = 2; i < rank; ++i)
+    axes.push_back(i);
+  return single(create<ReduceMaxOp>(c, c.input(0), axes, (int64_t)1));
+}
+
+Results importGlobalAveragePool(NodeContext &c) {
+  if (failed(require(c, 1)))
+    return failure();
+  return single(create<GlobalAveragePoolOp>(c, c.input(0)));
+}
+
 } // namespace
 
-void addPoolingImporters(llvm::StringMap<NodeImporter> &t) { t["MaxUnpool"] = importMaxUnpool; }
+void addPoolingImporters(llvm::StringMap<NodeImporter> &t) {
+  t["MaxPool"] = importPool<MaxPoolOp>;
+  t["AveragePool"] = importPool<AveragePoolOp>;
+  t["GlobalAveragePool"] = importGlobalAveragePool;
+  t["GlobalMaxPool"] = importGlobalMaxPool;
+  t["MaxUnpool"] = importMaxUnpool;
+}
 
 } // namespace kiln

@@ -1,8 +1,8 @@
 // Turns a decoder's "concat(past, new) -> present" into writes into a runtime-owned KV cache.
 #include "passes/graph/Passes.h"
 
-#include "compiler/importer/OnnxImporter.h"
 #include "dialects/graph/IR/Graph.h"
+#include "dialects/graph/IR/GraphAttrNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/BitVector.h"

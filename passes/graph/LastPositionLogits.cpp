@@ -1,8 +1,8 @@
 // Decoders: compute the output head (logits) for the last position only, which is all generation reads.
 #include "passes/graph/Passes.h"
 
-#include "compiler/importer/OnnxImporter.h"
 #include "dialects/graph/IR/Graph.h"
+#include "dialects/graph/IR/GraphAttrNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 

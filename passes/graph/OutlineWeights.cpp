@@ -1,8 +1,8 @@
 // Moves large graph.constant values out of the IR into @main arguments (the artifact's weights).
 #include "passes/graph/Passes.h"
 
-#include "compiler/importer/OnnxImporter.h"
 #include "dialects/graph/IR/Graph.h"
+#include "dialects/graph/IR/GraphAttrNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"

@@ -1,8 +1,8 @@
 // Stores the [K, N] weights of matrix products (and the transposed weights of convolutions) as column panels [N/B, K, B].
 #include "passes/graph/Passes.h"
 
-#include "compiler/importer/OnnxImporter.h"
 #include "dialects/graph/IR/Graph.h"
+#include "dialects/graph/IR/GraphAttrNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 

@@ -1,8 +1,8 @@
 // Finds the graph-input dims that must be equal at run time and gives each group one symbol.
 #include "passes/graph/Passes.h"
 
-#include "compiler/importer/OnnxImporter.h"
 #include "dialects/graph/IR/Graph.h"
+#include "dialects/graph/IR/GraphAttrNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"

@@ -32,6 +32,8 @@ REJECTED = [
     ("random.onnx", []),
     ("unsupported_op.onnx", ["unsupported", "Bernoulli", "weird_node"]),
     ("missing_initializer.onnx", ["missing_bias"]),
+    ("range_empty_start.onnx", ["Range", "range_empty_start_node", "start"]),
+    ("range_vector_delta.onnx", ["Range", "range_vector_delta_node", "delta"]),
     ("external_escape/model.onnx", []),
     ("external_abs/model.onnx", []),
     ("external_symlink/model.onnx", []),

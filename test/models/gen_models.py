@@ -420,6 +420,20 @@ def gen_bad(mlp_bytes, use_ort):
     )
     save_model(make_model(graph), os.path.join(bad, "missing_initializer.onnx"), check=False)
 
+    # Range bounds that are not scalars. An empty `start` initializer crashed
+    # kiln-compile (its value was read without a size check); a 2-element
+    # `delta` was folded from its first element. Both are errors naming the
+    # node and the input. The first is also test/fuzz/corpus/fuzz_model/range-empty-start.
+    for name, start, delta in (("range_empty_start", np.zeros([0], np.float32), np.float32(1)),
+                               ("range_vector_delta", np.float32(0), np.ones([2], np.float32))):
+        graph = helper.make_graph(
+            [helper.make_node("Range", ["start", "limit", "delta"], ["y"], name=name + "_node")],
+            "kiln_" + name, [],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])],
+            initializer=[init("start", start), init("limit", np.float32(4)), init("delta", delta)],
+        )
+        save_model(make_model(graph), os.path.join(bad, name + ".onnx"), check=False)
+
     # External data whose location escapes the model directory. The target
     # exists (bad/secret.bin), so only a path check can stop the load.
     write_bytes(os.path.join(bad, "secret.bin"), b"SECRET!!" * 128)

@@ -1,4 +1,4 @@
-// Graph op definitions: folders and the constant materializer (shape inference is in ShapeInference.cpp).
+// Graph op definitions: folders and the constant materializer (shape inference is in the *Shapes.cpp files).
 #include "dialects/graph/IR/Graph.h"
 
 #include "mlir/IR/Builders.h"

@@ -1,0 +1,31 @@
+// Names of the attributes that carry a model's contract through the compiler: module and @main attributes.
+#ifndef KILN_DIALECTS_GRAPH_GRAPHATTRNAMES_H
+#define KILN_DIALECTS_GRAPH_GRAPHATTRNAMES_H
+
+namespace kiln {
+
+/// Attribute names the importer puts on the module and on @main's arguments
+/// and results, that graph passes read and update, and that the artifact
+/// writer reads back. They live with the dialect (not the importer) so that
+/// passes depend on the IR only. The namespace stays kiln::attrs, as every
+/// user already spells it.
+namespace attrs {
+constexpr const char *kOpset = "kiln.opset";
+constexpr const char *kSourceSha256 = "kiln.source_sha256";
+constexpr const char *kProducer = "kiln.producer";
+constexpr const char *kName = "kiln.name";     // ONNX tensor name
+constexpr const char *kDtype = "kiln.dtype";   // ONNX TensorProto.DataType
+constexpr const char *kDims = "kiln.dims";     // dim_param names ("" if static)
+constexpr const char *kWeights = "kiln.weights"; // module: [ElementsAttr...]
+constexpr const char *kWeightNames = "kiln.weight_names";
+// Set by kiln-pack-matmul-weights: per weight, [] (as imported) or [K, N, B] (stored as [N/B, K, B]).
+constexpr const char *kWeightLayouts = "kiln.weight_layouts";
+// Set by kiln-kv-cache-in-place on @main's arguments.
+constexpr const char *kKvCache = "kiln.kv_cache";       // a KV cache input: the axis entries are appended on
+constexpr const char *kKvPosition = "kiln.kv_position"; // the scalar input: entries already in every cache
+constexpr const char *kMaxPositions = "kiln.max_positions"; // module: rows of a learned position table
+} // namespace attrs
+
+} // namespace kiln
+
+#endif

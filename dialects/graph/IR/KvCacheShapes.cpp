@@ -1,0 +1,38 @@
+// Result types of the KV cache graph ops (KvCacheOps.td): views of the valid prefix.
+#include "dialects/graph/IR/ShapeInference.h"
+
+using namespace mlir;
+using namespace kiln::graph::detail;
+
+namespace kiln::graph {
+
+/// The cache's type with the cache axis dynamic (its length depends on the position).
+static LogicalResult inferCacheView(std::optional<Location> loc, Value cache, int64_t axis,
+                                    SmallVectorImpl<Type> &types) {
+  auto t = rankedType(cache);
+  if (axis < 0 || axis >= t.getRank())
+    return fail(loc, "kv cache axis " + Twine(axis) + " is out of range for rank " + Twine(t.getRank()));
+  SmallVector<int64_t> dims(t.getShape());
+  dims[axis] = kDyn;
+  types.push_back(t.clone(dims));
+  return success();
+}
+
+LogicalResult KvCacheAppendOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  auto c = rankedType(adaptor.getCache()), u = rankedType(adaptor.getUpdate());
+  int64_t axis = adaptor.getAxis();
+  if (c.getRank() != u.getRank() || c.getElementType() != u.getElementType())
+    return fail(loc, "kv cache update must have the cache's rank and element type");
+  for (int64_t i = 0; i < c.getRank(); ++i)
+    if (i != axis && c.getDimSize(i) != kDyn && u.getDimSize(i) != kDyn && c.getDimSize(i) != u.getDimSize(i))
+      return fail(loc, "kv cache update differs from the cache in dimension " + Twine(i));
+  return inferCacheView(loc, adaptor.getCache(), axis, types);
+}
+
+LogicalResult KvCachePrefixOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  return inferCacheView(loc, adaptor.getCache(), adaptor.getAxis(), types);
+}
+
+} // namespace kiln::graph
