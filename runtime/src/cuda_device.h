@@ -3,7 +3,7 @@
 #ifndef KILN_RUNTIME_CUDA_DEVICE_H
 #define KILN_RUNTIME_CUDA_DEVICE_H
 
-#include "artifact_format.h"
+#include "format/artifact_format.h"
 #include "cuda_blas.h"
 #include "device.h"
 

@@ -1,7 +1,7 @@
 // The device layer's defaults for optional entries, and the one place that picks an artifact's device.
 #include "device.h"
 
-#include "artifact_format.h"
+#include "format/artifact_format.h"
 #include "cuda_device.h"
 
 namespace kiln::runtime {

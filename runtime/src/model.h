@@ -2,7 +2,7 @@
 #ifndef KILN_RUNTIME_MODEL_H
 #define KILN_RUNTIME_MODEL_H
 
-#include "artifact_format.h"
+#include "format/artifact_format.h"
 #include "device.h"
 #include "kiln/abi.h"
 #include "kiln/kiln.h"

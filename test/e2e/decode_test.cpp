@@ -1,6 +1,6 @@
 // Decoding end to end: the tiny gpt2 and llama decoders (test/models/lm) compiled with kiln-compile
 // and decoded with the generator API, against ONNX Runtime's greedy tokens and logits.
-#include "generator.h"
+#include "generate/generator.h"
 #include "kiln/kiln.h"
 #include "kiln/kiln.hpp"
 

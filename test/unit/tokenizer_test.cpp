@@ -2,7 +2,7 @@
 // and Qwen 3 against the ids their own packages' encoders produce (test/models/tokenizers), the
 // split regexes against Hugging Face's, NFC, UTF-8 handling, streaming, and hostile files.
 #include "kiln/tokenizer.h"
-#include "tokenizer.h"
+#include "generate/tokenizer.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

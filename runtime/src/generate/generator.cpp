@@ -1,9 +1,9 @@
 // Autoregressive decoding over a decoder artifact: runtime-owned KV caches, prefill, decode steps, sampling.
-#include "generator.h"
+#include "generate/generator.h"
 
 #include "error.h"
 #include "model.h"
-#include "sampling.h"
+#include "generate/sampling.h"
 #include "tensor.h"
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 #define KILN_RUNTIME_GENERATOR_H
 
 #include "kiln/kiln.h"
-#include "sampling.h"
+#include "generate/sampling.h"
 
 #include <atomic>
 #include <cstdint>
