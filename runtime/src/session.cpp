@@ -207,8 +207,8 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
     try {
       for (const auto &o : s.outputs)
         if (o.allocated && !owners.count(o.allocated)) {
-          std::shared_ptr<void> owner(o.allocated, std::free); // frees it itself if this throws
-          memory.take(o.allocated);
+          memory.take(o.allocated); // from here `owner` frees it, also when it cannot be made
+          std::shared_ptr<void> owner(o.allocated, std::free);
           owners.emplace(o.allocated, std::move(owner));
         }
     } catch (...) {
@@ -225,11 +225,12 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
     kiln_error *e = nullptr;
     if (!host) {
       copied.resize(bytes[i]);
+      data = copied.data();
       if (!device.download(copied.data(), o.data, bytes[i], error))
         e = makeError(KILN_ERROR_INTERNAL, "output '" + meta.outputs[i].name + "': " + error);
-      data = copied.data();
     }
     if (e) {
+      // reported below
     } else if (dtype == KILN_DTYPE_STRING) {
       // The elements point into the run's string arena, the inputs or the code's literals: the
       // tensor gets its own copy of them and their bytes (the arena goes with `state`).

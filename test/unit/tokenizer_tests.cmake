@@ -1,4 +1,4 @@
-# kiln_tokenizer_tests: the tokenizer (runtime/src/tokenizer.cpp) against the reference ids in
+# kiln_tokenizer_tests: the tokenizer (runtime/src/generate/tokenizer*.cpp) against the reference ids in
 # test/models/tokenizers. The tokenizer.json files are checked in as one xz-compressed tar and
 # unpacked into the build tree (cmake -E tar reads xz; no extra library is needed).
 set(KILN_TOKENIZER_DATA ${PROJECT_SOURCE_DIR}/test/models/tokenizers)

@@ -27,7 +27,6 @@ inline TokenizerError unsupported(const std::string &message) {
   return TokenizerError(KILN_ERROR_INCOMPATIBLE, message);
 }
 
-
 // GPT-2's bytes_to_unicode: printable bytes map to themselves, the others to U+0100 and up.
 inline std::array<uint32_t, 256> byteToChar() {
   std::array<uint32_t, 256> m{};
