@@ -8,7 +8,7 @@ namespace kiln::runtime {
 
 namespace {
 
-Run &runOf(void *runtime) { return *static_cast<Run *>(runtime); }
+RunState &runOf(void *runtime) { return *static_cast<RunState *>(runtime); }
 
 // The arena's size for a request of `bytes`: rounded up to 64 and grown by at least 1/8 over
 // `current`, so slowly growing requests (a decoder's context) do not reallocate each step. 0 when
@@ -23,7 +23,7 @@ int64_t workspaceGrowth(int64_t bytes, int64_t current) {
 
 void parallelForEntry(void *runtime, int32_t kernelId, kiln_abi_kernel_fn fn, void *captures, int64_t count,
                       int64_t flops, int64_t bytes) {
-  Run &run = runOf(runtime);
+  RunState &run = runOf(runtime);
   if (!run.error.empty())
     return; // after a failed launch the rest would compute from garbage
   Device &device = run.queue->device();
@@ -60,7 +60,7 @@ int32_t stringEqualEntry(void *, const char *a, int64_t aSize, const char *b, in
 
 void gpuLaunchEntry(void *runtime, int32_t kernelId, int64_t gx, int64_t gy, int64_t gz, int64_t bx, int64_t by,
                     int64_t bz, int32_t sharedBytes, void **params) {
-  Run &run = runOf(runtime);
+  RunState &run = runOf(runtime);
   if (!run.error.empty())
     return; // after a failed launch the rest would compute from garbage
   Queue &q = *run.queue;
@@ -83,7 +83,7 @@ void deviceFreeEntry(void *runtime, void *ptr) { runOf(runtime).queue->release(p
 // The host code reads values the kernels wrote (data-dependent sizes): wait for the launches so
 // far, then copy. A failure fails the run; the code goes on with zeros, the sizes of empty tensors.
 void deviceReadEntry(void *runtime, void *host, const void *device, int64_t bytes) {
-  Run &run = runOf(runtime);
+  RunState &run = runOf(runtime);
   Queue &q = *run.queue;
   if (run.error.empty()) {
     std::string error;
@@ -96,7 +96,7 @@ void deviceReadEntry(void *runtime, void *host, const void *device, int64_t byte
 
 // What host code (ops on strings) wrote into its copy of a buffer goes back to the device.
 void deviceWriteEntry(void *runtime, void *device, const void *host, int64_t bytes) {
-  Run &run = runOf(runtime);
+  RunState &run = runOf(runtime);
   Queue &q = *run.queue;
   if (!run.error.empty())
     return;
@@ -108,7 +108,7 @@ void deviceWriteEntry(void *runtime, void *device, const void *host, int64_t byt
 // A matrix product of the generated code: the device's library on the session's stream, or
 // declined (nonzero) so that the code's own kernels compute it.
 int32_t gemmEntry(void *runtime, const kiln_abi_gemm *product) {
-  Run &run = runOf(runtime);
+  RunState &run = runOf(runtime);
   if (!run.error.empty())
     return 0; // the run has failed: nothing more to compute
   Queue &q = *run.queue;
@@ -144,7 +144,7 @@ bool Queue::open(std::string &error) {
   return opened_;
 }
 
-kiln_abi_context Queue::begin(Run &run) {
+kiln_abi_context Queue::begin(RunState &run) {
   run.queue = this;
   run.deviceTimed = run.profiling && device_.timesOnDevice() && recordEvent(run, &run.startEvent);
   const bool host = device_.hostMemory();
@@ -166,18 +166,18 @@ kiln_abi_context Queue::begin(Run &run) {
 
 bool Queue::finish(std::string &error) { return device_.synchronize(stream_, error); }
 
-void Queue::collectProfile(const Run &run) {
+void Queue::collectProfile(const RunState &run) {
   // The stream has finished: each launch's events give its time on the device. The compiler has
   // no cost estimates for device kernels yet (flops and bytes 0).
   if (!run.deviceTimed)
     return;
-  for (const Run::TimedLaunch &l : run.timed)
+  for (const RunState::TimedLaunch &l : run.timed)
     run.profile->push_back(kiln_profile_event{l.kernel, 1e3 * device_.elapsedMs(events_[run.startEvent], events_[l.begin]),
                                               1e3 * device_.elapsedMs(events_[l.begin], events_[l.end]), l.threads, 0,
                                               0});
 }
 
-void *Queue::workspace(Run &run, int64_t bytes) {
+void *Queue::workspace(RunState &run, int64_t bytes) {
   if (bytes <= arenaBytes_ && arena_)
     return arena_;
   // Called first thing in a run: no kernel of this session is using the old arena any more, and
@@ -198,7 +198,7 @@ void *Queue::workspace(Run &run, int64_t bytes) {
 
 // The next timing event of a profiled run, recorded now on the stream; false when none can be
 // made (the launch then goes untimed).
-bool Queue::recordEvent(Run &run, size_t *index) {
+bool Queue::recordEvent(RunState &run, size_t *index) {
   std::string error;
   if (run.eventsUsed == events_.size()) {
     void *e = device_.createEvent(error);

@@ -16,7 +16,7 @@ namespace kiln::runtime {
 class Queue;
 
 // One run in flight: what the context's `runtime` pointer points at.
-struct Run {
+struct RunState {
   Queue *queue = nullptr;
   bool profiling = false;
   std::vector<kiln_profile_event> *profile = nullptr; // the session's; host-timed launches go here at once
@@ -59,15 +59,15 @@ public:
 
   // The context for `run`: the device's entries (devices in host memory get no device_alloc,
   // device_free or gpu_launch, as abi.h says) and the string kernels. Starts the run's timing.
-  kiln_abi_context begin(Run &run);
+  kiln_abi_context begin(RunState &run);
   // Waits for the run's work on the stream.
   bool finish(std::string &error);
   // The device-timed launches of a finished run, appended to its profile.
-  void collectProfile(const Run &run);
+  void collectProfile(const RunState &run);
 
   // For the context's entries (device_queue.cpp).
-  void *workspace(Run &run, int64_t bytes);
-  bool recordEvent(Run &run, size_t *index);
+  void *workspace(RunState &run, int64_t bytes);
+  bool recordEvent(RunState &run, size_t *index);
   void *gemmWorkspace(uint64_t *bytes);
 
 private:

@@ -31,7 +31,7 @@ struct kiln_session {
 
 namespace {
 
-using kiln::runtime::Run;
+using kiln::runtime::RunState;
 
 // Clears the busy flag however run() returns.
 struct RunningGuard {
@@ -79,7 +79,7 @@ std::string checkCachePosition(const kiln::artifact::Metadata &meta, const kiln_
 
 // The first failure of the run's string kernels, if any: they ran to the end of the entry
 // without failing the generated code.
-kiln_error *stringError(const Run &state) {
+kiln_error *stringError(const RunState &state) {
   if (state.strings.outOfMemory)
     return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory making this request's strings");
   if (!state.strings.error.empty())
@@ -89,7 +89,7 @@ kiln_error *stringError(const Run &state) {
 
 // The run's failed allocation, if any: the generated code returned at once, before writing (or
 // after failing to allocate) its outputs, so nothing of the run is kept.
-kiln_error *allocationError(const Run &state, const char *what) {
+kiln_error *allocationError(const RunState &state, const char *what) {
   if (state.workspaceFailed >= 0)
     return makeError(KILN_ERROR_OUT_OF_MEMORY, std::string(what) + ": this request's intermediates need " +
                                                    std::to_string(state.workspaceFailed) + " bytes of scratch memory");
@@ -171,7 +171,7 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
   // Launches timed with the host's clock are in the profile however the run ends; those timed
   // on the device are read once it has finished well.
   s.lastRunProfiled = s.profiling && !device.timesOnDevice();
-  Run state;
+  RunState state;
   state.profiling = s.profiling;
   state.profile = &s.profile;
   kiln_abi_context ctx = queue.begin(state);

@@ -11,7 +11,7 @@
 
 using kiln::runtime::Device;
 using kiln::runtime::Queue;
-using kiln::runtime::Run;
+using kiln::runtime::RunState;
 
 namespace {
 
@@ -103,7 +103,7 @@ TEST(DeviceQueue, HostMemoryContextHasNoDeviceAllocationsOrLaunches) {
   Queue queue(*device);
   std::string error;
   ASSERT_TRUE(queue.open(error)) << error;
-  Run run;
+  RunState run;
   std::vector<kiln_profile_event> profile;
   run.profile = &profile;
   kiln_abi_context ctx = queue.begin(run);
@@ -140,7 +140,7 @@ TEST(DeviceQueue, HostClockProfilesHostKernels) {
   Queue queue(*device);
   std::string error;
   ASSERT_TRUE(queue.open(error));
-  Run run;
+  RunState run;
   std::vector<kiln_profile_event> profile;
   run.profile = &profile;
   run.profiling = true;
@@ -160,7 +160,7 @@ TEST(DeviceQueue, SeparateMemoryContextStagesThroughTheDevice) {
     Queue queue(device);
     std::string error;
     ASSERT_TRUE(queue.open(error));
-    Run run;
+    RunState run;
     std::vector<kiln_profile_event> profile;
     run.profile = &profile;
     kiln_abi_context ctx = queue.begin(run);
@@ -195,14 +195,14 @@ TEST(DeviceQueue, MissingLaunchesAndFailedReadsFailTheRun) {
   Queue queue(device);
   std::string error;
   ASSERT_TRUE(queue.open(error));
-  Run run;
+  RunState run;
   std::vector<kiln_profile_event> profile;
   run.profile = &profile;
   kiln_abi_context ctx = queue.begin(run);
   ctx.gpu_launch(ctx.runtime, 2, 1, 1, 1, 32, 1, 1, 0, nullptr);
   EXPECT_NE(run.error.find("device kernel 2"), std::string::npos) << run.error;
 
-  Run second;
+  RunState second;
   second.profile = &profile;
   ctx = queue.begin(second);
   device.failDownloads = true;
