@@ -50,7 +50,8 @@ public:
   bool synchronize(void *stream, std::string &error) override;
 
   // The host program must not run kernels on host threads: a CUDA artifact that does is broken.
-  bool parallelFor(int32_t kernelId, kiln_abi_kernel_fn, void *, int64_t, int64_t, int64_t, std::string &error) override;
+  bool parallelFor(int32_t kernelId, kiln_abi_kernel_fn, void *, int64_t, int64_t, int64_t,
+                   std::string &error) override;
   bool launch(void *stream, int32_t id, const int64_t grid[3], const int64_t block[3], int32_t sharedBytes,
               void **params, std::string &error) override;
 

@@ -171,10 +171,11 @@ void Queue::collectProfile(const RunState &run) {
   // no cost estimates for device kernels yet (flops and bytes 0).
   if (!run.deviceTimed)
     return;
-  for (const RunState::TimedLaunch &l : run.timed)
-    run.profile->push_back(kiln_profile_event{l.kernel, 1e3 * device_.elapsedMs(events_[run.startEvent], events_[l.begin]),
-                                              1e3 * device_.elapsedMs(events_[l.begin], events_[l.end]), l.threads, 0,
-                                              0});
+  for (const RunState::TimedLaunch &l : run.timed) {
+    const double startMs = device_.elapsedMs(events_[run.startEvent], events_[l.begin]);
+    const double durationMs = device_.elapsedMs(events_[l.begin], events_[l.end]);
+    run.profile->push_back(kiln_profile_event{l.kernel, 1e3 * startMs, 1e3 * durationMs, l.threads, 0, 0});
+  }
 }
 
 void *Queue::workspace(RunState &run, int64_t bytes) {

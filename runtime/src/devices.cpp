@@ -42,10 +42,10 @@ double Device::elapsedMs(void *, void *) { return 0; }
 
 std::unique_ptr<Device> createDevice(const artifact::Metadata &meta, int32_t threads, std::string &error) {
   if (meta.cuda.present) {
-    std::unique_ptr<Device> cuda = CudaDevice::create(meta.cuda, meta.kernels, error);
-    if (!cuda)
+    std::unique_ptr<Device> device = CudaDevice::create(meta.cuda, meta.kernels, error);
+    if (!device)
       error = "was compiled for CUDA (" + meta.cuda.arch + "): " + error;
-    return cuda;
+    return device;
   }
   return createCpuDevice(threads);
 }

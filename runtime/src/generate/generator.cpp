@@ -182,9 +182,9 @@ kiln_error *allocateCache(kiln_generator &g, CacheSlot &c, size_t n) {
   c.data.reset();
   const std::string &name = g.model->view.meta.inputs[c.input].name;
   void *p = device->allocate(n * sizeof(float), 64);
+  const char *memory = device->hostMemory() ? "memory" : "GPU memory";
   if (!p)
-    return makeError(KILN_ERROR_OUT_OF_MEMORY, std::string(device->hostMemory() ? "out of memory" : "out of GPU memory") +
-                                                   " for the KV cache '" + name + "' (" +
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, std::string("out of ") + memory + " for the KV cache '" + name + "' (" +
                                                    std::to_string(n * sizeof(float)) + " bytes)");
   c.data = std::shared_ptr<void>(p, [device](void *q) { device->deallocate(q); });
   std::string error;
