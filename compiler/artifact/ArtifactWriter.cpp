@@ -5,7 +5,7 @@
 #include "dialects/graph/IR/Graph.h"
 #include "passes/cpu/Passes.h"
 #include "runtime/include/kiln/abi.h"
-#include "runtime/src/artifact_format.h"
+#include "format/artifact_format.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

@@ -3,7 +3,7 @@
 #define KILN_COMPILER_ARTIFACT_ARTIFACTWRITER_H
 
 #include "compiler/targets/x86/X86Target.h"
-#include "runtime/src/artifact_format.h"
+#include "format/artifact_format.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

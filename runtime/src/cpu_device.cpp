@@ -1,8 +1,10 @@
 // The CPU device: host memory and a thread pool behind the Device interface.
 #include "device.h"
+#include "host_gemm.h"
 #include "thread_pool.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <malloc.h>
 #include <mutex>
 #include <sched.h>
@@ -28,6 +30,7 @@ public:
   explicit CpuDevice(int32_t threads) : pool(threads) {}
   const char *name() const override { return "cpu"; }
   int32_t concurrency() const override { return pool.threads(); }
+  bool hostMemory() const override { return true; }
   void *allocate(size_t bytes, size_t alignment) override {
     if (alignment < sizeof(void *))
       alignment = sizeof(void *);
@@ -35,8 +38,43 @@ public:
     return std::aligned_alloc(alignment, rounded ? rounded : alignment);
   }
   void deallocate(void *ptr) override { std::free(ptr); }
-  void parallelFor(int32_t, kiln_abi_kernel_fn fn, void *captures, int64_t count) override {
-    pool.parallelFor(fn, captures, count);
+  // "Device" memory is host memory: only code compiled with --target=cuda-emulated (the CUDA
+  // pipeline's kernels run on the CPU) copies between the two.
+  bool upload(void *device, const void *host, size_t bytes, std::string &) override {
+    if (bytes > 0)
+      std::memcpy(device, host, bytes);
+    return true;
+  }
+  bool download(void *host, const void *device, size_t bytes, std::string &) override {
+    if (bytes > 0)
+      std::memcpy(host, device, bytes);
+    return true;
+  }
+  bool zero(void *device, size_t bytes, std::string &) override {
+    if (bytes > 0)
+      std::memset(device, 0, bytes);
+    return true;
+  }
+  // A launch the compiler estimates at a few microseconds of work runs on the calling thread:
+  // handing it to the pool costs about as much as the work (two threads were slower than one on
+  // small decoders). 0 means the compiler could not estimate; such launches go to the pool.
+  bool parallelFor(int32_t, kiln_abi_kernel_fn fn, void *captures, int64_t count, int64_t flops, int64_t bytes,
+                   std::string &) override {
+    constexpr int64_t kSmallBytes = 64 << 10, kSmallFlops = 128 << 10;
+    if (bytes <= 0 || bytes > kSmallBytes || flops > kSmallFlops)
+      pool.parallelFor(fn, captures, count);
+    else if (count > 0)
+      fn(captures, 0, count);
+    return true;
+  }
+  // The emulated CUDA code's matrix products, on the calling thread. KILN_HOST_GEMM=decline
+  // declines them all, so the code's own kernels (its fallback when cuBLASLt is missing) run.
+  GemmResult gemm(void *, const kiln_abi_gemm &product, void *, uint64_t, std::string &) override {
+    static const bool decline = [] {
+      const char *v = std::getenv("KILN_HOST_GEMM");
+      return v && std::strcmp(v, "decline") == 0;
+    }();
+    return decline || hostGemm(product) != 0 ? GemmResult::Declined : GemmResult::Done;
   }
 
 private:

@@ -198,7 +198,7 @@ CudaDevice::~CudaDevice() {
     driver_->cuDevicePrimaryCtxRelease(device_);
 }
 
-void *CudaDevice::allocate(size_t bytes) {
+void *CudaDevice::allocate(size_t bytes, size_t) {
   std::string error;
   if (!makeCurrent(error))
     return nullptr;
@@ -235,17 +235,21 @@ bool CudaDevice::download(void *host, const void *device, size_t bytes, std::str
          check(driver_->cuMemcpyDtoH(host, reinterpret_cast<CUdeviceptr>(device), bytes), "copy from the GPU", error);
 }
 
-void *CudaDevice::createStream(std::string &error) {
-  void *stream = nullptr;
-  if (!makeCurrent(error) || !check(driver_->cuStreamCreate(&stream, 0), "cuStreamCreate", error))
-    return nullptr;
-  return stream;
+bool CudaDevice::createStream(void **stream, std::string &error) {
+  *stream = nullptr;
+  return makeCurrent(error) && check(driver_->cuStreamCreate(stream, 0), "cuStreamCreate", error);
 }
 
 void CudaDevice::destroyStream(void *stream) {
   std::string error;
   if (stream && makeCurrent(error))
     driver_->cuStreamDestroy(stream);
+}
+
+bool CudaDevice::parallelFor(int32_t kernelId, kiln_abi_kernel_fn, void *, int64_t, int64_t, int64_t,
+                             std::string &error) {
+  error = "generated code of a CUDA artifact called parallel_for (kernel " + std::to_string(kernelId) + ")";
+  return false;
 }
 
 bool CudaDevice::launch(void *stream, int32_t id, const int64_t grid[3], const int64_t block[3], int32_t sharedBytes,
@@ -295,16 +299,24 @@ double CudaDevice::elapsedMs(void *from, void *to) {
   return ms;
 }
 
-CudaBlas::Result CudaDevice::gemm(void *stream, const kiln_abi_gemm &product, void *workspace,
-                                  uint64_t workspaceBytes, std::string &error) {
+Device::GemmResult CudaDevice::gemm(void *stream, const kiln_abi_gemm &product, void *workspace,
+                                    uint64_t workspaceBytes, std::string &error) {
   if (!makeCurrent(error))
-    return CudaBlas::Result::Failed;
+    return GemmResult::Failed;
   std::call_once(blasLoaded_, [&] { blas_ = CudaBlas::load(blasWhy_); });
   BlasPlan plan;
   std::string why;
   if (!blas_ || !planGemm(product, plan, why))
-    return CudaBlas::Result::Declined;
-  return blas_->run(plan, stream, workspace, workspaceBytes, error);
+    return GemmResult::Declined;
+  switch (blas_->run(plan, stream, workspace, workspaceBytes, error)) {
+  case CudaBlas::Result::Done:
+    return GemmResult::Done;
+  case CudaBlas::Result::Declined:
+    return GemmResult::Declined;
+  case CudaBlas::Result::Failed:
+    break;
+  }
+  return GemmResult::Failed;
 }
 
 std::string CudaDevice::blasDescription() {

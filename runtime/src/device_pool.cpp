@@ -1,7 +1,7 @@
-// A session's cache of CUDA device buffers (device_pool.h).
+// A session's cache of device buffers (device_pool.h).
 #include "device_pool.h"
 
-#include "cuda_device.h"
+#include "device.h"
 
 namespace kiln::runtime {
 
@@ -31,10 +31,10 @@ void *DevicePool::allocate(size_t bytes) {
     free_.erase(it);
     cached_ -= size;
   } else {
-    ptr = device_.allocate(size);
+    ptr = device_.allocate(size, 256);
     if (!ptr && cached_ > 0) {
       trim(); // other size classes may be what the device is missing
-      ptr = device_.allocate(size);
+      ptr = device_.allocate(size, 256);
     }
     if (!ptr)
       return nullptr;

@@ -1,4 +1,4 @@
-// A session's cache of CUDA device buffers, so steady requests make no cuMemAlloc/cuMemFree.
+// A session's cache of device buffers, so steady requests on a GPU make no cuMemAlloc/cuMemFree.
 #ifndef KILN_RUNTIME_DEVICE_POOL_H
 #define KILN_RUNTIME_DEVICE_POOL_H
 
@@ -8,7 +8,7 @@
 
 namespace kiln::runtime {
 
-class CudaDevice;
+class Device;
 
 // The buffers of a session's requests (staged inputs, outputs, data-sized intermediates) go back
 // here instead of to the driver and serve the next requests: cuMemAlloc costs microseconds and
@@ -20,7 +20,7 @@ class DevicePool {
 public:
   static constexpr size_t kMaxCachedBytes = size_t(1) << 30;
 
-  explicit DevicePool(CudaDevice &device) : device_(device) {}
+  explicit DevicePool(Device &device) : device_(device) {}
   ~DevicePool();
   DevicePool(const DevicePool &) = delete;
   DevicePool &operator=(const DevicePool &) = delete;
@@ -34,7 +34,7 @@ public:
 private:
   void trim(); // gives every cached block back to the driver
 
-  CudaDevice &device_;
+  Device &device_;
   std::unordered_map<void *, size_t> live_; // block -> its rounded size
   std::multimap<size_t, void *> free_;      // rounded size -> cached block
   size_t cached_ = 0;

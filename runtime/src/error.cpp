@@ -1,7 +1,7 @@
 // Error objects, version and dtype helpers of the C API.
 #include "error.h"
 
-#include "artifact_format.h"
+#include "format/artifact_format.h"
 
 #include <new>
 

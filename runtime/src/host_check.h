@@ -2,7 +2,7 @@
 #ifndef KILN_RUNTIME_HOST_CHECK_H
 #define KILN_RUNTIME_HOST_CHECK_H
 
-#include "artifact_format.h"
+#include "format/artifact_format.h"
 
 #include <string>
 #include <vector>

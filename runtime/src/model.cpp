@@ -15,10 +15,9 @@
 using kiln::runtime::makeError;
 
 kiln_model::~kiln_model() {
+  if (device)
+    device->deallocate(deviceWeights);
   device.reset(); // joins the workers before the code they might run goes away
-  if (cuda)
-    cuda->deallocate(deviceWeights);
-  cuda.reset();
   if (library)
     ::dlclose(library);
   if (codeFd >= 0)
@@ -144,23 +143,22 @@ void buildViews(kiln_model &m) {
   }
 }
 
-// The GPU for a --target=cuda artifact: driver, module, kernels, and the weights uploaded once.
-kiln_error *loadCuda(kiln_model &m) {
+// The artifact's device, and its weights copied there once when its kernels cannot read host memory.
+kiln_error *loadDevice(kiln_model &m, int32_t threads) {
   std::string error;
-  m.cuda = CudaDevice::create(m.view.meta.cuda, m.view.meta.kernels, error);
-  if (!m.cuda)
-    return makeError(KILN_ERROR_INCOMPATIBLE,
-                     "'" + m.path + "' was compiled for CUDA (" + m.view.meta.cuda.arch + "): " + error);
-  if (m.view.weightsSize > 0) {
-    m.deviceWeights = m.cuda->allocate(m.view.weightsSize);
-    if (!m.deviceWeights)
-      return makeError(KILN_ERROR_OUT_OF_MEMORY, "'" + m.path + "': out of GPU memory for " +
-                                                     std::to_string(m.view.weightsSize) + " bytes of weights");
-    if (!m.cuda->upload(m.deviceWeights, m.view.weights, m.view.weightsSize, error))
-      return makeError(KILN_ERROR_INTERNAL, "'" + m.path + "': uploading the weights: " + error);
-    for (size_t i = 0; i < m.weightTensors.size(); ++i)
-      m.weightTensors[i].data = static_cast<uint8_t *>(m.deviceWeights) + m.view.meta.weights[i].offset;
-  }
+  m.device = createDevice(m.view.meta, threads, error);
+  if (!m.device)
+    return makeError(KILN_ERROR_INCOMPATIBLE, "'" + m.path + "' " + error);
+  if (m.device->hostMemory() || m.view.weightsSize == 0)
+    return nullptr;
+  m.deviceWeights = m.device->allocate(m.view.weightsSize, kiln::artifact::kWeightAlignment);
+  if (!m.deviceWeights)
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "'" + m.path + "': out of GPU memory for " +
+                                                   std::to_string(m.view.weightsSize) + " bytes of weights");
+  if (!m.device->upload(m.deviceWeights, m.view.weights, m.view.weightsSize, error))
+    return makeError(KILN_ERROR_INTERNAL, "'" + m.path + "': uploading the weights: " + error);
+  for (size_t i = 0; i < m.weightTensors.size(); ++i)
+    m.weightTensors[i].data = static_cast<uint8_t *>(m.deviceWeights) + m.view.meta.weights[i].offset;
   return nullptr;
 }
 
@@ -181,14 +179,7 @@ kiln_error *loadModel(kiln_model &m, int32_t threads) {
   if (kiln_error *e = loadCode(m))
     return e;
   buildViews(m);
-  if (m.view.meta.cuda.present) {
-    // The host program of a CUDA artifact only computes sizes and launches: one CPU thread.
-    if (kiln_error *e = loadCuda(m))
-      return e;
-    threads = 1;
-  }
-  m.device = createCpuDevice(threads);
-  return nullptr;
+  return loadDevice(m, threads);
 }
 
 } // namespace

@@ -2,8 +2,7 @@
 #ifndef KILN_RUNTIME_MODEL_H
 #define KILN_RUNTIME_MODEL_H
 
-#include "artifact_format.h"
-#include "cuda_device.h"
+#include "format/artifact_format.h"
 #include "device.h"
 #include "kiln/abi.h"
 #include "kiln/kiln.h"
@@ -23,9 +22,9 @@ struct kiln_model {
   int codeFd = -1; // kept open while loaded so each live model's /proc/self/fd path is unique
   void *library = nullptr;
   kiln_abi_entry_fn entry = nullptr;
+  // Where the code's kernels run (the CPU, or the GPU of a --target=cuda artifact).
   std::unique_ptr<kiln::runtime::Device> device;
-  // Artifacts compiled with --target=cuda: the GPU, and the weights section copied to it once.
-  std::unique_ptr<kiln::runtime::CudaDevice> cuda;
+  // The weights section copied once to a device that does not address host memory.
   void *deviceWeights = nullptr;
 
   // Views handed out through kiln_model_input_info and friends.

@@ -2,7 +2,7 @@
 #ifndef KILN_RUNTIME_VALIDATE_H
 #define KILN_RUNTIME_VALIDATE_H
 
-#include "artifact_format.h"
+#include "format/artifact_format.h"
 #include "kiln/kiln.h"
 
 #include <string>

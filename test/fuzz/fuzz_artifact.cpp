@@ -3,7 +3,7 @@
 // an artifact is code, and loading one is trusting it (docs/security.md); what must hold on any
 // bytes is that the reader never reads out of bounds, never allocates what the file cannot back,
 // and either accepts or says why not.
-#include "artifact_format.h"
+#include "format/artifact_format.h"
 #include "host_check.h"
 
 #include <cstdlib>

@@ -9,7 +9,7 @@
 // length (little-endian) and that many bytes: b[0] % 3 == 0 .npy, 1 TensorProto, 2 raw (b[1]
 // dtype, b[2] % 6 rank, then one signed byte per dim, the rest is the data).
 #include "kiln/kiln.h"
-#include "tools/run/tensor_file.h"
+#include "tensor_file.h"
 
 #include <cstdio>
 #include <cstdlib>

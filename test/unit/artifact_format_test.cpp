@@ -1,5 +1,5 @@
 // Artifact format: round trip, byte determinism, and safe rejection of truncated or corrupted files.
-#include "artifact_format.h"
+#include "format/artifact_format.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // Token sampler: greedy and tie-breaking, reproducible streams, each filter's exact support, the
 // sampled distribution, the repetition penalty, parameter validation and NaN/inf logits.
-#include "sampling.h"
+#include "generate/sampling.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,10 @@
-// .npy and TensorProto codecs of kiln-run: typed and raw fields, dtypes, malformed files.
+// .npy and TensorProto codecs (support/tensorio): typed and raw fields, dtypes, malformed files, the dtype table.
 #include "tensor_file.h"
 #include "tensor_compare.h"
 #include "tensor_proto_writer.h"
+
+#include "format/dtype.h"
+#include "kiln/kiln.h"
 
 #include <gtest/gtest.h>
 
@@ -117,4 +120,39 @@ TEST(TensorCompare, Tolerances) {
   HostTensor i{7, {1}, std::string(8, '\0'), ""}, j = i;
   j.bytes[0] = 1;
   EXPECT_FALSE(compareTensors(i, j, 1, 1).ok) << "integers compare exactly";
+}
+
+// One dtype table (format/dtype.h) serves the format, the runtime's C API and the tensor files.
+TEST(DtypeTable, TensorFilesRuntimeAndFormatAgree) {
+  for (uint32_t code = 0; code < 40; ++code) {
+    const kiln::artifact::DtypeInfo *d = kiln::artifact::findDtype(code);
+    EXPECT_EQ(kiln_dtype_size(kiln_dtype(code)), d ? d->size : 0u) << code;
+    EXPECT_STREQ(kiln_dtype_name(kiln_dtype(code)), kiln::artifact::dtypeName(code)) << code;
+    EXPECT_EQ(kiln::tools::elementSize(code), d && code != 8 ? d->size : 0u) << code;
+    if (d)
+      EXPECT_EQ(kiln::tools::dtypeName(code), d->name);
+    else
+      EXPECT_EQ(kiln::tools::dtypeName(code), "dtype(" + std::to_string(code) + ")");
+    if (!d || !*d->npy)
+      continue;
+    // Every type numpy can hold goes through .npy and back.
+    kiln::tools::HostTensor t;
+    t.dtype = code;
+    t.shape = {3};
+    t.bytes.assign(3 * d->size, '\x01');
+    std::string npy, error;
+    ASSERT_TRUE(kiln::tools::encodeNpy(t, &npy, &error)) << d->name << ": " << error;
+    kiln::tools::HostTensor back;
+    ASSERT_TRUE(kiln::tools::parseNpy(npy, &back, &error)) << d->name << ": " << error;
+    EXPECT_EQ(back.dtype, code);
+    EXPECT_EQ(back.bytes, t.bytes);
+    EXPECT_EQ(kiln::artifact::findNpyDtype(d->npy), d);
+  }
+  std::string npy, error;
+  kiln::tools::HostTensor bf16;
+  bf16.dtype = 16;
+  bf16.shape = {1};
+  bf16.bytes = "ab";
+  EXPECT_FALSE(kiln::tools::encodeNpy(bf16, &npy, &error)) << "numpy has no bfloat16";
+  EXPECT_NE(error.find("cannot be written as .npy"), std::string::npos) << error;
 }

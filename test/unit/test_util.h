@@ -2,7 +2,7 @@
 #ifndef KILN_TEST_UNIT_TEST_UTIL_H
 #define KILN_TEST_UNIT_TEST_UTIL_H
 
-#include "artifact_format.h"
+#include "format/artifact_format.h"
 
 #include <string>
 #include <vector>

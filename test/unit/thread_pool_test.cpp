@@ -160,7 +160,8 @@ TEST(CpuDevice, ImplementsTheDeviceInterface) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
   device->deallocate(p);
   Hits h(777);
-  device->parallelFor(0, hit, &h, 777);
+  std::string error;
+  EXPECT_TRUE(device->parallelFor(0, hit, &h, 777, 0, 0, error));
   expectEachOnce(h);
   EXPECT_EQ(kiln::runtime::createCpuDevice(0)->concurrency(), kiln::runtime::availableCores());
 }

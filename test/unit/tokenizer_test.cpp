@@ -1,8 +1,8 @@
-// Tests of the tokenizer (runtime/src/tokenizer.cpp, kiln/tokenizer.h): the ids of GPT-2, Llama 3
+// Tests of the tokenizer (runtime/src/generate/tokenizer*, kiln/tokenizer.h): the ids of GPT-2, Llama 3
 // and Qwen 3 against the ids their own packages' encoders produce (test/models/tokenizers), the
 // split regexes against Hugging Face's, NFC, UTF-8 handling, streaming, and hostile files.
 #include "kiln/tokenizer.h"
-#include "tokenizer.h"
+#include "generate/tokenizer.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

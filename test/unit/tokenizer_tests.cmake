@@ -1,4 +1,4 @@
-# kiln_tokenizer_tests: the tokenizer (runtime/src/tokenizer.cpp) against the reference ids in
+# kiln_tokenizer_tests: the tokenizer (runtime/src/generate/tokenizer*.cpp) against the reference ids in
 # test/models/tokenizers. The tokenizer.json files are checked in as one xz-compressed tar and
 # unpacked into the build tree (cmake -E tar reads xz; no extra library is needed).
 set(KILN_TOKENIZER_DATA ${PROJECT_SOURCE_DIR}/test/models/tokenizers)
@@ -22,7 +22,7 @@ add_custom_target(kiln_tokenizer_test_data DEPENDS ${KILN_TOKENIZER_FILES})
 find_package(nlohmann_json 3.2 REQUIRED) # the test reads the reference JSON with it
 add_executable(kiln_tokenizer_tests tokenizer_test.cpp)
 target_link_libraries(kiln_tokenizer_tests PRIVATE
-  kiln_runtime_static nlohmann_json::nlohmann_json GTest::gtest GTest::gtest_main)
+  kiln_runtime_internal nlohmann_json::nlohmann_json GTest::gtest GTest::gtest_main)
 target_compile_definitions(kiln_tokenizer_tests PRIVATE
   KILN_TOKENIZER_DATA="${KILN_TOKENIZER_DATA}"
   KILN_TOKENIZER_UNPACKED="${KILN_TOKENIZER_UNPACKED}")

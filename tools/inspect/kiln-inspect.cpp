@@ -1,5 +1,5 @@
 // kiln-inspect: print what an artifact contains (lineage, target, signature, weights, kernels) without loading its code.
-#include "artifact_format.h"
+#include "format/artifact_format.h"
 
 #include <cerrno>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Encoder and bounds-checked decoder of the kiln artifact file (layout: docs/artifact.md).
-#include "artifact_format.h"
+#include "format/artifact_format.h"
 
 #include <cerrno>
 #include <cmath>
@@ -510,46 +510,6 @@ bool writeWeight(int fd, const WeightSource &w, std::string *error) {
 }
 
 } // namespace
-
-uint32_t dtypeSize(uint32_t dtype) {
-  switch (dtype) {
-  case 1: return 4;  // float
-  case 2: return 1;  // uint8
-  case 3: return 1;  // int8
-  case 4: return 2;  // uint16
-  case 5: return 2;  // int16
-  case 6: return 4;  // int32
-  case 7: return 8;  // int64
-  case 8: return 16; // string: kiln_abi_string {data, size}
-  case 9: return 1;  // bool
-  case 10: return 2; // float16
-  case 11: return 8; // double
-  case 12: return 4; // uint32
-  case 13: return 8; // uint64
-  case 16: return 2; // bfloat16
-  default: return 0;
-  }
-}
-
-const char *dtypeName(uint32_t dtype) {
-  switch (dtype) {
-  case 1: return "float32";
-  case 2: return "uint8";
-  case 3: return "int8";
-  case 4: return "uint16";
-  case 5: return "int16";
-  case 6: return "int32";
-  case 7: return "int64";
-  case 8: return "string";
-  case 9: return "bool";
-  case 10: return "float16";
-  case 11: return "float64";
-  case 12: return "uint32";
-  case 13: return "uint64";
-  case 16: return "bfloat16";
-  default: return "unknown";
-  }
-}
 
 bool writeArtifact(const std::string &path, Metadata meta, const std::string &code,
                    const std::vector<WeightSource> &weights, std::string *error) {

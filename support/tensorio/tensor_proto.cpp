@@ -80,15 +80,6 @@ bool skip(Reader &r, uint32_t wire) {
   }
 }
 
-uint32_t elementSize(uint32_t dtype) {
-  switch (dtype) {
-  case 1: case 6: case 12: return 4;
-  case 2: case 3: case 9: return 1;
-  case 4: case 5: case 10: case 16: return 2;
-  case 7: case 11: case 13: return 8;
-  default: return 0;
-  }
-}
 
 } // namespace
 

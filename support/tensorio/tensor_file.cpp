@@ -2,6 +2,8 @@
 // format) so kiln-run does not pull protobuf into the runtime's dependency set.
 #include "tensor_file.h"
 
+#include "format/dtype.h"
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -10,15 +12,6 @@
 namespace kiln::tools {
 namespace {
 
-uint32_t elementSize(uint32_t dtype) {
-  switch (dtype) {
-  case 1: case 6: case 12: return 4;
-  case 2: case 3: case 9: return 1;
-  case 4: case 5: case 10: case 16: return 2;
-  case 7: case 11: case 13: return 8;
-  default: return 0;
-  }
-}
 
 // Element count of `shape`, false on negative dims or overflow.
 bool elementCount(const std::vector<int64_t> &shape, uint64_t *n) {
@@ -32,13 +25,6 @@ bool elementCount(const std::vector<int64_t> &shape, uint64_t *n) {
   return true;
 }
 
-struct NpyType {
-  const char *descr;
-  uint32_t dtype;
-};
-// Single-byte types are written with '|' by numpy; '<' and '=' are accepted too on read.
-const NpyType kNpyTypes[] = {{"f4", 1}, {"f8", 11}, {"f2", 10}, {"i1", 3}, {"i2", 5},  {"i4", 6},
-                             {"i8", 7}, {"u1", 2},  {"u2", 4},  {"u4", 12}, {"u8", 13}, {"b1", 9}};
 
 // Value of `'key': ` in a numpy header dict, as the raw text up to the next top-level ',' or '}'.
 bool dictValue(const std::string &header, const std::string &key, std::string *value) {
@@ -108,10 +94,8 @@ bool parseNpy(const std::string &c, HostTensor *out, std::string *error) {
   }
   const char order = descr[1];
   const std::string code = descr.substr(2, descr.size() - 3);
-  out->dtype = 0;
-  for (const NpyType &t : kNpyTypes)
-    if (code == t.descr)
-      out->dtype = t.dtype;
+  const artifact::DtypeInfo *type = artifact::findNpyDtype(code.c_str());
+  out->dtype = type ? type->code : 0;
   const bool singleByte = out->dtype && elementSize(out->dtype) == 1;
   if (!out->dtype || !(order == '<' || order == '=' || (order == '|' && singleByte))) {
     *error = "unsupported .npy dtype " + descr + " (supported: little-endian bool, int8-64, uint8-64, float16/32/64)";
@@ -153,10 +137,8 @@ bool parseNpy(const std::string &c, HostTensor *out, std::string *error) {
 }
 
 bool encodeNpy(const HostTensor &t, std::string *out, std::string *error) {
-  const char *code = nullptr;
-  for (const NpyType &n : kNpyTypes)
-    if (n.dtype == t.dtype)
-      code = n.descr;
+  const artifact::DtypeInfo *type = artifact::findDtype(t.dtype);
+  const char *code = type && *type->npy ? type->npy : nullptr;
   if (!code) {
     *error = "dtype " + std::to_string(t.dtype) + " cannot be written as .npy";
     return false;
@@ -181,6 +163,11 @@ bool encodeNpy(const HostTensor &t, std::string *out, std::string *error) {
   *out += header;
   *out += t.bytes;
   return true;
+}
+
+uint32_t elementSize(uint32_t dtype) {
+  const artifact::DtypeInfo *d = artifact::findDtype(dtype);
+  return d && dtype != 8 ? d->size : 0;
 }
 
 bool readWholeFile(const std::string &path, std::string *out, std::string *error) {

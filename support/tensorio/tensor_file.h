@@ -30,6 +30,10 @@ bool writeNpyFile(const std::string &path, const HostTensor &t, std::string *err
 
 bool readWholeFile(const std::string &path, std::string *out, std::string *error);
 
+// Bytes per element of a tensor's `bytes` (format/dtype.h's table), 0 for strings, whose elements
+// are held in `strings`, and for dtypes kiln does not know.
+uint32_t elementSize(uint32_t dtype);
+
 } // namespace kiln::tools
 
 #endif

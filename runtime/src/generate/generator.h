@@ -3,7 +3,7 @@
 #define KILN_RUNTIME_GENERATOR_H
 
 #include "kiln/kiln.h"
-#include "sampling.h"
+#include "generate/sampling.h"
 
 #include <atomic>
 #include <cstdint>
@@ -19,8 +19,7 @@ struct CacheSlot {
   std::vector<int64_t> dims; // -1: the batch; -2: the capacity
   std::vector<int64_t> shape;
   size_t elements = 0;
-  std::vector<float> data;      // CPU artifacts
-  std::shared_ptr<void> device; // --target=cuda artifacts: the cache in GPU memory
+  std::shared_ptr<void> data; // the cache in the model's device memory
 };
 
 } // namespace kiln::runtime

@@ -1,10 +1,9 @@
 // Autoregressive decoding over a decoder artifact: runtime-owned KV caches, prefill, decode steps, sampling.
-#include "generator.h"
+#include "generate/generator.h"
 
 #include "error.h"
-#include "cuda_device.h"
 #include "model.h"
-#include "sampling.h"
+#include "generate/sampling.h"
 #include "tensor.h"
 
 #include <algorithm>
@@ -143,10 +142,9 @@ kiln_error *runStep(kiln_generator &g, const std::vector<int64_t> &tokens, const
     e = wrap(g.positionInput, KILN_DTYPE_INT64, {}, &past, 8);
   for (CacheSlot &c : g.caches) {
     if (!e)
-      e = wrap(c.input, KILN_DTYPE_FLOAT32, c.shape, c.device ? c.device.get() : c.data.data(),
-               c.elements * sizeof(float));
+      e = wrap(c.input, KILN_DTYPE_FLOAT32, c.shape, c.data.get(), c.elements * sizeof(float));
     if (!e)
-      owned[c.input].t->device = c.device != nullptr;
+      owned[c.input].t->device = !g.model->device->hostMemory();
   }
   if (e)
     return e;
@@ -177,23 +175,20 @@ kiln_error *runStep(kiln_generator &g, const std::vector<int64_t> &tokens, const
   return nullptr;
 }
 
-// A fresh, zeroed cache of `n` floats. On a GPU it lives in device memory for the whole decode:
-// the kernels append to it in place, and only each step's tokens and logits cross the bus.
+// A fresh, zeroed cache of `n` floats in the model's device memory. On a GPU it stays there for the
+// whole decode: the kernels append to it in place, and only each step's tokens and logits cross the bus.
 kiln_error *allocateCache(kiln_generator &g, CacheSlot &c, size_t n) {
-  kiln::runtime::CudaDevice *cuda = g.model->cuda.get();
-  if (!cuda) {
-    c.data.assign(n, 0.0f);
-    return nullptr;
-  }
-  c.device.reset();
+  kiln::runtime::Device *device = g.model->device.get();
+  c.data.reset();
   const std::string &name = g.model->view.meta.inputs[c.input].name;
-  void *p = cuda->allocate(n * sizeof(float));
+  void *p = device->allocate(n * sizeof(float), 64);
+  const char *memory = device->hostMemory() ? "memory" : "GPU memory";
   if (!p)
-    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of GPU memory for the KV cache '" + name + "' (" +
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, std::string("out of ") + memory + " for the KV cache '" + name + "' (" +
                                                    std::to_string(n * sizeof(float)) + " bytes)");
-  c.device = std::shared_ptr<void>(p, [cuda](void *q) { cuda->deallocate(q); });
+  c.data = std::shared_ptr<void>(p, [device](void *q) { device->deallocate(q); });
   std::string error;
-  if (!cuda->zero(p, n * sizeof(float), error))
+  if (!device->zero(p, n * sizeof(float), error))
     return makeError(KILN_ERROR_INTERNAL, "KV cache '" + name + "': " + error);
   return nullptr;
 }

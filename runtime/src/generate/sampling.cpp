@@ -1,5 +1,5 @@
 // Token sampling: a filter pipeline over one row of logits, then one draw from a portable PRNG.
-#include "sampling.h"
+#include "generate/sampling.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,8 @@
 // Value formatting and tolerance comparison for kiln-run.
 #include "tensor_compare.h"
 
+#include "format/dtype.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -33,7 +35,10 @@ float bf16ToFloat(uint16_t h) {
   return f;
 }
 
-bool isFloat(uint32_t dtype) { return dtype == 1 || dtype == 10 || dtype == 11 || dtype == 16; }
+bool isFloat(uint32_t dtype) {
+  const artifact::DtypeInfo *d = artifact::findDtype(dtype);
+  return d && d->floating;
+}
 
 template <typename T> T load(const HostTensor &t, size_t i) {
   T v;
@@ -60,15 +65,6 @@ double asDouble(const HostTensor &t, size_t i) {
   }
 }
 
-uint32_t elementSize(uint32_t dtype) {
-  switch (dtype) {
-  case 1: case 6: case 12: return 4;
-  case 2: case 3: case 9: return 1;
-  case 4: case 5: case 10: case 16: return 2;
-  case 7: case 11: case 13: return 8;
-  default: return 0;
-  }
-}
 
 // A string element in double quotes, with quotes, backslashes and control bytes escaped.
 std::string quoted(const std::string &v) {
@@ -126,23 +122,7 @@ double valueAsDouble(const HostTensor &t, size_t i) { return asDouble(t, i); }
 uint32_t dtypeElementSize(uint32_t dtype) { return elementSize(dtype); }
 
 std::string dtypeName(uint32_t dtype) {
-  switch (dtype) {
-  case 1: return "float32";
-  case 2: return "uint8";
-  case 3: return "int8";
-  case 4: return "uint16";
-  case 5: return "int16";
-  case 6: return "int32";
-  case 7: return "int64";
-  case 8: return "string";
-  case 9: return "bool";
-  case 10: return "float16";
-  case 11: return "float64";
-  case 12: return "uint32";
-  case 13: return "uint64";
-  case 16: return "bfloat16";
-  default: return "dtype(" + std::to_string(dtype) + ")";
-  }
+  return artifact::findDtype(dtype) ? artifact::dtypeName(dtype) : "dtype(" + std::to_string(dtype) + ")";
 }
 
 std::string shapeString(const std::vector<int64_t> &shape) {

@@ -1,0 +1,87 @@
+// One session's work on its model's device, and the ABI context each run hands the generated code.
+#ifndef KILN_RUNTIME_DEVICE_QUEUE_H
+#define KILN_RUNTIME_DEVICE_QUEUE_H
+
+#include "device.h"
+#include "device_pool.h"
+#include "kiln/kiln.h"
+#include "string_tensors.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace kiln::runtime {
+
+class Queue;
+
+// One run in flight: what the context's `runtime` pointer points at.
+struct RunState {
+  Queue *queue = nullptr;
+  bool profiling = false;
+  std::vector<kiln_profile_event> *profile = nullptr; // the session's; host-timed launches go here at once
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  int64_t workspaceFailed = -1;  // the bytes a failed workspace request asked for
+  int64_t allocationFailed = -1; // the bytes of a heap allocation the generated code could not make
+  StringRun strings;             // bytes of the strings this run makes, released after it
+  std::string error;             // the first failed device operation (a launch, a copy, a product)
+  // Launches timed on the device, each between two of the queue's events, read after the run.
+  struct TimedLaunch {
+    int32_t kernel;
+    int64_t threads;
+    size_t begin, end; // indices into the queue's events
+  };
+  std::vector<TimedLaunch> timed;
+  bool deviceTimed = false; // the run's start event was recorded
+  size_t startEvent = 0;
+  size_t eventsUsed = 0;
+};
+
+// A session's stream on the device, the memory plan's arena (kept across runs and grown to the
+// largest run's need, so a steady stream of requests allocates it once), a cache of device buffers,
+// the profiler's events, and the scratch of the device's matrix products. Its runs go in order,
+// one at a time (like its session).
+class Queue {
+public:
+  explicit Queue(Device &device) : device_(device), pool_(device) {}
+  ~Queue();
+  Queue(const Queue &) = delete;
+  Queue &operator=(const Queue &) = delete;
+
+  // Makes the stream; false with the device's reason.
+  bool open(std::string &error);
+  Device &device() { return device_; }
+  void *stream() const { return stream_; }
+
+  // Buffers of one run in device memory (staged inputs, what the code allocates with device_alloc).
+  void *allocate(size_t bytes) { return pool_.allocate(bytes); }
+  void release(void *ptr) { pool_.release(ptr); }
+
+  // The context for `run`: the device's entries (devices in host memory get no device_alloc,
+  // device_free or gpu_launch, as abi.h says) and the string kernels. Starts the run's timing.
+  kiln_abi_context begin(RunState &run);
+  // Waits for the run's work on the stream.
+  bool finish(std::string &error);
+  // The device-timed launches of a finished run, appended to its profile.
+  void collectProfile(const RunState &run);
+
+  // For the context's entries (device_queue.cpp).
+  void *workspace(RunState &run, int64_t bytes);
+  bool recordEvent(RunState &run, size_t *index);
+  void *gemmWorkspace(uint64_t *bytes);
+
+private:
+  Device &device_;
+  DevicePool pool_;
+  void *stream_ = nullptr;
+  bool opened_ = false;
+  void *arena_ = nullptr;
+  int64_t arenaBytes_ = 0;
+  void *gemmWorkspace_ = nullptr; // made on the first product
+  bool gemmWorkspaceTried_ = false;
+  std::vector<void *> events_; // reused run after run
+};
+
+} // namespace kiln::runtime
+
+#endif

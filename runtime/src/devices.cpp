@@ -1,0 +1,53 @@
+// The device layer's defaults for optional entries, and the one place that picks an artifact's device.
+#include "device.h"
+
+#include "format/artifact_format.h"
+#include "cuda_device.h"
+
+namespace kiln::runtime {
+
+bool Device::createStream(void **stream, std::string &) {
+  *stream = nullptr;
+  return true;
+}
+void Device::destroyStream(void *) {}
+bool Device::synchronize(void *, std::string &) { return true; }
+
+bool Device::parallelFor(int32_t kernelId, kiln_abi_kernel_fn, void *, int64_t, int64_t, int64_t, std::string &error) {
+  error = "generated code called parallel_for (kernel " + std::to_string(kernelId) + "), which device '" + name() +
+          "' does not run";
+  return false;
+}
+
+bool Device::launch(void *, int32_t id, const int64_t *, const int64_t *, int32_t, void **, std::string &error) {
+  error = "generated code launched device kernel " + std::to_string(id) + ", which device '" + name() +
+          "' does not run";
+  return false;
+}
+
+Device::GemmResult Device::gemm(void *, const kiln_abi_gemm &, void *, uint64_t, std::string &) {
+  return GemmResult::Declined;
+}
+
+void *Device::createEvent(std::string &error) {
+  error = std::string("device '") + name() + "' has no timing events";
+  return nullptr;
+}
+void Device::destroyEvent(void *) {}
+bool Device::record(void *, void *, std::string &error) {
+  error = std::string("device '") + name() + "' has no timing events";
+  return false;
+}
+double Device::elapsedMs(void *, void *) { return 0; }
+
+std::unique_ptr<Device> createDevice(const artifact::Metadata &meta, int32_t threads, std::string &error) {
+  if (meta.cuda.present) {
+    std::unique_ptr<Device> device = CudaDevice::create(meta.cuda, meta.kernels, error);
+    if (!device)
+      error = "was compiled for CUDA (" + meta.cuda.arch + "): " + error;
+    return device;
+  }
+  return createCpuDevice(threads);
+}
+
+} // namespace kiln::runtime
