@@ -3,7 +3,7 @@
 
 #include "compiler/importer/OnnxImporter.h"
 #include "dialects/graph/IR/Graph.h"
-#include "passes/cpu/Passes.h"
+#include "passes/host/Passes.h"
 #include "runtime/include/kiln/abi.h"
 #include "format/artifact_format.h"
 
@@ -93,11 +93,11 @@ LogicalResult writeModelArtifact(const ArtifactInputs &in, const std::string &pa
     meta.opsetVersion = o.getInt();
   meta.targetTriple = in.target.triple;
   meta.targetCpu = in.target.cpu;
-  meta.cpuFeatures = in.target.requiredFeatures;
+  meta.cpuFeatures = in.target.cpuFeatures;
   meta.passes = in.phases;
   meta.entrySymbol = KILN_ABI_ENTRY_SYMBOL;
   meta.quantization = in.quantization;
-  meta.cuda = in.cuda;
+  meta.cuda = in.target.cuda;
 
   auto signature = module->getAttrOfType<DictionaryAttr>("kiln.signature");
   if (!signature) {

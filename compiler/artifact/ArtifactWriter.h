@@ -2,7 +2,6 @@
 #ifndef KILN_COMPILER_ARTIFACT_ARTIFACTWRITER_H
 #define KILN_COMPILER_ARTIFACT_ARTIFACTWRITER_H
 
-#include "compiler/targets/x86/X86Target.h"
 #include "format/artifact_format.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -13,17 +12,25 @@
 
 namespace kiln {
 
+/// What the artifact records about its code, whatever the target: the host program's triple, CPU
+/// and the ISA features it may use (checked by the runtime before loading), and a GPU target's
+/// device code.
+struct ArtifactTarget {
+  std::string triple, cpu;
+  std::vector<std::string> cpuFeatures;
+  /// GPU targets: arch, the PTX and (when ptxas ran) the cubin. The kernel table then comes from
+  /// the module's `kiln.cuda_kernels` (kiln-lower-gpu-launches).
+  artifact::CudaInfo cuda;
+};
+
 struct ArtifactInputs {
   mlir::ModuleOp module;              // after the full pipeline (LLVM dialect)
   std::string code;                   // the shared object
-  X86TargetInfo target;
+  ArtifactTarget target;
   std::vector<std::string> phases;    // pipeline phases run
   std::string compilerVersion;
   int64_t maxContext = 2048;          // default KV cache capacity of decoders
   artifact::QuantizationInfo quantization; // the weight quantization recipe, stored when present
-  /// --target=cuda: arch, the PTX and (when ptxas ran) the cubin. The kernel table then comes from
-  /// the module's `kiln.cuda_kernels` (kiln-lower-gpu-launches).
-  artifact::CudaInfo cuda;
   /// Whether weight bytes lie in a memory-mapped file (then streamed and released page by page).
   std::function<bool(const void *, size_t)> isFileBacked;
 };

@@ -1,11 +1,14 @@
-// The named compilation phases, their pass pipelines, and the driver that runs them with IR dumps.
+// The named compilation phases, the options every target's pipeline reads, and the driver that runs
+// a target's phases with IR dumps.
 #ifndef KILN_COMPILER_PIPELINE_PIPELINE_H
 #define KILN_COMPILER_PIPELINE_PIPELINE_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,30 +18,32 @@ namespace kiln {
 enum class Phase { Graph, Linalg, Bufferized, Llvm };
 
 const char *phaseName(Phase phase);
+constexpr Phase kAllPhases[] = {Phase::Graph, Phase::Linalg, Phase::Bufferized, Phase::Llvm};
 
-/// What the kernels are generated for. The host program is x86-64 code either way.
-/// CudaEmulated (for checking without a GPU): the CUDA pipeline's kernels, each gpu.launch run
-/// on the CPU thread by thread (kiln-emulate-gpu-blocks), in an ordinary x86-64 artifact.
-enum class Target { X86, Cuda, CudaEmulated };
+/// Weight quantization of matrix products (--quantize), parsed once: every later step (the pass
+/// options, the recipe stored in the artifact) reads this, never the option's text.
+enum class QuantizeMode { None, Int8, Int4, Int8Dynamic };
 
-/// Whether the target forms GPU kernels (the CUDA pipeline, run on a GPU or emulated).
-inline bool formsGpuKernels(Target t) { return t != Target::X86; }
+/// "none", "int8", "int4", "int8-dynamic": the option's spelling, also the artifact's recipe name.
+const char *quantizeModeName(QuantizeMode mode);
+/// The mode a spelling names, or nothing.
+std::optional<QuantizeMode> parseQuantizeMode(llvm::StringRef name);
 
+/// What the phases do, whatever the target; each target reads the fields that concern it.
 struct PipelineOptions {
-  Target target = Target::X86;
-  /// CUDA only: the GPU architecture the PTX is generated for (sm_80, sm_90, ...).
+  /// GPU targets: the GPU architecture the PTX is generated for (sm_80, sm_90, ...).
   std::string gpuArch = "sm_80";
-  /// CUDA only: the products by constant weights in "f16" or "bf16"
+  /// GPU targets: the products by constant weights in "f16" or "bf16"
   /// (kiln-half-precision-products), or "" (f32 throughout).
   std::string precision;
-  /// CUDA only: attention as one fused kernel (kiln-fuse-attention, then
+  /// GPU targets: attention as one fused kernel (kiln-fuse-attention, then
   /// kiln-form-attention-blocks), or unfused (false: its products to the
   /// runtime's gemm, its softmax as block reductions), to compare the two on a GPU.
   bool gpuAttention = true;
-  /// CUDA only: the fewest keys a block of the fused attention takes when a decode step's keys
+  /// GPU targets: the fewest keys a block of the fused attention takes when a decode step's keys
   /// are split over blocks (kiln-form-attention-blocks' min-split-keys); 0 never splits.
   int64_t gpuAttentionSplitKeys = 256;
-  /// Width of the target's vector registers: sizes the contraction
+  /// Width of the host CPU's vector registers (set by the target): sizes the contraction
   /// microkernel (512: 8 x 32 floats in 16 of AVX-512's 32 registers; 256:
   /// 4 x 16 floats in 8 of AVX2's 16).
   int vectorBits = 256;
@@ -54,10 +59,9 @@ struct PipelineOptions {
   bool planMemory = true;
   bool printMemoryPlan = false; // the plan of every buffer, to stdout
   /// Weight-only quantization of matrix-product weights (kiln-quantize-weights):
-  /// "" (none), "int8" (per output channel) or "int4" (per group of
-  /// `quantizeGroup` along K); weights or nodes whose name contains one of
-  /// `quantizeKeep` stay in f32.
-  std::string quantize;
+  /// int8 per output channel, int4 per group of `quantizeGroup` along K; weights or nodes whose
+  /// name contains one of `quantizeKeep` stay in f32.
+  QuantizeMode quantize = QuantizeMode::None;
   int64_t quantizeGroup = 64;
   bool quantizeF16Scales = false;
   std::vector<std::string> quantizeKeep;
@@ -68,17 +72,18 @@ struct PipelineOptions {
   std::function<void(Phase)> afterPhase; // after a phase succeeded
 };
 
-/// The textual MLIR pass pipeline of each phase.
-std::string phasePipeline(Phase phase, const PipelineOptions &options = {});
+/// Adds the passes of one phase to a pass manager anchored on builtin.module: what a target
+/// backend provides (compiler/targets/TargetBackend.h).
+using PhaseBuilder = std::function<void(Phase, mlir::OpPassManager &)>;
 
 /// Registers every dialect, interface and pass kiln's pipeline uses.
 void registerKilnDialects(mlir::DialectRegistry &registry);
 void registerKilnPasses();
 
-/// Runs the phases up to and including `last`. Errors are emitted as
-/// diagnostics on the module's context.
-mlir::LogicalResult runPipeline(mlir::ModuleOp module, Phase last,
-                                const PipelineOptions &options);
+/// Runs the phases `build` makes, up to and including `last`, verifying between them. Errors are
+/// emitted as diagnostics on the module's context.
+mlir::LogicalResult runPipeline(mlir::ModuleOp module, Phase last, const PipelineOptions &options,
+                                const PhaseBuilder &build);
 
 } // namespace kiln
 

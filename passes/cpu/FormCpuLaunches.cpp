@@ -1,6 +1,6 @@
 // Wraps each outermost scf.parallel of @main into a kiln_cpu.launch over its outer iterations.
 #include "passes/cpu/Passes.h"
-#include "passes/cpu/SourceNodes.h"
+#include "passes/host/SourceNodes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"

@@ -1,8 +1,10 @@
-// CPU backend passes (generated declarations).
+// CPU-only passes (generated declarations): weight panels, tiling, microkernels, launches on the thread pool.
 #ifndef KILN_PASSES_CPU_PASSES_H
 #define KILN_PASSES_CPU_PASSES_H
 
 #include "dialects/cpu/IR/Cpu.h"
+#include "dialects/graph/IR/Graph.h"
+#include "passes/host/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -24,15 +26,6 @@ namespace kiln {
 #define GEN_PASS_REGISTRATION
 #include "passes/cpu/Passes.h.inc"
 
-/// Attribute names of the ABI record on @main.
-namespace abi {
-constexpr const char *kContextArg = "kiln.context";
-constexpr const char *kArgRanks = "kiln.abi_arg_ranks";
-constexpr const char *kResultRanks = "kiln.abi_result_ranks";
-constexpr const char *kResultElemBytes = "kiln.abi_result_elem_bytes";
-constexpr const char *kKernelId = "kiln.kernel_id";
-constexpr const char *kSourceNodes = "kiln.source_nodes";
-} // namespace abi
 } // namespace kiln
 
 #endif

@@ -1,59 +1,8 @@
-// CPU backend passes: from bufferized loops to kernels launched by the runtime, and the entry point.
+// CPU-only passes: weight panels, cache tiles, register microkernels, launches on the thread pool, x86 pair products.
 #ifndef KILN_PASSES_CPU
 #define KILN_PASSES_CPU
 
 include "mlir/Pass/PassBase.td"
-
-def LowerWorkspacePass : Pass<"kiln-lower-workspace", "::mlir::ModuleOp"> {
-  let summary = "Get the memory plan's arena from the runtime context";
-  let description = [{
-    Replaces @main's `kiln_cpu.workspace` with a call of the context's
-    `workspace(runtime, bytes)` (after kiln-add-runtime-context). When it
-    returns NULL (out of memory), @main returns at once with empty views as
-    results and the runtime reports the failure; nothing has been allocated
-    or written by then.
-  }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::cf::ControlFlowDialect",
-                           "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
-}
-
-def LowerStringOpsPass : Pass<"kiln-lower-string-ops", "::mlir::ModuleOp"> {
-  let summary = "Call the runtime context's string kernels for @main's kiln_cpu string ops";
-  let description = [{
-    After kiln-add-runtime-context: each `kiln_cpu.string_from_float`,
-    `string_to_float`, `string_change_case` and `string_equal` becomes a call
-    of the matching context function (ABI 5) with the i128 string split into
-    its data pointer and size; each `string_literal` the address and size of
-    a private constant global holding its bytes.
-  }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
-}
-
-def CheckHeapAllocationsPass : Pass<"kiln-check-heap-allocations", "::mlir::ModuleOp"> {
-  let summary = "Report a failed heap allocation of @main to the runtime and return";
-  let description = [{
-    After each `memref.alloc` in @main's own blocks (outputs, data-sized
-    intermediates), a NULL result calls the context's
-    `allocation_failed(runtime, bytes)` and returns empty views at once, so a
-    request whose sizes no memory can hold gets an out-of-memory error
-    instead of a crash. Allocations nested in loops stay unguarded.
-  }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::cf::ControlFlowDialect",
-                           "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
-}
-
-def FuseElementwisePass : Pass<"kiln-fuse-elementwise", "::mlir::func::FuncOp"> {
-  let summary = "Fuse elementwise linalg chains, keeping matrix products' operands unfused";
-  let description = [{
-    MLIR's elementwise fusion (linalg-fuse-elementwise-ops, with its reshape
-    propagation and constant folding) with one difference: a producer is
-    never fused into an operand of a contraction (a matmul-like generic),
-    because the fused body recomputes the producer for every output column
-    and stops kiln-vectorize-contractions from forming its microkernel.
-  }];
-  let dependentDialects = ["::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect",
-                           "::mlir::tensor::TensorDialect"];
-}
 
 def TileContractionsPass : Pass<"kiln-tile-contractions", "::mlir::func::FuncOp"> {
   let summary = "Tile matrix products and convolutions into parallel cache-sized blocks";
@@ -76,25 +25,6 @@ def TileContractionsPass : Pass<"kiln-tile-contractions", "::mlir::func::FuncOp"
                            "::mlir::tensor::TensorDialect"];
 }
 
-def FuseEpiloguesPass : Pass<"kiln-fuse-epilogues", "::mlir::func::FuncOp"> {
-  let summary = "Fuse a tiled matrix product's elementwise consumer into its tile loop";
-  let description = [{
-    After kiln-tile-contractions: when the only reader of a product's
-    `scf.forall` is an elementwise `linalg.generic` (bias, residual add,
-    activation: everything kiln-fuse-elementwise merged into one op) that
-    reads the product element for element and writes a tensor of its shape,
-    MLIR's consumer fusion moves it into the loop. Each tile is then finished
-    while it is in cache, in the same kernel, instead of one more pass over
-    the whole result. When the consumer does not read its own init, it then
-    writes over the product's tile, inserted into the product's buffer: the
-    loop keeps one result and bufferization needs no per-tile copy.
-    Consumers reading the product through a broadcast or transpose, or
-    reading values computed after the loop, stay separate.
-  }];
-  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
-                           "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect"];
-}
-
 def VectorizeContractionsPass : Pass<"kiln-vectorize-contractions", "::mlir::func::FuncOp"> {
   let summary = "Register-tile and vectorize the cache tiles of contractions";
   let description = [{
@@ -112,33 +42,6 @@ def VectorizeContractionsPass : Pass<"kiln-vectorize-contractions", "::mlir::fun
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
                            "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect"];
-}
-
-def ApproximateMathPass : Pass<"kiln-approximate-math"> {
-  let summary = "Replace f32 tanh/erf/exp/log with polynomial approximations";
-  let description = [{
-    libm's scalar calls cannot be vectorized and glibc's tanhf alone took three
-    quarters of a small MLP's time. MLIR's polynomial approximations are plain
-    arithmetic (accurate to a few ulp for f32), so the loops around them
-    vectorize. Other element types keep the libm calls. Not tied to an op: the
-    CPU pipeline runs it on each func.func, the CUDA pipeline on each
-    gpu.module (where it also spares the kernels libdevice's calls).
-  }];
-  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::vector::VectorDialect"];
-}
-
-def ExpandIntegerPowerPass : Pass<"kiln-expand-integer-power"> {
-  let summary = "Expand scalar math.ipowi into a square-and-multiply loop";
-  let description = [{
-    Integer Pow. MLIR's lowering (convert-math-to-funcs) divides by zero for
-    0 to a negative power, undefined behaviour in the generated code, and
-    cannot run in a gpu.module; this expansion is plain scf and arith, so the
-    CPU and CUDA targets compute the same: b^0 = 1; for p < 0, 1 when b = 1,
-    -1 or 1 by p's parity when b = -1, else 0; for p > 0 the wrapped product.
-    Vector ipowi is left alone. Not tied to an op (func.func on the CPU,
-    gpu.module on CUDA).
-  }];
-  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
 }
 
 def SelectPairProductsPass : Pass<"kiln-select-pair-products", "::mlir::func::FuncOp"> {
@@ -176,16 +79,6 @@ def PrefetchWeightStreamsPass : Pass<"kiln-prefetch-weight-streams", "::mlir::fu
     Option<"distance", "distance", "int64_t", "4096", "Bytes ahead to prefetch (0: none)">
   ];
   let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
-}
-
-def AddRuntimeContextPass : Pass<"kiln-add-runtime-context", "::mlir::ModuleOp"> {
-  let summary = "Give @main the runtime context argument and record its ABI";
-  let description = [{
-    Prepends a `!llvm.ptr` argument (the `kiln_abi_context*`) to @main and
-    records the rank of every argument and result and each result's element
-    size, which `kiln-emit-entry-point` needs once memrefs are LLVM structs.
-  }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 def FormCpuLaunchesPass : Pass<"kiln-form-cpu-launches", "::mlir::ModuleOp"> {
@@ -252,25 +145,26 @@ def OutlineCpuLaunchesPass : Pass<"kiln-outline-cpu-launches", "::mlir::ModuleOp
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
-def EmitEntryPointPass : Pass<"kiln-emit-entry-point", "::mlir::ModuleOp"> {
-  let summary = "Emit kiln_entry(ctx, inputs, outputs), the artifact's only export";
+def PackMatmulWeightsPass : Pass<"kiln-pack-matmul-weights", "::mlir::ModuleOp"> {
+  let summary = "Store matrix-product weights as column panels [N/B, K, B]";
   let description = [{
-    Unpacks `kiln_abi_tensor` inputs into memref descriptors (row-major
-    strides), calls @main, and writes each result's data pointer, allocation
-    and shape into the output tensors (see runtime/include/kiln/abi.h).
+    A cache tile of a matrix product reads a [K, 64] strip of its [K, N]
+    weight: K rows far apart in memory, a TLB miss and a restarted hardware
+    prefetch stream each. This pass makes every weight argument whose only
+    users are matmuls (as the right operand) a [N/B, K, B] tensor of column
+    panels, B the largest of `panel`, 32, 16 dividing N, and the matmuls
+    graph.packed_matmul, whose tiles each read one panel as a single
+    sequential stream. It records [K, N, B] in the module's
+    `kiln.weight_layouts` (parallel to `kiln.weights`), and the artifact
+    writer stores those weights packed. A weight [Cout, C, kh, kw] read only
+    by group-1 2-D convolutions over static channels and spatial sizes is
+    stored as the panels of its transpose [C*kh*kw, Cout] (layout
+    [K, Cout, B, 1]) and the convolutions become graph.packed_conv (patch
+    rows times the panels). Runs after kiln-outline-weights.
   }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
-}
-
-def MemrefCopyToLinalgPass : Pass<"kiln-memref-copy-to-linalg", "::mlir::func::FuncOp"> {
-  let summary = "Rewrite memref.copy as linalg.copy so it lowers to (parallel) loops";
-  let description = [{
-    A strided memref.copy (e.g. into the interior of a padded buffer) would
-    otherwise lower to a call to MLIR's `memrefCopy` runtime helper, which
-    the kiln runtime does not carry; as linalg.copy it becomes plain loops
-    that launch and vectorize like any other kernel.
-  }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+  let options = [
+    Option<"panel", "panel", "int64_t", "64", "Widest panel in columns (a power of two)">
+  ];
 }
 
 #endif

@@ -5,8 +5,8 @@
 // run time; where it is missing, or refuses a layout, `gemm` returns nonzero and the original
 // loop nest (now inside an scf.if) runs instead, so the artifact is correct on every machine.
 #include "passes/cuda/Passes.h"
-#include "passes/cpu/Passes.h"
-#include "passes/cpu/RuntimeContext.h"
+#include "passes/host/Passes.h"
+#include "passes/host/RuntimeContext.h"
 #include "passes/cuda/DeviceTransfers.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

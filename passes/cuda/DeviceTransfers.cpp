@@ -1,6 +1,6 @@
 // The host program's copies between device and host memory (--target=cuda).
 #include "passes/cuda/DeviceTransfers.h"
-#include "passes/cpu/RuntimeContext.h"
+#include "passes/host/RuntimeContext.h"
 
 #include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
 

@@ -7,11 +7,11 @@
 // are written by the kernel to a small device buffer and read back with the
 // context's device_read, which waits for the launches before it.
 #include "passes/cuda/Passes.h"
-#include "passes/cpu/Passes.h"
-#include "passes/cpu/RuntimeContext.h"
+#include "passes/host/Passes.h"
+#include "passes/host/RuntimeContext.h"
 #include "passes/cuda/DeviceTransfers.h"
 #include "passes/cuda/LaunchUtils.h"
-#include "passes/cpu/SourceNodes.h"
+#include "passes/host/SourceNodes.h"
 #include "dialects/cpu/IR/Cpu.h"
 
 #include "mlir/IR/IRMapping.h"

@@ -1,6 +1,6 @@
 // Points @main's malloc/aligned_alloc/free calls at the runtime's device allocator.
 #include "passes/cuda/Passes.h"
-#include "passes/cpu/RuntimeContext.h"
+#include "passes/host/RuntimeContext.h"
 #include "passes/cuda/DeviceTransfers.h"
 
 namespace kiln {

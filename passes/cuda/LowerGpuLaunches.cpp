@@ -1,7 +1,7 @@
 // Turns @main's gpu.launch_func ops into calls of the runtime's gpu_launch and keeps the PTX as a module attribute.
 #include "passes/cuda/Passes.h"
-#include "passes/cpu/RuntimeContext.h"
-#include "passes/cpu/SourceNodes.h"
+#include "passes/host/RuntimeContext.h"
+#include "passes/host/SourceNodes.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_LOWERGPULAUNCHESPASS

@@ -2,6 +2,8 @@
 #ifndef KILN_PASSES_CUDA_PASSES_H
 #define KILN_PASSES_CUDA_PASSES_H
 
+#include "dialects/graph/IR/Graph.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

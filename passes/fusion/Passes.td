@@ -1,4 +1,4 @@
-// Graph-level fusions: composite patterns exported as many small ops become single graph ops.
+// Fusion passes: composite graph patterns into single graph ops, elementwise chains into one loop, a product's epilogue into its tiles.
 #ifndef KILN_PASSES_FUSION
 #define KILN_PASSES_FUSION
 
@@ -81,6 +81,38 @@ def FuseAttentionPass : Pass<"kiln-fuse-attention"> {
     the keys.
   }];
   let dependentDialects = ["::kiln::graph::GraphDialect"];
+}
+
+def FuseElementwisePass : Pass<"kiln-fuse-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "Fuse elementwise linalg chains, keeping matrix products' operands unfused";
+  let description = [{
+    MLIR's elementwise fusion (linalg-fuse-elementwise-ops, with its reshape
+    propagation and constant folding) with one difference: a producer is
+    never fused into an operand of a contraction (a matmul-like generic),
+    because the fused body recomputes the producer for every output column
+    and stops kiln-vectorize-contractions from forming its microkernel.
+  }];
+  let dependentDialects = ["::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def FuseEpiloguesPass : Pass<"kiln-fuse-epilogues", "::mlir::func::FuncOp"> {
+  let summary = "Fuse a tiled matrix product's elementwise consumer into its tile loop";
+  let description = [{
+    After kiln-tile-contractions: when the only reader of a product's
+    `scf.forall` is an elementwise `linalg.generic` (bias, residual add,
+    activation: everything kiln-fuse-elementwise merged into one op) that
+    reads the product element for element and writes a tensor of its shape,
+    MLIR's consumer fusion moves it into the loop. Each tile is then finished
+    while it is in cache, in the same kernel, instead of one more pass over
+    the whole result. When the consumer does not read its own init, it then
+    writes over the product's tile, inserted into the product's buffer: the
+    loop keeps one result and bufferization needs no per-tile copy.
+    Consumers reading the product through a broadcast or transpose, or
+    reading values computed after the loop, stay separate.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect"];
 }
 
 #endif

@@ -33,28 +33,6 @@ def TieSymbolicDimsPass : Pass<"kiln-tie-symbolic-dims", "::mlir::ModuleOp"> {
   }];
 }
 
-def PackMatmulWeightsPass : Pass<"kiln-pack-matmul-weights", "::mlir::ModuleOp"> {
-  let summary = "Store matrix-product weights as column panels [N/B, K, B]";
-  let description = [{
-    A cache tile of a matrix product reads a [K, 64] strip of its [K, N]
-    weight: K rows far apart in memory, a TLB miss and a restarted hardware
-    prefetch stream each. This pass makes every weight argument whose only
-    users are matmuls (as the right operand) a [N/B, K, B] tensor of column
-    panels, B the largest of `panel`, 32, 16 dividing N, and the matmuls
-    graph.packed_matmul, whose tiles each read one panel as a single
-    sequential stream. It records [K, N, B] in the module's
-    `kiln.weight_layouts` (parallel to `kiln.weights`), and the artifact
-    writer stores those weights packed. A weight [Cout, C, kh, kw] read only
-    by group-1 2-D convolutions over static channels and spatial sizes is
-    stored as the panels of its transpose [C*kh*kw, Cout] (layout
-    [K, Cout, B, 1]) and the convolutions become graph.packed_conv (patch
-    rows times the panels). Runs after kiln-outline-weights.
-  }];
-  let options = [
-    Option<"panel", "panel", "int64_t", "64", "Widest panel in columns (a power of two)">
-  ];
-}
-
 def LastPositionLogitsPass : Pass<"kiln-last-position-logits", "::mlir::ModuleOp"> {
   let summary = "Compute a decoder's logits for the last position only";
   let description = [{

@@ -4,24 +4,6 @@
 
 include "mlir/Pass/PassBase.td"
 
-def HalfPrecisionProductsPass : Pass<"kiln-half-precision-products", "::mlir::ModuleOp"> {
-  let summary = "Run the products by constant f32 weights in f16 or bf16 (--precision)";
-  let description = [{
-    Every graph.matmul and graph.gemm with an f32 result whose operand 1
-    (MatMul's rhs, Gemm's B) is a constant f32 tensor reads that weight
-    rounded to `type` (nearest even, once, at compile time; a weight read by
-    several products is rounded once); its other operands are cast to `type`
-    before it (graph.cast) and its result cast back to f32 after it, so the
-    ops around it are unchanged. The f32 constant disappears when nothing
-    else reads it. The weights' bytes halve, and on the CUDA target the
-    product runs on tensor cores (accumulating in f32, see
-    kiln-convert-graph-to-linalg's `wide-half-products`).
-  }];
-  let options = [
-    Option<"type", "type", "std::string", "\"f16\"", "f16 or bf16">
-  ];
-}
-
 def QuantizeWeightsPass : Pass<"kiln-quantize-weights", "::mlir::ModuleOp"> {
   let summary = "Quantize the constant f32 weights of matrix products to int8 or int4 (weight-only)";
   let description = [{

@@ -4,6 +4,7 @@
 #include "compiler/importer/ModelSource.h"
 #include "compiler/importer/OnnxImporter.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "compiler/targets/TargetBackend.h"
 #include "compiler/targets/x86/X86Target.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -12,7 +13,10 @@
 
 namespace kiln::fuzz {
 
-void initialize() { registerKilnPasses(); }
+void initialize() {
+  registerKilnPasses();
+  registerAllTargetBackends();
+}
 
 bool compileBytes(const uint8_t *data, size_t size, const std::string &modelDir, Depth depth,
                   const std::function<void(const ModelSource &)> &inspect) {
@@ -35,7 +39,10 @@ bool compileBytes(const uint8_t *data, size_t size, const std::string &modelDir,
     return true;
   PipelineOptions options;
   options.vectorBits = 256;
-  if (mlir::failed(runPipeline(*imported.module, Phase::Llvm, options)))
+  registerAllTargetBackends();
+  const TargetBackend &x86 = *lookupTargetBackend("x86");
+  if (mlir::failed(runPipeline(*imported.module, Phase::Llvm, options,
+                               [&](Phase p, mlir::OpPassManager &pm) { x86.buildPhase(p, pm, options); })))
     return false;
   X86TargetOptions target;
   target.cpu = "x86-64-v3"; // fixed, so findings do not depend on the fuzzing machine

@@ -158,7 +158,7 @@ def gen_pad_wide_reflect():
 
 
 def int_pow(b, p):
-    """kiln's integer Pow (passes/cpu/ExpandIntegerPower.cpp): wrapping int64 products; a negative
+    """kiln's integer Pow (passes/host/ExpandIntegerPower.cpp): wrapping int64 products; a negative
     power, which has no integer answer except for bases 1 and -1, gives 0."""
     if p < 0:
         return 1 if b == 1 else (-1 if p % 2 else 1) if b == -1 else 0

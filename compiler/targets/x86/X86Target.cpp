@@ -74,14 +74,14 @@ std::unique_ptr<llvm::TargetMachine> makeTargetMachine(const X86TargetOptions &o
   return tm;
 }
 
-void optimize(llvm::Module &module, llvm::TargetMachine &tm) {
+void optimize(llvm::Module &module, llvm::TargetMachine &tm, bool vectorize) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
   llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = true;
-  tuning.SLPVectorization = true;
+  tuning.LoopVectorization = vectorize;
+  tuning.SLPVectorization = vectorize;
   llvm::PassBuilder pb(&tm, tuning);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
@@ -163,7 +163,7 @@ LogicalResult emitX86(ModuleOp module, const X86TargetOptions &options, X86Outpu
     f.addFnAttr("target-cpu", info.cpu);
     f.addFnAttr("target-features", tm->getTargetFeatureString());
   }
-  optimize(*llvmModule, *tm);
+  optimize(*llvmModule, *tm, options.vectorize);
 
   if (kind == X86Output::LlvmIr) {
     llvm::raw_string_ostream os(out);

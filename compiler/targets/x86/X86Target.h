@@ -11,6 +11,8 @@ namespace kiln {
 
 struct X86TargetOptions {
   std::string cpu = "host"; // "host" or an LLVM CPU name (e.g. x86-64-v3)
+  /// LLVM's loop and SLP vectorizers in the O3 pipeline (off for --target=x86-scalar).
+  bool vectorize = true;
 };
 
 struct X86TargetInfo {
@@ -29,6 +31,19 @@ enum class X86Output { LlvmIr, Assembly, SharedObject };
 mlir::LogicalResult emitX86(mlir::ModuleOp module, const X86TargetOptions &options,
                             X86Output kind, std::string &out, X86TargetInfo &info,
                             std::string &error);
+
+struct PipelineOptions;
+struct CodegenRequest;
+struct CodegenResult;
+
+/// Sets `options.vectorBits` for the host CPU `hostCpu`; false with a message for an unknown CPU.
+bool configureX86VectorBits(PipelineOptions &options, const std::string &hostCpu, std::string &error);
+
+/// Code generation for an x86-64 host program (every target's host side): the output `request`
+/// asks for, with the triple, CPU and features recorded in `result`.
+mlir::LogicalResult generateX86HostCode(mlir::ModuleOp module, const CodegenRequest &request,
+                                        const X86TargetOptions &target, CodegenResult &result,
+                                        std::string &error);
 
 } // namespace kiln
 

@@ -1,12 +1,12 @@
 // Rewrites memref.copy into linalg.copy, so copies become loops instead of runtime-helper calls.
-#include "passes/cpu/Passes.h"
+#include "passes/host/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_MEMREFCOPYTOLINALGPASS
-#include "passes/cpu/Passes.h.inc"
+#include "passes/host/Passes.h.inc"
 } // namespace kiln
 
 using namespace mlir;

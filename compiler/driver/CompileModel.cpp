@@ -1,11 +1,10 @@
-// kiln-compile's compilation, callable more than once per process (each call has its own MLIRContext).
-#include "CompileModel.h"
+// One compilation, callable more than once per process (each call has its own MLIRContext).
+#include "compiler/driver/CompileModel.h"
 
 #include "compiler/artifact/ArtifactWriter.h"
 #include "compiler/importer/ModelSource.h"
 #include "compiler/importer/OnnxImporter.h"
-#include "compiler/targets/cuda/CudaTarget.h"
-#include "compiler/targets/x86/X86Target.h"
+#include "compiler/targets/TargetBackend.h"
 #include "dialects/graph/IR/Graph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -20,7 +19,7 @@
 
 using namespace mlir;
 
-namespace kiln::compile {
+namespace kiln::driver {
 namespace {
 
 // Integer graph inputs that index a table through Gather, possibly via ops that keep the values
@@ -120,11 +119,9 @@ bool compileModel(const CompileRequest &request, CompileResult *result, std::str
                      : emit == Emit::Linalg     ? Phase::Linalg
                      : emit == Emit::Bufferized ? Phase::Bufferized
                                                 : Phase::Llvm;
-  X86TargetOptions target;
-  target.cpu = request.targetCpu;
+  const TargetBackend &target = *request.target;
   PipelineOptions options = request.options;
-  options.vectorBits = x86VectorBits(target, message);
-  if (options.vectorBits == 0)
+  if (!target.configure(options, request.targetCpu, message))
     return fail(message);
   std::vector<std::string> phases = {"import"};
   int64_t quantizedProducts = 0;
@@ -142,11 +139,12 @@ bool compileModel(const CompileRequest &request, CompileResult *result, std::str
     phases.push_back(phaseName(p));
     report(phaseName(p));
   };
-  if (failed(runPipeline(module, last, options)))
+  if (failed(runPipeline(module, last, options,
+                         [&](Phase p, OpPassManager &pm) { target.buildPhase(p, pm, options); })))
     return fail(firstError.empty() ? "compilation failed" : firstError);
-  if (request.notes && !options.quantize.empty()) {
+  if (request.notes && options.quantize != QuantizeMode::None) {
     done();
-    llvm::errs() << "kiln-compile: --quantize=" << options.quantize << ": " << quantizedProducts
+    llvm::errs() << "kiln-compile: --quantize=" << quantizeModeName(options.quantize) << ": " << quantizedProducts
                  << " matrix product" << (quantizedProducts == 1 ? "" : "s") << " quantized, " << remarks.size()
                  << " kept in f32\n";
     for (const std::string &r : remarks)
@@ -161,35 +159,18 @@ bool compileModel(const CompileRequest &request, CompileResult *result, std::str
     return true;
   }
 
-  // --target=cuda: the kernels' PTX, made in-process by the pipeline, assembled for the named
-  // architecture where ptxas exists (the driver JIT-compiles the PTX otherwise).
-  artifact::CudaInfo cuda;
-  if (options.target == Target::Cuda) {
-    auto ptx = module->getAttrOfType<StringAttr>("kiln.cuda_ptx");
-    if (!ptx)
-      return fail("internal: the CUDA pipeline left no PTX");
-    cuda.present = true;
-    cuda.arch = options.gpuArch;
-    cuda.ptx = ptx.str();
-    module->removeAttr("kiln.cuda_ptx");
-    const std::string ptxas = findPtxas(request.ptxas);
-    if (!ptxas.empty() && !cuda.ptx.empty()) {
-      report("assembling the kernels (ptxas)");
-      if (!assemblePtx(ptxas, cuda.ptx, cuda.arch, cuda.cubin, message))
-        return fail(message);
-      phases.push_back("ptxas");
-    }
-  }
-
-  report("generating x86-64 code");
-  X86TargetInfo info;
-  std::string out;
-  const X86Output kind = emit == Emit::LlvmIr     ? X86Output::LlvmIr
-                         : emit == Emit::Assembly ? X86Output::Assembly
-                                                  : X86Output::SharedObject;
-  if (failed(emitX86(module, target, kind, out, info, message)))
+  CodegenRequest codegen;
+  codegen.output = emit == Emit::LlvmIr     ? CodeOutput::LlvmIr
+                   : emit == Emit::Assembly ? CodeOutput::Assembly
+                                            : CodeOutput::SharedObject;
+  codegen.hostCpu = request.targetCpu;
+  codegen.ptxas = request.ptxas;
+  codegen.progress = report;
+  CodegenResult code;
+  if (failed(target.generateCode(module, options, codegen, code, message)))
     return fail(message);
-  phases.push_back("x86-64");
+  phases.insert(phases.end(), code.steps.begin(), code.steps.end());
+  std::string &out = code.code;
   if (emit != Emit::Artifact) {
     done();
     llvm::outs() << out;
@@ -199,12 +180,11 @@ bool compileModel(const CompileRequest &request, CompileResult *result, std::str
   ArtifactInputs inputs;
   inputs.module = module;
   inputs.code = std::move(out);
-  inputs.target = info;
+  inputs.target = std::move(code.target);
   inputs.phases = phases;
   inputs.compilerVersion = request.compilerVersion;
   inputs.maxContext = request.maxContext;
   inputs.quantization = request.quantization;
-  inputs.cuda = std::move(cuda);
   inputs.isFileBacked = [source = imported.source](const void *p, size_t n) { return source->isMapped(p, n); };
   if (failed(writeModelArtifact(inputs, request.outPath, message)))
     return fail(message);
@@ -212,4 +192,4 @@ bool compileModel(const CompileRequest &request, CompileResult *result, std::str
   return true;
 }
 
-} // namespace kiln::compile
+} // namespace kiln::driver

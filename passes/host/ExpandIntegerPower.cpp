@@ -6,7 +6,7 @@
 // targets get the same results:
 //   b^0 = 1;  b^p for p < 0 is 1 for b = 1, +-1 for b = -1 (by p's parity), 0 otherwise;
 //   b^p for p > 0 wraps around like repeated multiplication.
-#include "passes/cpu/Passes.h"
+#include "passes/host/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -15,7 +15,7 @@
 
 namespace kiln {
 #define GEN_PASS_DEF_EXPANDINTEGERPOWERPASS
-#include "passes/cpu/Passes.h.inc"
+#include "passes/host/Passes.h.inc"
 } // namespace kiln
 
 using namespace mlir;

@@ -8,8 +8,8 @@
 // views, as kiln-lower-workspace does when the arena is refused: the runtime
 // then reports out of memory without reading the outputs. Allocations nested
 // in loops (inside scf regions) cannot branch out and stay unguarded.
-#include "passes/cpu/Passes.h"
-#include "passes/cpu/RuntimeContext.h"
+#include "passes/host/Passes.h"
+#include "passes/host/RuntimeContext.h"
 
 
 
@@ -21,7 +21,7 @@
 
 namespace kiln {
 #define GEN_PASS_DEF_CHECKHEAPALLOCATIONSPASS
-#include "passes/cpu/Passes.h.inc"
+#include "passes/host/Passes.h.inc"
 } // namespace kiln
 
 using namespace mlir;
@@ -73,7 +73,8 @@ struct CheckHeapAllocationsPass : impl::CheckHeapAllocationsPassBase<CheckHeapAl
       Block *rest = here->splitBlock(failed.getDefiningOp()->getNextNode());
       Block *report = b.createBlock(rest);
       // ctx->allocation_failed(ctx->runtime, bytes), then empty results.
-      Value runtime = contextField(b, loc, context, 0), fn = contextField(b, loc, context, 3);
+      Value runtime = contextField(b, loc, context, ctxfield::kRuntime),
+            fn = contextField(b, loc, context, ctxfield::kAllocationFailed);
       Value bytes64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), bytes);
       auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr, b.getI64Type()});
       LLVM::CallOp::create(b, loc, fnType, ValueRange{fn, runtime, bytes64});

@@ -1,6 +1,6 @@
 // The ONNX node names a kernel came from: the NameLocs inside an op's (possibly fused) location.
-#ifndef KILN_PASSES_CPU_SOURCENODES_H
-#define KILN_PASSES_CPU_SOURCENODES_H
+#ifndef KILN_PASSES_HOST_SOURCENODES_H
+#define KILN_PASSES_HOST_SOURCENODES_H
 
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/SetVector.h"

@@ -4,7 +4,7 @@
 // half-precision products run on tensor cores. The weight is rounded once at compile time; the
 // activation is cast before the product and the result cast back, so the rest of the graph (norms,
 // softmax, residuals) stays in f32. kiln's CUDA lowering accumulates half products in f32.
-#include "passes/quant/Passes.h"
+#include "passes/cuda/Passes.h"
 #include "passes/quant/QuantUtils.h"
 
 #include "dialects/graph/IR/Graph.h"
@@ -14,7 +14,7 @@
 
 namespace kiln {
 #define GEN_PASS_DEF_HALFPRECISIONPRODUCTSPASS
-#include "passes/quant/Passes.h.inc"
+#include "passes/cuda/Passes.h.inc"
 } // namespace kiln
 
 using namespace mlir;

@@ -1,9 +1,9 @@
 // Emits kiln_entry(ctx, inputs, outputs): tensors in, memref descriptors to @main, results out.
-#include "passes/cpu/Passes.h"
+#include "passes/host/Passes.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_EMITENTRYPOINTPASS
-#include "passes/cpu/Passes.h.inc"
+#include "passes/host/Passes.h.inc"
 } // namespace kiln
 
 using namespace mlir;

@@ -4,14 +4,14 @@
 // little-endian image of kiln_abi_string). The kernels take and return the two halves as
 // separate pointer and i64 values, and a returned kiln_abi_string is the LLVM struct {ptr, i64},
 // exactly what a C compiler passes for them on x86-64, so no i128 crosses the call boundary.
-#include "passes/cpu/Passes.h"
-#include "passes/cpu/RuntimeContext.h"
+#include "passes/host/Passes.h"
+#include "passes/host/RuntimeContext.h"
 
 #include "dialects/cpu/IR/Cpu.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_LOWERSTRINGOPSPASS
-#include "passes/cpu/Passes.h.inc"
+#include "passes/host/Passes.h.inc"
 } // namespace kiln
 
 using namespace mlir;
@@ -19,8 +19,13 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-// Context fields (runtime/include/kiln/abi.h, version 5).
-enum : int32_t { kFromFloat = 4, kToFloat = 5, kChangeCase = 6, kEqual = 7 };
+// The context's string kernels (runtime/include/kiln/abi.h).
+enum : int32_t {
+  kFromFloat = ctxfield::kStringFromFloat,
+  kToFloat = ctxfield::kStringToFloat,
+  kChangeCase = ctxfield::kStringChangeCase,
+  kEqual = ctxfield::kStringEqual
+};
 
 struct Lowering {
   OpBuilder &b;
@@ -46,7 +51,7 @@ struct Lowering {
   }
   /// ctx->field(ctx->runtime, args...).
   Value call(int32_t field, Type result, ArrayRef<Value> args) {
-    SmallVector<Value> operands = {contextField(b, loc, context, field), contextField(b, loc, context, 0)};
+    SmallVector<Value> operands = {contextField(b, loc, context, field), contextField(b, loc, context, ctxfield::kRuntime)};
     operands.append(args.begin(), args.end());
     SmallVector<Type> types = {ptr()};
     for (Value a : args)

@@ -1,17 +1,21 @@
-// One compilation of an ONNX model, from file to artifact (or to the IR of a phase): kiln-compile's
-// main as a function, so the accuracy check can compile the quantized model and its float
-// reference in the same process.
-#ifndef KILN_TOOLS_COMPILE_COMPILEMODEL_H
-#define KILN_TOOLS_COMPILE_COMPILEMODEL_H
+// One compilation of an ONNX model, from file to artifact (or to the IR of a phase) for one target:
+// import, the target's phases, its codegen, the artifact writer. Callable more than once per
+// process, so the accuracy check can compile the quantized model and its float reference.
+#ifndef KILN_COMPILER_DRIVER_COMPILEMODEL_H
+#define KILN_COMPILER_DRIVER_COMPILEMODEL_H
 
 #include "compiler/pipeline/Pipeline.h"
-#include "runtime/src/artifact_format.h"
+#include "format/artifact_format.h"
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace kiln::compile {
+namespace kiln {
+class TargetBackend;
+} // namespace kiln
+
+namespace kiln::driver {
 
 enum class Emit { Artifact, Graph, Linalg, Bufferized, MlirLlvm, LlvmIr, Assembly };
 
@@ -19,9 +23,10 @@ struct CompileRequest {
   std::string modelPath;
   std::string outPath;        // the artifact (Emit::Artifact only)
   Emit emit = Emit::Artifact; // the others print the IR to stdout
-  std::string targetCpu = "host";
-  std::string ptxas; // --target=cuda: the ptxas to use ("" = search, "none" = PTX only)
-  // Pipeline switches; compileModel sets vectorBits and the phase hooks itself.
+  const TargetBackend *target = nullptr; // compiler/targets/TargetBackend.h
+  std::string targetCpu = "host";        // the host program's CPU
+  std::string ptxas; // GPU targets: the ptxas to use ("" = search, "none" = PTX only)
+  // Pipeline switches; the target sets vectorBits, compileModel the phase hooks.
   PipelineOptions options;
   int64_t maxContext = 2048;
   bool symbolicInputDims = false; // every input dim symbolic (--symbolic-input-dims)
@@ -46,6 +51,6 @@ struct CompileResult {
 // returns false with a one-line reason in `error` (the first diagnostic, naming the ONNX node).
 bool compileModel(const CompileRequest &request, CompileResult *result, std::string *error);
 
-} // namespace kiln::compile
+} // namespace kiln::driver
 
 #endif

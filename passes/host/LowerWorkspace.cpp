@@ -1,11 +1,11 @@
 // Turns the memory plan's kiln_cpu.workspace into a call of the context's workspace function,
 // with an early return when the runtime has no memory for it.
-#include "passes/cpu/Passes.h"
-#include "passes/cpu/RuntimeContext.h"
+#include "passes/host/Passes.h"
+#include "passes/host/RuntimeContext.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_LOWERWORKSPACEPASS
-#include "passes/cpu/Passes.h.inc"
+#include "passes/host/Passes.h.inc"
 } // namespace kiln
 
 using namespace mlir;
@@ -35,7 +35,8 @@ struct LowerWorkspacePass : impl::LowerWorkspacePassBase<LowerWorkspacePass> {
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     auto i64 = b.getI64Type();
     Value context = func.getArgument(0);
-    Value runtime = contextField(b, loc, context, 0), fn = contextField(b, loc, context, 2);
+    Value runtime = contextField(b, loc, context, ctxfield::kRuntime),
+          fn = contextField(b, loc, context, ctxfield::kWorkspace);
     Value bytes = arith::IndexCastOp::create(b, loc, i64, ws.getBytes());
     auto fnType = LLVM::LLVMFunctionType::get(ptr, {ptr, i64});
     Value base = LLVM::CallOp::create(b, loc, fnType, ValueRange{fn, runtime, bytes}).getResult();

@@ -1,5 +1,5 @@
 // Fuses chains of elementwise linalg ops, but never an elementwise producer into a matrix product.
-#include "passes/cpu/Passes.h"
+#include "passes/fusion/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
@@ -10,7 +10,7 @@
 
 namespace kiln {
 #define GEN_PASS_DEF_FUSEELEMENTWISEPASS
-#include "passes/cpu/Passes.h.inc"
+#include "passes/fusion/Passes.h.inc"
 } // namespace kiln
 
 using namespace mlir;

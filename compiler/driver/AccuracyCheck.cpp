@@ -1,5 +1,5 @@
 // Float vs quantized artifact on the same inputs, through the runtime's C API (kiln.hpp).
-#include "AccuracyCheck.h"
+#include "compiler/driver/AccuracyCheck.h"
 
 #include "kiln/kiln.hpp"
 #include "tensor_compare.h"
@@ -21,7 +21,7 @@
 
 namespace fs = std::filesystem;
 
-namespace kiln::compile {
+namespace kiln::driver {
 using artifact::formatFigure;
 namespace {
 
@@ -639,4 +639,4 @@ std::string formatReport(const artifact::AccuracyReport &r, const std::string &m
   return s.str();
 }
 
-} // namespace kiln::compile
+} // namespace kiln::driver

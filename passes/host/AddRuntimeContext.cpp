@@ -1,11 +1,11 @@
 // Adds the runtime context argument to @main and records the ABI (ranks, element sizes).
-#include "passes/cpu/Passes.h"
+#include "passes/host/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_ADDRUNTIMECONTEXTPASS
-#include "passes/cpu/Passes.h.inc"
+#include "passes/host/Passes.h.inc"
 } // namespace kiln
 
 using namespace mlir;

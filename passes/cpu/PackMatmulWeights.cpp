@@ -1,5 +1,5 @@
 // Stores the [K, N] weights of matrix products (and the transposed weights of convolutions) as column panels [N/B, K, B].
-#include "passes/graph/Passes.h"
+#include "passes/cpu/Passes.h"
 
 #include "dialects/graph/IR/Graph.h"
 #include "dialects/graph/IR/GraphAttrNames.h"
@@ -8,7 +8,7 @@
 
 namespace kiln {
 #define GEN_PASS_DEF_PACKMATMULWEIGHTSPASS
-#include "passes/graph/Passes.h.inc"
+#include "passes/cpu/Passes.h.inc"
 } // namespace kiln
 
 using namespace mlir;

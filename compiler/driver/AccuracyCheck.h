@@ -1,11 +1,11 @@
 // The accuracy check of kiln-compile --quantize: runs the quantized artifact and the float
 // artifact of the same model through the runtime on the same inputs and measures how far apart
 // their outputs are (and, for decoders, their next-token predictions and perplexity).
-#ifndef KILN_TOOLS_COMPILE_ACCURACYCHECK_H
-#define KILN_TOOLS_COMPILE_ACCURACYCHECK_H
+#ifndef KILN_COMPILER_DRIVER_ACCURACYCHECK_H
+#define KILN_COMPILER_DRIVER_ACCURACYCHECK_H
 
-#include "CompileModel.h"
-#include "runtime/src/artifact_format.h"
+#include "compiler/driver/CompileModel.h"
+#include "format/artifact_format.h"
 
 #include <cmath>
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace kiln::compile {
+namespace kiln::driver {
 
 struct AccuracyOptions {
   // Inputs: a directory of test_data_set_*/input_*.pb folders or of <input name>.pb files;
@@ -56,6 +56,6 @@ std::vector<std::string> thresholdViolations(const artifact::AccuracyReport &rep
 // The report as a small table for people (kiln-compile prints it to stdout).
 std::string formatReport(const artifact::AccuracyReport &report, const std::string &mode);
 
-} // namespace kiln::compile
+} // namespace kiln::driver
 
 #endif

@@ -1,5 +1,5 @@
 // Replaces f32 transcendental math ops by polynomial approximations that vectorize.
-#include "passes/cpu/Passes.h"
+#include "passes/host/Passes.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Approximation.h"
@@ -8,7 +8,7 @@
 
 namespace kiln {
 #define GEN_PASS_DEF_APPROXIMATEMATHPASS
-#include "passes/cpu/Passes.h.inc"
+#include "passes/host/Passes.h.inc"
 } // namespace kiln
 
 using namespace mlir;

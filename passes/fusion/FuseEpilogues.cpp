@@ -1,6 +1,6 @@
 // Moves the elementwise consumer of a tiled matrix product (bias, residual add, activation) into the
 // product's tile loop, so each tile is finished while it is still in cache, in the same kernel.
-#include "passes/cpu/Passes.h"
+#include "passes/fusion/Passes.h"
 
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/IR/Dominance.h"
@@ -8,7 +8,7 @@
 
 namespace kiln {
 #define GEN_PASS_DEF_FUSEEPILOGUESPASS
-#include "passes/cpu/Passes.h.inc"
+#include "passes/fusion/Passes.h.inc"
 } // namespace kiln
 
 using namespace mlir;

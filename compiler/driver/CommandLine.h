@@ -1,0 +1,15 @@
+// kiln-compile's flags (llvm::cl) read into CompileOptions: the one command-line front end.
+#ifndef KILN_COMPILER_DRIVER_COMMANDLINE_H
+#define KILN_COMPILER_DRIVER_COMMANDLINE_H
+
+#include "compiler/driver/CompileOptions.h"
+
+namespace kiln::driver {
+
+/// Parses argv (exits on --help, --version and malformed flags, as llvm::cl does). `version` is
+/// what --version prints and the artifact records after "kiln ".
+CompileOptions parseCommandLine(int argc, char **argv, const char *version);
+
+} // namespace kiln::driver
+
+#endif

@@ -1,0 +1,120 @@
+// --target=x86: kernels as x86-64 loops with cache tiles and register microkernels, run on the
+// runtime's thread pool; the phases' passes and the code generation.
+#include "compiler/pipeline/SharedPhases.h"
+#include "compiler/targets/TargetBackend.h"
+#include "compiler/targets/x86/X86Target.h"
+
+#include "passes/conversion/Passes.h"
+#include "passes/cpu/Passes.h"
+#include "passes/fusion/Passes.h"
+#include "passes/host/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+class X86Backend final : public TargetBackend {
+public:
+  StringRef name() const override { return "x86"; }
+
+  bool configure(PipelineOptions &options, const std::string &hostCpu, std::string &error) const override {
+    return configureX86VectorBits(options, hostCpu, error);
+  }
+
+  void buildPhase(Phase phase, OpPassManager &pm, const PipelineOptions &options) const override {
+    switch (phase) {
+    case Phase::Graph: {
+      GraphPhaseSteps steps;
+      // Column panels suit the microkernels (cuBLASLt and the GPU's loops read [K, N]).
+      steps.afterOutline = [](OpPassManager &p) { p.addPass(createPackMatmulWeightsPass()); };
+      addGraphPhase(pm, options, steps);
+      return;
+    }
+    case Phase::Linalg: {
+      ConvertGraphToLinalgPassOptions lowering;
+      lowering.vectorBits = options.vectorBits;
+      pm.addPass(createConvertGraphToLinalgPass(lowering));
+      addCleanup(pm);
+      if (options.fuse) {
+        pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+        addCleanup(pm);
+      }
+      pm.addNestedPass<func::FuncOp>(createTileContractionsPass());
+      addCleanup(pm);
+      if (options.fuse) {
+        pm.addNestedPass<func::FuncOp>(createFuseEpiloguesPass());
+        addCleanup(pm);
+      }
+      VectorizeContractionsPassOptions microkernel;
+      microkernel.rows = options.vectorBits >= 512 ? 8 : 4;
+      microkernel.columns = options.vectorBits >= 512 ? 32 : 16;
+      pm.addNestedPass<func::FuncOp>(createVectorizeContractionsPass(microkernel));
+      addCleanup(pm);
+      return;
+    }
+    case Phase::Bufferized:
+      addBufferizeToLoops(pm, options);
+      pm.addPass(createLowerStringOpsPass());
+      pm.addPass(createFormCpuLaunchesPass());
+      pm.addPass(createCountKernelCostPass());
+      pm.addPass(createLowerWorkspacePass());
+      pm.addPass(createCheckHeapAllocationsPass());
+      addCleanup(pm);
+      return;
+    case Phase::Llvm: {
+      pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
+      pm.addNestedPass<func::FuncOp>(createExpandIntegerPowerPass());
+      SelectPairProductsPassOptions pairs;
+      pairs.vectorBits = options.vectorBits;
+      pm.addNestedPass<func::FuncOp>(createSelectPairProductsPass(pairs));
+      pm.addNestedPass<func::FuncOp>(createPrefetchWeightStreamsPass());
+      addHostToLlvm(pm);
+      pm.addPass(createReconcileUnrealizedCastsPass());
+      pm.addPass(createOutlineCpuLaunchesPass());
+      pm.addPass(createEmitEntryPointPass());
+      pm.addPass(createCanonicalizerPass());
+      return;
+    }
+    }
+  }
+
+  LogicalResult generateCode(ModuleOp module, const PipelineOptions &, const CodegenRequest &request,
+                             CodegenResult &result, std::string &error) const override {
+    return generateX86HostCode(module, request, X86TargetOptions{request.hostCpu}, result, error);
+  }
+};
+
+} // namespace
+
+bool configureX86VectorBits(PipelineOptions &options, const std::string &hostCpu, std::string &error) {
+  X86TargetOptions target;
+  target.cpu = hostCpu;
+  options.vectorBits = x86VectorBits(target, error);
+  return options.vectorBits != 0;
+}
+
+LogicalResult generateX86HostCode(ModuleOp module, const CodegenRequest &request, const X86TargetOptions &target,
+                                  CodegenResult &result, std::string &error) {
+  if (request.progress)
+    request.progress("generating x86-64 code");
+  X86TargetInfo info;
+  const X86Output kind = request.output == CodeOutput::LlvmIr     ? X86Output::LlvmIr
+                         : request.output == CodeOutput::Assembly ? X86Output::Assembly
+                                                                  : X86Output::SharedObject;
+  if (failed(emitX86(module, target, kind, result.code, info, error)))
+    return failure();
+  result.steps.push_back("x86-64");
+  result.target.triple = info.triple;
+  result.target.cpu = info.cpu;
+  result.target.cpuFeatures = info.requiredFeatures;
+  return success();
+}
+
+void registerX86TargetBackends() { registerTargetBackend(std::make_unique<X86Backend>()); }
+
+} // namespace kiln
