@@ -25,6 +25,13 @@ void addCleanup(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
+void addElementwiseFusion(OpPassManager &pm, const PipelineOptions &options) {
+  if (!options.fuse)
+    return;
+  pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+  addCleanup(pm);
+}
+
 void addQuantizeWeights(OpPassManager &pm, const PipelineOptions &options) {
   if (options.quantize == QuantizeMode::None)
     return;

@@ -38,6 +38,9 @@ void addBufferizeToLoops(mlir::OpPassManager &pm, const PipelineOptions &options
 /// The host program's lowering to the LLVM dialect (a target adds its kernel passes around it).
 void addHostToLlvm(mlir::OpPassManager &pm);
 
+/// kiln-fuse-elementwise and a clean-up, with --fusion (every target's linalg phase).
+void addElementwiseFusion(mlir::OpPassManager &pm, const PipelineOptions &options);
+
 /// canonicalize then cse, the clean-up after most steps.
 void addCleanup(mlir::OpPassManager &pm);
 

@@ -64,10 +64,7 @@ public:
       lowering.gpuAttention = options.gpuAttention;
       pm.addPass(createConvertGraphToLinalgPass(lowering));
       addCleanup(pm);
-      if (options.fuse) {
-        pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
-        addCleanup(pm);
-      }
+      addElementwiseFusion(pm, options);
       return;
     }
     case Phase::Bufferized:

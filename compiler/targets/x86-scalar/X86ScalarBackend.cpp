@@ -35,30 +35,18 @@ public:
     case Phase::Linalg:
       pm.addPass(createConvertGraphToLinalgPass());
       addCleanup(pm);
-      if (options.fuse) {
-        pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
-        addCleanup(pm);
-      }
+      addElementwiseFusion(pm, options);
       return;
     case Phase::Bufferized:
       // Launches on the runtime's threads stay: they are the host/kernel split (and the profile),
       // not a speed-up of the code inside a kernel.
       addBufferizeToLoops(pm, options);
-      pm.addPass(createLowerStringOpsPass());
-      pm.addPass(createFormCpuLaunchesPass());
-      pm.addPass(createCountKernelCostPass());
-      pm.addPass(createLowerWorkspacePass());
-      pm.addPass(createCheckHeapAllocationsPass());
-      addCleanup(pm);
+      addCpuKernelLaunches(pm);
       return;
     case Phase::Llvm:
       pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
       pm.addNestedPass<func::FuncOp>(createExpandIntegerPowerPass());
-      addHostToLlvm(pm);
-      pm.addPass(createReconcileUnrealizedCastsPass());
-      pm.addPass(createOutlineCpuLaunchesPass());
-      pm.addPass(createEmitEntryPointPass());
-      pm.addPass(createCanonicalizerPass());
+      addCpuHostToLlvm(pm);
       return;
     }
   }

@@ -16,6 +16,24 @@
 using namespace mlir;
 
 namespace kiln {
+
+void addCpuKernelLaunches(OpPassManager &pm) {
+  pm.addPass(createLowerStringOpsPass());
+  pm.addPass(createFormCpuLaunchesPass());
+  pm.addPass(createCountKernelCostPass());
+  pm.addPass(createLowerWorkspacePass());
+  pm.addPass(createCheckHeapAllocationsPass());
+  addCleanup(pm);
+}
+
+void addCpuHostToLlvm(OpPassManager &pm) {
+  addHostToLlvm(pm);
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createOutlineCpuLaunchesPass());
+  pm.addPass(createEmitEntryPointPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
 namespace {
 
 class X86Backend final : public TargetBackend {
@@ -40,10 +58,7 @@ public:
       lowering.vectorBits = options.vectorBits;
       pm.addPass(createConvertGraphToLinalgPass(lowering));
       addCleanup(pm);
-      if (options.fuse) {
-        pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
-        addCleanup(pm);
-      }
+      addElementwiseFusion(pm, options);
       pm.addNestedPass<func::FuncOp>(createTileContractionsPass());
       addCleanup(pm);
       if (options.fuse) {
@@ -59,12 +74,7 @@ public:
     }
     case Phase::Bufferized:
       addBufferizeToLoops(pm, options);
-      pm.addPass(createLowerStringOpsPass());
-      pm.addPass(createFormCpuLaunchesPass());
-      pm.addPass(createCountKernelCostPass());
-      pm.addPass(createLowerWorkspacePass());
-      pm.addPass(createCheckHeapAllocationsPass());
-      addCleanup(pm);
+      addCpuKernelLaunches(pm);
       return;
     case Phase::Llvm: {
       pm.addNestedPass<func::FuncOp>(createApproximateMathPass());
@@ -73,11 +83,7 @@ public:
       pairs.vectorBits = options.vectorBits;
       pm.addNestedPass<func::FuncOp>(createSelectPairProductsPass(pairs));
       pm.addNestedPass<func::FuncOp>(createPrefetchWeightStreamsPass());
-      addHostToLlvm(pm);
-      pm.addPass(createReconcileUnrealizedCastsPass());
-      pm.addPass(createOutlineCpuLaunchesPass());
-      pm.addPass(createEmitEntryPointPass());
-      pm.addPass(createCanonicalizerPass());
+      addCpuHostToLlvm(pm);
       return;
     }
     }

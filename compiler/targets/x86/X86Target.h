@@ -3,6 +3,7 @@
 #define KILN_COMPILER_TARGETS_X86_X86TARGET_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <string>
 #include <vector>
@@ -37,6 +38,14 @@ struct CodegenRequest;
 struct CodegenResult;
 
 /// Sets `options.vectorBits` for the host CPU `hostCpu`; false with a message for an unknown CPU.
+/// The CPU targets' kernels after bufferization: string ops to runtime calls, each parallel loop
+/// nest a launch on the runtime's threads, its cost counted, workspaces from the runtime context.
+void addCpuKernelLaunches(mlir::OpPassManager &pm);
+
+/// The CPU targets' end of the LLVM phase: the host program in the LLVM dialect (after the target's
+/// own kernel passes), each launch outlined into its kernel function, the entry point emitted.
+void addCpuHostToLlvm(mlir::OpPassManager &pm);
+
 bool configureX86VectorBits(PipelineOptions &options, const std::string &hostCpu, std::string &error);
 
 /// Code generation for an x86-64 host program (every target's host side): the output `request`
