@@ -70,7 +70,7 @@ void recordSignature(ModuleOp module) {
   };
   SmallVector<Attribute> inputs, outputs;
   for (unsigned i = 0; i < main.getNumArguments(); ++i)
-    if (!main.getArgAttr(i, "kiln.weight")) // weights are not part of the signature
+    if (!main.getArgAttr(i, attrs::kWeight)) // weights are not part of the signature
       inputs.push_back(describe(main.getArgument(i).getType(), main.getArgAttrDict(i)));
   for (unsigned i = 0; i < main.getNumResults(); ++i)
     outputs.push_back(describe(main.getResultTypes()[i], main.getResultAttrDict(i)));

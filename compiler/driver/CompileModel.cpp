@@ -54,7 +54,7 @@ std::vector<IndexBound> findIndexBounds(ModuleOp module) {
     }
     auto arg = dyn_cast<BlockArgument>(v);
     if (!arg || arg.getOwner()->getParentOp() != main.getOperation() ||
-        main.getArgAttr(arg.getArgNumber(), "kiln.weight"))
+        main.getArgAttr(arg.getArgNumber(), attrs::kWeight))
       return;
     auto name = main.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attrs::kName);
     if (!name)

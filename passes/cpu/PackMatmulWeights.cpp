@@ -97,7 +97,7 @@ struct PackMatmulWeightsPass : impl::PackMatmulWeightsPassBase<PackMatmulWeights
           layouts[i] = a;
     bool changed = false;
     for (BlockArgument arg : main.getArguments()) {
-      auto index = main.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), "kiln.weight");
+      auto index = main.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), attrs::kWeight);
       if (!index || index.getInt() >= (int64_t)layouts.size())
         continue;
       if (int64_t width = convPanelWidth(arg)) {

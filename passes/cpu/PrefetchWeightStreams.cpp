@@ -1,5 +1,6 @@
 // Software prefetch for the weight streams of quantized products (after bufferization).
 #include "passes/cpu/Passes.h"
+#include "dialects/graph/IR/GraphAttrNames.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -24,7 +25,7 @@ struct PrefetchWeightStreamsPass : impl::PrefetchWeightStreamsPassBase<PrefetchW
     auto arg = dyn_cast<BlockArgument>(read.getBase());
     auto type = dyn_cast<MemRefType>(read.getBase().getType());
     return arg && arg.getOwner()->getParentOp() == func.getOperation() &&
-           func.getArgAttr(arg.getArgNumber(), "kiln.weight") && type && type.getRank() == 3 &&
+           func.getArgAttr(arg.getArgNumber(), attrs::kWeight) && type && type.getRank() == 3 &&
            type.getElementType().isInteger(8);
   }
 

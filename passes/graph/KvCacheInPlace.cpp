@@ -56,7 +56,7 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
     auto ret = cast<func::ReturnOp>(main.getBody().front().getTerminator());
     SmallVector<CacheUse> caches;
     for (unsigned i = 0; i < main.getNumArguments(); ++i)
-      if (!main.getArgAttr(i, "kiln.weight"))
+      if (!main.getArgAttr(i, attrs::kWeight))
         if (auto c = findCache(main, ret, i))
           caches.push_back(*c);
     if (caches.empty())

@@ -43,7 +43,7 @@ struct OutlineWeightsPass : impl::OutlineWeightsPassBase<OutlineWeightsPass> {
         if (name.empty())
           name = "weight_" + std::to_string(weights.size());
         auto attrs = b.getDictionaryAttr(
-            {b.getNamedAttr("kiln.weight", b.getI64IntegerAttr(weights.size()))});
+            {b.getNamedAttr(attrs::kWeight, b.getI64IntegerAttr(weights.size()))});
         if (failed(func.insertArgument(index, type, attrs, op.getLoc()))) {
           signalPassFailure();
           return;

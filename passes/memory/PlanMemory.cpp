@@ -1,6 +1,7 @@
 // Places @main's intermediate buffers in one arena by liveness; dynamic sizes and offsets become
 // expressions evaluated when the function starts.
 #include "passes/memory/Passes.h"
+#include "dialects/graph/IR/GraphAttrNames.h"
 
 #include "dialects/cpu/IR/Cpu.h"
 
@@ -82,7 +83,7 @@ std::string exprText(Value v, int depth = 0) {
     auto index = dim.getConstantIndex();
     if (arg && index) {
       auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-      if (auto dims = func ? func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), "kiln.dims") : nullptr)
+      if (auto dims = func ? func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), attrs::kDims) : nullptr)
         if (*index < int64_t(dims.size()))
           if (auto name = dyn_cast<StringAttr>(dims[*index]); name && !name.getValue().empty())
             return name.str();

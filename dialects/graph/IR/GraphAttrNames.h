@@ -18,6 +18,9 @@ constexpr const char *kDtype = "kiln.dtype";   // ONNX TensorProto.DataType
 constexpr const char *kDims = "kiln.dims";     // dim_param names ("" if static)
 constexpr const char *kWeights = "kiln.weights"; // module: [ElementsAttr...]
 constexpr const char *kWeightNames = "kiln.weight_names";
+// Set by kiln-outline-weights on each weight argument of @main: its index in kiln.weights (such
+// arguments are not part of the model's signature).
+constexpr const char *kWeight = "kiln.weight";
 // Set by kiln-pack-matmul-weights: per weight, [] (as imported) or [K, N, B] (stored as [N/B, K, B]).
 constexpr const char *kWeightLayouts = "kiln.weight_layouts";
 // Set by kiln-kv-cache-in-place on @main's arguments.
