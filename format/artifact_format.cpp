@@ -129,6 +129,7 @@ std::string encodeCuda(const CudaInfo &c) {
   e.str(c.arch);
   e.str(c.ptx);
   e.str(c.cubin);
+  e.strList(c.kernelParams);
   return std::move(e.bytes);
 }
 
@@ -306,6 +307,9 @@ void decodeCuda(Decoder &d, CudaInfo &c) {
   c.arch = d.str("cuda arch");
   c.ptx = d.str("cuda ptx");
   c.cubin = d.str("cuda cubin");
+  // The kernels' parameter table came later within format version 1: absent in older artifacts.
+  if (d.ok() && d.remaining() > 0)
+    c.kernelParams = d.strList("cuda kernel parameters");
   d.expectEnd("cuda section");
 }
 

@@ -97,6 +97,12 @@ struct CudaInfo {
   std::string arch;  // "sm_90": what the PTX targets and the cubin (if any) was assembled for
   std::string ptx;   // PTX text, loadable (JIT-compiled by the driver) on arch and newer GPUs
   std::string cubin; // ptxas's ELF for exactly `arch`; "" when ptxas was not found at compile time
+  // Per kernel (indexed like Metadata::kernels): its parameters as the launch passes them, so the
+  // runtime can check pointer arguments against live device allocations (KILN_CUDA_CHECK_POINTERS).
+  // Space-separated, one entry per source-level argument: "mR:E" a memref of rank R and E-byte
+  // elements (3 + 2R launch parameters: allocated and aligned pointers, offset, sizes, strides),
+  // "sB" a B-byte scalar (one parameter). Empty for artifacts written before the table existed.
+  std::vector<std::string> kernelParams;
 };
 
 struct Metadata {
