@@ -199,6 +199,8 @@ LogicalResult writeModelArtifact(const ArtifactInputs &in, const std::string &pa
         for (Attribute n : names)
           k.sourceNodes.push_back(cast<StringAttr>(n).str());
       kernels[int32_t(i)] = k;
+      auto params = dict.getAs<StringAttr>("params");
+      meta.cuda.kernelParams.push_back(params ? params.str() : std::string());
     }
   }
   for (auto &[id, k] : kernels) {

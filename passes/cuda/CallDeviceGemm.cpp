@@ -8,6 +8,7 @@
 #include "passes/host/Passes.h"
 #include "passes/host/RuntimeContext.h"
 #include "passes/cuda/DeviceTransfers.h"
+#include "passes/cuda/LaunchUtils.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -223,6 +224,11 @@ struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
     Type at = cast<MemRefType>(a.getType()).getElementType(), bt = cast<MemRefType>(bv.getType()).getElementType(),
          ct = cast<MemRefType>(c.getType()).getElementType();
     if (!dtypeCode(at) || at != bt || (ct != at && !ct.isF32()))
+      return;
+    // A constant of the host program lives in host memory, which cuBLASLt cannot read; such a
+    // product (a small table times activations, e.g. rotary frequencies) stays a kernel, which
+    // reads the constant from its own module.
+    if (cuda::isHostGlobal(a) || cuda::isHostGlobal(bv) || cuda::isHostGlobal(c))
       return;
     std::optional<Body> body = matchBody(g);
     std::optional<Roles> roles = matchMaps(g);

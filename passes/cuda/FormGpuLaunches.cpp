@@ -192,12 +192,7 @@ bool missesElement(Value memref, Value base, int64_t element) {
   return element < view->offset || element > last;
 }
 
-/// The buffer `v` is a view of (through any chain of views), or `v` itself.
-Value rootBuffer(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
-}
+using cuda::rootBuffer;
 
 /// The byte range [first, end) of a `memref.view` at a constant shift with a static shape.
 std::optional<std::pair<int64_t, int64_t>> viewBytes(Value v) {
@@ -342,15 +337,40 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
       if (failed(processBlock(block)))
         return signalPassFailure();
     // Constant globals are read inside the kernels: outlining then copies them into the GPU
-    // module (device memory); a host address would not be readable there.
-    func.walk([&](gpu::LaunchOp launch) {
+    // module (device memory); a host address would not be readable there. A launch may capture
+    // the global itself or a view of it (a reshape of a bias, a slice of a table): the whole
+    // chain is cloned in, so the kernel's views are of its own copy. What the views need besides
+    // (dynamic sizes and offsets) stays captured as scalars.
+    WalkResult escaped = func.walk([&](gpu::LaunchOp launch) {
       llvm::SetVector<Value> captured;
       getUsedValuesDefinedAbove(launch.getBody(), captured);
       OpBuilder b = OpBuilder::atBlockBegin(&launch.getBody().front());
       for (Value v : captured)
-        if (auto global = v.getDefiningOp<memref::GetGlobalOp>())
-          replaceAllUsesInRegionWith(v, b.clone(*global)->getResult(0), launch.getBody());
+        if (cuda::isHostGlobal(v))
+          replaceAllUsesInRegionWith(v, cloneViewChain(b, v), launch.getBody());
+      // No buffer of the host program's constants may remain a kernel argument.
+      captured.clear();
+      getUsedValuesDefinedAbove(launch.getBody(), captured);
+      for (Value v : captured)
+        if (cuda::isHostGlobal(v)) {
+          launch.emitError("internal: a launch still takes a host constant's address");
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
     });
+    if (escaped.wasInterrupted())
+      signalPassFailure();
+  }
+
+  /// A copy, at `b`, of `v` and the chain of views from its memref.get_global down to it.
+  static Value cloneViewChain(OpBuilder &b, Value v) {
+    auto view = v.getDefiningOp<ViewLikeOpInterface>();
+    if (!view)
+      return b.clone(*v.getDefiningOp())->getResult(0);
+    Value source = cloneViewChain(b, view.getViewSource());
+    IRMapping map;
+    map.map(view.getViewSource(), source);
+    return b.clone(*view.getOperation(), map)->getResult(cast<OpResult>(v).getResultNumber());
   }
 
   /// Forms the launches of one host block, recursing into host control flow.

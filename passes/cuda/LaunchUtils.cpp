@@ -23,6 +23,14 @@ bool accessesMemory(Operation *op) {
   return llvm::any_of(op->getOperandTypes(), [](Type t) { return isa<MemRefType>(t); });
 }
 
+Value rootBuffer(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+bool isHostGlobal(Value v) { return isa<MemRefType>(v.getType()) && rootBuffer(v).getDefiningOp<memref::GetGlobalOp>(); }
+
 static bool isKernel(Operation *op) {
   return isa<gpu::LaunchOp>(op) || (isa<scf::ParallelOp>(op) && op->getNumResults() == 0);
 }

@@ -19,6 +19,15 @@ bool accessesMemoryOutsideKernels(mlir::Operation *op);
 /// Whether `op` holds a parallel loop or a GPU launch.
 bool containsKernels(mlir::Operation *op);
 
+/// The buffer `v` is a view of (through any chain of view-like ops), or `v` itself.
+mlir::Value rootBuffer(mlir::Value v);
+
+/// Whether `v` is (a view of) a memref.get_global: a constant of the host program, in host
+/// memory. Kernels read such constants only from copies in their own module (cloned into the
+/// launch before outlining); their host address must never reach the device (a launch parameter,
+/// a cuBLASLt operand).
+bool isHostGlobal(mlir::Value v);
+
 /// The number of iterations of a loop from `lb` to `ub` by `step` (never negative), folded as
 /// built, so static bounds give a constant.
 mlir::Value tripCount(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lb, mlir::Value ub, mlir::Value step);

@@ -13,6 +13,26 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+/// Fails (with an error on `launch`) unless `params` ("m2:4 s8 ...") expands to as many launch
+/// parameters as `launch` passes: 3 + 2R per memref of rank R, one per scalar.
+LogicalResult checkFlattenedCount(gpu::LaunchFuncOp launch, StringRef params) {
+  size_t expected = 0;
+  SmallVector<StringRef> kinds;
+  params.split(kinds, ' ', -1, /*KeepEmpty=*/false);
+  for (StringRef kind : kinds) {
+    unsigned rank = 0;
+    if (kind.consume_front("m") && !kind.split(':').first.getAsInteger(10, rank))
+      expected += 3 + 2 * rank;
+    else
+      expected += 1;
+  }
+  if (expected == launch.getKernelOperands().size())
+    return success();
+  return launch.emitError("internal: kernel parameters '")
+         << params << "' describe " << expected << " launch parameters, the launch passes "
+         << launch.getKernelOperands().size();
+}
+
 struct LowerGpuLaunchesPass : impl::LowerGpuLaunchesPassBase<LowerGpuLaunchesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -32,11 +52,17 @@ struct LowerGpuLaunchesPass : impl::LowerGpuLaunchesPassBase<LowerGpuLaunchesPas
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     auto i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
     SmallVector<Attribute> kernels;
+    auto paramTable = module->getAttrOfType<DictionaryAttr>(cuda_attrs::kKernelParams);
     for (auto [id, launch] : llvm::enumerate(launches)) {
       if (launch.getAsyncToken() || !launch.getAsyncDependencies().empty() || launch.hasClusterSize()) {
         launch.emitError("async or clustered launches are not formed by kiln");
         return signalPassFailure();
       }
+      // The parameter kinds kiln-record-kernel-params took before the memrefs were flattened:
+      // they must account for exactly the operands passed now.
+      auto kinds = paramTable ? paramTable.getAs<StringAttr>(launch.getKernelName()) : StringAttr();
+      if (paramTable && (!kinds || failed(checkFlattenedCount(launch, kinds.getValue()))))
+        return signalPassFailure();
       Location loc = launch.getLoc();
       OpBuilder b(launch);
       // The arguments live in one stack struct, `params` points at each field.
@@ -83,11 +109,15 @@ struct LowerGpuLaunchesPass : impl::LowerGpuLaunchesPassBase<LowerGpuLaunchesPas
       SmallVector<Attribute> nameAttrs;
       for (StringRef name : names)
         nameAttrs.push_back(b.getStringAttr(name));
-      kernels.push_back(b.getDictionaryAttr({b.getNamedAttr("name", launch.getKernelName()),
-                                             b.getNamedAttr("source_nodes", b.getArrayAttr(nameAttrs))}));
+      SmallVector<NamedAttribute> entry = {b.getNamedAttr("name", launch.getKernelName()),
+                                           b.getNamedAttr("source_nodes", b.getArrayAttr(nameAttrs))};
+      if (kinds)
+        entry.push_back(b.getNamedAttr("params", kinds));
+      kernels.push_back(b.getDictionaryAttr(entry));
       launch.erase();
     }
     module->setAttr(cuda_attrs::kKernels, ArrayAttr::get(ctx, kernels));
+    module->removeAttr(cuda_attrs::kKernelParams);
     if (!binaries.empty()) {
       ArrayAttr objects = binaries[0].getObjects();
       auto object = objects.empty() ? gpu::ObjectAttr() : dyn_cast<gpu::ObjectAttr>(objects[0]);

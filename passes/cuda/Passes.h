@@ -22,7 +22,8 @@ namespace kiln {
 
 namespace cuda_attrs {
 constexpr const char *kPtx = "kiln.cuda_ptx";         // module: the kernels' PTX text
-constexpr const char *kKernels = "kiln.cuda_kernels"; // module: [{name, source_nodes}] by kernel id
+constexpr const char *kKernels = "kiln.cuda_kernels"; // module: [{name, source_nodes, params}] by kernel id
+constexpr const char *kKernelParams = "kiln.cuda_kernel_params"; // module: {kernel name: "m2:4 s8 ..."}
 } // namespace cuda_attrs
 } // namespace kiln
 

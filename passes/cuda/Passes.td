@@ -184,6 +184,20 @@ def MergeGpuModulesPass : Pass<"kiln-merge-gpu-modules", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def RecordKernelParamsPass : Pass<"kiln-record-kernel-params", "::mlir::ModuleOp"> {
+  let summary = "Record each kernel's parameter kinds for the runtime's pointer checks";
+  let description = [{
+    After outlining, every `gpu.launch_func` still passes memrefs: this pass
+    writes the module attribute `kiln.cuda_kernel_params`, a dictionary from
+    kernel name to its arguments in order, `mR:E` for a memref of rank R with
+    E-byte elements (3 + 2R launch parameters once lowered) and `sB` for a
+    B-byte scalar. kiln-lower-gpu-launches checks it against the lowered
+    operands and puts it in the kernel table; the artifact carries it so the
+    runtime can check that every buffer a launch passes is device memory.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def LowerGpuLaunchesPass : Pass<"kiln-lower-gpu-launches", "::mlir::ModuleOp"> {
   let summary = "Launch kernels through the runtime context and keep the PTX";
   let description = [{

@@ -88,6 +88,7 @@ public:
         pm.addPass(createGpuLaunchSinkIndexComputationsPass());
         pm.addPass(createGpuKernelOutliningPass());
         pm.addPass(createMergeGpuModulesPass());
+        pm.addPass(createRecordKernelParamsPass());
       }
       addCleanup(pm);
       return;
