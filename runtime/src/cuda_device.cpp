@@ -2,8 +2,12 @@
 // CUDA library and loads on machines without one; CUDA artifacts then fail to load with a clear error.
 #include "cuda_device.h"
 
+#include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
+#include <map>
 #include <type_traits>
 
 namespace kiln::runtime {
@@ -17,6 +21,7 @@ constexpr int kAttrComputeCapabilityMajor = 75; // CU_DEVICE_ATTRIBUTE_COMPUTE_C
 constexpr int kAttrComputeCapabilityMinor = 76;
 constexpr CUresult kErrorNoDevice = 100;        // CUDA_ERROR_NO_DEVICE
 constexpr CUresult kErrorStubLibrary = 34;      // CUDA_ERROR_STUB_LIBRARY
+constexpr CUresult kErrorOutOfMemory = 2;       // CUDA_ERROR_OUT_OF_MEMORY
 
 struct CudaDriver {
   void *library = nullptr;
@@ -27,6 +32,8 @@ struct CudaDriver {
   CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
   CUresult (*cuDevicePrimaryCtxRetain)(void **, CUdevice);
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*cuDevicePrimaryCtxReset)(CUdevice);
+  CUresult (*cuMemGetAddressRange)(CUdeviceptr *, size_t *, CUdeviceptr);
   CUresult (*cuCtxSetCurrent)(void *);
   CUresult (*cuModuleLoadData)(void **, const void *);
   CUresult (*cuModuleUnload)(void *);
@@ -75,6 +82,8 @@ struct CudaDriver {
     get(cuDeviceGetAttribute, "cuDeviceGetAttribute");
     get(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
     get(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+    get(cuDevicePrimaryCtxReset, "cuDevicePrimaryCtxReset_v2");
+    get(cuMemGetAddressRange, "cuMemGetAddressRange_v2");
     get(cuCtxSetCurrent, "cuCtxSetCurrent");
     get(cuModuleLoadData, "cuModuleLoadData");
     get(cuModuleUnload, "cuModuleUnload");
@@ -97,17 +106,153 @@ struct CudaDriver {
   }
 };
 
-bool CudaDevice::check(int result, const char *what, std::string &error) const {
+// One device ordinal's primary context as this process uses it: every CudaDevice (one per loaded
+// model) of the ordinal shares it. A sticky fault breaks the context for all of them; once the last
+// of them is gone (the context released), the next load resets it.
+struct CudaDeviceState {
+  std::mutex mutex;
+  int users = 0;                  // CudaDevices holding the primary context
+  std::atomic<bool> broken{false};
+  std::string brokenBy;           // the error that broke it (guarded by mutex)
+};
+
+namespace {
+
+CudaDeviceState &stateOf(int ordinal) {
+  static std::mutex mutex;
+  // Never destroyed: models may outlive static destruction.
+  static auto *states = new std::map<int, std::unique_ptr<CudaDeviceState>>;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<CudaDeviceState> &s = (*states)[ordinal];
+  if (!s)
+    s = std::make_unique<CudaDeviceState>();
+  return *s;
+}
+
+// Why this thread's last CudaDevice::allocate failed, when not for want of memory.
+thread_local std::string tAllocationFailure;
+
+bool envFlag(const char *name) {
+  const char *v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+std::string hex(uint64_t p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, p);
+  return buf;
+}
+
+const char *kSyncHint = "; set KILN_CUDA_SYNC=1 to synchronize after each launch and name the faulting one exactly";
+
+} // namespace
+
+bool isStickyCudaError(int result) {
+  switch (result) {
+  case 226: // CUDA_ERROR_CONTAINED
+  case 700: // CUDA_ERROR_ILLEGAL_ADDRESS
+  case 702: // CUDA_ERROR_LAUNCH_TIMEOUT
+  case 709: // CUDA_ERROR_CONTEXT_IS_DESTROYED
+  case 710: // CUDA_ERROR_ASSERT
+  case 714: // CUDA_ERROR_HARDWARE_STACK_ERROR
+  case 715: // CUDA_ERROR_ILLEGAL_INSTRUCTION
+  case 716: // CUDA_ERROR_MISALIGNED_ADDRESS
+  case 717: // CUDA_ERROR_INVALID_ADDRESS_SPACE
+  case 718: // CUDA_ERROR_INVALID_PC
+  case 719: // CUDA_ERROR_LAUNCH_FAILED
+  case 911: // CUDA_ERROR_EXTERNAL_DEVICE
+  case 999: // CUDA_ERROR_UNKNOWN
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool parseKernelParams(const std::string &entry, std::vector<KernelParam> &params) {
+  params.clear();
+  size_t i = 0;
+  auto number = [&](int32_t &out) {
+    size_t start = i;
+    int64_t v = 0;
+    while (i < entry.size() && entry[i] >= '0' && entry[i] <= '9' && v < (1 << 20))
+      v = v * 10 + (entry[i++] - '0');
+    out = int32_t(v);
+    return i > start && v < (1 << 20);
+  };
+  while (i < entry.size()) {
+    if (entry[i] == ' ') {
+      ++i;
+      continue;
+    }
+    KernelParam p;
+    const char kind = entry[i++];
+    if (kind == 'm') {
+      p.memref = true;
+      if (!number(p.rank) || i >= entry.size() || entry[i++] != ':' || !number(p.bytes) || p.bytes == 0)
+        return false;
+    } else if (kind == 's') {
+      if (!number(p.bytes) || p.bytes == 0)
+        return false;
+    } else {
+      return false;
+    }
+    if (i < entry.size() && entry[i] != ' ')
+      return false;
+    params.push_back(p);
+  }
+  return true;
+}
+
+std::string CudaDevice::describeKernel(int32_t id) const {
+  if (id < 0 || size_t(id) >= kernelNames_.size())
+    return "kernel " + std::to_string(id);
+  std::string s = "kernel " + kernelNames_[size_t(id)];
+  if (!kernelNodes_[size_t(id)].empty())
+    s += " (ONNX nodes: " + kernelNodes_[size_t(id)] + ")";
+  return s;
+}
+
+std::string CudaDevice::lastWork() const {
+  const int32_t last = lastWork_.load(std::memory_order_relaxed);
+  if (last == kLastGemm)
+    return "a cuBLASLt matrix product";
+  return last >= 0 ? describeKernel(last) : std::string();
+}
+
+void CudaDevice::markBroken(const std::string &error) const {
+  if (!state_)
+    return;
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (!state_->broken.load()) {
+    state_->brokenBy = error;
+    state_->broken.store(true, std::memory_order_release);
+  }
+}
+
+bool CudaDevice::check(int result, const char *what, std::string &error, bool nameLast) const {
   if (result == 0)
     return true;
   const char *text = nullptr;
   if (driver_->cuGetErrorString(result, &text) != 0 || !text)
     text = "unknown error";
   error = std::string(what) + " failed: " + text + " (CUDA error " + std::to_string(result) + ")";
+  if (isStickyCudaError(result)) {
+    // Launches are asynchronous: the fault shows at a later call, after the work that caused it.
+    const std::string last = nameLast ? lastWork() : std::string();
+    if (!last.empty())
+      error += ", after " + last + ", the last launched" + (syncEachLaunch_ ? "" : kSyncHint);
+    markBroken(error);
+  }
   return false;
 }
 
-bool CudaDevice::makeCurrent(std::string &error) const {
+bool CudaDevice::makeCurrent(std::string &error, bool evenIfBroken) const {
+  if (!evenIfBroken && state_ && state_->broken.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    error = "the CUDA context was broken by an earlier fault (" + state_->brokenBy +
+            "): unload and reload the models";
+    return false;
+  }
   return check(driver_->cuCtxSetCurrent(context_), "cuCtxSetCurrent", error);
 }
 
@@ -147,6 +292,32 @@ std::unique_ptr<CudaDevice> CudaDevice::create(const artifact::CudaInfo &info,
   }
   if (!d->check(cu.cuDeviceGet(&d->device_, ordinal), "cuDeviceGet", error))
     return nullptr;
+  d->syncEachLaunch_ = envFlag("KILN_CUDA_SYNC");
+  d->checkPointers_ = envFlag("KILN_CUDA_CHECK_POINTERS");
+  for (const artifact::KernelInfo &k : kernels) {
+    std::string joined;
+    for (const std::string &n : k.sourceNodes)
+      joined += (joined.empty() ? "" : ", ") + n;
+    d->kernelNames_.push_back(k.name);
+    d->kernelNodes_.push_back(joined);
+  }
+  if (d->checkPointers_ && !kernels.empty()) {
+    bool ok = info.kernelParams.size() == kernels.size();
+    for (size_t i = 0; ok && i < kernels.size(); ++i) {
+      d->kernelParams_.emplace_back();
+      ok = parseKernelParams(info.kernelParams[i], d->kernelParams_.back());
+    }
+    if (!ok) {
+      d->kernelParams_.clear();
+      static std::atomic<bool> said{false};
+      if (!said.exchange(true))
+        std::fprintf(stderr, "kiln: KILN_CUDA_CHECK_POINTERS=1, but %s: kernel launches are not checked (matrix "
+                             "products are)\n",
+                     info.kernelParams.empty() ? "the artifact has no kernel parameter table (compiled before it "
+                                                 "existed, or by a compiler that does not fill it)"
+                                               : "the artifact's kernel parameter table does not match its kernels");
+    }
+  }
   char name[256] = {0};
   int major = 0, minor = 0;
   if (!d->check(cu.cuDeviceGetName(name, sizeof name - 1, d->device_), "cuDeviceGetName", error) ||
@@ -157,8 +328,32 @@ std::unique_ptr<CudaDevice> CudaDevice::create(const artifact::CudaInfo &info,
     return nullptr;
   const std::string arch = "sm_" + std::to_string(major * 10 + minor);
   d->name_ = std::string(name) + " (" + arch + ")";
-  if (!d->check(cu.cuDevicePrimaryCtxRetain(&d->context_, d->device_), "cuDevicePrimaryCtxRetain", error))
-    return nullptr;
+  {
+    // A context a fault broke is reset once no model uses it any more: the way back without
+    // restarting the process.
+    CudaDeviceState &state = stateOf(ordinal);
+    std::lock_guard<std::mutex> lock(state.mutex);
+    if (state.broken.load()) {
+      if (state.users > 0) {
+        error = "the CUDA context of device " + std::to_string(ordinal) + " was broken by an earlier fault (" +
+                state.brokenBy + "): unload the " + std::to_string(state.users) +
+                " model(s) still loaded on it, then load again";
+        return nullptr;
+      }
+      if (!d->check(cu.cuDevicePrimaryCtxReset(d->device_), "resetting the CUDA context after an earlier fault",
+                    error)) {
+        error += " (the fault: " + state.brokenBy + ")";
+        return nullptr;
+      }
+      state.broken.store(false);
+      state.brokenBy.clear();
+    }
+    if (!d->check(cu.cuDevicePrimaryCtxRetain(&d->context_, d->device_), "cuDevicePrimaryCtxRetain", error))
+      return nullptr;
+    state.users++;
+    d->state_ = &state;
+    d->retained_ = true;
+  }
   if (!d->makeCurrent(error))
     return nullptr;
   // The cubin runs only on the architecture it was assembled for ("sm_90a" on sm_90 too); the PTX
@@ -189,28 +384,43 @@ std::unique_ptr<CudaDevice> CudaDevice::create(const artifact::CudaInfo &info,
 CudaDevice::~CudaDevice() {
   if (!driver_ || !driver_->library)
     return;
+  // Handles and memory are released even in a broken context (the driver frees what it can).
   std::string error;
-  if (blas_ && makeCurrent(error))
+  if (blas_ && makeCurrent(error, true))
     blas_.reset(); // its handle belongs to the context released below
   if (module_)
     driver_->cuModuleUnload(module_);
   if (context_)
     driver_->cuDevicePrimaryCtxRelease(device_);
+  if (retained_) {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->users--;
+  }
 }
 
 void *CudaDevice::allocate(size_t bytes, size_t) {
+  tAllocationFailure.clear();
   std::string error;
-  if (!makeCurrent(error))
+  if (!makeCurrent(error)) {
+    tAllocationFailure = error;
     return nullptr;
+  }
   CUdeviceptr p = 0;
-  if (driver_->cuMemAlloc(&p, bytes == 0 ? 1 : bytes) != 0)
+  const CUresult r = driver_->cuMemAlloc(&p, bytes == 0 ? 1 : bytes);
+  if (r == kErrorOutOfMemory)
+    return nullptr; // the one failure reported as out of memory
+  if (!check(r, ("cuMemAlloc of " + std::to_string(bytes) + " bytes").c_str(), error)) {
+    tAllocationFailure = error;
     return nullptr;
+  }
   return reinterpret_cast<void *>(p);
 }
 
+std::string CudaDevice::allocationFailure() const { return tAllocationFailure; }
+
 void CudaDevice::deallocate(void *ptr) {
   std::string error;
-  if (ptr && makeCurrent(error))
+  if (ptr && makeCurrent(error, true))
     driver_->cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
 }
 
@@ -242,7 +452,7 @@ bool CudaDevice::createStream(void **stream, std::string &error) {
 
 void CudaDevice::destroyStream(void *stream) {
   std::string error;
-  if (stream && makeCurrent(error))
+  if (stream && makeCurrent(error, true))
     driver_->cuStreamDestroy(stream);
 }
 
@@ -267,11 +477,129 @@ bool CudaDevice::launch(void *stream, int32_t id, const int64_t grid[3], const i
               std::to_string(block[1]) + "x" + std::to_string(block[2]) + ": outside CUDA's limits";
       return false;
     }
-  return makeCurrent(error) &&
-         check(driver_->cuLaunchKernel(functions_[id], unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2]),
+  if (checkPointers_ && !checkLaunchPointers(id, params, error))
+    return false;
+  if (!makeCurrent(error))
+    return false;
+  CUresult r = driver_->cuLaunchKernel(functions_[id], unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2]),
                                        unsigned(block[0]), unsigned(block[1]), unsigned(block[2]),
-                                       unsigned(sharedBytes), stream, params, nullptr),
-               "cuLaunchKernel", error);
+                                       unsigned(sharedBytes), stream, params, nullptr);
+  if (r != 0)
+    return check(r, ("launching " + describeKernel(id)).c_str(), error);
+  lastWork_.store(id, std::memory_order_relaxed);
+  if (syncEachLaunch_ && (r = driver_->cuStreamSynchronize(stream)) != 0) {
+    // KILN_CUDA_SYNC=1: nothing else ran since the launch, so this kernel is the one that failed.
+    check(r, describeKernel(id).c_str(), error, false);
+    return false;
+  }
+  return true;
+}
+
+bool CudaDevice::checkRange(uint64_t begin, uint64_t end, const std::string &what, std::string &error) const {
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  const CUresult r = driver_->cuMemGetAddressRange(&base, &size, begin);
+  if (isStickyCudaError(r))
+    return check(r, ("checking " + what).c_str(), error);
+  if (r != 0) {
+    error = what + " points at " + hex(begin) + " which is not inside a device allocation (host memory?)";
+    return false;
+  }
+  if (end - base > size) {
+    error = what + " spans [" + hex(begin) + ", " + hex(end) + "), past the end of its device allocation [" +
+            hex(base) + ", " + hex(base + size) + ")";
+    return false;
+  }
+  return true;
+}
+
+bool CudaDevice::checkLaunchPointers(int32_t id, void **params, std::string &error) {
+  if (size_t(id) >= kernelParams_.size())
+    return true; // no table: nothing to check against
+  if (!makeCurrent(error))
+    return false;
+  auto word = [&](size_t i) {
+    uint64_t v = 0;
+    std::memcpy(&v, params[i], sizeof v); // pointers and index values are 8 bytes on x86-64
+    return v;
+  };
+  size_t p = 0;
+  int argument = 0;
+  for (const KernelParam &kp : kernelParams_[size_t(id)]) {
+    if (!kp.memref) {
+      ++p;
+      ++argument;
+      continue;
+    }
+    const uint64_t allocated = word(p), aligned = word(p + 1);
+    __int128 lo = int64_t(word(p + 2)), hi = lo; // element offsets of the first and last element
+    bool empty = false;
+    for (int32_t d = 0; d < kp.rank; ++d) {
+      const int64_t size = int64_t(word(p + 3 + size_t(d))), stride = int64_t(word(p + 3 + size_t(kp.rank + d)));
+      if (size <= 0) {
+        empty = true;
+        break;
+      }
+      const __int128 reach = __int128(size - 1) * stride;
+      (reach < 0 ? lo : hi) += reach;
+    }
+    p += 3 + 2 * size_t(kp.rank);
+    const std::string what = describeKernel(id) + " argument " + std::to_string(argument) + " (memref rank " +
+                             std::to_string(kp.rank) + ", " + std::to_string(kp.bytes) + "-byte elements)";
+    ++argument;
+    if (empty)
+      continue; // addresses nothing
+    const __int128 begin = __int128(aligned) + lo * kp.bytes, end = __int128(aligned) + (hi + 1) * kp.bytes;
+    if (begin < 0 || end > (__int128(1) << 64)) {
+      error = what + " addresses bytes outside the 64-bit address space (offset or strides broken)";
+      return false;
+    }
+    if (!checkRange(uint64_t(begin), uint64_t(end), what, error))
+      return false;
+    CUdeviceptr base = 0;
+    size_t bytes = 0;
+    if (const CUresult r = driver_->cuMemGetAddressRange(&base, &bytes, allocated); r != 0) {
+      if (isStickyCudaError(r))
+        return check(r, ("checking " + what).c_str(), error);
+      error = what + ": its allocated pointer " + hex(allocated) +
+              " is not inside a device allocation (host memory?); its aligned pointer is " + hex(aligned);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool CudaDevice::checkGemmPointers(const kiln_abi_gemm &g, std::string &error) {
+  if (!makeCurrent(error))
+    return false;
+  auto bytesOf = [](int64_t onnxType) { return onnxType == 1 ? 4 : 2; }; // f32, else f16 / bf16 (planned)
+  const std::string product = "matrix product (" + std::to_string(g.m) + " x " + std::to_string(g.k) + " times " +
+                              std::to_string(g.k) + " x " + std::to_string(g.n) + ")";
+  struct Operand {
+    const char *name;
+    const void *data;
+    int64_t type, rows, cols, sr, sc;
+    const int64_t *batchStride;
+  } operands[3] = {{"A", g.a, g.a_type, g.m, g.k, g.a_stride_m, g.a_stride_k, g.a_stride_batch},
+                   {"B", g.b, g.b_type, g.k, g.n, g.b_stride_k, g.b_stride_n, g.b_stride_batch},
+                   {"C", g.c, g.c_type, g.m, g.n, g.c_stride_m, g.c_stride_n, g.c_stride_batch}};
+  for (const Operand &o : operands) {
+    // planGemm took it: sizes positive, strides not negative.
+    __int128 last = __int128(o.rows - 1) * o.sr + __int128(o.cols - 1) * o.sc;
+    for (int64_t i = 0; i < g.batch_rank && i < KILN_ABI_GEMM_MAX_BATCH; ++i)
+      last += __int128(g.batch[i] - 1) * o.batchStride[i];
+    const uint64_t begin = uint64_t(reinterpret_cast<uintptr_t>(o.data));
+    const __int128 end = __int128(begin) + (last + 1) * bytesOf(o.type);
+    const std::string what = "the " + product + " operand " + o.name + " (" + std::to_string(bytesOf(o.type)) +
+                             "-byte elements)";
+    if (end > (__int128(1) << 64)) {
+      error = what + " addresses bytes outside the 64-bit address space";
+      return false;
+    }
+    if (!checkRange(begin, uint64_t(end), what, error))
+      return false;
+  }
+  return true;
 }
 
 void *CudaDevice::createEvent(std::string &error) {
@@ -283,7 +611,7 @@ void *CudaDevice::createEvent(std::string &error) {
 
 void CudaDevice::destroyEvent(void *event) {
   std::string error;
-  if (event && makeCurrent(error))
+  if (event && makeCurrent(error, true))
     driver_->cuEventDestroy(event);
 }
 
@@ -308,8 +636,18 @@ Device::GemmResult CudaDevice::gemm(void *stream, const kiln_abi_gemm &product, 
   std::string why;
   if (!blas_ || !planGemm(product, plan, why))
     return GemmResult::Declined;
+  if (checkPointers_ && !checkGemmPointers(product, error))
+    return GemmResult::Failed;
   switch (blas_->run(plan, stream, workspace, workspaceBytes, error)) {
   case CudaBlas::Result::Done:
+    lastWork_.store(kLastGemm, std::memory_order_relaxed);
+    if (syncEachLaunch_) {
+      const CUresult r = driver_->cuStreamSynchronize(stream);
+      if (r != 0) {
+        check(r, "a cuBLASLt matrix product", error, false);
+        return GemmResult::Failed;
+      }
+    }
     return GemmResult::Done;
   case CudaBlas::Result::Declined:
     return GemmResult::Declined;

@@ -8,6 +8,7 @@
 #include "device.h"
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -16,7 +17,23 @@
 
 namespace kiln::runtime {
 
-struct CudaDriver; // the resolved driver entry points (cuda_device.cpp)
+struct CudaDriver;      // the resolved driver entry points (cuda_device.cpp)
+struct CudaDeviceState; // per process and device ordinal: the models using it, whether a fault broke it
+
+// A launch parameter of a kernel as the artifact's table describes it (artifact::CudaInfo::kernelParams).
+struct KernelParam {
+  bool memref = false;  // a memref descriptor: 3 + 2 * rank launch parameters
+  int32_t rank = 0;
+  int32_t bytes = 0;    // element size of a memref, or the scalar's size
+};
+
+// Parses one kernel's entry ("m2:4 s8 m1:2"); false on a malformed entry.
+bool parseKernelParams(const std::string &entry, std::vector<KernelParam> &params);
+
+// CUDA errors that leave the context unusable ("any further CUDA work will return the same error",
+// cuda.h): a kernel's illegal address, misaligned access, illegal instruction, trap, assert, timeout,
+// hardware error, CUDA_ERROR_LAUNCH_FAILED, CUDA_ERROR_UNKNOWN and the like.
+bool isStickyCudaError(int result);
 
 class CudaDevice final : public Device {
 public:
@@ -36,8 +53,10 @@ public:
   int32_t concurrency() const override { return 1; }
   bool hostMemory() const override { return false; }
 
-  // Device memory (cuMemAlloc aligns to 256 bytes at least); null on failure. Safe from any thread.
+  // Device memory (cuMemAlloc aligns to 256 bytes at least); null on failure, with the driver's
+  // reason in allocationFailure() unless it was out of memory. Safe from any thread.
   void *allocate(size_t bytes, size_t alignment) override;
+  std::string allocationFailure() const override;
   void deallocate(void *ptr) override;
   // Synchronous copies; false with the driver's message in `error`.
   bool upload(void *device, const void *host, size_t bytes, std::string &error) override;
@@ -52,8 +71,20 @@ public:
   // The host program must not run kernels on host threads: a CUDA artifact that does is broken.
   bool parallelFor(int32_t kernelId, kiln_abi_kernel_fn, void *, int64_t, int64_t, int64_t,
                    std::string &error) override;
+  // With KILN_CUDA_CHECK_POINTERS=1 every memref argument is checked against the live device
+  // allocations first (checkLaunchPointers); with KILN_CUDA_SYNC=1 the stream is synchronized after
+  // the launch, so a faulting kernel is named exactly.
   bool launch(void *stream, int32_t id, const int64_t grid[3], const int64_t block[3], int32_t sharedBytes,
               void **params, std::string &error) override;
+  // Each memref argument of kernel `id` (per the artifact's parameter table) spans device memory
+  // inside one live allocation, and its allocated pointer is a device address; false with the
+  // argument, its address and the kernel's ONNX nodes in `error`. True when the table is empty.
+  bool checkLaunchPointers(int32_t id, void **params, std::string &error);
+  // The operands of a product (A, B, C over all their batches) each lie inside one live allocation.
+  bool checkGemmPointers(const kiln_abi_gemm &product, std::string &error);
+  bool checkingPointers() const { return checkPointers_; }
+  // "kernel main_kernel_3 (ONNX nodes: /conv1/Conv, /Relu)".
+  std::string describeKernel(int32_t id) const;
 
   // Enqueues one matrix product of the generated code on `stream` with cuBLASLt, loaded on the
   // first call. Declined (nothing enqueued) without the library or for a product it cannot take.
@@ -72,11 +103,30 @@ public:
 
 private:
   CudaDevice() = default;
-  bool check(int result, const char *what, std::string &error) const;
-  bool makeCurrent(std::string &error) const;
+  // False with "<what> failed: <driver's text> (CUDA error N)" in `error`. A sticky error marks the
+  // device's context broken and names the work that was last enqueued (where the fault happened,
+  // launches being asynchronous) unless `nameLast` is false (the caller knows the culprit).
+  bool check(int result, const char *what, std::string &error, bool nameLast = true) const;
+  // Makes the context current; false when an earlier fault broke it (unless `evenIfBroken`:
+  // releasing memory and handles is still done).
+  bool makeCurrent(std::string &error, bool evenIfBroken = false) const;
+  void markBroken(const std::string &error) const;
+  std::string lastWork() const;
+  // The byte range [begin, end) lies inside one live allocation; false with why in `error`
+  // (`what` names the argument).
+  bool checkRange(uint64_t begin, uint64_t end, const std::string &what, std::string &error) const;
 
   std::unique_ptr<CudaDriver> driver_;
+  CudaDeviceState *state_ = nullptr; // never freed: shared by every CudaDevice of the ordinal
+  bool retained_ = false;            // counted in state_->users
   int device_ = 0;
+  bool checkPointers_ = false; // KILN_CUDA_CHECK_POINTERS=1 and the artifact has the parameter table
+  bool syncEachLaunch_ = false; // KILN_CUDA_SYNC=1
+  std::vector<std::string> kernelNames_, kernelNodes_;
+  std::vector<std::vector<KernelParam>> kernelParams_;
+  // What was enqueued last: a kernel's index, kLastGemm, or -1 for nothing yet.
+  static constexpr int32_t kLastGemm = -2;
+  mutable std::atomic<int32_t> lastWork_{-1};
   void *context_ = nullptr;
   void *module_ = nullptr;
   std::vector<void *> functions_;

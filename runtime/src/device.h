@@ -34,6 +34,9 @@ public:
   // Memory the kernels address; `alignment` is a power of two. Null when out of memory.
   virtual void *allocate(size_t bytes, size_t alignment) = 0;
   virtual void deallocate(void *ptr) = 0;
+  // Why this thread's last allocate failed when it was not for want of memory (a GPU whose context a
+  // fault broke); "" when it was out of memory, so callers report out of memory only then.
+  virtual std::string allocationFailure() const { return {}; }
   // Synchronous copies between host memory and the device's, and clearing device memory.
   virtual bool upload(void *device, const void *host, size_t bytes, std::string &error) = 0;
   virtual bool download(void *host, const void *device, size_t bytes, std::string &error) = 0;

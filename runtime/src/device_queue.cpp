@@ -72,10 +72,22 @@ void gpuLaunchEntry(void *runtime, int32_t kernelId, int64_t gx, int64_t gy, int
     run.timed.push_back({kernelId, gx * gy * gz * bx * by * bz, begin, end});
 }
 
+// A failed allocation the device did not refuse for want of memory (a GPU context a fault broke)
+// fails the run with the device's reason, so the run does not report it as out of memory.
+void noteAllocationFailure(RunState &run, int64_t bytes) {
+  const std::string why = run.queue->device().allocationFailure();
+  if (!why.empty() && run.error.empty())
+    run.error = "allocating " + std::to_string(bytes) + " bytes of device memory: " + why;
+}
+
 void *deviceAllocEntry(void *runtime, int64_t bytes) {
   if (bytes < 0)
     return nullptr;
-  return runOf(runtime).queue->allocate(size_t(bytes));
+  RunState &run = runOf(runtime);
+  void *p = run.queue->allocate(size_t(bytes));
+  if (!p)
+    noteAllocationFailure(run, bytes);
+  return p;
 }
 
 void deviceFreeEntry(void *runtime, void *ptr) { runOf(runtime).queue->release(ptr); }
@@ -193,6 +205,8 @@ void *Queue::workspace(RunState &run, int64_t bytes) {
     arenaBytes_ = want;
   } else {
     run.workspaceFailed = bytes;
+    if (want > 0)
+      noteAllocationFailure(run, want);
   }
   return p;
 }

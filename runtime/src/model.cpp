@@ -152,6 +152,8 @@ kiln_error *loadDevice(kiln_model &m, int32_t threads) {
   if (m.device->hostMemory() || m.view.weightsSize == 0)
     return nullptr;
   m.deviceWeights = m.device->allocate(m.view.weightsSize, kiln::artifact::kWeightAlignment);
+  if (!m.deviceWeights && !m.device->allocationFailure().empty())
+    return makeError(KILN_ERROR_INTERNAL, "'" + m.path + "': allocating the weights: " + m.device->allocationFailure());
   if (!m.deviceWeights)
     return makeError(KILN_ERROR_OUT_OF_MEMORY, "'" + m.path + "': out of GPU memory for " +
                                                    std::to_string(m.view.weightsSize) + " bytes of weights");

@@ -154,9 +154,13 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
       continue;
     }
     void *p = queue.allocate(inputs[i]->bytes);
-    if (!p)
+    if (!p) {
+      const std::string failure = device.allocationFailure();
+      if (!failure.empty())
+        return makeError(KILN_ERROR_INTERNAL, "input '" + meta.inputs[i].name + "': " + failure);
       return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of GPU memory for input '" + meta.inputs[i].name + "' (" +
                                                      std::to_string(inputs[i]->bytes) + " bytes)");
+    }
     memory.add(p);
     if (!device.upload(p, inputs[i]->data, inputs[i]->bytes, error))
       return makeError(KILN_ERROR_INTERNAL, "input '" + meta.inputs[i].name + "': " + error);
@@ -176,8 +180,13 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
   state.profile = &s.profile;
   kiln_abi_context ctx = queue.begin(state);
   const int32_t rc = m.entry(&ctx, s.inputs.data(), s.outputs.data());
-  if (kiln_error *e = allocationError(state, host ? "out of memory" : "out of GPU memory"))
-    return e;
+  // An allocation failed: the device's own error comes first when there is one (a fault, whose
+  // broken context then refuses allocations), else it was out of memory.
+  if (state.workspaceFailed >= 0 || state.allocationFailed >= 0) {
+    if (!state.error.empty())
+      return makeError(KILN_ERROR_INTERNAL, state.error);
+    return allocationError(state, host ? "out of memory" : "out of GPU memory");
+  }
   // From here on the outputs the code allocated are ours to free.
   for (const auto &o : s.outputs)
     memory.add(o.allocated);

@@ -2,6 +2,7 @@
 // and with the mock driver (mock_cuda_driver.c) a --target=cuda artifact loads, picks its cubin or
 // PTX, uploads weights and inputs, launches every kernel with its parameters and returns its
 // outputs, leaking no device memory. The kernels' results need a GPU (bench/gpu-check.sh).
+#include "cuda_device.h"
 #include "kiln/kiln.h"
 #include "mock_cublaslt.h"
 #include "mock_cuda_driver.h"
@@ -146,6 +147,8 @@ TEST(CudaRuntime, MockDriverRunsTheHostProgram) {
   EXPECT_EQ(st->bytes_to_host, 60 * 4);
   EXPECT_EQ(st->live_allocations, 0) << "device memory leaked";
   EXPECT_EQ(st->contexts, 0) << "primary context not released";
+  EXPECT_EQ(st->bad_copies, 0) << "a copy outside the device allocations";
+  EXPECT_EQ(st->bad_frees, 0) << "a free of something not allocated";
 }
 
 TEST(CudaRuntime, OlderArchitectureLoadsThePtx) {
@@ -328,7 +331,8 @@ TEST(CudaRuntime, FailedLaunchFailsTheRunOnly) {
   setenv("KILN_MOCK_CUDA_FAIL_LAUNCH", "1", 1);
   std::string error;
   EXPECT_TRUE(runNonZero(s, &error).empty());
-  EXPECT_NE(error.find("unspecified launch failure"), std::string::npos) << error;
+  EXPECT_NE(error.find("too many resources requested for launch (CUDA error 701)"), std::string::npos) << error;
+  EXPECT_EQ(error.find("broken"), std::string::npos) << "701 leaves the context usable: " << error;
   EXPECT_EQ(st->launches, 1) << "launches went on after the failure";
   unsetenv("KILN_MOCK_CUDA_FAIL_LAUNCH");
   error.clear();
@@ -511,5 +515,409 @@ TEST(CudaRuntime, FailedProductFailsTheRunOnly) {
   setenv("KILN_CUBLASLT", "none", 1);
 }
 
-} // namespace
+// --- Pointer checks, faults and broken contexts -------------------------------------------------
 
+using kiln::runtime::CudaDevice;
+
+// A CUDA device on the mock with one kernel, main_kernel_3 (a [rows, cols] f32 memref and an i64
+// scalar, as the artifact's parameter table says), without an artifact.
+std::unique_ptr<CudaDevice> fakeDevice(std::string &error, const char *params = "m2:4 s8") {
+  kiln::artifact::CudaInfo info;
+  info.present = true;
+  info.arch = "sm_90";
+  info.ptx = ".version 8.0\n.target sm_90\n.visible .entry main_kernel_3(\n)\n{ ret; }\n";
+  info.kernelParams = {params};
+  std::vector<kiln::artifact::KernelInfo> kernels = {{"main_kernel_3", {"/conv1/Conv", "/relu/Relu"}}};
+  return CudaDevice::create(info, kernels, error);
+}
+
+// A memref descriptor as the generated code passes it, and the launch's array of pointers to its
+// fields (then the scalar).
+struct Memref2d {
+  void *allocated = nullptr, *aligned = nullptr;
+  int64_t offset = 0, sizes[2] = {4, 16}, strides[2] = {16, 1};
+  int64_t scalar = 7;
+  void *params[8];
+  void **launchParams() {
+    void *p[8] = {&allocated, &aligned, &offset, &sizes[0], &sizes[1], &strides[0], &strides[1], &scalar};
+    std::copy(p, p + 8, params);
+    return params;
+  }
+};
+
+bool launchOnce(CudaDevice &d, void *stream, Memref2d &m, std::string &error) {
+  const int64_t grid[3] = {1, 1, 1}, block[3] = {64, 1, 1};
+  return d.launch(stream, 0, grid, block, 0, m.launchParams(), error);
+}
+
+TEST(CudaPointerCheck, HostPointerArgumentIsRefusedBeforeTheLaunch) {
+  MockStats *st = useMock();
+  ASSERT_NE(st, nullptr);
+  setenv("KILN_CUDA_CHECK_POINTERS", "1", 1);
+  std::string error;
+  std::unique_ptr<CudaDevice> d = fakeDevice(error);
+  ASSERT_TRUE(d) << error;
+  void *stream = nullptr;
+  ASSERT_TRUE(d->createStream(&stream, error)) << error;
+  void *buffer = d->allocate(64 * 4, 256);
+  ASSERT_NE(buffer, nullptr);
+
+  Memref2d m; // [4, 16] f32 filling the buffer exactly
+  m.allocated = m.aligned = buffer;
+  EXPECT_TRUE(launchOnce(*d, stream, m, error)) << error;
+  EXPECT_EQ(st->launches, 1);
+
+  static float hostConstant[64]; // what the host program wrongly handed over: a global of its own
+  m.allocated = m.aligned = hostConstant;
+  error.clear();
+  EXPECT_FALSE(launchOnce(*d, stream, m, error));
+  EXPECT_NE(error.find("kernel main_kernel_3 (ONNX nodes: /conv1/Conv, /relu/Relu) argument 0 (memref rank 2, "
+                       "4-byte elements) points at 0x"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("which is not inside a device allocation (host memory?)"), std::string::npos) << error;
+  EXPECT_EQ(st->launches, 1) << "the bad launch reached the driver";
+
+  // One element past the end (offset 1), and a view whose last row runs over.
+  m.allocated = m.aligned = buffer;
+  m.offset = 1;
+  EXPECT_FALSE(launchOnce(*d, stream, m, error));
+  EXPECT_NE(error.find("past the end of its device allocation"), std::string::npos) << error;
+  m.offset = 0;
+  m.sizes[1] = 17;
+  EXPECT_FALSE(launchOnce(*d, stream, m, error));
+  EXPECT_NE(error.find("past the end of its device allocation"), std::string::npos) << error;
+  // A broadcast (stride 0) and a transposed view inside the buffer are fine; so is an empty memref
+  // anywhere, which addresses nothing.
+  m.sizes[0] = 1000;
+  m.sizes[1] = 64;
+  m.strides[0] = 0;
+  m.strides[1] = 1;
+  EXPECT_TRUE(launchOnce(*d, stream, m, error)) << error;
+  m.sizes[0] = 16;
+  m.sizes[1] = 4;
+  m.strides[0] = 1;
+  m.strides[1] = 16;
+  EXPECT_TRUE(launchOnce(*d, stream, m, error)) << error;
+  m.allocated = m.aligned = hostConstant;
+  m.sizes[0] = 0;
+  EXPECT_TRUE(launchOnce(*d, stream, m, error)) << error;
+  // The aligned pointer in device memory but the allocated one on the host.
+  m.aligned = buffer;
+  m.sizes[0] = 4;
+  EXPECT_FALSE(launchOnce(*d, stream, m, error));
+  EXPECT_NE(error.find("its allocated pointer 0x"), std::string::npos) << error;
+  EXPECT_EQ(st->launches, 4);
+
+  // Without the variable nothing is checked (the mock runs nothing, so the launch goes through).
+  unsetenv("KILN_CUDA_CHECK_POINTERS");
+  std::unique_ptr<CudaDevice> unchecked = fakeDevice(error);
+  ASSERT_TRUE(unchecked) << error;
+  m.allocated = m.aligned = hostConstant;
+  EXPECT_TRUE(launchOnce(*unchecked, stream, m, error)) << error;
+  unchecked.reset();
+  setenv("KILN_CUDA_CHECK_POINTERS", "1", 1);
+
+  d->deallocate(buffer);
+  d->destroyStream(stream);
+  d.reset();
+  EXPECT_EQ(st->live_allocations, 0);
+  EXPECT_EQ(st->contexts, 0);
+}
+
+TEST(CudaPointerCheck, ParameterTableParses) {
+  std::vector<kiln::runtime::KernelParam> p;
+  ASSERT_TRUE(kiln::runtime::parseKernelParams("m2:4 s8 m0:2 s4", p));
+  ASSERT_EQ(p.size(), 4u);
+  EXPECT_TRUE(p[0].memref);
+  EXPECT_EQ(p[0].rank, 2);
+  EXPECT_EQ(p[0].bytes, 4);
+  EXPECT_FALSE(p[1].memref);
+  EXPECT_EQ(p[1].bytes, 8);
+  EXPECT_EQ(p[2].rank, 0);
+  EXPECT_TRUE(kiln::runtime::parseKernelParams("", p));
+  EXPECT_TRUE(p.empty());
+  for (const char *bad : {"m2", "m2:", "x4", "s", "m2:4s8", "m:4", "s0"})
+    EXPECT_FALSE(kiln::runtime::parseKernelParams(bad, p)) << bad;
+}
+
+TEST(CudaPointerCheck, GemmOperandsMustBeDeviceMemory) {
+  MockStats *st = useMock();
+  ASSERT_NE(st, nullptr);
+  setenv("KILN_CUDA_CHECK_POINTERS", "1", 1);
+  std::string error;
+  std::unique_ptr<CudaDevice> d = fakeDevice(error);
+  ASSERT_TRUE(d) << error;
+  // C[3, 4] = A[3, 5] B[5, 4], row-major f32.
+  void *a = d->allocate(15 * 4, 256), *b = d->allocate(20 * 4, 256), *c = d->allocate(12 * 4, 256);
+  ASSERT_TRUE(a && b && c);
+  kiln_abi_gemm g{};
+  g.a = a;
+  g.b = b;
+  g.c = c;
+  g.a_type = g.b_type = g.c_type = 1;
+  g.m = 3;
+  g.n = 4;
+  g.k = 5;
+  g.a_stride_m = 5;
+  g.a_stride_k = 1;
+  g.b_stride_k = 4;
+  g.b_stride_n = 1;
+  g.c_stride_m = 4;
+  g.c_stride_n = 1;
+  g.alpha = 1;
+  EXPECT_TRUE(d->checkGemmPointers(g, error)) << error;
+  static float hostB[20];
+  g.b = hostB;
+  EXPECT_FALSE(d->checkGemmPointers(g, error));
+  EXPECT_NE(error.find("matrix product (3 x 5 times 5 x 4) operand B (4-byte elements) points at 0x"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("not inside a device allocation (host memory?)"), std::string::npos) << error;
+  g.b = b;
+  g.batch_rank = 1; // two batches of C would run past its 12 elements
+  g.batch[0] = 2;
+  g.c_stride_batch[0] = 12;
+  EXPECT_FALSE(d->checkGemmPointers(g, error));
+  EXPECT_NE(error.find("operand C"), std::string::npos) << error;
+  EXPECT_NE(error.find("past the end"), std::string::npos) << error;
+
+  // Through gemm(): refused before cuBLASLt sees it. Without the check the mock cuBLASLt itself
+  // refuses an operand outside the mock driver's allocations.
+  kiln_mock_cublaslt_stats_t *blas = useMockBlas();
+  ASSERT_NE(blas, nullptr);
+  g.batch_rank = 0;
+  g.b = hostB;
+  void *stream = nullptr;
+  ASSERT_TRUE(d->createStream(&stream, error)) << error;
+  EXPECT_EQ(d->gemm(stream, g, nullptr, 0, error), kiln::runtime::Device::GemmResult::Failed);
+  EXPECT_NE(error.find("operand B"), std::string::npos) << error;
+  EXPECT_EQ(blas->matmuls, 0);
+  EXPECT_EQ(blas->bad_operands, 0);
+  d->destroyStream(stream);
+  d.reset();
+  unsetenv("KILN_CUDA_CHECK_POINTERS");
+  d = fakeDevice(error);
+  ASSERT_TRUE(d) << error;
+  ASSERT_TRUE(d->createStream(&stream, error)) << error;
+  EXPECT_EQ(d->gemm(stream, g, nullptr, 0, error), kiln::runtime::Device::GemmResult::Failed);
+  EXPECT_EQ(blas->bad_operands, 1) << error;
+  g.b = b;
+  EXPECT_EQ(d->gemm(stream, g, nullptr, 0, error), kiln::runtime::Device::GemmResult::Done) << error;
+  EXPECT_EQ(blas->matmuls, 1);
+  setenv("KILN_CUDA_CHECK_POINTERS", "1", 1);
+  for (void *p : {a, b, c})
+    d->deallocate(p);
+  d->destroyStream(stream);
+  d.reset();
+  EXPECT_EQ(st->live_allocations, 0);
+  setenv("KILN_CUBLASLT", "none", 1);
+}
+
+// The strict mock: copies, clears and frees outside its live allocations are refused, as the driver
+// refuses them, and cuMemGetAddressRange_v2 answers CUDA_ERROR_NOT_FOUND for host memory.
+TEST(CudaPointerCheck, StrictMockDriver) {
+  MockStats *st = useMock();
+  ASSERT_NE(st, nullptr);
+  std::string error;
+  std::unique_ptr<CudaDevice> d = fakeDevice(error);
+  ASSERT_TRUE(d) << error;
+  char *buffer = static_cast<char *>(d->allocate(256, 256));
+  ASSERT_NE(buffer, nullptr);
+  char host[512] = {};
+  EXPECT_TRUE(d->upload(buffer, host, 256, error)) << error;
+  EXPECT_FALSE(d->upload(buffer + 1, host, 256, error));
+  EXPECT_NE(error.find("CUDA error 1"), std::string::npos) << error;
+  EXPECT_FALSE(d->download(host, host + 256, 16, error));
+  EXPECT_FALSE(d->zero(buffer + 128, 129, error));
+  EXPECT_EQ(st->bad_copies, 3);
+  static void *lib = dlopen(KILN_MOCK_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL);
+  using RangeFn = int (*)(unsigned long long *, size_t *, unsigned long long);
+  using FreeFn = int (*)(unsigned long long);
+  auto range = reinterpret_cast<RangeFn>(dlsym(lib, "cuMemGetAddressRange_v2"));
+  auto release = reinterpret_cast<FreeFn>(dlsym(lib, "cuMemFree_v2"));
+  ASSERT_TRUE(range && release);
+  unsigned long long base = 0;
+  size_t size = 0;
+  EXPECT_EQ(range(&base, &size, reinterpret_cast<uintptr_t>(buffer + 100)), 0);
+  EXPECT_EQ(base, reinterpret_cast<uintptr_t>(buffer));
+  EXPECT_EQ(size, 256u);
+  EXPECT_EQ(range(&base, &size, reinterpret_cast<uintptr_t>(host)), 500); // CUDA_ERROR_NOT_FOUND
+  EXPECT_EQ(release(reinterpret_cast<uintptr_t>(host)), 1);
+  EXPECT_EQ(release(reinterpret_cast<uintptr_t>(buffer + 8)), 1);
+  EXPECT_EQ(st->bad_frees, 2);
+  d->deallocate(buffer);
+  d.reset();
+  EXPECT_EQ(st->live_allocations, 0);
+}
+
+// A kernel that faults (the mock's sticky CUDA error 700, as a GPU's illegal address): allocations
+// in the broken context fail with that error and the kernel it follows, never as out of memory.
+TEST(CudaFault, AllocationInABrokenContextIsNotOutOfMemory) {
+  MockStats *st = useMock();
+  ASSERT_NE(st, nullptr);
+  std::string error;
+  std::unique_ptr<CudaDevice> d = fakeDevice(error);
+  ASSERT_TRUE(d) << error;
+  const int64_t resets = st->resets; // an earlier test's fault may have been reset by this load
+  void *stream = nullptr;
+  ASSERT_TRUE(d->createStream(&stream, error)) << error;
+  void *buffer = d->allocate(256, 256);
+  ASSERT_NE(buffer, nullptr);
+  Memref2d m;
+  m.allocated = m.aligned = buffer;
+  m.sizes[0] = 1;
+  setenv("KILN_MOCK_CUDA_FAULT_LAUNCH", "1", 1);
+  EXPECT_TRUE(launchOnce(*d, stream, m, error)) << "a launch is accepted; its fault shows later";
+  unsetenv("KILN_MOCK_CUDA_FAULT_LAUNCH");
+  EXPECT_EQ(d->allocate(32, 256), nullptr);
+  const std::string why = d->allocationFailure();
+  EXPECT_NE(why.find("cuMemAlloc of 32 bytes failed: an illegal memory access was encountered (CUDA error 700), "
+                     "after kernel main_kernel_3 (ONNX nodes: /conv1/Conv, /relu/Relu), the last launched; set "
+                     "KILN_CUDA_SYNC=1"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(why.find("out of memory"), std::string::npos) << why;
+  // From then on every call says the context is broken, naming the first fault.
+  EXPECT_FALSE(d->synchronize(stream, error));
+  EXPECT_NE(error.find("the CUDA context was broken by an earlier fault (cuMemAlloc of 32 bytes failed"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("unload and reload the models"), std::string::npos) << error;
+  // A second device (model) on the same GPU cannot load while this one holds the broken context.
+  std::string second;
+  EXPECT_FALSE(fakeDevice(second));
+  EXPECT_NE(second.find("was broken by an earlier fault"), std::string::npos) << second;
+  d->deallocate(buffer);
+  d->destroyStream(stream);
+  d.reset();
+  EXPECT_EQ(st->contexts, 0);
+  // The last user is gone: the next one resets the context and works.
+  d = fakeDevice(error);
+  ASSERT_TRUE(d) << error;
+  EXPECT_EQ(st->resets, resets + 1);
+  buffer = d->allocate(32, 256);
+  EXPECT_NE(buffer, nullptr) << d->allocationFailure();
+  d->deallocate(buffer);
+  d.reset();
+  EXPECT_EQ(st->live_allocations, 0);
+}
+
+// Out of memory stays out of memory: nothing else is reported for it.
+TEST(CudaFault, OutOfMemoryIsReportedAsSuch) {
+  MockStats *st = useMock();
+  ASSERT_NE(st, nullptr);
+  std::string error;
+  std::unique_ptr<CudaDevice> d = fakeDevice(error);
+  ASSERT_TRUE(d) << error;
+  EXPECT_EQ(d->allocate(size_t(1) << 62, 256), nullptr);
+  EXPECT_EQ(d->allocationFailure(), "");
+}
+
+// KILN_CUDA_SYNC=1 synchronizes after each launch, so the faulting kernel itself is named.
+TEST(CudaFault, SyncModeNamesTheFaultingKernel) {
+  MockStats *st = useMock();
+  ASSERT_NE(st, nullptr);
+  setenv("KILN_CUDA_SYNC", "1", 1);
+  std::string error;
+  std::unique_ptr<CudaDevice> d = fakeDevice(error);
+  unsetenv("KILN_CUDA_SYNC");
+  ASSERT_TRUE(d) << error;
+  void *stream = nullptr;
+  ASSERT_TRUE(d->createStream(&stream, error)) << error;
+  void *buffer = d->allocate(256, 256);
+  Memref2d m;
+  m.allocated = m.aligned = buffer;
+  m.sizes[0] = 1;
+  EXPECT_TRUE(launchOnce(*d, stream, m, error)) << error;
+  setenv("KILN_MOCK_CUDA_FAULT_LAUNCH", "2", 1);
+  EXPECT_FALSE(launchOnce(*d, stream, m, error));
+  unsetenv("KILN_MOCK_CUDA_FAULT_LAUNCH");
+  EXPECT_EQ(error.rfind("kernel main_kernel_3 (ONNX nodes: /conv1/Conv, /relu/Relu) failed: an illegal memory access "
+                        "was encountered (CUDA error 700)",
+                        0),
+            0u)
+      << error;
+  EXPECT_EQ(error.find("KILN_CUDA_SYNC=1 to"), std::string::npos) << "no hint needed in sync mode: " << error;
+  d->deallocate(buffer);
+  d->destroyStream(stream);
+  d.reset();
+}
+
+// Runs the softmax artifact on `s`; the run's error, "" when it succeeded. `code` gets its code.
+std::string runSoftmaxOn(kiln_session *s, kiln_error_code *code = nullptr) {
+  std::vector<float> x(60, 1.0f);
+  const int64_t shape[] = {3, 4, 5};
+  kiln_tensor *in = nullptr, *out = nullptr;
+  EXPECT_EQ(kiln_tensor_wrap(KILN_DTYPE_FLOAT32, shape, 3, x.data(), x.size() * 4, &in), nullptr);
+  std::string msg;
+  if (kiln_error *e = kiln_session_run(s, &in, 1, &out, 1)) {
+    msg = kiln_error_message(e);
+    if (code)
+      *code = kiln_error_get_code(e);
+    kiln_error_free(e);
+  } else {
+    kiln_tensor_destroy(out);
+  }
+  kiln_tensor_destroy(in);
+  return msg;
+}
+
+// A model whose kernel faults mid-run: that run fails with the CUDA error and the kernel it came
+// after, every later run and session on the device fails at once saying the context is broken
+// (never "out of memory"), and unloading the model and loading it again resets the context.
+TEST(CudaFault, StickyFaultBreaksTheContextUntilReload) {
+  MockStats *st = useMock();
+  ASSERT_NE(st, nullptr);
+  kiln_model *m = nullptr;
+  kiln_session *s = nullptr;
+  ASSERT_TRUE(openSession(KILN_CUDA_SOFTMAX_SM90, &m, &s));
+  const int64_t resets = st->resets; // an earlier test's fault may have been reset by this load
+  kiln_model_metadata md{};
+  kiln_model_get_metadata(m, &md);
+  ASSERT_GE(md.kernel_count, 2u);
+  const std::string first = kiln_model_kernel_name(m, 0);
+  setenv("KILN_MOCK_CUDA_FAULT_LAUNCH", "1", 1);
+  const std::string fault = runSoftmaxOn(s);
+  unsetenv("KILN_MOCK_CUDA_FAULT_LAUNCH");
+  EXPECT_NE(fault.find("an illegal memory access was encountered (CUDA error 700), after kernel " + first + " "),
+            std::string::npos)
+      << fault;
+  EXPECT_NE(fault.find("the last launched; set KILN_CUDA_SYNC=1"), std::string::npos) << fault;
+  EXPECT_EQ(st->launches, 1) << "launches went on in the broken context";
+
+  kiln_error_code code = KILN_ERROR_INTERNAL;
+  std::string again = runSoftmaxOn(s, &code);
+  EXPECT_NE(again.find("the CUDA context was broken by an earlier fault ("), std::string::npos) << again;
+  EXPECT_NE(again.find("CUDA error 700"), std::string::npos) << again;
+  EXPECT_NE(again.find("unload and reload the models"), std::string::npos) << again;
+  EXPECT_EQ(again.find("out of GPU memory"), std::string::npos) << again;
+  EXPECT_NE(code, KILN_ERROR_OUT_OF_MEMORY);
+  // A fresh session must allocate its input: refused by the broken context, not "out of memory".
+  kiln_session *s2 = nullptr;
+  ASSERT_EQ(kiln_session_create(m, &s2), nullptr);
+  code = KILN_ERROR_INTERNAL;
+  again = runSoftmaxOn(s2, &code);
+  EXPECT_NE(again.find("context was broken"), std::string::npos) << again;
+  EXPECT_EQ(again.find("out of GPU memory"), std::string::npos) << again;
+  EXPECT_NE(code, KILN_ERROR_OUT_OF_MEMORY);
+  kiln_session_destroy(s2);
+  // Another model cannot load on the broken device while this one is loaded.
+  const std::string load = loadError(KILN_CUDA_SOFTMAX_SM90);
+  EXPECT_NE(load.find("was broken by an earlier fault"), std::string::npos) << load;
+
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  EXPECT_EQ(st->contexts, 0) << "the broken context was not released";
+  EXPECT_EQ(st->resets, resets);
+  ASSERT_TRUE(openSession(KILN_CUDA_SOFTMAX_SM90, &m, &s));
+  EXPECT_EQ(st->resets, resets + 1) << "the broken context was not reset";
+  EXPECT_EQ(runSoftmaxOn(s), "");
+  EXPECT_EQ(runSoftmaxOn(s), "");
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  EXPECT_EQ(st->live_allocations, 0);
+  EXPECT_EQ(st->contexts, 0);
+}
+
+} // namespace

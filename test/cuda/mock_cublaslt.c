@@ -4,8 +4,12 @@
  * implements what kiln uses, as cuBLASLt documents it: column-major matrices, D = alpha * op(A)
  * op(B) + beta * C, fp32 accumulation over float, half and bfloat16 data. Environment:
  * KILN_MOCK_CUBLASLT_NO_ALGO=1 makes the heuristic find no algorithm, KILN_MOCK_CUBLASLT_FAIL=1 makes
- * cublasLtMatmul fail as a faulting kernel would (CUBLAS_STATUS_EXECUTION_FAILED). Statistics through
+ * cublasLtMatmul fail as a faulting kernel would (CUBLAS_STATUS_EXECUTION_FAILED). When the mock CUDA
+ * driver is loaded ($KILN_CUDA_DRIVER), cublasLtMatmul refuses (CUBLAS_STATUS_INVALID_VALUE) an
+ * operand that is not inside one of the driver's live allocations, asking it through
+ * cuMemGetAddressRange_v2 (a real GPU would read it and fault). Statistics through
  * kiln_mock_cublaslt_stats(). */
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +136,29 @@ static void store(void *base, int type, int64_t i, float v) {
   ((uint16_t *)base)[i] = (uint16_t)(bits >> 16);
 }
 
+typedef int (*range_fn)(unsigned long long *, size_t *, unsigned long long);
+
+/* The mock driver's cuMemGetAddressRange_v2 when the process has loaded it, else null. */
+static range_fn driver_range(void) {
+  const char *path = getenv("KILN_CUDA_DRIVER");
+  if (!path || !*path) return NULL;
+  void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return NULL;
+  range_fn fn = (range_fn)dlsym(lib, "cuMemGetAddressRange_v2");
+  dlclose(lib); /* RTLD_NOLOAD took a reference to what was loaded: give it back */
+  return fn;
+}
+
+/* Every element the layout addresses from `p` lies in one live allocation of the driver. */
+static int in_device_memory(range_fn range, const void *p, const layout_t *l) {
+  int64_t bytes = l->type == R_32F ? 4 : 2;
+  uint64_t last = (l->rows - 1) + (l->cols - 1) * (uint64_t)l->ld + (uint64_t)(l->batch - 1) * (uint64_t)l->stride;
+  unsigned long long base = 0, begin = (unsigned long long)(uintptr_t)p;
+  size_t size = 0;
+  if (range(&base, &size, begin) != 0) return 0;
+  return (last + 1) * (uint64_t)bytes <= size - (begin - base);
+}
+
 API int cublasLtMatmul(void *handle, void *descp, const void *alphap, const void *A, void *ap, const void *B, void *bp,
                        const void *betap, const void *C, void *cp, void *D, void *dp, const void *algo, void *workspace,
                        size_t workspace_bytes, void *stream) {
@@ -143,6 +170,11 @@ API int cublasLtMatmul(void *handle, void *descp, const void *alphap, const void
   int r = check(desc, a, b, c);
   if (r != OK) return r;
   if (env_set("KILN_MOCK_CUBLASLT_FAIL")) return EXECUTION_FAILED;
+  range_fn range = driver_range();
+  if (range && (!in_device_memory(range, A, a) || !in_device_memory(range, B, b) || !in_device_memory(range, D, c))) {
+    stats.bad_operands++;
+    return INVALID_VALUE;
+  }
   float alpha = *(const float *)alphap, beta = *(const float *)betap;
   uint64_t m = c->rows, n = c->cols, k = desc->transa ? a->rows : a->cols;
   for (int32_t bi = 0; bi < c->batch; ++bi)

@@ -15,6 +15,7 @@ typedef struct kiln_mock_cublaslt_stats_t {
   int64_t last_m, last_n, last_k, last_batch;
   int last_transa, last_transb;
   uint64_t last_workspace_bytes;
+  int64_t bad_operands;    /* cublasLtMatmul calls refused: an operand outside the mock driver's allocations */
 } kiln_mock_cublaslt_stats_t;
 
 #endif

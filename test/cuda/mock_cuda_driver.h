@@ -20,6 +20,10 @@ typedef struct kiln_mock_cuda_stats_t {
   int64_t events;           /* cuEventCreate minus cuEventDestroy */
   int module_is_cubin;      /* the last module loaded: 1 cubin (ELF), 0 PTX text */
   int contexts;             /* retained primary contexts */
+  int sticky;               /* the sticky error of a "faulted" launch (700), 0 when healthy */
+  int64_t resets;           /* cuDevicePrimaryCtxReset_v2 calls */
+  int64_t bad_copies;       /* copies and clears refused: outside every live allocation */
+  int64_t bad_frees;        /* cuMemFree of a pointer that is no live allocation's base */
 } kiln_mock_cuda_stats_t;
 
 typedef kiln_mock_cuda_stats_t *(*kiln_mock_cuda_stats_fn)(void);

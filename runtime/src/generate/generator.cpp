@@ -183,6 +183,8 @@ kiln_error *allocateCache(kiln_generator &g, CacheSlot &c, size_t n) {
   const std::string &name = g.model->view.meta.inputs[c.input].name;
   void *p = device->allocate(n * sizeof(float), 64);
   const char *memory = device->hostMemory() ? "memory" : "GPU memory";
+  if (!p && !device->allocationFailure().empty())
+    return makeError(KILN_ERROR_INTERNAL, "KV cache '" + name + "': " + device->allocationFailure());
   if (!p)
     return makeError(KILN_ERROR_OUT_OF_MEMORY, std::string("out of ") + memory + " for the KV cache '" + name + "' (" +
                                                    std::to_string(n * sizeof(float)) + " bytes)");
