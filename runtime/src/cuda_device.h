@@ -120,6 +120,7 @@ private:
   CudaDeviceState *state_ = nullptr; // never freed: shared by every CudaDevice of the ordinal
   bool retained_ = false;            // counted in state_->users
   int device_ = 0;
+  bool checkSpans_ = true;     // KILN_CUDA_CHECK_POINTERS=addresses checks where buffers start only
   bool checkPointers_ = false; // KILN_CUDA_CHECK_POINTERS=1 and the artifact has the parameter table
   bool syncEachLaunch_ = false; // KILN_CUDA_SYNC=1
   std::vector<std::string> kernelNames_, kernelNodes_;

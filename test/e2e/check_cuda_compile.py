@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 
 
 def find_ptxas():
@@ -59,7 +60,38 @@ def check_ptx_text(ptx, arch, kernels):
     return None
 
 
-def compile_one(bin_dir, model, arch, tmp, have_ptxas, extra=()):
+ENDS_LOCK = threading.Lock()
+
+# What a run under the mock driver says when a launch or a product got a host address.
+POINTER_FAULT = "not inside a device allocation"
+
+
+def mock_run(bin_dir, artifact, model, mock):
+    """Runs `artifact` once under the strict mock driver with KILN_CUDA_CHECK_POINTERS=addresses.
+
+    The mock runs no kernel, so outputs are not compared: the run checks that every buffer each
+    launch and each cuBLASLt product gets is device memory. Returns (error or None, how it ended):
+    "checked" when the run reached its outputs, else the first line of why it stopped early (sizes
+    the host reads back from the device are garbage under the mock, and may stop it)."""
+    data = os.path.join(os.path.dirname(model), "test_data_set_0")
+    if not os.path.isdir(data):
+        return None, "no test_data_set_0"
+    env = dict(os.environ, KILN_CUDA_DRIVER=mock[0], KILN_CUBLASLT=mock[1], KILN_CUDA_CHECK_POINTERS="addresses")
+    try:
+        r = subprocess.run([os.path.join(bin_dir, "kiln-run"), artifact, "--test-data-dir", data, "--quiet"],
+                           capture_output=True, text=True, timeout=120, env=env)
+    except subprocess.TimeoutExpired:
+        return None, "timeout"
+    text = (r.stderr or "") + (r.stdout or "")
+    if POINTER_FAULT in text:
+        return "pointer check: " + next(l for l in text.splitlines() if POINTER_FAULT in l).strip(), None
+    if r.returncode == 0 or "MISMATCH" in text:
+        return None, "checked"
+    lines = [l for l in text.splitlines() if l.strip()]
+    return None, (lines[0] if lines else "exit %d" % r.returncode)[:120]
+
+
+def compile_one(bin_dir, model, arch, tmp, have_ptxas, extra=(), mock=None, ends=None):
     if not os.path.isfile(model):
         return "missing: no model file %s" % model
     out = os.path.join(tmp, "%s-%s.kiln" % (abs(hash(model)), arch))
@@ -77,6 +109,13 @@ def compile_one(bin_dir, model, arch, tmp, have_ptxas, extra=()):
     if r.returncode == 0 and not have_ptxas:
         p = subprocess.run([os.path.join(bin_dir, "kiln-inspect"), "--dump-ptx", out], capture_output=True, text=True)
         ptx = p.stdout if p.returncode == 0 else None
+    if mock and r.returncode == 0:
+        fault, end = mock_run(bin_dir, out, model, mock)
+        if fault:
+            os.unlink(out)
+            return fault
+        with ENDS_LOCK:
+            ends[end] += 1
     os.unlink(out)
     if r.returncode != 0:
         return "kiln-inspect failed: " + r.stderr.strip()
@@ -123,6 +162,9 @@ def main():
     ap.add_argument("--spread-arch", action="store_true",
                     help="compile the i-th model for --arch[i mod N] only, not for every arch")
     ap.add_argument("--compile-arg", action="append", default=[], help="passed on to kiln-compile (repeatable)")
+    ap.add_argument("--mock-driver", nargs=2, metavar=("LIBCUDA", "LIBCUBLASLT"),
+                    help="also run each artifact once on test_data_set_0 under these mock libraries with "
+                         "KILN_CUDA_CHECK_POINTERS=addresses: a host address reaching a launch or a product fails it")
     args = ap.parse_args()
 
     tests = []
@@ -139,10 +181,11 @@ def main():
     print("check_cuda_compile: ptxas %s" % (ptxas if ptxas else
           "not found: PTX is checked for presence only, not assembled (install the CUDA toolkit to validate it)"))
     results = {}
+    ends = collections.Counter()  # how the mock runs ended
     with tempfile.TemporaryDirectory(prefix="kiln-cuda-") as tmp:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as pool:
             futures = {pool.submit(compile_one, args.bin, model_path(args.onnx_root, args.root, t), a, tmp, bool(ptxas),
-                                   args.compile_arg): (t, a)
+                                   args.compile_arg, args.mock_driver, ends): (t, a)
                        for t in tests for a in archs[t]}
             for fut in concurrent.futures.as_completed(futures):
                 results[futures[fut]] = fut.result()
@@ -158,6 +201,14 @@ def main():
         print("check_cuda_compile: %s: %d/%d models compile%s" % (a, n, len(of), " and assemble" if ptxas else ""))
     for why, n in reasons.most_common(25):
         print("  %4d  %s" % (n, why))
+    if args.mock_driver:
+        print("check_cuda_compile: mock runs with pointer checks: %d reached their outputs, %d stopped early "
+              "(the mock runs no kernel), %d had no data set" % (
+                  ends["checked"], sum(n for e, n in ends.items() if e not in ("checked", "no test_data_set_0")),
+                  ends["no test_data_set_0"]))
+        for why, n in ends.most_common(8):
+            if why not in ("checked", "no test_data_set_0"):
+                print("  %4d  stopped early: %s" % (n, why))
     if args.report:
         with open(args.report, "w") as f:
             json.dump({"ptxas": ptxas, "arch": args.arch,
