@@ -608,7 +608,7 @@ bool writeArtifact(const std::string &path, Metadata meta, const std::string &co
   std::string scratch;
   if (!error)
     error = &scratch;
-  if (meta.weights.size() != weights.size()) {
+  if (!meta.external.present && meta.weights.size() != weights.size()) {
     *error = "metadata lists " + std::to_string(meta.weights.size()) + " weights but " +
              std::to_string(weights.size()) + " weight sources were given";
     return false;
