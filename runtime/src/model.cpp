@@ -83,7 +83,7 @@ kiln_error *mapExternalWeights(kiln_model &m) {
       return makeError(KILN_ERROR_IO, "'" + m.path + "': " + error +
                                           (kiln ? " (kiln-compile writes it beside the artifact; move them together)"
                                                 : " (give the directory of the model's external data)"));
-    struct stat st;
+    struct stat st {};
     if (::fstat(fd, &st) != 0 || uint64_t(st.st_size) != f.size) {
       ::close(fd);
       return makeError(KILN_ERROR_INVALID_ARTIFACT, what + " has " + std::to_string(uint64_t(st.st_size)) +
