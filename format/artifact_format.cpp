@@ -1,5 +1,7 @@
 // Encoder and bounds-checked decoder of the kiln artifact file (layout: docs/artifact.md).
 #include "format/artifact_format.h"
+#include "format/weight_files.h"
+#include "support/sha256/sha256.h"
 
 #include <cerrno>
 #include <cmath>
@@ -31,7 +33,8 @@ enum SectionKind : uint32_t {
   kDecoderSection = 4,
   kQuantizationSection = 5,
   kCudaSection = 6,
-  kLastKnownSection = kCudaSection
+  kExternalWeightsSection = 7,
+  kLastKnownSection = kExternalWeightsSection
 };
 
 uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
@@ -131,6 +134,24 @@ std::string encodeCuda(const CudaInfo &c) {
   e.str(c.cubin);
   e.strList(c.kernelParams);
   return std::move(e.bytes);
+}
+
+std::string encodeExternalWeights(const ExternalWeights &x) {
+  Encoder e;
+  e.u32(uint32_t(x.files.size()));
+  for (const ExternalFile &f : x.files) {
+    e.str(f.name);
+    e.u32(uint32_t(f.origin));
+    e.u64(f.size);
+    e.str(f.sha256);
+  }
+  e.u32(uint32_t(x.refs.size()));
+  for (const ExternalRef &r : x.refs) {
+    e.u32(r.file);
+    e.u64(r.offset);
+    e.u64(r.size);
+  }
+  return e.bytes;
 }
 
 std::string encodeQuantization(const QuantizationInfo &q) {
@@ -313,6 +334,75 @@ void decodeCuda(Decoder &d, CudaInfo &c) {
   d.expectEnd("cuda section");
 }
 
+void decodeExternalWeights(Decoder &d, ExternalWeights &x) {
+  x.present = true;
+  x.files.resize(d.count(20, "external weight files")); // empty name and digest, u32, u64
+  for (ExternalFile &f : x.files) {
+    f.name = d.str("external file name");
+    const uint32_t origin = d.u32("external file origin");
+    if (d.ok() && origin > uint32_t(WeightFileOrigin::Kiln))
+      d.fail("external file origin " + std::to_string(origin) + " is neither 0 nor 1");
+    f.origin = WeightFileOrigin(origin);
+    f.size = d.u64("external file size");
+    f.sha256 = d.str("external file sha256");
+  }
+  x.refs.resize(d.count(20, "external weight refs"));
+  for (ExternalRef &r : x.refs) {
+    r.file = d.u32("external ref file");
+    r.offset = d.u64("external ref offset");
+    r.size = d.u64("external ref size");
+  }
+  d.expectEnd("external weights section");
+}
+
+// The manifest against the weights: every file named safely, once, with a digest; one ref per
+// weight, of its size, aligned and inside its file.
+bool checkExternalWeights(const Metadata &m, std::string *error) {
+  const ExternalWeights &x = m.external;
+  for (size_t i = 0; i < x.files.size(); ++i) {
+    const ExternalFile &f = x.files[i];
+    std::string why;
+    if (!checkWeightFileName(f.name, &why)) {
+      *error = "external weight file " + std::to_string(i) + ": " + why;
+      return false;
+    }
+    if (f.sha256.size() != 64 || f.sha256.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      *error = "external weight file '" + f.name + "' has no valid sha256";
+      return false;
+    }
+    for (size_t j = 0; j < i; ++j)
+      if (x.files[j].name == f.name && x.files[j].origin == f.origin) {
+        *error = "external weight file '" + f.name + "' is listed twice";
+        return false;
+      }
+  }
+  if (x.refs.size() != m.weights.size()) {
+    *error = "external weights section has " + std::to_string(x.refs.size()) + " refs for " +
+             std::to_string(m.weights.size()) + " weights";
+    return false;
+  }
+  for (size_t i = 0; i < x.refs.size(); ++i) {
+    const ExternalRef &r = x.refs[i];
+    const std::string where = "weight '" + m.weights[i].name + "'";
+    if (r.file >= x.files.size()) {
+      *error = where + " names external file " + std::to_string(r.file) + " of " + std::to_string(x.files.size());
+      return false;
+    }
+    const ExternalFile &f = x.files[r.file];
+    if (r.offset % kWeightAlignment != 0 || r.offset > f.size || r.size > f.size - r.offset) {
+      *error = where + " (offset " + std::to_string(r.offset) + ", " + std::to_string(r.size) +
+               " bytes) is unaligned or lies outside '" + f.name + "' (" + std::to_string(f.size) + " bytes)";
+      return false;
+    }
+    if (r.size != m.weights[i].size || m.weights[i].offset != 0) {
+      *error = where + " has " + std::to_string(m.weights[i].size) + " bytes at offset " +
+               std::to_string(m.weights[i].offset) + " but its external ref " + std::to_string(r.size) + " bytes";
+      return false;
+    }
+  }
+  return true;
+}
+
 void decodeQuantization(Decoder &d, QuantizationInfo &q) {
   q.present = true;
   q.mode = d.str("quantization mode");
@@ -406,7 +496,7 @@ bool checkMetadata(const Metadata &m, uint64_t weightsSize, std::string *error) 
                std::to_string(kWeightAlignment);
       return false;
     }
-    if (w.offset > weightsSize || w.size > weightsSize - w.offset) {
+    if (!m.external.present && (w.offset > weightsSize || w.size > weightsSize - w.offset)) {
       *error = where + " (offset " + std::to_string(w.offset) + ", " + std::to_string(w.size) +
                " bytes) lies outside the weights section (" + std::to_string(weightsSize) + " bytes)";
       return false;
@@ -423,6 +513,8 @@ bool checkMetadata(const Metadata &m, uint64_t weightsSize, std::string *error) 
       return false;
     }
   }
+  if (m.external.present && !checkExternalWeights(m, error))
+    return false;
   return true;
 }
 
@@ -520,13 +612,29 @@ bool writeArtifact(const std::string &path, Metadata meta, const std::string &co
   std::string scratch;
   if (!error)
     error = &scratch;
-  if (meta.weights.size() != weights.size()) {
+  if (!meta.external.present && meta.weights.size() != weights.size()) {
     *error = "metadata lists " + std::to_string(meta.weights.size()) + " weights but " +
              std::to_string(weights.size()) + " weight sources were given";
     return false;
   }
   meta.formatVersion = kFormatVersion;
   uint64_t weightsSize = 0;
+  if (meta.external.present) {
+    // The weights live in the manifest's files; the section stays empty.
+    if (!weights.empty()) {
+      *error = "an artifact with external weights takes no weight sources";
+      return false;
+    }
+    if (meta.external.refs.size() != meta.weights.size()) {
+      *error = "external weights section has " + std::to_string(meta.external.refs.size()) + " refs for " +
+               std::to_string(meta.weights.size()) + " weights";
+      return false;
+    }
+    for (size_t i = 0; i < meta.weights.size(); ++i) {
+      meta.weights[i].offset = 0;
+      meta.weights[i].size = meta.external.refs[i].size;
+    }
+  }
   for (size_t i = 0; i < weights.size(); ++i) {
     if (weights[i].size > 0 && !weights[i].data) {
       *error = "weight '" + meta.weights[i].name + "' has no data";
@@ -544,15 +652,17 @@ bool writeArtifact(const std::string &path, Metadata meta, const std::string &co
   const std::string quantization =
       meta.quantization.present ? encodeQuantization(meta.quantization) : std::string();
   const std::string cuda = meta.cuda.present ? encodeCuda(meta.cuda) : std::string();
-  const uint32_t sectionCount =
-      3 + (meta.decoder.present ? 1 : 0) + (meta.quantization.present ? 1 : 0) + (meta.cuda.present ? 1 : 0);
+  const std::string external = meta.external.present ? encodeExternalWeights(meta.external) : std::string();
+  const uint32_t sectionCount = 3 + (meta.decoder.present ? 1 : 0) + (meta.quantization.present ? 1 : 0) +
+                                (meta.cuda.present ? 1 : 0) + (meta.external.present ? 1 : 0);
   const uint64_t headerSize = kHeaderFixedSize + sectionCount * kSectionEntrySize;
   const uint64_t metaOffset = headerSize;
   // The optional decoder, quantization and cuda sections sit between the metadata and the code.
   const uint64_t decoderOffset = metaOffset + metadata.size();
   const uint64_t quantizationOffset = decoderOffset + decoder.size();
   const uint64_t cudaOffset = quantizationOffset + quantization.size();
-  const uint64_t optionalEnd = cudaOffset + cuda.size();
+  const uint64_t externalOffset = cudaOffset + cuda.size();
+  const uint64_t optionalEnd = externalOffset + external.size();
   const uint64_t codeOffset = alignUp(optionalEnd, kCodeSectionAlignment);
   const uint64_t weightsOffset = alignUp(codeOffset + code.size(), kWeightsSectionAlignment);
   const uint64_t fileSize = weightsOffset + weightsSize;
@@ -571,6 +681,8 @@ bool writeArtifact(const std::string &path, Metadata meta, const std::string &co
     sections.push_back({kQuantizationSection, quantizationOffset, quantization.size()});
   if (meta.cuda.present)
     sections.push_back({kCudaSection, cudaOffset, cuda.size()});
+  if (meta.external.present)
+    sections.push_back({kExternalWeightsSection, externalOffset, external.size()});
   for (const auto &s : sections) {
     header.u32(uint32_t(s[0]));
     header.u32(0);
@@ -597,6 +709,7 @@ bool writeArtifact(const std::string &path, Metadata meta, const std::string &co
             writeAll(fd, decoder.data(), decoder.size(), error) &&
             writeAll(fd, quantization.data(), quantization.size(), error) &&
             writeAll(fd, cuda.data(), cuda.size(), error) &&
+            writeAll(fd, external.data(), external.size(), error) &&
             writeZeros(fd, codeOffset - optionalEnd, error) &&
             writeAll(fd, code.data(), code.size(), error) &&
             writeZeros(fd, weightsOffset - (codeOffset + code.size()), error);
@@ -675,7 +788,7 @@ bool parseArtifact(const uint8_t *data, uint64_t size, ArtifactView *out, std::s
       return fail("artifact has two sections of kind " + std::to_string(kind));
     sections[kind] = {off, len, true};
   }
-  const char *names[] = {"", "metadata", "code", "weights", "decoder", "quantization", "cuda"};
+  const char *names[] = {"", "metadata", "code", "weights", "decoder", "quantization", "cuda", "external weights"};
   for (uint32_t k = kMetadataSection; k <= kLastKnownSection; ++k) {
     if (!sections[k].present && k <= kWeightsSection)
       return fail(std::string("artifact has no ") + names[k] + " section");
@@ -712,6 +825,12 @@ bool parseArtifact(const uint8_t *data, uint64_t size, ArtifactView *out, std::s
     if (!cd.ok())
       return fail("artifact cuda section: " + cd.error);
   }
+  if (sections[kExternalWeightsSection].present) {
+    Decoder xd(data + sections[kExternalWeightsSection].offset, sections[kExternalWeightsSection].size);
+    decodeExternalWeights(xd, view.meta.external);
+    if (!xd.ok())
+      return fail("artifact external weights section: " + xd.error);
+  }
   view.meta.formatVersion = version;
   if (!checkMetadata(view.meta, sections[kWeightsSection].size, error)) {
     *error = "artifact metadata: " + *error;
@@ -737,11 +856,14 @@ bool rewriteArtifact(const std::string &path, const ArtifactView &view, Metadata
   }
   // Weights are copied as stored (packed panels stay packed): the new metadata describes the
   // stored form, exactly as the parsed one does.
-  std::vector<WeightSource> sources(view.meta.weights.size());
-  for (size_t i = 0; i < sources.size(); ++i) {
+  // External weights stay where the manifest says (the new metadata keeps view.meta.external).
+  std::vector<WeightSource> sources(meta.external.present ? 0 : view.meta.weights.size());
+  for (size_t i = 0; i < view.meta.weights.size(); ++i) {
     const WeightInfo &w = view.meta.weights[i];
-    sources[i].data = view.weights + w.offset;
-    sources[i].size = w.size;
+    if (!meta.external.present) {
+      sources[i].data = view.weights + w.offset;
+      sources[i].size = w.size;
+    }
     meta.weights[i].dims = w.dims;
     meta.weights[i].dtype = w.dtype;
   }
@@ -757,6 +879,95 @@ std::string formatFigure(double v, const char *format) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), format, v);
   return buf;
+}
+
+} // namespace kiln::artifact
+
+// ---- The kiln weights file (weight_files.h): transformed weights of an artifact compiled with
+// --weights=external, written with the same packing as the weights section. ----
+namespace kiln::artifact {
+void weightsFileMagic(uint8_t out[8]); // weight_files.cpp
+
+bool writeWeightsFile(const std::string &path, const std::vector<WeightSource> &weights,
+                      std::vector<uint64_t> *offsets, ExternalFile *file, std::string *error) {
+  offsets->clear();
+  uint64_t end = kWeightsFileHeaderSize;
+  for (const WeightSource &w : weights) {
+    if (w.size > 0 && !w.data) {
+      *error = "a weight has no data";
+      return false;
+    }
+    offsets->push_back(alignUp(end, kWeightAlignment));
+    end = offsets->back() + w.size;
+  }
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(attempt);
+    fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST)
+      break;
+  }
+  if (fd < 0) {
+    *error = "cannot create '" + tmp + "': " + std::strerror(errno);
+    return false;
+  }
+  // The header's digest (bytes 24..56) is filled in once the data is on disk.
+  Encoder header;
+  header.bytes.resize(8);
+  weightsFileMagic(reinterpret_cast<uint8_t *>(header.bytes.data()));
+  header.u32(1);
+  header.u32(0);
+  header.u64(end);
+  bool ok = writeAll(fd, header.bytes.data(), header.bytes.size(), error) &&
+            writeZeros(fd, kWeightsFileHeaderSize - header.bytes.size(), error);
+  uint64_t written = kWeightsFileHeaderSize;
+  for (size_t i = 0; ok && i < weights.size(); ++i) {
+    ok = writeZeros(fd, (*offsets)[i] - written, error) && writeWeight(fd, weights[i], error);
+    written = (*offsets)[i] + weights[i].size;
+  }
+  // The data's digest, read back from the file, into the header; then the whole file's for the manifest.
+  if (ok) {
+    std::vector<uint8_t> buffer(size_t(4) << 20);
+    sha256::Hasher h;
+    for (uint64_t at = kWeightsFileHeaderSize; ok && at < end;) {
+      ssize_t n = ::pread(fd, buffer.data(), size_t(std::min<uint64_t>(buffer.size(), end - at)), off_t(at));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0) {
+        *error = std::string("reading back failed: ") + std::strerror(errno);
+        ok = false;
+        break;
+      }
+      h.update(buffer.data(), size_t(n));
+      at += uint64_t(n);
+    }
+    const sha256::Digest d = h.finish();
+    if (ok && ::pwrite(fd, d.data(), d.size(), 24) != ssize_t(d.size())) {
+      *error = std::string("write failed: ") + std::strerror(errno);
+      ok = false;
+    }
+  }
+  if (ok)
+    ok = sha256OfFile(fd, &file->sha256, error);
+  file->size = end;
+  if (ok && ::fsync(fd) != 0) {
+    *error = std::string("fsync failed: ") + std::strerror(errno);
+    ok = false;
+  }
+  if (::close(fd) != 0 && ok) {
+    *error = std::string("close failed: ") + std::strerror(errno);
+    ok = false;
+  }
+  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    *error = "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno);
+    ok = false;
+  }
+  if (!ok) {
+    *error = "writing weights file '" + path + "': " + *error;
+    ::unlink(tmp.c_str());
+  }
+  return ok;
 }
 
 } // namespace kiln::artifact

@@ -105,6 +105,30 @@ struct CudaInfo {
   std::vector<std::string> kernelParams;
 };
 
+// Weights kept outside the artifact (optional section 7, kiln-compile --weights=external;
+// docs/artifact.md): the files they lie in, each named relative to a directory and checked by size
+// and SHA-256 at load, and where each weight lies in them. The weights section is then empty.
+enum class WeightFileOrigin : uint32_t {
+  Source = 0, // an ONNX external data file, looked up in the weights directory the caller gives
+  Kiln = 1,   // the kiln weights file the compiler wrote (transformed weights), beside the artifact
+};
+struct ExternalFile {
+  std::string name;   // relative, '/'-separated, no "." or ".." component (checkWeightFileName)
+  WeightFileOrigin origin = WeightFileOrigin::Source;
+  uint64_t size = 0;  // the whole file, bytes
+  std::string sha256; // of the whole file, 64 lowercase hex digits
+};
+struct ExternalRef {
+  uint32_t file = 0;   // index into files
+  uint64_t offset = 0; // within the file; multiple of kWeightAlignment
+  uint64_t size = 0;   // bytes, the weight's size
+};
+struct ExternalWeights {
+  bool present = false;
+  std::vector<ExternalFile> files;
+  std::vector<ExternalRef> refs; // one per weight, in metadata order
+};
+
 struct Metadata {
   uint32_t formatVersion = kFormatVersion;
   uint32_t abiVersion = 0;       // KILN_ABI_VERSION of the generated code
@@ -124,6 +148,7 @@ struct Metadata {
   DecoderInfo decoder;
   QuantizationInfo quantization;
   CudaInfo cuda;
+  ExternalWeights external;
 };
 
 struct WeightSource {
@@ -142,6 +167,8 @@ struct WeightSource {
 
 // Writes the artifact to `path` (via a temporary file renamed into place). Offsets and sizes of
 // `meta.weights` are computed here and overwrite what the caller set. Byte-deterministic.
+// With meta.external present, `weights` must be empty: each weight's size comes from its ref,
+// its offset is 0 and the weights section is empty (the kiln weights file: weight_files.h).
 bool writeArtifact(const std::string &path, Metadata meta, const std::string &code,
                    const std::vector<WeightSource> &weights, std::string *error);
 

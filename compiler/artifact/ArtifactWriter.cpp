@@ -6,6 +6,7 @@
 #include "passes/host/Passes.h"
 #include "runtime/include/kiln/abi.h"
 #include "format/artifact_format.h"
+#include "format/weight_files.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -13,6 +14,8 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 
 #include <map>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -53,6 +56,59 @@ artifact::TensorSignature signatureOf(DictionaryAttr attrs) {
   if (auto d = attrs.getAs<IntegerAttr>(attrs::kDtype))
     sig.dtype = d.getInt();
   return sig;
+}
+
+/// --weights=external: the manifest of `meta` from the weights' sources; the weights the compiler
+/// transformed (or that are inline or unaligned in the ONNX files) written to `<path>.weights`.
+LogicalResult externalizeWeights(const ArtifactInputs &in, const std::string &path, artifact::Metadata &meta,
+                                 const std::vector<artifact::WeightSource> &sources, std::string &error) {
+  artifact::ExternalWeights &x = meta.external;
+  x.present = true;
+  x.refs.resize(sources.size());
+  std::map<std::string, uint32_t> fileIndex;
+  std::vector<artifact::WeightSource> beside;
+  std::vector<size_t> besideWeights;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const artifact::WeightSource &src = sources[i];
+    std::string location;
+    uint64_t offset = 0;
+    if (src.panel == 0 && src.size > 0 && in.locateExternal &&
+        in.locateExternal(src.data, src.size, location, offset) && offset % artifact::kWeightAlignment == 0) {
+      auto [it, inserted] = fileIndex.try_emplace(location, uint32_t(x.files.size()));
+      if (inserted)
+        x.files.push_back({location, artifact::WeightFileOrigin::Source, 0, ""});
+      x.refs[i] = {it->second, offset, src.size};
+      continue;
+    }
+    beside.push_back(src);
+    besideWeights.push_back(i);
+  }
+  // Each source file's size and digest, opened under the importer's rules.
+  for (artifact::ExternalFile &f : x.files) {
+    int fd = artifact::openInside(in.modelDir, f.name, &error);
+    if (fd < 0)
+      return failure();
+    struct stat st;
+    bool ok = ::fstat(fd, &st) == 0 && artifact::sha256OfFile(fd, &f.sha256, &error);
+    ::close(fd);
+    if (!ok) {
+      error = "hashing external data file '" + f.name + "': " + error;
+      return failure();
+    }
+    f.size = uint64_t(st.st_size);
+  }
+  if (!beside.empty()) {
+    const std::string name = path.substr(path.find_last_of('/') + 1) + ".weights";
+    artifact::ExternalFile f{name, artifact::WeightFileOrigin::Kiln, 0, ""};
+    std::vector<uint64_t> offsets;
+    if (!artifact::writeWeightsFile(path + ".weights", beside, &offsets, &f, &error))
+      return failure();
+    const uint32_t index = uint32_t(x.files.size());
+    x.files.push_back(f);
+    for (size_t j = 0; j < beside.size(); ++j)
+      x.refs[besideWeights[j]] = {index, offsets[j], beside[j].size};
+  }
+  return success();
 }
 
 } // namespace
@@ -209,6 +265,11 @@ LogicalResult writeModelArtifact(const ArtifactInputs &in, const std::string &pa
       return failure();
     }
     meta.kernels.push_back(k);
+  }
+  if (in.externalWeights) {
+    if (failed(externalizeWeights(in, path, meta, sources, error)))
+      return failure();
+    sources.clear();
   }
   if (!artifact::writeArtifact(path, meta, in.code, sources, &error))
     return failure();

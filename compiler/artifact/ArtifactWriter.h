@@ -33,6 +33,12 @@ struct ArtifactInputs {
   artifact::QuantizationInfo quantization; // the weight quantization recipe, stored when present
   /// Whether weight bytes lie in a memory-mapped file (then streamed and released page by page).
   std::function<bool(const void *, size_t)> isFileBacked;
+  /// --weights=external: a weight whose bytes are a 64-byte-aligned range of an ONNX external data
+  /// file (as `locateExternal` finds it, relative to `modelDir`) is recorded by reference; the
+  /// others (transformed, inline, unaligned) go to the kiln weights file `<path>.weights`.
+  bool externalWeights = false;
+  std::string modelDir;
+  std::function<bool(const void *, size_t, std::string &, uint64_t &)> locateExternal;
 };
 
 /// Records @main's input/output signature (names, dtypes, shapes, dim names)

@@ -92,6 +92,11 @@ cl::list<std::string> quantizeKeep("quantize-keep",
                                    cl::desc("Leave in f32 the weights or nodes whose name contains one "
                                             "of these (comma-separated, e.g. lm_head)"),
                                    cl::CommaSeparated, cl::cat(category));
+cl::opt<std::string> weightsMode("weights",
+                                 cl::desc("Where the weights go: embedded (in the artifact, default) | external "
+                                          "(left in the ONNX external data files, transformed ones in "
+                                          "<output>.weights; the artifact holds a manifest)"),
+                                 cl::value_desc("mode"), cl::init("embedded"), cl::cat(category));
 cl::opt<std::string> calibration("calibration",
                                  cl::desc("Accuracy check inputs: a directory of test_data_set_*/input_*.pb "
                                           "folders or of <input name>.pb files (decoders: their input_ids)"),
@@ -184,6 +189,7 @@ CompileOptions parseCommandLine(int argc, char **argv, const char *version) {
   o.quantizeScale = quantizeScale;
   o.quantizeKeep.assign(quantizeKeep.begin(), quantizeKeep.end());
   o.symbolicInputDims = symbolicInputDims;
+  o.weights = weightsMode;
   o.checkAccuracy = checkAccuracy;
   o.calibration = calibration;
   o.calibrationTokens = calibrationTokens;

@@ -186,6 +186,12 @@ bool compileModel(const CompileRequest &request, CompileResult *result, std::str
   inputs.maxContext = request.maxContext;
   inputs.quantization = request.quantization;
   inputs.isFileBacked = [source = imported.source](const void *p, size_t n) { return source->isMapped(p, n); };
+  inputs.externalWeights = request.externalWeights;
+  inputs.modelDir = imported.source->modelDir;
+  inputs.locateExternal = [source = imported.source](const void *p, size_t n, std::string &location,
+                                                     uint64_t &offset) {
+    return source->locateExternal(p, n, location, offset);
+  };
   if (failed(writeModelArtifact(inputs, request.outPath, message)))
     return fail(message);
   done();

@@ -34,6 +34,7 @@ struct CompileRequest {
   bool notes = false;         // with --quantize: how many products were quantized, which stayed f32 and why
   std::string compilerVersion;
   artifact::QuantizationInfo quantization; // recipe to store in the artifact, when present
+  bool externalWeights = false; // --weights=external: weights in the ONNX files and <out>.weights
 };
 
 // An integer input used as the indices of a Gather from a table (an embedding): ids must stay

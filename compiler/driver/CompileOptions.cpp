@@ -68,6 +68,8 @@ bool validateOptions(const CompileOptions &o, std::string *error) {
     return fail("unknown --emit value '" + o.emit + "'");
   if (o.emit.empty() && o.outPath.empty())
     return fail("no output given: use -o <file> or --emit=<phase>");
+  if (o.weights != "embedded" && o.weights != "external")
+    return fail("unknown --weights value '" + o.weights + "' (embedded | external)");
   for (const std::string &d : o.calibrationDims) {
     const size_t eq = d.find('=');
     char *end = nullptr;
@@ -83,6 +85,8 @@ bool validateOptions(const CompileOptions &o, std::string *error) {
                 "float one: it needs --quantize");
   if (!o.emit.empty())
     return fail("the accuracy check writes an artifact: use -o, not --emit");
+  if (o.weights == "external")
+    return fail("the accuracy check does not yet support --weights=external: compile with --weights=embedded");
   if (!(accuracy.maxError >= 0) && !std::isnan(accuracy.maxError))
     return fail("--max-error must be >= 0");
   if (!std::isnan(accuracy.minCosine) && !(accuracy.minCosine >= -1 && accuracy.minCosine <= 1))

@@ -38,6 +38,7 @@ struct CompileOptions {
   std::string quantizeScale = "f32";
   std::vector<std::string> quantizeKeep;
   bool symbolicInputDims = false;
+  std::string weights = "embedded"; // embedded | external (docs/artifact.md "External weights section")
 
   // The accuracy check (with --quantize): requested by checkAccuracy or by any of these.
   bool checkAccuracy = false;

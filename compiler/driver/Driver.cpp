@@ -31,6 +31,7 @@ CompileRequest makeRequest(const CompileOptions &o, const TargetBackend &target)
   request.notes = o.notes;
   request.compilerVersion = o.compilerVersion.empty() ? compilerVersion() : o.compilerVersion;
   request.ptxas = o.ptxas;
+  request.externalWeights = o.weights == "external";
   PipelineOptions &p = request.options;
   p.gpuArch = o.gpuArch;
   p.precision = o.precision == "fp16" ? "f16" : o.precision == "bf16" ? "bf16" : "";

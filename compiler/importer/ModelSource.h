@@ -19,6 +19,28 @@ public:
   std::string modelDir; // canonical directory of the model file
   onnx::ModelProto model;
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> mappedFiles;
+  /// Where each external tensor's bytes came from (--weights=external): the bytes at `data` are
+  /// those of `location` (relative to modelDir, '/'-separated) from `offset` on.
+  struct ExternalRange {
+    const char *data = nullptr;
+    uint64_t size = 0;
+    std::string location;
+    uint64_t offset = 0;
+  };
+  std::vector<ExternalRange> externalRanges;
+
+  /// When [data, data + size) is a contiguous range of an external data file, its location and
+  /// offset in that file.
+  bool locateExternal(const void *data, size_t size, std::string &location, uint64_t &offset) const {
+    auto *p = static_cast<const char *>(data);
+    for (const auto &r : externalRanges)
+      if (p >= r.data && p <= r.data + r.size && size <= size_t(r.data + r.size - p)) {
+        location = r.location;
+        offset = r.offset + uint64_t(p - r.data);
+        return true;
+      }
+    return false;
+  }
 
   /// True when [data, data + size) lies in a memory-mapped external data file
   /// (its pages can be dropped from memory and read again from the file).

@@ -216,6 +216,12 @@ FailureOr<ArrayRef<char>> mapExternalData(const onnx::TensorProto &tensor,
     return failure();
   }
   ArrayRef<char> bytes((*buffer)->getBufferStart(), expected);
+  // The location as a clean relative path, for artifacts that keep weights in this file.
+  std::string clean;
+  for (auto it = llvm::sys::path::begin(location), end = llvm::sys::path::end(location); it != end; ++it)
+    if (*it != "." && !it->empty())
+      clean += (clean.empty() ? "" : "/") + it->str();
+  source.externalRanges.push_back({bytes.data(), expected, clean, offset});
   source.mappedFiles.push_back(std::move(*buffer));
   return bytes;
 }

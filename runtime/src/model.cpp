@@ -2,6 +2,8 @@
 #include "model.h"
 
 #include "error.h"
+#include "format/weight_files.h"
+#include "support/sha256/sha256.h"
 #include "host_check.h"
 
 #include <cerrno>
@@ -24,6 +26,8 @@ kiln_model::~kiln_model() {
     ::close(codeFd);
   if (mapping)
     ::munmap(mapping, mappingSize);
+  for (auto &[p, n] : weightMappings)
+    ::munmap(p, n);
 }
 
 namespace kiln::runtime {
@@ -57,6 +61,59 @@ kiln_error *mapFile(kiln_model &m) {
     m.mapping = p;
   }
   ::close(fd); // the mapping keeps the file alive
+  return nullptr;
+}
+
+// --weights=external: each file of the manifest opened inside its directory, checked against the
+// recorded size and SHA-256 and mapped read-only; each weight then points into its file.
+kiln_error *mapExternalWeights(kiln_model &m) {
+  const artifact::ExternalWeights &x = m.view.meta.external;
+  const size_t slash = m.path.find_last_of('/');
+  const std::string artifactDir =
+      slash == std::string::npos ? std::string(".") : slash == 0 ? std::string("/") : m.path.substr(0, slash);
+  const std::string sourceDir = m.weightsDir.empty() ? artifactDir : m.weightsDir;
+  std::vector<const uint8_t *> bases;
+  for (const artifact::ExternalFile &f : x.files) {
+    const bool kiln = f.origin == artifact::WeightFileOrigin::Kiln;
+    const std::string &dir = kiln ? artifactDir : sourceDir;
+    const std::string what = "'" + m.path + "': weight file '" + f.name + "' in '" + dir + "'";
+    std::string error;
+    int fd = artifact::openInside(dir, f.name, &error);
+    if (fd < 0)
+      return makeError(KILN_ERROR_IO, "'" + m.path + "': " + error +
+                                          (kiln ? " (kiln-compile writes it beside the artifact; move them together)"
+                                                : " (give the directory of the model's external data)"));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || uint64_t(st.st_size) != f.size) {
+      ::close(fd);
+      return makeError(KILN_ERROR_INVALID_ARTIFACT, what + " has " + std::to_string(uint64_t(st.st_size)) +
+                                                        " bytes; the artifact was compiled against " +
+                                                        std::to_string(f.size));
+    }
+    void *p = nullptr;
+    if (f.size > 0) {
+      p = ::mmap(nullptr, size_t(f.size), PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        int err = errno;
+        ::close(fd);
+        return makeError(KILN_ERROR_IO, "cannot map " + what + ": " + std::strerror(err));
+      }
+      m.weightMappings.push_back({p, size_t(f.size)});
+    }
+    ::close(fd);
+    const auto *bytes = static_cast<const uint8_t *>(p);
+    ::madvise(p, size_t(f.size), MADV_SEQUENTIAL);
+    const std::string digest = sha256::hex(sha256::hash(bytes, size_t(f.size)));
+    ::madvise(p, size_t(f.size), MADV_NORMAL);
+    if (digest != f.sha256)
+      return makeError(KILN_ERROR_INVALID_ARTIFACT, what + " does not match the artifact: its sha256 is " + digest +
+                                                        ", the artifact was compiled against " + f.sha256);
+    if (kiln && !artifact::checkWeightsFile(bytes, f.size, /*checkDigest=*/false, &error))
+      return makeError(KILN_ERROR_INVALID_ARTIFACT, what + ": " + error);
+    bases.push_back(bytes);
+  }
+  for (const artifact::ExternalRef &r : x.refs)
+    m.weightData.push_back(bases[r.file] + r.offset); // parseArtifact checked the ref inside the file
   return nullptr;
 }
 
@@ -135,9 +192,10 @@ void buildViews(kiln_model &m) {
   build(m.view.meta.outputs, m.outputViews);
   for (const std::string &f : m.view.meta.cpuFeatures)
     m.cpuFeatures.push_back(f.c_str());
-  for (artifact::WeightInfo &w : m.view.meta.weights) {
+  for (size_t i = 0; i < m.view.meta.weights.size(); ++i) {
+    artifact::WeightInfo &w = m.view.meta.weights[i];
     kiln_abi_tensor t{};
-    t.data = const_cast<uint8_t *>(m.view.weights + w.offset); // read-only mapping: code must not write
+    t.data = const_cast<uint8_t *>(m.weightData[i]); // read-only mapping: code must not write
     t.shape = w.dims.data();
     m.weightTensors.push_back(t);
   }
@@ -149,18 +207,46 @@ kiln_error *loadDevice(kiln_model &m, int32_t threads) {
   m.device = createDevice(m.view.meta, threads, error);
   if (!m.device)
     return makeError(KILN_ERROR_INCOMPATIBLE, "'" + m.path + "' " + error);
-  if (m.device->hostMemory() || m.view.weightsSize == 0)
+  if (m.device->hostMemory())
     return nullptr;
-  m.deviceWeights = m.device->allocate(m.view.weightsSize, kiln::artifact::kWeightAlignment);
+  // Where each weight goes in one device allocation: the weights section's layout, or for external
+  // weights each at the next multiple of the alignment.
+  const auto &weights = m.view.meta.weights;
+  std::vector<uint64_t> offsets(weights.size());
+  uint64_t total = m.view.weightsSize;
+  if (m.view.meta.external.present) {
+    total = 0;
+    for (size_t i = 0; i < weights.size(); ++i) {
+      offsets[i] = (total + artifact::kWeightAlignment - 1) / artifact::kWeightAlignment * artifact::kWeightAlignment;
+      total = offsets[i] + weights[i].size;
+    }
+  } else {
+    for (size_t i = 0; i < weights.size(); ++i)
+      offsets[i] = weights[i].offset;
+  }
+  if (total == 0)
+    return nullptr;
+  m.deviceWeights = m.device->allocate(total, kiln::artifact::kWeightAlignment);
   if (!m.deviceWeights && !m.device->allocationFailure().empty())
     return makeError(KILN_ERROR_INTERNAL, "'" + m.path + "': allocating the weights: " + m.device->allocationFailure());
   if (!m.deviceWeights)
     return makeError(KILN_ERROR_OUT_OF_MEMORY, "'" + m.path + "': out of GPU memory for " +
-                                                   std::to_string(m.view.weightsSize) + " bytes of weights");
-  if (!m.device->upload(m.deviceWeights, m.view.weights, m.view.weightsSize, error))
-    return makeError(KILN_ERROR_INTERNAL, "'" + m.path + "': uploading the weights: " + error);
+                                                   std::to_string(total) + " bytes of weights");
+  auto *base = static_cast<uint8_t *>(m.deviceWeights);
+  if (!m.view.meta.external.present) {
+    if (!m.device->upload(base, m.view.weights, total, error))
+      return makeError(KILN_ERROR_INTERNAL, "'" + m.path + "': uploading the weights: " + error);
+  } else {
+    for (size_t i = 0; i < weights.size(); ++i)
+      if (weights[i].size > 0 && !m.device->upload(base + offsets[i], m.weightData[i], weights[i].size, error))
+        return makeError(KILN_ERROR_INTERNAL, "'" + m.path + "': uploading weight '" + weights[i].name + "': " + error);
+    // The device has its copy: the files' pages need not stay in this process.
+    for (auto &[p, n] : m.weightMappings)
+      ::munmap(p, n);
+    m.weightMappings.clear();
+  }
   for (size_t i = 0; i < m.weightTensors.size(); ++i)
-    m.weightTensors[i].data = static_cast<uint8_t *>(m.deviceWeights) + m.view.meta.weights[i].offset;
+    m.weightTensors[i].data = base + offsets[i];
   return nullptr;
 }
 
@@ -178,6 +264,13 @@ kiln_error *loadModel(kiln_model &m, int32_t threads) {
   }
   if (kiln_error *e = checkRunnable(m))
     return e;
+  if (m.view.meta.external.present) {
+    if (kiln_error *e = mapExternalWeights(m))
+      return e;
+  } else {
+    for (const auto &w : m.view.meta.weights)
+      m.weightData.push_back(m.view.weights + w.offset);
+  }
   if (kiln_error *e = loadCode(m))
     return e;
   buildViews(m);
@@ -208,10 +301,15 @@ kiln_error *kiln_model_load(const char *path, const kiln_model_options *options,
   if (threads < 0)
     return makeError(KILN_ERROR_INVALID_ARGUMENT,
                      "kiln_model_load: num_threads is " + std::to_string(threads) + " (0 = all cores)");
+  const char *weightsDir = nullptr;
+  if (options && options->struct_size >= offsetof(kiln_model_options, weights_dir) + sizeof(const char *))
+    weightsDir = options->weights_dir;
   kiln_model *m = nullptr;
   try {
     m = new kiln_model;
     m->path = path;
+    if (weightsDir)
+      m->weightsDir = weightsDir;
     if (kiln_error *e = kiln::runtime::loadModel(*m, threads)) {
       delete m;
       return e;

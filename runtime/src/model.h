@@ -26,6 +26,11 @@ struct kiln_model {
   std::unique_ptr<kiln::runtime::Device> device;
   // The weights section copied once to a device that does not address host memory.
   void *deviceWeights = nullptr;
+  // --weights=external: the directory the manifest's source files are looked up in, the files'
+  // read-only mappings, and each weight's bytes (in the artifact or in a mapping).
+  std::string weightsDir;
+  std::vector<std::pair<void *, size_t>> weightMappings;
+  std::vector<const uint8_t *> weightData;
 
   // Views handed out through kiln_model_input_info and friends.
   struct SignatureView {

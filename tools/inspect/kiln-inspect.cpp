@@ -161,6 +161,21 @@ void printText(const ArtifactView &v, uint64_t fileSize) {
     printQuantization(m.quantization);
   std::printf("weights:          %zu tensors, %llu bytes\n", m.weights.size(),
               static_cast<unsigned long long>(v.weightsSize));
+  if (m.external.present) {
+    const ExternalWeights &x = m.external;
+    std::printf("external weights: %zu files (--weights=external; sources in the weights directory, the kiln\n"
+                "                  weights file beside the artifact), every one checked by size and sha256 at load\n",
+                x.files.size());
+    for (size_t i = 0; i < x.files.size(); ++i) {
+      const auto &f = x.files[i];
+      std::printf("  [%zu] %s (%s) %llu bytes sha256 %s\n", i, f.name.c_str(),
+                  f.origin == WeightFileOrigin::Kiln ? "kiln weights file" : "source",
+                  static_cast<unsigned long long>(f.size), f.sha256.c_str());
+    }
+    for (size_t i = 0; i < x.refs.size(); ++i)
+      std::printf("  %s: [%u] offset %llu, %llu bytes\n", m.weights[i].name.c_str(), x.refs[i].file,
+                  static_cast<unsigned long long>(x.refs[i].offset), static_cast<unsigned long long>(x.refs[i].size));
+  }
   std::printf("code:             %llu bytes\n", static_cast<unsigned long long>(v.codeSize));
   if (m.cuda.present)
     std::printf("cuda:             %s, PTX %zu bytes, cubin %s\n", m.cuda.arch.c_str(), m.cuda.ptx.size(),
@@ -210,7 +225,22 @@ void printJson(const ArtifactView &v, uint64_t fileSize) {
   if (m.cuda.present)
     std::printf("],\n  \"cuda\": {\"arch\": %s, \"ptx_bytes\": %zu, \"cubin_bytes\": %zu", json(m.cuda.arch).c_str(),
                 m.cuda.ptx.size(), m.cuda.cubin.size());
-  std::printf("%s,\n  \"weights_bytes\": %llu,\n  \"code_bytes\": %llu,\n  \"kernels\": [", m.cuda.present ? "}" : "]",
+  std::printf("%s", m.cuda.present ? "}" : "]");
+  if (m.external.present) {
+    const ExternalWeights &x = m.external;
+    std::printf(",\n  \"external_weights\": {\"files\": [");
+    for (size_t i = 0; i < x.files.size(); ++i)
+      std::printf("%s{\"name\": %s, \"origin\": %s, \"bytes\": %llu, \"sha256\": %s}", i ? ", " : "",
+                  json(x.files[i].name).c_str(),
+                  x.files[i].origin == WeightFileOrigin::Kiln ? "\"kiln\"" : "\"source\"",
+                  static_cast<unsigned long long>(x.files[i].size), json(x.files[i].sha256).c_str());
+    std::printf("], \"refs\": [");
+    for (size_t i = 0; i < x.refs.size(); ++i)
+      std::printf("%s{\"file\": %u, \"offset\": %llu, \"bytes\": %llu}", i ? ", " : "", x.refs[i].file,
+                  static_cast<unsigned long long>(x.refs[i].offset), static_cast<unsigned long long>(x.refs[i].size));
+    std::printf("]}");
+  }
+  std::printf(",\n  \"weights_bytes\": %llu,\n  \"code_bytes\": %llu,\n  \"kernels\": [",
               static_cast<unsigned long long>(v.weightsSize), static_cast<unsigned long long>(v.codeSize));
   for (size_t i = 0; i < m.kernels.size(); ++i)
     std::printf("%s{\"name\": %s, \"source_nodes\": %s}", i ? ", " : "", json(m.kernels[i].name).c_str(),

@@ -35,6 +35,7 @@ const char kGenerateUsage[] =
     "                         (<|endoftext|>, </s>, <|eot_id|>...) is added unless --no-eos\n"
     "  --max-context N        KV cache capacity in tokens (default: the artifact's)\n"
     "  --threads N            kernel threads (default: all cores)\n"
+    "  --weights-dir DIR      --weights=external artifacts: the ONNX external data's directory\n"
     "  --warmup W             decode W times untimed first (benchmarks; output only from the last)\n"
     "  --ids                  print token ids instead of text\n"
     "  --stats                print a JSON line of statistics to stderr at the end\n"
@@ -46,6 +47,7 @@ struct GenerateOptions {
   std::vector<std::vector<int32_t>> promptIds;
   int64_t maxNewTokens = 64, maxContext = 0;
   int32_t threads = 0;
+  std::string weightsDir;
   int64_t warmup = 0;
   kiln_sampling_params sampling{};
   std::vector<int32_t> stopIds;
@@ -166,6 +168,8 @@ int runGenerate(int argc, char **argv) {
       o.warmup = toInt(a, value(), 0, 1000);
     else if (a == "--threads")
       o.threads = int32_t(toInt(a, value(), 0, 4096));
+    else if (a == "--weights-dir")
+      o.weightsDir = value();
     else if (a == "--temperature")
       o.sampling.temperature = float(toDouble(a, value()));
     else if (a == "--top-k")
@@ -225,6 +229,7 @@ int runGenerate(int argc, char **argv) {
   kiln_model_options mo;
   kiln_model_options_init(&mo);
   mo.num_threads = o.threads;
+  mo.weights_dir = o.weightsDir.empty() ? nullptr : o.weightsDir.c_str();
   kiln_model *model = nullptr;
   check(kiln_model_load(o.artifact.c_str(), &mo, &model));
   std::unique_ptr<kiln_model, void (*)(kiln_model *)> modelOwner(model, kiln_model_destroy);

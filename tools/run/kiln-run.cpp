@@ -29,6 +29,8 @@ const char kUsage[] =
     "                        exact for ints/bools; NaN matches NaN\n"
     "  --output-dir DIR      write each output as DIR/<output_index>_<sanitized name>.npy\n"
     "  --threads N           kernel threads, the caller included (default: all cores)\n"
+    "  --weights-dir DIR     artifacts compiled with --weights=external: the directory of the ONNX\n"
+    "                        external data files (default: the artifact's directory)\n"
     "  --iterations N --warmup W\n"
     "                        time N runs after W warm-up runs and print\n"
     "                        latency_ms median=.. p90=.. min=.. max=.. iterations=N threads=T\n"
@@ -52,6 +54,7 @@ struct Options {
   std::vector<std::string> expect;
   double rtol = 1e-3, atol = 1e-5;
   std::string outputDir;
+  std::string weightsDir;
   int32_t threads = 0;
   int64_t iterations = 0, warmup = 0;
   std::string profilePath;
@@ -100,6 +103,8 @@ std::optional<Options> parseArgs(int argc, char **argv) {
       o.outputDir = value();
     else if (a == "--threads")
       o.threads = int32_t(parseInt(a, value(), 1));
+    else if (a == "--weights-dir")
+      o.weightsDir = value();
     else if (a == "--iterations")
       o.iterations = parseInt(a, value(), 1);
     else if (a == "--warmup")
@@ -330,7 +335,7 @@ void printProfileSummary(const kiln::Model &model, const std::vector<std::vector
 }
 
 int runMain(const Options &o) {
-  kiln::Model model = kiln::Model::load(o.artifact, o.threads);
+  kiln::Model model = kiln::Model::load(o.artifact, o.threads, o.weightsDir);
   const auto inputInfos = model.inputs();
   const auto outputInfos = model.outputs();
   const std::vector<HostTensor> hostInputs = bindInputs(o, inputInfos);

@@ -148,6 +148,13 @@ typedef struct kiln_model_options {
   size_t struct_size;
   /* Threads that run kernels, the calling thread included. 0 = every core this process may use. */
   int32_t num_threads;
+  /* Artifacts compiled with --weights=external (docs/artifact.md): the directory holding the ONNX
+   * external data files their manifest names. NULL = the artifact's own directory. Each file is
+   * opened without leaving that directory (no absolute path, "..", or symlink on the way; one hard
+   * link), checked against the manifest's size and SHA-256, and mapped read-only. The kiln weights
+   * file the compiler wrote (<artifact>.weights) is always looked up beside the artifact. Ignored
+   * for artifacts that hold their weights. */
+  const char *weights_dir;
 } kiln_model_options;
 
 KILN_API void kiln_model_options_init(kiln_model_options *options);

@@ -117,10 +117,13 @@ struct TensorInfo {
 // A loaded artifact; share it across threads, create one Session per thread.
 class Model {
 public:
-  static Model load(const std::string &path, int32_t threads = 0) {
+  // `weightsDir`: where an artifact compiled with --weights=external finds its source weight
+  // files ("" = the artifact's directory; kiln_model_options.weights_dir).
+  static Model load(const std::string &path, int32_t threads = 0, const std::string &weightsDir = "") {
     kiln_model_options options;
     kiln_model_options_init(&options);
     options.num_threads = threads;
+    options.weights_dir = weightsDir.empty() ? nullptr : weightsDir.c_str();
     kiln_model *m = nullptr;
     check(kiln_model_load(path.c_str(), &options, &m));
     return Model(m);
