@@ -17,7 +17,8 @@
 # A step whose tool is missing (torch, compute-sanitizer, --weights=external) says "not run".
 #
 # Environment: KILN_GPU_PACK (default build/gpu-pack.tar.xz), KILN_GPU_JOBS (parallel tests,
-# default 16), KILN_CUDA_DRIVER (another driver library, e.g. the mock for a dry run here).
+# default 16), KILN_CUDA_DRIVER (another driver library, e.g. the mock for a dry run here), KILN_GPU_PYTHON
+# (default python3).
 # Meant to end in under 6 minutes on an H200.
 set -u
 cd "$(dirname "$0")/.."
@@ -40,7 +41,7 @@ tar xJf "$packfile" -C "$work"
 p=$work/gpu-pack
 bin=$p/bin
 export PATH="$PATH:/usr/local/cuda/bin"
-py=python3
+py=${KILN_GPU_PYTHON:-python3}
 # The driver (libcuda.so.1) and cuBLASLt through the loader path: the toolkit's copy, the driver's
 # mount, and Python's nvidia-cublas wheel where there is one.
 wheel=$($py -c 'import os, nvidia.cublas as c; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null || true)
