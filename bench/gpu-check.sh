@@ -348,7 +348,7 @@ req_fail=$(awk -F'\t' '$2 == "required" && ($6 != "pass") {n++} END {print n + 0
   echo "${KILN_CUDA_DRIVER:+Driver library: KILN_CUDA_DRIVER=$KILN_CUDA_DRIVER (not the GPU's driver: results mean nothing).}"
   echo
   echo '```'
-  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv 2>&1 | head -3
+  { nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv 2>/dev/null || echo "nvidia-smi: not available"; } | head -3
   echo "cuBLASLt: $(ls /usr/local/cuda/lib64/libcublasLt.so.* ${wheel:+$wheel/libcublasLt.so.*} 2>/dev/null | head -1)"
   echo "torch: $($py -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>/dev/null || echo none)"
   echo '```'
