@@ -139,3 +139,33 @@ func.func @main(%ai: memref<4x8xi32>, %bi: memref<8x16xi32>, %ci: memref<4x16xi3
   }
   return
 }
+
+// -----
+
+// A product whose operand is (a view of) a constant of the host program stays a loop nest: the
+// constant lives in host memory, which cuBLASLt cannot read (the test llama's rotary table crashed
+// cuBLASLt on an H200). As a launch, the kernel reads its own copy of the constant.
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+memref.global "private" constant @table : memref<8xf32> = dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]>
+// CHECK-LABEL: func @main
+// CHECK-NOT: llvm.call
+// CHECK: linalg.generic
+// LAUNCH-LABEL: func @main
+// LAUNCH-NOT: llvm.call
+// LAUNCH: gpu.launch
+// LAUNCH: memref.get_global @table
+// LAUNCH: memref.reinterpret_cast
+func.func @main(%a: memref<4x1xf32>, %c: memref<4x8xf32>) {
+  %g = memref.get_global @table : memref<8xf32>
+  %b = memref.reinterpret_cast %g to offset: [0], sizes: [1, 8], strides: [8, 1] : memref<8xf32> to memref<1x8xf32>
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x1xf32>, memref<1x8xf32>) outs(%c : memref<4x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

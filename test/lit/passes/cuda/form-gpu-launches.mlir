@@ -380,3 +380,35 @@ func.func @main(%x: memref<?xf32>, %y: memref<2xi64>) -> memref<?x?xf32> {
   %out = memref.alloc(%ai, %bi) : memref<?x?xf32>
   return %out : memref<?x?xf32>
 }
+
+// -----
+
+// A launch that reads a view of a constant global (a bias reshaped for a convolution) gets the
+// global and the whole chain of views cloned in: outlining then copies the constant into the GPU
+// module, and no host address is a kernel argument (every Conv crashed on an H200 for this).
+memref.global "private" constant @bias : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+// CHECK-LABEL: func @main
+// CHECK: gpu.launch
+// CHECK: %[[G:.*]] = memref.get_global @bias
+// CHECK: %[[V:.*]] = memref.reinterpret_cast %[[G]]
+// CHECK: %[[S:.*]] = memref.subview %[[V]]
+// CHECK: memref.load %[[S]]
+// CHECK: gpu.terminator
+func.func @main(%x: memref<2x4xf32>) -> memref<2x4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %g = memref.get_global @bias : memref<4xf32>
+  %v = memref.reinterpret_cast %g to offset: [0], sizes: [1, 4], strides: [4, 1] : memref<4xf32> to memref<1x4xf32>
+  %s = memref.subview %v[0, 0] [1, 4] [1, 1] : memref<1x4xf32> to memref<4xf32, strided<[1]>>
+  %out = memref.alloc() : memref<2x4xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c2, %c4) step (%c1, %c1) {
+    %a = memref.load %x[%i, %j] : memref<2x4xf32>
+    %b = memref.load %s[%j] : memref<4xf32, strided<[1]>>
+    %r = arith.addf %a, %b : f32
+    memref.store %r, %out[%i, %j] : memref<2x4xf32>
+    scf.reduce
+  }
+  return %out : memref<2x4xf32>
+}
