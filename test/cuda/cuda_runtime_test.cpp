@@ -1141,4 +1141,34 @@ TEST(CudaGraphs, OffByEnvironmentDebugModesAndProfiling) {
   EXPECT_EQ(st->live_allocations, 0);
 }
 
+// A capture the driver invalidates is discarded: that request runs eagerly (right), and the
+// signature is never captured again; nothing leaks.
+TEST(CudaGraphs, FailedCaptureRunsEagerly) {
+  NoPointerChecks noChecks;
+  MockStats *st = nullptr;
+  kiln_mock_cublaslt_stats_t *blas = nullptr;
+  kiln_model *m = nullptr;
+  kiln_session *s = nullptr;
+  ASSERT_TRUE(openMatmulOnMockBlas(&st, &blas, &m, &s));
+  std::string error;
+  ASSERT_TRUE(runProduct(s, 3, 5, 4, 1, &error)) << error;
+  setenv("KILN_MOCK_CUDA_INVALIDATE_CAPTURE", "1", 1);
+  const bool second = runProduct(s, 3, 5, 4, 2, &error);
+  unsetenv("KILN_MOCK_CUDA_INVALIDATE_CAPTURE");
+  ASSERT_TRUE(second) << error;
+  EXPECT_EQ(st->captures, 1);
+  EXPECT_EQ(st->graph_launches, 0);
+  EXPECT_EQ(st->live_graphs, 0) << "the invalidated capture's graph was kept";
+  EXPECT_EQ(blas->matmuls, 2) << "the recorded product ran, or the eager redo did not";
+  for (int run = 3; run < 5; ++run)
+    ASSERT_TRUE(runProduct(s, 3, 5, 4, run, &error)) << error;
+  EXPECT_EQ(st->captures, 1) << "a signature whose capture failed was captured again";
+  EXPECT_EQ(blas->matmuls, 4);
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  EXPECT_EQ(st->live_allocations, 0);
+  EXPECT_EQ(st->bad_frees, 0);
+  setenv("KILN_CUBLASLT", "none", 1);
+}
+
 } // namespace

@@ -14,7 +14,8 @@
  * launches (and host functions) are recorded into a graph instead of run; cuGraphLaunch replays
  * them (counted in replayed_launches); copies, clears and synchronizations while any stream captures
  * fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (900) and invalidate the capture, whose
- * cuStreamEndCapture then fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (901).
+ * cuStreamEndCapture then fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (901), as it does for
+ * every capture while KILN_MOCK_CUDA_INVALIDATE_CAPTURE=1.
  * What the runtime did is readable through kiln_mock_cuda_stats(). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -246,6 +247,7 @@ API CUresult cuStreamEndCapture(void *s, void **graph) {
   graph_t *g = x->graph;
   x->graph = NULL;
   open_captures--;
+  if (env_int("KILN_MOCK_CUDA_INVALIDATE_CAPTURE", 0)) x->invalidated = 1; /* as an unsupported call would */
   if (x->invalidated) { graph_unref(g); return CAPTURE_INVALIDATED; }
   *graph = g;
   return OK;
