@@ -8,6 +8,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <map>
+#include <shared_mutex>
 #include <type_traits>
 
 namespace kiln::runtime {
@@ -53,6 +54,17 @@ struct CudaDriver {
   CUresult (*cuEventDestroy)(void *);
   CUresult (*cuEventRecord)(void *, void *);
   CUresult (*cuEventElapsedTime)(float *, void *, void *);
+  // CUDA graphs (optional: without any of them every run is eager).
+  CUresult (*cuStreamBeginCapture)(void *, int) = nullptr; // (stream, CUstreamCaptureMode)
+  CUresult (*cuStreamEndCapture)(void *, void **) = nullptr;
+  CUresult (*cuGraphInstantiateWithFlags)(void **, void *, unsigned long long) = nullptr;
+  CUresult (*cuGraphLaunch)(void *, void *) = nullptr;
+  CUresult (*cuGraphExecDestroy)(void *) = nullptr;
+  CUresult (*cuGraphDestroy)(void *) = nullptr;
+  bool hasGraphs() const {
+    return cuStreamBeginCapture && cuStreamEndCapture && cuGraphInstantiateWithFlags && cuGraphLaunch &&
+           cuGraphExecDestroy && cuGraphDestroy;
+  }
 
   ~CudaDriver() {
     if (library)
@@ -102,6 +114,15 @@ struct CudaDriver {
     get(cuEventDestroy, "cuEventDestroy_v2");
     get(cuEventRecord, "cuEventRecord");
     get(cuEventElapsedTime, "cuEventElapsedTime");
+    auto optional = [&](auto &fn, const char *symbol) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(library, symbol));
+    };
+    optional(cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+    optional(cuStreamEndCapture, "cuStreamEndCapture");
+    optional(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+    optional(cuGraphLaunch, "cuGraphLaunch");
+    optional(cuGraphExecDestroy, "cuGraphExecDestroy");
+    optional(cuGraphDestroy, "cuGraphDestroy");
     return ok;
   }
 };
@@ -142,6 +163,28 @@ std::string hex(uint64_t p) {
   std::snprintf(buf, sizeof buf, "0x%" PRIx64, p);
   return buf;
 }
+
+// Stream capture and the legacy stream: the synchronous copies, clears, synchronizations and frees
+// of other sessions would implicitly synchronize with a capturing (blocking) stream, which
+// invalidates the capture or fails the call. They share this lock; a capture holds it alone from
+// beginCapture to endCapture (rare: once per session and shape signature). The capturing thread
+// itself does none of them (tCapturing skips the lock should the pool trim).
+std::shared_mutex gCaptureMutex;
+thread_local bool tCapturing = false;
+
+struct SharedCaptureLock {
+  bool locked = !tCapturing;
+  SharedCaptureLock() {
+    if (locked)
+      gCaptureMutex.lock_shared();
+  }
+  ~SharedCaptureLock() {
+    if (locked)
+      gCaptureMutex.unlock_shared();
+  }
+};
+
+constexpr int kCaptureModeRelaxed = 2; // CU_STREAM_CAPTURE_MODE_RELAXED
 
 const char *kSyncHint = "; set KILN_CUDA_SYNC=1 to synchronize after each launch and name the faulting one exactly";
 
@@ -216,6 +259,8 @@ std::string CudaDevice::lastWork() const {
   const int32_t last = lastWork_.load(std::memory_order_relaxed);
   if (last == kLastGemm)
     return "a cuBLASLt matrix product";
+  if (last == kLastGraph)
+    return "a replayed CUDA graph of a whole run (KILN_CUDA_GRAPHS=0 runs eagerly)";
   return last >= 0 ? describeKernel(last) : std::string();
 }
 
@@ -294,6 +339,12 @@ std::unique_ptr<CudaDevice> CudaDevice::create(const artifact::CudaInfo &info,
     return nullptr;
   d->syncEachLaunch_ = envFlag("KILN_CUDA_SYNC");
   d->checkPointers_ = envFlag("KILN_CUDA_CHECK_POINTERS");
+  {
+    // Graphs replay what was captured without these debug modes' per-launch work: they run eager.
+    const char *graphs = std::getenv("KILN_CUDA_GRAPHS");
+    d->graphs_ = cu.hasGraphs() && !d->syncEachLaunch_ && !d->checkPointers_ &&
+                 !(graphs && std::strcmp(graphs, "0") == 0);
+  }
   // "addresses": only where each buffer starts, not how far it reaches. Under the mock driver no
   // kernel runs, so sizes the host reads back from the device (a shape a kernel computed) are
   // whatever the memory held, and only the addresses mean anything.
@@ -425,6 +476,7 @@ std::string CudaDevice::allocationFailure() const { return tAllocationFailure; }
 
 void CudaDevice::deallocate(void *ptr) {
   std::string error;
+  SharedCaptureLock lock;
   if (ptr && makeCurrent(error, true))
     driver_->cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
 }
@@ -432,6 +484,7 @@ void CudaDevice::deallocate(void *ptr) {
 bool CudaDevice::upload(void *device, const void *host, size_t bytes, std::string &error) {
   if (bytes == 0)
     return true;
+  SharedCaptureLock lock;
   return makeCurrent(error) &&
          check(driver_->cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(device), host, bytes), "copy to the GPU", error);
 }
@@ -439,6 +492,7 @@ bool CudaDevice::upload(void *device, const void *host, size_t bytes, std::strin
 bool CudaDevice::zero(void *device, size_t bytes, std::string &error) {
   if (bytes == 0)
     return true;
+  SharedCaptureLock lock;
   return makeCurrent(error) &&
          check(driver_->cuMemsetD8(reinterpret_cast<CUdeviceptr>(device), 0, bytes), "clearing GPU memory", error);
 }
@@ -446,6 +500,7 @@ bool CudaDevice::zero(void *device, size_t bytes, std::string &error) {
 bool CudaDevice::download(void *host, const void *device, size_t bytes, std::string &error) {
   if (bytes == 0)
     return true;
+  SharedCaptureLock lock;
   return makeCurrent(error) &&
          check(driver_->cuMemcpyDtoH(host, reinterpret_cast<CUdeviceptr>(device), bytes), "copy from the GPU", error);
 }
@@ -670,7 +725,61 @@ std::string CudaDevice::blasDescription() {
 }
 
 bool CudaDevice::synchronize(void *stream, std::string &error) {
+  SharedCaptureLock lock;
   return makeCurrent(error) && check(driver_->cuStreamSynchronize(stream), "running the kernels", error);
+}
+
+bool CudaDevice::beginCapture(void *stream, std::string &error) {
+  if (!graphs_ || tCapturing) {
+    error = "graphs are off";
+    return false;
+  }
+  if (!makeCurrent(error))
+    return false;
+  gCaptureMutex.lock();
+  tCapturing = true;
+  if (!check(driver_->cuStreamBeginCapture(stream, kCaptureModeRelaxed), "cuStreamBeginCapture", error)) {
+    tCapturing = false;
+    gCaptureMutex.unlock();
+    return false;
+  }
+  return true;
+}
+
+void *CudaDevice::endCapture(void *stream, std::string &error) {
+  if (!tCapturing) {
+    error = "no capture is open";
+    return nullptr;
+  }
+  void *graph = nullptr, *exec = nullptr;
+  const CUresult ended = driver_->cuStreamEndCapture(stream, &graph);
+  tCapturing = false;
+  gCaptureMutex.unlock();
+  if (!check(ended, "cuStreamEndCapture", error) || !graph) {
+    if (graph)
+      driver_->cuGraphDestroy(graph);
+    if (error.empty())
+      error = "the capture made no graph";
+    return nullptr;
+  }
+  const CUresult made = driver_->cuGraphInstantiateWithFlags(&exec, graph, 0);
+  driver_->cuGraphDestroy(graph); // the executable graph keeps what it needs
+  if (!check(made, "cuGraphInstantiateWithFlags", error))
+    return nullptr;
+  return exec;
+}
+
+bool CudaDevice::launchGraph(void *graph, void *stream, std::string &error) {
+  if (!makeCurrent(error) || !check(driver_->cuGraphLaunch(graph, stream), "cuGraphLaunch", error))
+    return false;
+  lastWork_.store(kLastGraph, std::memory_order_relaxed);
+  return true;
+}
+
+void CudaDevice::destroyGraph(void *graph) {
+  std::string error;
+  if (graph && makeCurrent(error, true))
+    driver_->cuGraphExecDestroy(graph);
 }
 
 } // namespace kiln::runtime

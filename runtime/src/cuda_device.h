@@ -101,6 +101,16 @@ public:
   bool record(void *event, void *stream, std::string &error) override;
   double elapsedMs(void *from, void *to) override;
 
+  // CUDA graphs by stream capture (CU_STREAM_CAPTURE_MODE_RELAXED: the pool may cuMemAlloc during
+  // a capture, which the other modes refuse; the runtime itself makes no synchronizing call then).
+  // While a thread captures, other threads' copies, clears, synchronizations and frees wait
+  // (they would touch the legacy stream, which a blocking stream's capture forbids).
+  bool capturesGraphs() const override { return graphs_; }
+  bool beginCapture(void *stream, std::string &error) override;
+  void *endCapture(void *stream, std::string &error) override;
+  bool launchGraph(void *graph, void *stream, std::string &error) override;
+  void destroyGraph(void *graph) override;
+
 private:
   CudaDevice() = default;
   // False with "<what> failed: <driver's text> (CUDA error N)" in `error`. A sticky error marks the
@@ -123,10 +133,12 @@ private:
   bool checkSpans_ = true;     // KILN_CUDA_CHECK_POINTERS=addresses checks where buffers start only
   bool checkPointers_ = false; // KILN_CUDA_CHECK_POINTERS=1 and the artifact has the parameter table
   bool syncEachLaunch_ = false; // KILN_CUDA_SYNC=1
+  bool graphs_ = false;         // the driver has graphs, no debug mode, KILN_CUDA_GRAPHS is not 0
   std::vector<std::string> kernelNames_, kernelNodes_;
   std::vector<std::vector<KernelParam>> kernelParams_;
   // What was enqueued last: a kernel's index, kLastGemm, or -1 for nothing yet.
   static constexpr int32_t kLastGemm = -2;
+  static constexpr int32_t kLastGraph = -3;
   mutable std::atomic<int32_t> lastWork_{-1};
   void *context_ = nullptr;
   void *module_ = nullptr;

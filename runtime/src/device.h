@@ -73,6 +73,19 @@ public:
   virtual void destroyEvent(void *event);
   virtual bool record(void *event, void *stream, std::string &error);
   virtual double elapsedMs(void *from, void *to); // 0 when either has not completed
+
+  // Graphs (optional): the work enqueued on a stream between beginCapture and endCapture is
+  // recorded, not run, and becomes one executable graph that launchGraph replays on a stream with
+  // the same addresses and parameters. capturesGraphs() is false when the device has none, or a
+  // debug mode or KILN_CUDA_GRAPHS=0 wants every run eager. While a capture is open the caller
+  // must not copy, clear or synchronize (they would not be recorded).
+  virtual bool capturesGraphs() const { return false; }
+  virtual bool beginCapture(void *stream, std::string &error);
+  // Ends the capture opened on `stream` (always call it after a successful beginCapture) and
+  // instantiates the graph; null with the reason when the capture was invalidated or failed.
+  virtual void *endCapture(void *stream, std::string &error);
+  virtual bool launchGraph(void *graph, void *stream, std::string &error);
+  virtual void destroyGraph(void *graph);
 };
 
 // A CPU device running kernels on `threads` threads (the caller included); 0 = all usable cores.

@@ -97,6 +97,12 @@ void deviceFreeEntry(void *runtime, void *ptr) { runOf(runtime).queue->release(p
 void deviceReadEntry(void *runtime, void *host, const void *device, int64_t bytes) {
   RunState &run = runOf(runtime);
   Queue &q = *run.queue;
+  run.hostWaits = true;
+  if (run.capturing) {
+    // Nothing has run yet: the capture is discarded and the run redone eagerly.
+    std::memset(host, 0, size_t(bytes));
+    return;
+  }
   if (run.error.empty()) {
     std::string error;
     if (!q.device().synchronize(q.stream(), error) || !q.device().download(host, device, size_t(bytes), error))
@@ -110,7 +116,8 @@ void deviceReadEntry(void *runtime, void *host, const void *device, int64_t byte
 void deviceWriteEntry(void *runtime, void *device, const void *host, int64_t bytes) {
   RunState &run = runOf(runtime);
   Queue &q = *run.queue;
-  if (!run.error.empty())
+  run.hostWaits = true;
+  if (!run.error.empty() || run.capturing)
     return;
   std::string error;
   if (!q.device().synchronize(q.stream(), error) || !q.device().upload(device, host, size_t(bytes), error))
@@ -142,6 +149,10 @@ int32_t gemmEntry(void *runtime, const kiln_abi_gemm *product) {
 } // namespace
 
 Queue::~Queue() {
+  holding_ = nullptr;
+  for (auto &g : graphs_)
+    dropGraph(*g);
+  graphs_.clear();
   for (void *e : events_)
     device_.destroyEvent(e);
   device_.deallocate(arena_);
@@ -196,6 +207,7 @@ void *Queue::workspace(RunState &run, int64_t bytes) {
   // Called first thing in a run: no kernel of this session is using the old arena any more, and
   // it goes before a larger one is taken.
   const int64_t want = workspaceGrowth(std::max<int64_t>(bytes, 64), arenaBytes_);
+  ++arenaGeneration_; // graphs that address the old arena are stale from here on
   device_.deallocate(arena_);
   arena_ = nullptr;
   arenaBytes_ = 0;
@@ -235,6 +247,61 @@ void *Queue::gemmWorkspace(uint64_t *bytes) {
   }
   *bytes = gemmWorkspace_ ? want : 0;
   return gemmWorkspace_;
+}
+
+void *Queue::allocate(size_t bytes) {
+  void *p = pool_.allocate(bytes);
+  if (p && holding_)
+    holding_->held.push_back(p);
+  return p;
+}
+
+void Queue::release(void *ptr) {
+  if (!ptr)
+    return;
+  if (holding_ && std::find(holding_->held.begin(), holding_->held.end(), ptr) != holding_->held.end())
+    return; // the graph addresses it: freed with the graph
+  pool_.release(ptr);
+}
+
+CapturedGraph *Queue::findGraph(const std::vector<int64_t> &key) {
+  for (auto &g : graphs_)
+    if (g->key == key) {
+      g->lastUse = ++graphClock_;
+      return g.get();
+    }
+  return nullptr;
+}
+
+CapturedGraph &Queue::addGraph(const std::vector<int64_t> &key) {
+  if (graphs_.size() >= kMaxGraphs) {
+    auto oldest = std::min_element(graphs_.begin(), graphs_.end(),
+                                   [](const auto &a, const auto &b) { return a->lastUse < b->lastUse; });
+    dropGraph(**oldest);
+    graphs_.erase(oldest);
+  }
+  graphs_.push_back(std::make_unique<CapturedGraph>());
+  CapturedGraph &g = *graphs_.back();
+  g.key = key;
+  g.lastUse = ++graphClock_;
+  return g;
+}
+
+void Queue::dropGraph(CapturedGraph &g) {
+  if (holding_ == &g)
+    holding_ = nullptr;
+  if (g.exec)
+    device_.destroyGraph(g.exec);
+  g.exec = nullptr;
+  std::vector<void *> held;
+  held.swap(g.held);
+  g.inputs.clear();
+  g.outputs.clear();
+  g.outputShapes.clear();
+  if (g.state == CapturedGraph::State::Ready)
+    g.state = CapturedGraph::State::Seen;
+  for (void *p : held)
+    pool_.release(p);
 }
 
 } // namespace kiln::runtime

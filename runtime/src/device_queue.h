@@ -8,12 +8,29 @@
 #include "string_tensors.h"
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace kiln::runtime {
 
 class Queue;
+
+// A session's graph for one shape signature (its inputs' dtypes and shapes), made by stream
+// capture: Seen after an eager run that could be captured, Ready once captured, Never when it
+// cannot be (the host reads device memory, or the capture failed).
+struct CapturedGraph {
+  enum class State { Seen, Ready, Never };
+  std::vector<int64_t> key;
+  State state = State::Seen;
+  void *exec = nullptr;                 // the device's executable graph
+  std::vector<void *> inputs;           // where the inputs are uploaded before each replay
+  std::vector<void *> held;             // every buffer the graph addresses (inputs included)
+  std::vector<kiln_abi_tensor> outputs; // as the captured run returned them
+  std::vector<std::vector<int64_t>> outputShapes;
+  uint64_t arenaGeneration = 0; // the arena it addresses; another arena makes it stale
+  uint64_t lastUse = 0;
+};
 
 // One run in flight: what the context's `runtime` pointer points at.
 struct RunState {
@@ -25,6 +42,12 @@ struct RunState {
   int64_t allocationFailed = -1; // the bytes of a heap allocation the generated code could not make
   StringRun strings;             // bytes of the strings this run makes, released after it
   std::string error;             // the first failed device operation (a launch, a copy, a product)
+  // CUDA graphs: `capturing` while the run is recorded into a graph instead of run. A run that
+  // reads device memory back or writes host results to it (data-dependent sizes, ops on strings)
+  // cannot be replayed: `hostWaits` says it did (an eager run), and under capture the read is
+  // not done (zeros; the capture is then discarded and the run redone eagerly).
+  bool capturing = false;
+  bool hostWaits = false;
   // Launches timed on the device, each between two of the queue's events, read after the run.
   struct TimedLaunch {
     int32_t kernel;
@@ -54,8 +77,18 @@ public:
   void *stream() const { return stream_; }
 
   // Buffers of one run in device memory (staged inputs, what the code allocates with device_alloc).
-  void *allocate(size_t bytes) { return pool_.allocate(bytes); }
-  void release(void *ptr) { pool_.release(ptr); }
+  // While a graph is being captured, what is allocated is held for the graph and frees of it are
+  // deferred until the graph goes (its addresses are baked into the graph).
+  void *allocate(size_t bytes);
+  void release(void *ptr);
+
+  // Graphs, per shape signature, at most kMaxGraphs kept (least recently used go first).
+  static constexpr size_t kMaxGraphs = 4;
+  CapturedGraph *findGraph(const std::vector<int64_t> &key);
+  CapturedGraph &addGraph(const std::vector<int64_t> &key); // evicts the least recently used
+  void dropGraph(CapturedGraph &g);                            // destroys it, frees what it held; back to Seen
+  void holdFor(CapturedGraph *g) { holding_ = g; }             // null: stop holding
+  uint64_t arenaGeneration() const { return arenaGeneration_; }
 
   // The context for `run`: the device's entries (devices in host memory get no device_alloc,
   // device_free or gpu_launch, as abi.h says) and the string kernels. Starts the run's timing.
@@ -80,6 +113,10 @@ private:
   void *gemmWorkspace_ = nullptr; // made on the first product
   bool gemmWorkspaceTried_ = false;
   std::vector<void *> events_; // reused run after run
+  uint64_t arenaGeneration_ = 0; // bumped when the arena moves
+  std::vector<std::unique_ptr<CapturedGraph>> graphs_;
+  CapturedGraph *holding_ = nullptr;
+  uint64_t graphClock_ = 0;
 };
 
 } // namespace kiln::runtime

@@ -29,6 +29,20 @@ Device::GemmResult Device::gemm(void *, const kiln_abi_gemm &, void *, uint64_t,
   return GemmResult::Declined;
 }
 
+bool Device::beginCapture(void *, std::string &error) {
+  error = "this device has no graphs";
+  return false;
+}
+void *Device::endCapture(void *, std::string &error) {
+  error = "this device has no graphs";
+  return nullptr;
+}
+bool Device::launchGraph(void *, void *, std::string &error) {
+  error = "this device has no graphs";
+  return false;
+}
+void Device::destroyGraph(void *) {}
+
 void *Device::createEvent(std::string &error) {
   error = std::string("device '") + name() + "' has no timing events";
   return nullptr;

@@ -118,10 +118,130 @@ struct RunMemory {
   }
 };
 
+// The shape signature a graph is kept for: each input's dtype, rank and dims.
+std::vector<int64_t> signatureOf(const kiln_tensor *const *inputs, size_t count) {
+  std::vector<int64_t> key;
+  for (size_t i = 0; i < count; ++i) {
+    key.push_back(int64_t(inputs[i]->dtype));
+    key.push_back(int64_t(inputs[i]->shape.size()));
+    key.insert(key.end(), inputs[i]->shape.begin(), inputs[i]->shape.end());
+  }
+  return key;
+}
+
+// Whether this request may run as a CUDA graph at all: a device with graphs (not turned off,
+// no debug mode), no profiling (events per launch), no decoder state, no strings (host memory),
+// every input in host memory (a device input's address would be baked into the graph).
+bool graphsFor(const kiln_session &s, kiln::runtime::Device &device, const kiln_tensor *const *inputs,
+               size_t count) {
+  const auto &meta = s.model->view.meta;
+  if (device.hostMemory() || !device.capturesGraphs() || s.profiling || meta.decoder.present)
+    return false;
+  for (size_t i = 0; i < count; ++i)
+    if (inputs[i]->device || inputs[i]->dtype == KILN_DTYPE_STRING)
+      return false;
+  for (const auto &o : meta.outputs)
+    if (kiln_dtype(o.dtype) == KILN_DTYPE_STRING)
+      return false;
+  return true;
+}
+
+kiln_error *takeOutputs(kiln_session &s, RunMemory &memory, kiln_tensor **outputs);
+
+// Copies the inputs into the graph's buffers (their addresses are in the graph).
+kiln_error *uploadGraphInputs(kiln_session &s, kiln::runtime::CapturedGraph &g, const kiln_tensor *const *inputs,
+                              size_t count) {
+  std::string error;
+  for (size_t i = 0; i < count; ++i)
+    if (!s.model->device->upload(g.inputs[i], inputs[i]->data, inputs[i]->bytes, error))
+      return makeError(KILN_ERROR_INTERNAL, "input '" + s.model->view.meta.inputs[i].name + "': " + error);
+  return nullptr;
+}
+
+// A run of a captured graph: inputs into its buffers, one launch, outputs from its buffers.
+kiln_error *replay(kiln_session &s, kiln::runtime::CapturedGraph &g, const kiln_tensor *const *inputs, size_t count,
+                   kiln_tensor **outputs) {
+  kiln::runtime::Queue &queue = *s.queue;
+  if (kiln_error *e = uploadGraphInputs(s, g, inputs, count))
+    return e;
+  std::string error;
+  if (!queue.device().launchGraph(g.exec, queue.stream(), error) || !queue.finish(error))
+    return makeError(KILN_ERROR_INTERNAL, error);
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    s.outputShapes[i] = g.outputShapes[i];
+    s.outputs[i] = g.outputs[i];
+    s.outputs[i].shape = s.outputShapes[i].data();
+  }
+  RunMemory none{queue, false, {}}; // the graph keeps its buffers
+  return takeOutputs(s, none, outputs);
+}
+
+// The second run of a signature: inputs into buffers the graph keeps, the host program run while
+// the stream is captured (every launch and product recorded, not run), the graph instantiated and
+// launched. Null `*outputs` and no error: the capture was given up (the run could not be a graph),
+// the signature is marked Never and the caller runs the request eagerly.
+kiln_error *capture(kiln_session &s, kiln::runtime::CapturedGraph &g, const kiln_tensor *const *inputs, size_t count,
+                    kiln_tensor **outputs, bool *gaveUp) {
+  using State = kiln::runtime::CapturedGraph::State;
+  kiln::runtime::Queue &queue = *s.queue;
+  kiln::runtime::Device &device = queue.device();
+  *gaveUp = true;
+  auto giveUp = [&]() -> kiln_error * {
+    queue.dropGraph(g);
+    g.state = State::Never;
+    return nullptr;
+  };
+  queue.holdFor(&g);
+  for (size_t i = 0; i < count; ++i) {
+    void *p = queue.allocate(inputs[i]->bytes);
+    if (!p) {
+      queue.holdFor(nullptr);
+      return giveUp(); // the eager run reports it
+    }
+    g.inputs.push_back(p);
+    s.inputs[i].shape = const_cast<int64_t *>(inputs[i]->shape.data());
+    s.inputs[i].data = p;
+  }
+  queue.holdFor(nullptr);
+  if (kiln_error *e = uploadGraphInputs(s, g, inputs, count)) {
+    kiln_error_free(e);
+    return giveUp();
+  }
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    std::fill(s.outputShapes[i].begin(), s.outputShapes[i].end(), -1);
+    s.outputs[i] = kiln_abi_tensor{nullptr, nullptr, s.outputShapes[i].data()};
+  }
+  std::string error;
+  RunState state;
+  state.capturing = true;
+  kiln_abi_context ctx = queue.begin(state); // the arena is made (or kept) before the capture
+  if (!device.beginCapture(queue.stream(), error))
+    return giveUp();
+  queue.holdFor(&g);
+  const uint64_t arena = queue.arenaGeneration();
+  const int32_t rc = s.model->entry(&ctx, s.inputs.data(), s.outputs.data());
+  queue.holdFor(nullptr);
+  g.exec = device.endCapture(queue.stream(), error);
+  if (!g.exec || rc != 0 || state.hostWaits || !state.error.empty() || state.workspaceFailed >= 0 ||
+      state.allocationFailed >= 0 || queue.arenaGeneration() != arena)
+    return giveUp();
+  for (const auto &o : s.outputs) // outputs the code allocated outside the pool would leak
+    if (o.allocated && std::find(g.held.begin(), g.held.end(), o.allocated) == g.held.end())
+      return giveUp();
+  g.arenaGeneration = arena;
+  g.outputs = s.outputs;
+  g.outputShapes = s.outputShapes;
+  g.state = State::Ready;
+  *gaveUp = false;
+  return replay(s, g, inputs, count, outputs);
+}
+
 // One request on any device: validate, place the inputs where the device's kernels can read them,
 // run the generated entry with the device's context, wait for its work, and turn its outputs into
-// tensors the caller owns (zero copy where they are already in host memory).
+// tensors the caller owns (zero copy where they are already in host memory). On a device with
+// graphs, the second request of a shape signature is captured and the later ones replay it.
 kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputCount, kiln_tensor **outputs) {
+  using State = kiln::runtime::CapturedGraph::State;
   kiln_model &m = *s.model;
   const auto &meta = m.view.meta;
   std::string why = kiln::runtime::validateInputs(meta.inputs, inputs, inputCount);
@@ -144,6 +264,28 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
     s.queue = std::move(queue);
   }
   kiln::runtime::Queue &queue = *s.queue;
+  const bool graphs = graphsFor(s, device, inputs, inputCount);
+  std::vector<int64_t> signature;
+  if (graphs) {
+    signature = signatureOf(inputs, inputCount);
+    kiln::runtime::CapturedGraph *g = queue.findGraph(signature);
+    if (g && g->state == State::Ready && g->arenaGeneration != queue.arenaGeneration())
+      queue.dropGraph(*g); // the arena it addresses has moved: capture again
+    if (g && g->state == State::Ready) {
+      s.profile.clear();
+      s.lastRunProfiled = false;
+      return replay(s, *g, inputs, inputCount, outputs);
+    }
+    if (g && g->state == State::Seen) {
+      s.profile.clear();
+      s.lastRunProfiled = false;
+      bool gaveUp = false;
+      kiln_error *e = capture(s, *g, inputs, inputCount, outputs, &gaveUp);
+      if (e || !gaveUp)
+        return e;
+      // Given up: eager below, as the first run was.
+    }
+  }
   RunMemory memory{queue, host, {}};
   for (size_t i = 0; i < inputCount; ++i) {
     s.inputs[i].shape = const_cast<int64_t *>(inputs[i]->shape.data());
@@ -203,7 +345,23 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
   }
   if (kiln_error *e = stringError(state))
     return e;
+  if (graphs && !state.hostWaits && !queue.findGraph(signature))
+    queue.addGraph(signature); // capturable: the next request of this signature is captured
+  else if (graphs && state.hostWaits)
+    if (kiln::runtime::CapturedGraph *g = queue.findGraph(signature))
+      g->state = State::Never;
+  return takeOutputs(s, memory, outputs);
+}
 
+
+// The run's outputs (s.outputs) as tensors the caller owns: handed over where they are host
+// memory the code allocated, else copied (from device memory, or a weight or an input).
+kiln_error *takeOutputs(kiln_session &s, RunMemory &memory, kiln_tensor **outputs) {
+  kiln_model &m = *s.model;
+  const auto &meta = m.view.meta;
+  kiln::runtime::Device &device = *m.device;
+  const bool host = device.hostMemory();
+  std::string why, error;
   std::vector<size_t> bytes(s.outputs.size());
   for (size_t i = 0; i < s.outputs.size(); ++i) {
     why = checkOutput(meta.outputs[i], s.outputs[i], &bytes[i]);

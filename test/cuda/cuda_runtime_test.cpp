@@ -920,4 +920,255 @@ TEST(CudaFault, StickyFaultBreaksTheContextUntilReload) {
   EXPECT_EQ(st->contexts, 0);
 }
 
+// --- CUDA graphs -------------------------------------------------------------------------------
+
+// The graph tests run without KILN_CUDA_CHECK_POINTERS (ctest sets it for this binary; a debug mode
+// makes every run eager), restored when the test ends.
+struct NoPointerChecks {
+  std::string saved;
+  bool had = false;
+  NoPointerChecks() {
+    if (const char *v = std::getenv("KILN_CUDA_CHECK_POINTERS")) {
+      had = true;
+      saved = v;
+    }
+    unsetenv("KILN_CUDA_CHECK_POINTERS");
+  }
+  ~NoPointerChecks() {
+    if (had)
+      setenv("KILN_CUDA_CHECK_POINTERS", saved.c_str(), 1);
+  }
+};
+
+// Runs a[m, k] x b[k, n] on `s` with values that depend on `seed`, and checks every element
+// against the product computed here; false (with `error`) when the run failed.
+bool runProduct(kiln_session *s, int64_t m, int64_t k, int64_t n, int seed, std::string *error) {
+  std::vector<float> a(size_t(m * k)), b(size_t(k * n));
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = float((int(i) + seed) % 7) - 3;
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = float((int(i) * (seed + 1)) % 5) * 0.5f;
+  const int64_t as[] = {m, k}, bs[] = {k, n};
+  kiln_tensor *in[2] = {nullptr, nullptr}, *out = nullptr;
+  EXPECT_EQ(kiln_tensor_wrap(KILN_DTYPE_FLOAT32, as, 2, a.data(), a.size() * 4, &in[0]), nullptr);
+  EXPECT_EQ(kiln_tensor_wrap(KILN_DTYPE_FLOAT32, bs, 2, b.data(), b.size() * 4, &in[1]), nullptr);
+  bool ok = false;
+  if (kiln_error *e = kiln_session_run(s, in, 2, &out, 1)) {
+    *error = kiln_error_message(e);
+    kiln_error_free(e);
+  } else {
+    ok = true;
+    EXPECT_EQ(kiln_tensor_rank(out), 2u);
+    EXPECT_EQ(kiln_tensor_shape(out)[0], m);
+    EXPECT_EQ(kiln_tensor_shape(out)[1], n);
+    const float *y = static_cast<const float *>(kiln_tensor_data(out));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float want = 0;
+        for (int64_t l = 0; l < k; ++l)
+          want += a[size_t(i * k + l)] * b[size_t(l * n + j)];
+        if (y[i * n + j] != want) {
+          ADD_FAILURE() << "y[" << i << "][" << j << "] = " << y[i * n + j] << ", want " << want << " (seed " << seed
+                        << ")";
+          ok = false;
+        }
+      }
+    kiln_tensor_destroy(out);
+  }
+  kiln_tensor_destroy(in[0]);
+  kiln_tensor_destroy(in[1]);
+  return ok;
+}
+
+// A model of kernels: the first run is eager, the second captured (its launches recorded, not
+// run) and launched as one graph, and every later run is one cuGraphLaunch with no cuLaunchKernel
+// and no allocation; the graph and its buffers go with the session.
+TEST(CudaGraphs, LaterRunsAreOneGraphLaunch) {
+  NoPointerChecks noChecks;
+  MockStats *st = useMock();
+  ASSERT_NE(st, nullptr);
+  kiln_model *m = nullptr;
+  kiln_session *s = nullptr;
+  ASSERT_TRUE(openSession(KILN_CUDA_SOFTMAX_SM90, &m, &s));
+  kiln_model_metadata md{};
+  kiln_model_get_metadata(m, &md);
+  const int64_t kernels = int64_t(md.kernel_count);
+  ASSERT_GT(kernels, 0);
+  const int64_t modelAllocations = st->live_allocations;
+  EXPECT_EQ(runSoftmaxOn(s), "");
+  EXPECT_EQ(st->launches, kernels);
+  EXPECT_EQ(st->captures, 0) << "the first run of a signature is eager";
+  EXPECT_EQ(runSoftmaxOn(s), "");
+  EXPECT_EQ(st->captures, 1);
+  EXPECT_EQ(st->captured_launches, kernels);
+  EXPECT_EQ(st->graph_launches, 1);
+  EXPECT_EQ(st->launches, kernels) << "the captured run launched kernels outside the graph";
+  const int64_t allocations = st->allocations;
+  const int64_t up = st->bytes_to_device, down = st->bytes_to_host;
+  for (int run = 0; run < 3; ++run)
+    EXPECT_EQ(runSoftmaxOn(s), "");
+  EXPECT_EQ(st->launches, kernels) << "a replayed run called cuLaunchKernel";
+  EXPECT_EQ(st->graph_launches, 4);
+  EXPECT_EQ(st->replayed_launches, 4 * kernels);
+  EXPECT_EQ(st->captures, 1);
+  EXPECT_EQ(st->allocations, allocations) << "a replayed run allocated device memory";
+  EXPECT_EQ(st->bytes_to_device - up, 3 * 60 * 4) << "a replay copies its input up, nothing else";
+  EXPECT_EQ(st->bytes_to_host - down, 3 * 60 * 4) << "a replay copies its output down, nothing else";
+  EXPECT_EQ(st->refused_in_capture, 0) << "the runtime copied or synchronized during a capture";
+  EXPECT_EQ(st->bad_launches, 0);
+  kiln_session_destroy(s);
+  EXPECT_EQ(st->live_graphs, 0) << "the session's graph outlived it";
+  EXPECT_EQ(st->live_allocations, modelAllocations) << "the graph's buffers outlived the session";
+  kiln_model_destroy(m);
+  EXPECT_EQ(st->live_allocations, 0);
+  EXPECT_EQ(st->bad_frees, 0);
+}
+
+// Products through the mock cuBLASLt, which records its computation into the graph under capture
+// and runs it on each replay: eager, captured and replayed runs with new inputs every time all give
+// the exact product, so a replay reads the inputs uploaded for it and the outputs come from the
+// graph's buffers.
+TEST(CudaGraphs, ProductsAreRightEagerCapturedAndReplayed) {
+  NoPointerChecks noChecks;
+  MockStats *st = nullptr;
+  kiln_mock_cublaslt_stats_t *blas = nullptr;
+  kiln_model *m = nullptr;
+  kiln_session *s = nullptr;
+  ASSERT_TRUE(openMatmulOnMockBlas(&st, &blas, &m, &s));
+  std::string error;
+  for (int run = 0; run < 5; ++run)
+    ASSERT_TRUE(runProduct(s, 3, 5, 4, run, &error)) << "run " << run << ": " << error;
+  EXPECT_EQ(st->captures, 1);
+  EXPECT_EQ(st->graph_launches, 4);
+  EXPECT_EQ(blas->matmuls, 5) << "one product computed per run";
+  EXPECT_EQ(blas->heuristics, 1);
+  EXPECT_EQ(blas->live_descriptors, 0);
+  EXPECT_EQ(st->launches, 0);
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  EXPECT_EQ(st->live_graphs, 0);
+  EXPECT_EQ(st->live_allocations, 0);
+  setenv("KILN_CUBLASLT", "none", 1);
+}
+
+// Each shape signature gets its own graph (the second run of each is captured), a signature seen
+// again replays its graph, and at most Queue::kMaxGraphs graphs are kept (least recently used go).
+TEST(CudaGraphs, EachShapeSignatureHasItsGraph) {
+  NoPointerChecks noChecks;
+  MockStats *st = useMock();
+  kiln_mock_cublaslt_stats_t *blas = useMockBlas();
+  ASSERT_TRUE(st && blas);
+  kiln_model *m = nullptr;
+  kiln_session *s = nullptr;
+  ASSERT_TRUE(openSession(KILN_CUDA_MATMUL_DYN_SM90, &m, &s));
+  std::string error;
+  int seed = 0;
+  ASSERT_TRUE(runProduct(s, 3, 5, 4, seed++, &error)) << error;
+  ASSERT_TRUE(runProduct(s, 3, 5, 4, seed++, &error)) << error;
+  EXPECT_EQ(st->captures, 1);
+  ASSERT_TRUE(runProduct(s, 2, 5, 4, seed++, &error)) << error; // new signature: eager
+  EXPECT_EQ(st->captures, 1);
+  ASSERT_TRUE(runProduct(s, 2, 5, 4, seed++, &error)) << error; // captured
+  EXPECT_EQ(st->captures, 2);
+  ASSERT_TRUE(runProduct(s, 3, 5, 4, seed++, &error)) << error; // the first graph again
+  ASSERT_TRUE(runProduct(s, 2, 5, 4, seed++, &error)) << error;
+  EXPECT_EQ(st->captures, 2);
+  EXPECT_EQ(st->graph_launches, 4);
+  // Six more signatures, each twice: never more than four graphs alive.
+  for (int64_t rows = 4; rows < 10; ++rows)
+    for (int twice = 0; twice < 2; ++twice) {
+      ASSERT_TRUE(runProduct(s, rows, 3, 2, seed++, &error)) << error;
+      EXPECT_LE(st->live_graphs, 4);
+    }
+  EXPECT_EQ(st->captures, 8);
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  EXPECT_EQ(st->live_graphs, 0);
+  EXPECT_EQ(st->live_allocations, 0);
+  EXPECT_EQ(st->bad_frees, 0);
+  setenv("KILN_CUBLASLT", "none", 1);
+}
+
+// A model whose host program reads sizes back from the device (NonZero, Compress) waits for the
+// GPU mid-run: it cannot be a graph, and every run stays eager and right.
+TEST(CudaGraphs, ModelsThatReadBackStayEager) {
+  NoPointerChecks noChecks;
+  MockStats *st = useMock();
+  ASSERT_NE(st, nullptr);
+  kiln_model *m = nullptr;
+  kiln_session *s = nullptr;
+  ASSERT_TRUE(openSession(KILN_CUDA_NONZERO_SM90, &m, &s));
+  std::string error;
+  ASSERT_EQ(runNonZero(s, &error).size(), 3u) << error;
+  const int64_t perRun = st->launches;
+  for (int run = 0; run < 3; ++run)
+    EXPECT_EQ(runNonZero(s, &error), (std::vector<std::vector<int64_t>>{{2, 0}, {0, 3}, {0}})) << error;
+  EXPECT_EQ(st->captures, 0);
+  EXPECT_EQ(st->graph_launches, 0);
+  // (How many launches a run makes depends on the sizes read back: garbage under the mock.)
+  EXPECT_GT(st->launches, perRun) << "later runs launched no kernel";
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  EXPECT_EQ(st->live_allocations, 0);
+}
+
+// KILN_CUDA_GRAPHS=0, KILN_CUDA_SYNC=1 (read at load) and profiling keep every run eager.
+TEST(CudaGraphs, OffByEnvironmentDebugModesAndProfiling) {
+  NoPointerChecks noChecks;
+  MockStats *st = useMock();
+  ASSERT_NE(st, nullptr);
+  for (const char *env : {"KILN_CUDA_GRAPHS=0", "KILN_CUDA_SYNC=1", "KILN_CUDA_CHECK_POINTERS=addresses", "profile"}) {
+    const std::string e = env;
+    const size_t eq = e.find('=');
+    if (eq != std::string::npos)
+      setenv(e.substr(0, eq).c_str(), e.substr(eq + 1).c_str(), 1);
+    kiln_model *m = nullptr;
+    kiln_session *s = nullptr;
+    ASSERT_TRUE(openSession(KILN_CUDA_SOFTMAX_SM90, &m, &s));
+    if (eq != std::string::npos)
+      unsetenv(e.substr(0, eq).c_str());
+    kiln_session_set_profiling(s, e == "profile");
+    kiln_model_metadata md{};
+    kiln_model_get_metadata(m, &md);
+    resetMock();
+    for (int run = 0; run < 3; ++run)
+      EXPECT_EQ(runSoftmaxOn(s), "") << env;
+    EXPECT_EQ(st->captures, 0) << env;
+    EXPECT_EQ(st->launches, 3 * int64_t(md.kernel_count)) << env;
+    kiln_session_destroy(s);
+    kiln_model_destroy(m);
+  }
+  EXPECT_EQ(st->live_allocations, 0);
+}
+
+// A capture the driver invalidates is discarded: that request runs eagerly (right), and the
+// signature is never captured again; nothing leaks.
+TEST(CudaGraphs, FailedCaptureRunsEagerly) {
+  NoPointerChecks noChecks;
+  MockStats *st = nullptr;
+  kiln_mock_cublaslt_stats_t *blas = nullptr;
+  kiln_model *m = nullptr;
+  kiln_session *s = nullptr;
+  ASSERT_TRUE(openMatmulOnMockBlas(&st, &blas, &m, &s));
+  std::string error;
+  ASSERT_TRUE(runProduct(s, 3, 5, 4, 1, &error)) << error;
+  setenv("KILN_MOCK_CUDA_INVALIDATE_CAPTURE", "1", 1);
+  const bool second = runProduct(s, 3, 5, 4, 2, &error);
+  unsetenv("KILN_MOCK_CUDA_INVALIDATE_CAPTURE");
+  ASSERT_TRUE(second) << error;
+  EXPECT_EQ(st->captures, 1);
+  EXPECT_EQ(st->graph_launches, 0);
+  EXPECT_EQ(st->live_graphs, 0) << "the invalidated capture's graph was kept";
+  EXPECT_EQ(blas->matmuls, 2) << "the recorded product ran, or the eager redo did not";
+  for (int run = 3; run < 5; ++run)
+    ASSERT_TRUE(runProduct(s, 3, 5, 4, run, &error)) << error;
+  EXPECT_EQ(st->captures, 1) << "a signature whose capture failed was captured again";
+  EXPECT_EQ(blas->matmuls, 4);
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  EXPECT_EQ(st->live_allocations, 0);
+  EXPECT_EQ(st->bad_frees, 0);
+  setenv("KILN_CUBLASLT", "none", 1);
+}
+
 } // namespace

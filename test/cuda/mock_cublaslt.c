@@ -7,14 +7,18 @@
  * cublasLtMatmul fail as a faulting kernel would (CUBLAS_STATUS_EXECUTION_FAILED). When the mock CUDA
  * driver is loaded ($KILN_CUDA_DRIVER), cublasLtMatmul refuses (CUBLAS_STATUS_INVALID_VALUE) an
  * operand that is not inside one of the driver's live allocations, asking it through
- * cuMemGetAddressRange_v2 (a real GPU would read it and fault). Statistics through
- * kiln_mock_cublaslt_stats(). */
+ * cuMemGetAddressRange_v2 (a real GPU would read it and fault). With the mock driver the product is
+ * enqueued on the stream as a host function (kiln_mock_cuda_launch_host_owned): run at once, or,
+ * while the stream is being captured into a CUDA graph, recorded and run each time the graph is
+ * launched, as a real cuBLASLt's kernels are. Statistics through kiln_mock_cublaslt_stats()
+ * (matmuls counts products computed). */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mock_cublaslt.h"
+#include "mock_cuda_driver.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -159,23 +163,22 @@ static int in_device_memory(range_fn range, const void *p, const layout_t *l) {
   return (last + 1) * (uint64_t)bytes <= size - (begin - base);
 }
 
-API int cublasLtMatmul(void *handle, void *descp, const void *alphap, const void *A, void *ap, const void *B, void *bp,
-                       const void *betap, const void *C, void *cp, void *D, void *dp, const void *algo, void *workspace,
-                       size_t workspace_bytes, void *stream) {
-  (void)workspace; (void)stream;
-  const desc_t *desc = descp;
-  const layout_t *a = ap, *b = bp, *c = cp;
-  if (!handle || !algo || ((const uint64_t *)algo)[0] != 42) return INVALID_VALUE;
-  if (cp != dp || C != D) return NOT_SUPPORTED;
-  int r = check(desc, a, b, c);
-  if (r != OK) return r;
-  if (env_set("KILN_MOCK_CUBLASLT_FAIL")) return EXECUTION_FAILED;
-  range_fn range = driver_range();
-  if (range && (!in_device_memory(range, A, a) || !in_device_memory(range, B, b) || !in_device_memory(range, D, c))) {
-    stats.bad_operands++;
-    return INVALID_VALUE;
-  }
-  float alpha = *(const float *)alphap, beta = *(const float *)betap;
+/* One product as cublasLtMatmul was called with it (descriptors copied: the caller may destroy them). */
+typedef struct {
+  desc_t desc;
+  layout_t a, b, c;
+  const void *A, *B, *C;
+  void *D;
+  float alpha, beta;
+} product_t;
+
+static void compute(void *p) {
+  const product_t *x = p;
+  const desc_t *desc = &x->desc;
+  const layout_t *a = &x->a, *b = &x->b, *c = &x->c;
+  const void *A = x->A, *B = x->B, *C = x->C;
+  void *D = x->D;
+  float alpha = x->alpha, beta = x->beta;
   uint64_t m = c->rows, n = c->cols, k = desc->transa ? a->rows : a->cols;
   for (int32_t bi = 0; bi < c->batch; ++bi)
     for (uint64_t i = 0; i < m; ++i)
@@ -198,6 +201,46 @@ API int cublasLtMatmul(void *handle, void *descp, const void *alphap, const void
   stats.last_batch = c->batch;
   stats.last_transa = desc->transa;
   stats.last_transb = desc->transb;
+}
+
+/* The mock driver's host-function entry when the process has loaded it, else null. */
+static kiln_mock_cuda_launch_host_owned_fn driver_enqueue(void) {
+  const char *path = getenv("KILN_CUDA_DRIVER");
+  if (!path || !*path) return NULL;
+  void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return NULL;
+  kiln_mock_cuda_launch_host_owned_fn fn =
+      (kiln_mock_cuda_launch_host_owned_fn)dlsym(lib, "kiln_mock_cuda_launch_host_owned");
+  dlclose(lib);
+  return fn;
+}
+
+API int cublasLtMatmul(void *handle, void *descp, const void *alphap, const void *A, void *ap, const void *B, void *bp,
+                       const void *betap, const void *C, void *cp, void *D, void *dp, const void *algo, void *workspace,
+                       size_t workspace_bytes, void *stream) {
+  (void)workspace;
+  const desc_t *desc = descp;
+  const layout_t *a = ap, *b = bp, *c = cp;
+  if (!handle || !algo || ((const uint64_t *)algo)[0] != 42) return INVALID_VALUE;
+  if (cp != dp || C != D) return NOT_SUPPORTED;
+  int r = check(desc, a, b, c);
+  if (r != OK) return r;
+  if (env_set("KILN_MOCK_CUBLASLT_FAIL")) return EXECUTION_FAILED;
+  range_fn range = driver_range();
+  if (range && (!in_device_memory(range, A, a) || !in_device_memory(range, B, b) || !in_device_memory(range, D, c))) {
+    stats.bad_operands++;
+    return INVALID_VALUE;
+  }
+  product_t *x = malloc(sizeof *x);
+  if (!x) return 3; /* CUBLAS_STATUS_ALLOC_FAILED */
+  *x = (product_t){*desc, *a, *b, *c, A, B, C, D, *(const float *)alphap, *(const float *)betap};
+  kiln_mock_cuda_launch_host_owned_fn enqueue = driver_enqueue();
+  if (enqueue) {
+    if (enqueue(stream, compute, x, free) != 0) return EXECUTION_FAILED;
+  } else {
+    compute(x);
+    free(x);
+  }
   stats.last_workspace_bytes = workspace_bytes;
   return OK;
 }

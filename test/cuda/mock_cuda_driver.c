@@ -10,6 +10,12 @@
  * do). Strict about memory like the real driver: it tracks every live allocation, answers
  * cuMemGetAddressRange_v2 from them (CUDA_ERROR_NOT_FOUND for an address in none), and refuses copies
  * and clears outside one live allocation and frees of unknown pointers (CUDA_ERROR_INVALID_VALUE).
+ * Stream capture as the driver does it: while a stream captures (cuStreamBeginCapture_v2), its
+ * launches (and host functions) are recorded into a graph instead of run; cuGraphLaunch replays
+ * them (counted in replayed_launches); copies, clears and synchronizations while any stream captures
+ * fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (900) and invalidate the capture, whose
+ * cuStreamEndCapture then fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (901), as it does for
+ * every capture while KILN_MOCK_CUDA_INVALIDATE_CAPTURE=1.
  * What the runtime did is readable through kiln_mock_cuda_stats(). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,7 +31,45 @@ static kiln_mock_cuda_stats_t stats;
 static const char *image;
 static size_t image_size;
 
-enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_FOUND = 500, ILLEGAL_ADDRESS = 700 };
+enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, ILLEGAL_STATE = 401, NOT_FOUND = 500, ILLEGAL_ADDRESS = 700,
+       CAPTURE_UNSUPPORTED = 900, CAPTURE_INVALIDATED = 901 };
+
+/* A graph: its nodes in capture order (one stream: a chain). Shared by the CUgraph and the
+ * executable graphs made from it, freed with the last reference. */
+typedef struct { int kernel; void (*fn)(void *); void *data; void (*release)(void *); } node_t;
+typedef struct { node_t *nodes; size_t count, capacity; int refs; } graph_t;
+typedef struct { graph_t *graph; int invalidated; } stream_t; /* graph: the open capture, if any */
+
+static int open_captures;
+
+static void graph_unref(graph_t *g) {
+  if (!g || --g->refs > 0) return;
+  for (size_t i = 0; i < g->count; ++i)
+    if (g->nodes[i].release) g->nodes[i].release(g->nodes[i].data);
+  free(g->nodes);
+  free(g);
+  stats.live_graphs--;
+}
+static int graph_add(graph_t *g, node_t n) {
+  if (g->count == g->capacity) {
+    size_t cap = g->capacity ? 2 * g->capacity : 16;
+    node_t *grown = realloc(g->nodes, cap * sizeof *grown);
+    if (!grown) return OUT_OF_MEMORY;
+    g->nodes = grown;
+    g->capacity = cap;
+  }
+  g->nodes[g->count++] = n;
+  return OK;
+}
+
+/* Streams are tracked so that a synchronous call can invalidate every open capture. */
+static stream_t *streams[256];
+static int stream_count;
+/* A synchronous call while a capture is open: refused, and the capture is invalidated (the real
+ * driver's legacy-stream synchronization with a capturing blocking stream). */
+#define NO_CAPTURE() do { if (open_captures) { \
+    for (int i_ = 0; i_ < stream_count; ++i_) if (streams[i_]->graph) streams[i_]->invalidated = 1; \
+    stats.refused_in_capture++; return CAPTURE_UNSUPPORTED; } } while (0)
 
 /* Live allocations, in no order (the tests make a few hundred at most). */
 typedef struct { CUdeviceptr base; size_t size; } allocation_t;
@@ -140,6 +184,7 @@ API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdevicept
 }
 API CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *h, size_t n) {
   STICKY();
+  NO_CAPTURE();
   if (n && !inside(d, n)) { stats.bad_copies++; return INVALID_VALUE; }
   memcpy((void *)(uintptr_t)d, h, n);
   stats.bytes_to_device += (int64_t)n;
@@ -147,6 +192,7 @@ API CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *h, size_t n) {
 }
 API CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n) {
   STICKY();
+  NO_CAPTURE();
   if (n && !inside(d, n)) { stats.bad_copies++; return INVALID_VALUE; }
   memcpy(h, (void *)(uintptr_t)d, n);
   stats.bytes_to_host += (int64_t)n;
@@ -155,18 +201,112 @@ API CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n) {
 }
 API CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
   STICKY();
+  NO_CAPTURE();
   if (n && !inside(d, n)) { stats.bad_copies++; return INVALID_VALUE; }
   memset((void *)(uintptr_t)d, v, n);
   stats.bytes_set += (int64_t)n;
   return OK;
 }
-API CUresult cuStreamCreate(void **s, unsigned flags) { (void)flags; *s = malloc(1); return 0; }
-API CUresult cuStreamDestroy_v2(void *s) { free(s); return 0; }
-API CUresult cuStreamSynchronize(void *s) { (void)s; STICKY(); return 0; }
+API CUresult cuStreamCreate(void **s, unsigned flags) {
+  (void)flags;
+  if (stream_count == 256) return OUT_OF_MEMORY;
+  stream_t *x = calloc(1, sizeof *x);
+  if (!x) return OUT_OF_MEMORY;
+  streams[stream_count++] = x;
+  *s = x;
+  return 0;
+}
+API CUresult cuStreamDestroy_v2(void *s) {
+  stream_t *x = s;
+  for (int i = 0; i < stream_count; ++i)
+    if (streams[i] == x) { streams[i] = streams[--stream_count]; break; }
+  if (x->graph) { graph_unref(x->graph); open_captures--; }
+  free(x);
+  return 0;
+}
+API CUresult cuStreamSynchronize(void *s) { (void)s; STICKY(); NO_CAPTURE(); return 0; }
+
+API CUresult cuStreamBeginCapture_v2(void *s, int mode) {
+  stream_t *x = s;
+  STICKY();
+  if (!x || x->graph || mode < 0 || mode > 2) return ILLEGAL_STATE;
+  graph_t *g = calloc(1, sizeof *g);
+  if (!g) return OUT_OF_MEMORY;
+  g->refs = 1;
+  stats.live_graphs++;
+  x->graph = g;
+  x->invalidated = 0;
+  open_captures++;
+  stats.captures++;
+  return OK;
+}
+API CUresult cuStreamEndCapture(void *s, void **graph) {
+  stream_t *x = s;
+  *graph = NULL;
+  if (!x || !x->graph) return ILLEGAL_STATE;
+  graph_t *g = x->graph;
+  x->graph = NULL;
+  open_captures--;
+  if (env_int("KILN_MOCK_CUDA_INVALIDATE_CAPTURE", 0)) x->invalidated = 1; /* as an unsupported call would */
+  if (x->invalidated) { graph_unref(g); return CAPTURE_INVALIDATED; }
+  *graph = g;
+  return OK;
+}
+API CUresult cuStreamIsCapturing(void *s, int *status) {
+  stream_t *x = s;
+  *status = !x || !x->graph ? 0 : x->invalidated ? 2 : 1;
+  return OK;
+}
+API CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+  (void)flags;
+  STICKY();
+  graph_t *g = graph;
+  if (!g) return INVALID_VALUE;
+  g->refs++;
+  *exec = g;
+  stats.graphs_instantiated++;
+  return OK;
+}
+API CUresult cuGraphDestroy(void *graph) { graph_unref(graph); return OK; }
+API CUresult cuGraphExecDestroy(void *exec) { graph_unref(exec); return OK; }
+API CUresult cuGraphLaunch(void *exec, void *s) {
+  stream_t *x = s;
+  graph_t *g = exec;
+  STICKY();
+  if (!g || (x && x->graph)) return INVALID_VALUE;
+  stats.graph_launches++;
+  for (size_t i = 0; i < g->count; ++i) {
+    if (g->nodes[i].kernel) stats.replayed_launches++;
+    else g->nodes[i].fn(g->nodes[i].data);
+  }
+  return OK;
+}
+/* A host function: run now, or recorded while the stream captures. */
+static CUresult launch_host(void *s, void (*fn)(void *), void *data, void (*release)(void *)) {
+  stream_t *x = s;
+  if (stats.sticky) { if (release) release(data); return stats.sticky; }
+  if (x && x->graph) {
+    if (graph_add(x->graph, (node_t){0, fn, data, release}) != OK) { if (release) release(data); return OUT_OF_MEMORY; }
+    return OK;
+  }
+  fn(data);
+  if (release) release(data);
+  return OK;
+}
+API CUresult cuLaunchHostFunc(void *s, void (*fn)(void *), void *data) { return launch_host(s, fn, data, NULL); }
+API int kiln_mock_cuda_launch_host_owned(void *s, void (*fn)(void *), void *data, void (*release)(void *)) {
+  return launch_host(s, fn, data, release);
+}
 API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                             unsigned smem, void *stream, void **params, void **extra) {
-  (void)smem; (void)stream; (void)extra;
+  (void)smem; (void)extra;
   STICKY();
+  stream_t *x = stream;
+  if (x && x->graph) { /* recorded, run by cuGraphLaunch */
+    if (!f || !params || !gx || !gy || !gz || !bx || !by || !bz) stats.bad_launches++;
+    stats.captured_launches++;
+    return graph_add(x->graph, (node_t){1, NULL, NULL, NULL});
+  }
   stats.launches++;
   if (!f || !params || !gx || !gy || !gz || !bx || !by || !bz) stats.bad_launches++;
   if (stats.launches == env_int("KILN_MOCK_CUDA_FAIL_LAUNCH", 0)) return 701; /* CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES */

@@ -24,7 +24,23 @@ typedef struct kiln_mock_cuda_stats_t {
   int64_t resets;           /* cuDevicePrimaryCtxReset_v2 calls */
   int64_t bad_copies;       /* copies and clears refused: outside every live allocation */
   int64_t bad_frees;        /* cuMemFree of a pointer that is no live allocation's base */
+  /* Graphs (stream capture): launches recorded while a stream captured (not counted in `launches`),
+   * captures begun, graphs instantiated, cuGraphLaunch calls, the kernel launches those replayed,
+   * graphs and executable graphs alive, and calls refused because a capture was open (900). */
+  int64_t captured_launches;
+  int64_t captures;
+  int64_t graphs_instantiated;
+  int64_t graph_launches;
+  int64_t replayed_launches;
+  int64_t live_graphs;
+  int64_t refused_in_capture;
 } kiln_mock_cuda_stats_t;
+
+/* A mock-only entry (not in the real driver): like cuLaunchHostFunc, but the node owns `data`
+ * (freed with `release` when its graph goes, or right after `fn` when the stream is not capturing).
+ * The mock cuBLASLt enqueues its host computation with it, so a captured product runs on replay. */
+typedef int (*kiln_mock_cuda_launch_host_owned_fn)(void *stream, void (*fn)(void *), void *data,
+                                                   void (*release)(void *));
 
 typedef kiln_mock_cuda_stats_t *(*kiln_mock_cuda_stats_fn)(void);
 
