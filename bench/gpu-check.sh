@@ -52,8 +52,18 @@ summary=$logs/summary.tsv
 body=$logs/body.md
 timings=$logs/timings.tsv     # work \t kiln ms \t torch eager ms \t torch graph ms \t note
 : > "$summary"; : > "$body"; : > "$timings"
+trap 'trap - TERM INT; row "the check itself" required 0 1 FAIL "stopped by a signal (timeout?) during: $(tail -1 "$logs/steps" 2>/dev/null)"; finish; exit 124' TERM INT
 step_t0=0
-begin() { step_t0=$(date +%s); echo "[gpu-check] $1"; }
+begin() { step_t0=$(date +%s); echo "[gpu-check] $1 (at $(( step_t0 - T0 )) s)"; echo "$1" >> "$logs/steps"; }
+# KILN_GPU_SKIP: steps left out when device time is short (any of: pointer sanitizer torch large),
+# reported as not run.
+# KILN_GPU_BUDGET (seconds, default 420): optional steps that would start after it are left out too.
+want() {
+  case " ${KILN_GPU_SKIP:-} " in *" $1 "*) row "$1" reported 0 0 "not run" "KILN_GPU_SKIP"; return 1;; esac
+  if [ $(( $(date +%s) - T0 )) -gt "${KILN_GPU_BUDGET:-420}" ]; then
+    row "$1" reported 0 0 "not run" "the time budget (KILN_GPU_BUDGET=${KILN_GPU_BUDGET:-420} s) was spent"; return 1
+  fi
+}
 # row NAME KIND(required|reported) PASS FAIL VERDICT [NOTE]
 row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$(( $(date +%s) - step_t0 ))" "$5" "${6:-}" >> "$summary"; }
 section() { printf '\n## %s\n' "$1" >> "$body"; }
@@ -80,7 +90,7 @@ e2e_counts() { # LOG -> "PASS FAIL" from run_onnx_tests.py's last line
 # while the GPU runs the suite; checked against the pack's weights.sha256 in step 9.
 large=$work/large
 large_pid=
-if [ -f "$p/large/ARGS" ] && $py -c 'import numpy, onnx' 2>/dev/null; then
+if [ -f "$p/large/ARGS" ] && case " ${KILN_GPU_SKIP:-} " in *" large "*) false;; esac && $py -c 'import numpy, onnx' 2>/dev/null; then
   # shellcheck disable=SC2046
   ( $py bench/gpu/make_large_decoder.py $(cat "$p/large/ARGS") --out "$large" --check "$p/large/weights.sha256" \
       > "$logs/large-weights.log" 2>&1; echo $? > "$logs/large-weights.rc" ) &
@@ -191,6 +201,7 @@ for name in gpt-fp32 bert-bf16-fused; do
 done
 
 # ---- 4. pointer check (reported): own models and decoders with KILN_CUDA_CHECK_POINTERS=1
+if want pointer; then
 begin "pointer check"
 KILN_CUDA_CHECK_POINTERS=1 $py test/e2e/run_onnx_tests.py --bin "$bin" --prebuilt --root "$p/own" --list "$p/own.txt" \
   -j "$jobs" --atol 1e-4 --run-timeout 120 --report "$logs/pointer-check-own.json" > "$logs/pointer-check-own.log" 2>&1
@@ -216,7 +227,9 @@ section "Pointer check: KILN_CUDA_CHECK_POINTERS=1 on the own models and the f32
   cat "$logs/pointer-check-decoders.txt"
 } | code
 
+fi
 # ---- 5. compute-sanitizer (reported), each case under 60 s
+if want sanitizer; then
 begin "compute-sanitizer"
 san=$(command -v compute-sanitizer || true)
 section "compute-sanitizer (memcheck; full output in the tarball)"
@@ -245,7 +258,9 @@ for case in conv2d llama-decode; do
   { echo "$case: ${errs:-no} error summary ($note)"; grep -m3 -E "Invalid|out of bounds|nearest allocation" "$logs/sanitizer-$case.txt"; } | code
 done
 
+fi
 # ---- 6-8. timings against torch on this GPU (reported)
+if want torch; then
 begin "timings against torch"
 torch_ok=0
 if $py -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' > "$logs/torch-probe.log" 2>&1; then
@@ -275,7 +290,9 @@ else
   row "torch anchors (GPT, test llama)" reported 0 0 "not run" "$torch_why"
 fi
 
+fi
 # ---- 9. the large decoder (TinyLlama-1.1B shapes)
+if want large; then
 begin "large decoder"
 section "Large decoder (TinyLlama-1.1B shapes: $(tr '\n' ' ' < "$p/large/ARGS" 2>/dev/null))"
 lnote=$(cat "$p/large/NOTE" 2>/dev/null || echo "no large decoder in the pack")
@@ -332,7 +349,10 @@ else
   row "torch anchor, large decoder (fp16, f32)" reported 0 0 "not run" "$torch_why"
 fi
 
-# ---- the report: summary table first, then the timing table, then the sections
+fi
+# ---- the report: summary table first, then the timing table, then the sections (also written when
+# a signal stops the check, e.g. `timeout`, so a run cut short still says what it found)
+finish() {
 total=$(( $(date +%s) - T0 ))
 req_fail=$(awk -F'\t' '$2 == "required" && ($6 != "pass") {n++} END {print n + 0}' "$summary")
 {
@@ -366,4 +386,6 @@ tar cJf "$out/gpu-logs.tar.xz" -C "$work" logs
 rm -rf "$work"
 cat "$report"
 echo "[gpu-check] $report and $out/gpu-logs.tar.xz in $total s"
+}
+finish
 [ "$req_fail" = 0 ]
