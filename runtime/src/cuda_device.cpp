@@ -153,6 +153,10 @@ CudaDeviceState &stateOf(int ordinal) {
 // Why this thread's last CudaDevice::allocate failed, when not for want of memory.
 thread_local std::string tAllocationFailure;
 
+// What to do about a sticky CUDA error (illegal address, launch failure, ...): nothing in the process.
+constexpr const char *kRestartAdvice =
+    "a sticky CUDA error lasts as long as the process: restart it to use this GPU again";
+
 bool envFlag(const char *name) {
   const char *v = std::getenv(name);
   return v && *v && std::strcmp(v, "0") != 0;
@@ -294,8 +298,7 @@ bool CudaDevice::check(int result, const char *what, std::string &error, bool na
 bool CudaDevice::makeCurrent(std::string &error, bool evenIfBroken) const {
   if (!evenIfBroken && state_ && state_->broken.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(state_->mutex);
-    error = "the CUDA context was broken by an earlier fault (" + state_->brokenBy +
-            "): unload and reload the models";
+    error = "the CUDA context was broken by an earlier fault (" + state_->brokenBy + "): " + kRestartAdvice;
     return false;
   }
   return check(driver_->cuCtxSetCurrent(context_), "cuCtxSetCurrent", error);
@@ -385,24 +388,16 @@ std::unique_ptr<CudaDevice> CudaDevice::create(const artifact::CudaInfo &info,
   const std::string arch = "sm_" + std::to_string(major * 10 + minor);
   d->name_ = std::string(name) + " (" + arch + ")";
   {
-    // A context a fault broke is reset once no model uses it any more: the way back without
-    // restarting the process.
+    // A sticky fault lasts as long as the process: on an H200 (driver 580), unloading every
+    // model and resetting the primary context still left cuDevicePrimaryCtxRetain failing with the
+    // fault's error 700 (as CUDA's documentation says: the process must be restarted). So no
+    // reset is attempted; loads on that device fail at once, saying so.
     CudaDeviceState &state = stateOf(ordinal);
     std::lock_guard<std::mutex> lock(state.mutex);
     if (state.broken.load()) {
-      if (state.users > 0) {
-        error = "the CUDA context of device " + std::to_string(ordinal) + " was broken by an earlier fault (" +
-                state.brokenBy + "): unload the " + std::to_string(state.users) +
-                " model(s) still loaded on it, then load again";
-        return nullptr;
-      }
-      if (!d->check(cu.cuDevicePrimaryCtxReset(d->device_), "resetting the CUDA context after an earlier fault",
-                    error)) {
-        error += " (the fault: " + state.brokenBy + ")";
-        return nullptr;
-      }
-      state.broken.store(false);
-      state.brokenBy.clear();
+      error = "the CUDA context of device " + std::to_string(ordinal) + " was broken by an earlier fault (" +
+              state.brokenBy + "): " + kRestartAdvice;
+      return nullptr;
     }
     if (!d->check(cu.cuDevicePrimaryCtxRetain(&d->context_, d->device_), "cuDevicePrimaryCtxRetain", error))
       return nullptr;

@@ -6,7 +6,7 @@
  * Nth launch counted in the stats, from 1, fails at once with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, a
  * launch error that leaves the context usable), KILN_MOCK_CUDA_FAULT_LAUNCH (the Nth launch is accepted,
  * then "faults" as a kernel reading a bad address does on a GPU: from then on every call returns
- * CUDA_ERROR_ILLEGAL_ADDRESS (700) until cuDevicePrimaryCtxReset_v2, as the real driver's sticky errors
+ * CUDA_ERROR_ILLEGAL_ADDRESS (700) for the life of the process (a reset does not clear it), as the real driver's sticky errors
  * do). Strict about memory like the real driver: it tracks every live allocation, answers
  * cuMemGetAddressRange_v2 from them (CUDA_ERROR_NOT_FOUND for an address in none), and refuses copies
  * and clears outside one live allocation and frees of unknown pointers (CUDA_ERROR_INVALID_VALUE).
@@ -109,14 +109,15 @@ API CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
   else return 1;
   return 0;
 }
-API CUresult cuDevicePrimaryCtxRetain(void **ctx, int d) { (void)d; *ctx = &stats; stats.contexts++; return 0; }
+API CUresult cuDevicePrimaryCtxRetain(void **ctx, int d) { (void)d; STICKY(); *ctx = &stats; stats.contexts++; return 0; }
 API CUresult cuDevicePrimaryCtxRelease_v2(int d) { (void)d; stats.contexts--; return 0; }
-/* Destroys the primary context's state: its allocations go, and a sticky error with it. */
+/* Destroys the primary context's state: its allocations go, but not a sticky error: on an H200
+ * (driver 580) cuDevicePrimaryCtxRetain still failed with 700 after a reset, as CUDA's documentation
+ * says of sticky errors (the process must be restarted). */
 API CUresult cuDevicePrimaryCtxReset_v2(int d) {
   (void)d;
   for (size_t i = 0; i < live_count; ++i) { free((void *)(uintptr_t)live[i].base); stats.live_allocations--; }
   live_count = 0;
-  stats.sticky = 0;
   stats.resets++;
   return 0;
 }
