@@ -54,7 +54,41 @@ timings=$logs/timings.tsv     # work \t kiln ms \t torch eager ms \t torch graph
 : > "$summary"; : > "$body"; : > "$timings"
 trap 'trap - TERM INT; row "the check itself" required 0 1 FAIL "stopped by a signal (timeout?) during: $(tail -1 "$logs/steps" 2>/dev/null)"; finish; exit 124' TERM INT
 step_t0=0
-begin() { step_t0=$(date +%s); echo "[gpu-check] $1 (at $(( step_t0 - T0 )) s)"; echo "$1" >> "$logs/steps"; }
+# ---- the report: summary table first, then the timing table, then the sections. Written again at
+# the start of every step, so a run cut short (device time spent, `timeout`) still says what it found.
+write_report() {
+total=$(( $(date +%s) - T0 ))
+req_fail=$(awk -F'\t' '$2 == "required" && ($6 != "pass") {n++} END {print n + 0}' "$summary")
+{
+  if [ "$req_fail" = 0 ]; then verdict="PASS: every required check passed"
+  else verdict="FAIL: $req_fail required check(s) failed: $(awk -F'\t' '$2 == "required" && $6 != "pass" {printf "%s%s", s, $1; s = "; "}' "$summary")"; fi
+  [ "${finished:-0}" = 1 ] || verdict="INCOMPLETE (cut short, or still running, during: $(tail -1 "$logs/steps" 2>/dev/null)); so far $verdict"
+  echo "# kiln GPU check: $verdict"
+  echo
+  echo "| check | kind | pass | fail | time (s) | result | note |"
+  echo "|---|---|---|---|---|---|---|"
+  awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7}' "$summary"
+  echo
+  echo "Total $total s. Pack of commit $(head -1 "$p/COMMIT"), compiled for $(cat "$p/ARCH"); $(date -u +%Y-%m-%dT%H:%MZ)."
+  echo "${KILN_CUDA_DRIVER:+Driver library: KILN_CUDA_DRIVER=$KILN_CUDA_DRIVER (not the GPU's driver: results mean nothing).}"
+  echo
+  echo '```'
+  { nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv 2>/dev/null || echo "nvidia-smi: not available"; } | head -3
+  echo "cuBLASLt: $(ls /usr/local/cuda/lib64/libcublasLt.so.* ${wheel:+$wheel/libcublasLt.so.*} 2>/dev/null | head -1)"
+  echo "torch: $($py -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>/dev/null || echo none)"
+  echo '```'
+  echo
+  echo "## Timings on this machine (medians; ratio = kiln / torch, below 1 is kiln faster)"
+  echo
+  echo "| work | kiln ms | torch eager ms | torch + CUDA graph ms | kiln/eager | kiln/graph | note |"
+  echo "|---|---|---|---|---|---|---|"
+  awk -F'\t' 'function r(a, b) { return (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) ? sprintf("%.2f", a / b) : "-" }
+    {printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, r($2, $3), r($2, $4), $5}' "$timings"
+  cat "$body"
+} > "$report"
+}
+
+begin() { write_report; step_t0=$(date +%s); echo "[gpu-check] $1 (at $(( step_t0 - T0 )) s)"; echo "$1" >> "$logs/steps"; }
 # KILN_GPU_SKIP: steps left out when device time is short (any of: pointer sanitizer torch large),
 # reported as not run.
 # KILN_GPU_BUDGET (seconds, default 420): optional steps that would start after it are left out too.
@@ -350,37 +384,9 @@ else
 fi
 
 fi
-# ---- the report: summary table first, then the timing table, then the sections (also written when
-# a signal stops the check, e.g. `timeout`, so a run cut short still says what it found)
 finish() {
-total=$(( $(date +%s) - T0 ))
-req_fail=$(awk -F'\t' '$2 == "required" && ($6 != "pass") {n++} END {print n + 0}' "$summary")
-{
-  if [ "$req_fail" = 0 ]; then verdict="PASS: every required check passed"
-  else verdict="FAIL: $req_fail required check(s) failed: $(awk -F'\t' '$2 == "required" && $6 != "pass" {printf "%s%s", s, $1; s = "; "}' "$summary")"; fi
-  echo "# kiln GPU check: $verdict"
-  echo
-  echo "| check | kind | pass | fail | time (s) | result | note |"
-  echo "|---|---|---|---|---|---|---|"
-  awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7}' "$summary"
-  echo
-  echo "Total $total s. Pack of commit $(head -1 "$p/COMMIT"), compiled for $(cat "$p/ARCH"); $(date -u +%Y-%m-%dT%H:%MZ)."
-  echo "${KILN_CUDA_DRIVER:+Driver library: KILN_CUDA_DRIVER=$KILN_CUDA_DRIVER (not the GPU's driver: results mean nothing).}"
-  echo
-  echo '```'
-  { nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv 2>/dev/null || echo "nvidia-smi: not available"; } | head -3
-  echo "cuBLASLt: $(ls /usr/local/cuda/lib64/libcublasLt.so.* ${wheel:+$wheel/libcublasLt.so.*} 2>/dev/null | head -1)"
-  echo "torch: $($py -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>/dev/null || echo none)"
-  echo '```'
-  echo
-  echo "## Timings on this machine (medians; ratio = kiln / torch, below 1 is kiln faster)"
-  echo
-  echo "| work | kiln ms | torch eager ms | torch + CUDA graph ms | kiln/eager | kiln/graph | note |"
-  echo "|---|---|---|---|---|---|---|"
-  awk -F'\t' 'function r(a, b) { return (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) ? sprintf("%.2f", a / b) : "-" }
-    {printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, r($2, $3), r($2, $4), $5}' "$timings"
-  cat "$body"
-} > "$report"
+finished=1
+write_report
 cp "$summary" "$timings" "$logs/" 2>/dev/null
 tar cJf "$out/gpu-logs.tar.xz" -C "$work" logs
 rm -rf "$work"

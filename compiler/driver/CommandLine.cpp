@@ -51,6 +51,11 @@ cl::opt<std::string> ptxasPath("ptxas",
                                cl::desc("With --target=cuda: the ptxas that assembles the cubin (default: "
                                         "ptxas on PATH, then /usr/local/cuda/bin/ptxas; 'none': PTX only)"),
                                cl::cat(category));
+cl::opt<std::string> gpuCode("gpu-code",
+                             cl::desc("With --target=cuda: ptx+cubin (default: the cubin for --gpu-arch where ptxas "
+                                      "is found, and the PTX, which newer GPUs JIT-compile) or cubin (no PTX: a "
+                                      "smaller artifact that loads without JIT, on exactly --gpu-arch)"),
+                             cl::init("ptx+cubin"), cl::cat(category));
 cl::opt<bool> printAll("mlir-print-ir-after-all", cl::desc("Print the IR after every pass to stderr"),
                        cl::cat(category));
 cl::alias printAllShort("print-ir-after-all", cl::desc("Same as --mlir-print-ir-after-all"), cl::aliasopt(printAll),
@@ -174,6 +179,7 @@ CompileOptions parseCommandLine(int argc, char **argv, const char *version) {
   setIfGiven(o.gpuAttention, gpuAttention);
   setIfGiven(o.gpuAttentionSplitKeys, gpuAttentionSplitKeys);
   o.ptxas = ptxasPath;
+  o.gpuCode = gpuCode;
   o.printIrAfterAll = printAll;
   o.printIrAfter = printAfter;
   o.dumpIrDir = dumpIrDir;

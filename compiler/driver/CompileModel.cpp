@@ -165,6 +165,7 @@ bool compileModel(const CompileRequest &request, CompileResult *result, std::str
                                             : CodeOutput::SharedObject;
   codegen.hostCpu = request.targetCpu;
   codegen.ptxas = request.ptxas;
+  codegen.cubinOnly = request.cubinOnly;
   codegen.progress = report;
   CodegenResult code;
   if (failed(target.generateCode(module, options, codegen, code, message)))

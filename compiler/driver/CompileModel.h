@@ -26,6 +26,7 @@ struct CompileRequest {
   const TargetBackend *target = nullptr; // compiler/targets/TargetBackend.h
   std::string targetCpu = "host";        // the host program's CPU
   std::string ptxas; // GPU targets: the ptxas to use ("" = search, "none" = PTX only)
+  bool cubinOnly = false; // GPU targets: keep the cubin only (--gpu-code=cubin)
   // Pipeline switches; the target sets vectorBits, compileModel the phase hooks.
   PipelineOptions options;
   int64_t maxContext = 2048;

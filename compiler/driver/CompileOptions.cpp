@@ -41,6 +41,10 @@ bool validateOptions(const CompileOptions &o, std::string *error) {
   }
   if (target->needsGpuArch() && !isGpuArch(o.gpuArch))
     return fail("--gpu-arch must be sm_NN or sm_NNa (e.g. sm_80, sm_90, sm_90a), got '" + o.gpuArch + "'");
+  if (o.gpuCode != "ptx+cubin" && o.gpuCode != "cubin")
+    return fail("unknown --gpu-code '" + o.gpuCode + "' (ptx+cubin, cubin)");
+  if (o.gpuCode == "cubin" && (!target->needsGpuArch() || o.ptxas == "none"))
+    return fail("--gpu-code=cubin needs --target=cuda and ptxas (not --ptxas=none)");
   if (o.precision != "fp32" && o.precision != "fp16" && o.precision != "bf16")
     return fail("unknown --precision '" + o.precision + "' (fp32, fp16, bf16)");
   if (o.precision != "fp32" && !target->formsGpuKernels())

@@ -23,6 +23,7 @@ struct CompileOptions {
   std::optional<std::string> gpuAttention;    // fused (default) | unfused
   std::optional<int64_t> gpuAttentionSplitKeys; // default 256
   std::string ptxas;         // "" = search, "none" = PTX only
+  std::string gpuCode = "ptx+cubin"; // ptx+cubin | cubin (the PTX dropped: loads on exactly gpuArch, no JIT)
   bool printIrAfterAll = false;
   std::string printIrAfter;
   std::string dumpIrDir;

@@ -31,6 +31,7 @@ CompileRequest makeRequest(const CompileOptions &o, const TargetBackend &target)
   request.notes = o.notes;
   request.compilerVersion = o.compilerVersion.empty() ? compilerVersion() : o.compilerVersion;
   request.ptxas = o.ptxas;
+  request.cubinOnly = o.gpuCode == "cubin";
   request.externalWeights = o.weights == "external";
   PipelineOptions &p = request.options;
   p.gpuArch = o.gpuArch;

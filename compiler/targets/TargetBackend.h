@@ -25,6 +25,7 @@ struct CodegenRequest {
   CodeOutput output = CodeOutput::SharedObject;
   std::string hostCpu = "host";         // the host program's CPU ("host" or an LLVM CPU name)
   std::string ptxas;                    // GPU targets: the ptxas to use ("" = search, "none" = PTX only)
+  bool cubinOnly = false;               // GPU targets: drop the PTX once the cubin is made
   std::function<void(const char *)> progress; // names the step under way
 };
 

@@ -158,6 +158,13 @@ public:
           return failure();
         result.steps.push_back("ptxas");
       }
+      if (request.cubinOnly) {
+        if (cuda.cubin.empty() && !cuda.ptx.empty()) {
+          error = "--gpu-code=cubin: no ptxas was found to assemble the kernels (give --ptxas=PATH)";
+          return failure();
+        }
+        cuda.ptx.clear();
+      }
     }
     return generateX86HostCode(module, request, X86TargetOptions{request.hostCpu}, result, error);
   }
