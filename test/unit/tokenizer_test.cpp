@@ -175,6 +175,46 @@ TEST_P(ReferenceTest, IdsEqualThePackageEncoders) {
 INSTANTIATE_TEST_SUITE_P(Tokenizers, ReferenceTest, ::testing::Values("gpt2", "llama3", "qwen3"),
                          [](const auto &info) { return std::string(info.param); });
 
+// Llama 2 and Gemma 3 (SentencePiece-style BPE): their tokenizer.json files are not checked in (Meta's
+// and Google's licenses); scripts/setup_tokenizer_refs.sh writes them and the expected ids into
+// build/tokenizer-refs at setup time. Without them this skips.
+class SentencePieceReferenceTest : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(SentencePieceReferenceTest, IdsEqualThePackageEncoders) {
+  std::string name = GetParam();
+  std::string dir = KILN_TOKENIZER_REFS;
+  std::string refPath = dir + "/" + name + ".reference.json";
+  if (!std::ifstream(refPath).good())
+    GTEST_SKIP() << refPath << " is absent (run scripts/setup_tokenizer_refs.sh)";
+  json ref = readJson(refPath);
+  TokenizerPtr tok = load(dir + "/" + name + ".json");
+  ASSERT_NE(tok, nullptr);
+  size_t n = 0, equal = 0, equalHf = 0, roundTrips = 0;
+  for (const json &c : ref["cases"]) {
+    std::string text = c["text"];
+    std::vector<int32_t> want = c["ids"].get<std::vector<int32_t>>();
+    std::vector<int32_t> hf = c.contains("hf_ids") ? c["hf_ids"].get<std::vector<int32_t>>() : want;
+    std::vector<int32_t> got = encode(tok.get(), text, KILN_TOKENIZER_PARSE_SPECIAL);
+    ++n;
+    equal += got == want;
+    equalHf += got == hf;
+    EXPECT_EQ(got, want) << name << ": " << escaped(text);
+    std::string decoded = c.contains("decoded") ? c["decoded"].get<std::string>() : text;
+    std::string back = decode(tok.get(), hf);
+    roundTrips += back == decoded;
+    EXPECT_EQ(back, decoded) << name << ": " << escaped(text);
+    EXPECT_EQ(streamDecode(tok.get(), hf), back) << name << ": " << escaped(text);
+  }
+  std::printf("[ %s ] %zu strings: %zu equal to %s, %zu to Hugging Face tokenizers %s; %zu decode round trips\n",
+              name.c_str(), n, equal, ref["encoder"].get<std::string>().c_str(), equalHf,
+              ref["hf_tokenizers"].is_string() ? ref["hf_tokenizers"].get<std::string>().c_str() : "(absent)",
+              roundTrips);
+  EXPECT_GE(n, 300u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, SentencePieceReferenceTest, ::testing::Values("llama2", "gemma3"),
+                         [](const auto &info) { return std::string(info.param); });
+
 TEST(TokenizerLlama3, SpecialTokensAndQueries) {
   TokenizerPtr tok = load(tokenizerPath("llama3"));
   ASSERT_NE(tok, nullptr);
