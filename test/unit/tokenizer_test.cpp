@@ -629,7 +629,7 @@ TEST(TokenizerBpe, RandomTextRoundTripsThroughEverySplitPattern) {
 // (271 = ▁hello, 275 = abc), fillers to 512. The variants change the pipeline as Gemma (NFC + Replace,
 // literal Split, merges as pairs), Metaspace (prepend first / always), Strip, and the model's
 // byte_fallback / fuse_unk. The ids were worked out by hand for the first rows and all equal Hugging
-// Face tokenizers 0.23.2 on these exact files (the decoded column is its decode without skipping).
+// Face tokenizers 0.23.2 on these exact files (the decoded column is its decode without skipping; check_sentencepiece_tiny.js prints them).
 json sentencePieceVariant(const std::string &name) {
   json j = readJson(dataPath("sentencepiece_tiny.json"));
   json replaceSpace = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
