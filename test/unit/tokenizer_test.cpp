@@ -3,6 +3,7 @@
 // split regexes against Hugging Face's, NFC, UTF-8 handling, streaming, and hostile files.
 #include "kiln/tokenizer.h"
 #include "generate/tokenizer.h"
+#include "generate/tokenizer_model.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -173,6 +174,46 @@ TEST_P(ReferenceTest, IdsEqualThePackageEncoders) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, ReferenceTest, ::testing::Values("gpt2", "llama3", "qwen3"),
+                         [](const auto &info) { return std::string(info.param); });
+
+// Llama 2 and Gemma 3 (SentencePiece-style BPE): their tokenizer.json files are not checked in (Meta's
+// and Google's licenses); scripts/setup_tokenizer_refs.sh writes them and the expected ids into
+// build/tokenizer-refs at setup time. Without them this skips.
+class SentencePieceReferenceTest : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(SentencePieceReferenceTest, IdsEqualThePackageEncoders) {
+  std::string name = GetParam();
+  std::string dir = KILN_TOKENIZER_REFS;
+  std::string refPath = dir + "/" + name + ".reference.json";
+  if (!std::ifstream(refPath).good())
+    GTEST_SKIP() << refPath << " is absent (run scripts/setup_tokenizer_refs.sh)";
+  json ref = readJson(refPath);
+  TokenizerPtr tok = load(dir + "/" + name + ".json");
+  ASSERT_NE(tok, nullptr);
+  size_t n = 0, equal = 0, equalHf = 0, roundTrips = 0;
+  for (const json &c : ref["cases"]) {
+    std::string text = c["text"];
+    std::vector<int32_t> want = c["ids"].get<std::vector<int32_t>>();
+    std::vector<int32_t> hf = c.contains("hf_ids") ? c["hf_ids"].get<std::vector<int32_t>>() : want;
+    std::vector<int32_t> got = encode(tok.get(), text, KILN_TOKENIZER_PARSE_SPECIAL);
+    ++n;
+    equal += got == want;
+    equalHf += got == hf;
+    EXPECT_EQ(got, want) << name << ": " << escaped(text);
+    std::string decoded = c.contains("decoded") ? c["decoded"].get<std::string>() : text;
+    std::string back = decode(tok.get(), hf);
+    roundTrips += back == decoded;
+    EXPECT_EQ(back, decoded) << name << ": " << escaped(text);
+    EXPECT_EQ(streamDecode(tok.get(), hf), back) << name << ": " << escaped(text);
+  }
+  std::printf("[ %s ] %zu strings: %zu equal to %s, %zu to Hugging Face tokenizers %s; %zu decode round trips\n",
+              name.c_str(), n, equal, ref["encoder"].get<std::string>().c_str(), equalHf,
+              ref["hf_tokenizers"].is_string() ? ref["hf_tokenizers"].get<std::string>().c_str() : "(absent)",
+              roundTrips);
+  EXPECT_GE(n, 300u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, SentencePieceReferenceTest, ::testing::Values("llama2", "gemma3"),
                          [](const auto &info) { return std::string(info.param); });
 
 TEST(TokenizerLlama3, SpecialTokensAndQueries) {
@@ -580,6 +621,229 @@ TEST(TokenizerBpe, RandomTextRoundTripsThroughEverySplitPattern) {
   }
 }
 
+// ------------------------------------------------ SentencePiece-style BPE (synthetic, everywhere)
+
+// test/models/tokenizers/sentencepiece_tiny.json: a Llama 2 layout (Prepend + Replace normalizer, no
+// pre-tokenizer, byte_fallback, fuse_unk, Replace/ByteFallback/Fuse/Strip decoder) over ids 0 <unk>,
+// 1 <s>, 2 </s>, 3..258 <0x00>..<0xFF>, 259 "▁", 260.. a b c h e l o ▁h ll ▁he llo ▁hello é 中 ab abc
+// (271 = ▁hello, 275 = abc), fillers to 512. The variants change the pipeline as Gemma (NFC + Replace,
+// literal Split, merges as pairs), Metaspace (prepend first / always), Strip, and the model's
+// byte_fallback / fuse_unk. The ids were worked out by hand for the first rows and all equal Hugging
+// Face tokenizers 0.23.2 on these exact files (the decoded column is its decode without skipping; check_sentencepiece_tiny.js prints them).
+json sentencePieceVariant(const std::string &name) {
+  json j = readJson(dataPath("sentencepiece_tiny.json"));
+  json replaceSpace = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
+  json metaspace = {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"}, {"split", true}};
+  if (name == "gemma") {
+    j["normalizer"] = {{"type", "Sequence"}, {"normalizers", json::array({{{"type", "NFC"}}, replaceSpace})}};
+    j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "MergedWithPrevious"}, {"invert", false}};
+    j["decoder"]["decoders"].erase(3); // no Strip
+    json pairs = json::array();
+    for (const json &m : j["model"]["merges"]) {
+      std::string s = m;
+      pairs.push_back(json::array({s.substr(0, s.find(' ')), s.substr(s.find(' ') + 1)}));
+    }
+    j["model"]["merges"] = pairs;
+  } else if (name == "meta" || name == "metaAlways") {
+    j["normalizer"] = nullptr;
+    j["pre_tokenizer"] = metaspace;
+    if (name == "metaAlways")
+      j["pre_tokenizer"]["prepend_scheme"] = "always";
+    j["decoder"] = metaspace;
+  } else if (name == "strip") {
+    j["normalizer"]["normalizers"] = json::array({{{"type", "Strip"}, {"strip_left", true}, {"strip_right", true}}, replaceSpace});
+  } else if (name == "nofb" || name == "nofuse") {
+    j["model"]["byte_fallback"] = false;
+    j["model"]["fuse_unk"] = name == "nofb";
+  }
+  return j;
+}
+
+TEST(TokenizerSentencePiece, EveryPipelinePathEqualsHuggingFace) {
+  struct Row {
+    std::string text;
+    std::vector<int32_t> ids;
+    std::string decoded;
+  };
+  struct Variant {
+    std::string name;
+    std::vector<Row> rows;
+    std::vector<int32_t> addSpecial; // encode("hello", ADD_SPECIAL)
+    std::string decoded, decodedSkipping;
+  };
+  std::vector<Variant> variants = {
+      {"llama", {
+           {"hello", {271}, "hello"},
+           {"hello hello", {271, 271}, "hello hello"},
+           {" hello", {259, 271}, " hello"},
+           {"h\xC3\xA9""", {267, 272}, "h\xC3\xA9"""},
+           {"x", {259, 123}, "x"},
+           {"\xE4\xB8\xAD""", {259, 273}, "\xE4\xB8\xAD"""},
+           {"\xE6\x97\xA5""", {259, 233, 154, 168}, "\xE6\x97\xA5"""},
+           {"xy", {259, 123, 124}, "xy"},
+           {"<s>hello", {1, 271}, "<s> hello"},
+           {"hello  hello", {271, 259, 271}, "hello  hello"},
+           {"  hello  ", {259, 259, 271, 259, 259}, "  hello  "},
+           {"he\xCC\x81""", {269, 207, 132}, "he\xCC\x81"""},
+           {"abc ab", {259, 275, 259, 274}, "abc ab"},
+           {"a\xF0\x9F\x98\x80""b", {259, 260, 243, 162, 155, 131, 261}, "a\xF0\x9F\x98\x80""b"},
+           {"", {}, ""},
+       }, {1, 271}, "<s> hello", "hello"},
+      {"gemma", {
+           {"hello", {263, 264, 270}, "hello"},
+           {"hello hello", {263, 264, 270, 271}, "hello hello"},
+           {" hello", {271}, " hello"},
+           {"h\xC3\xA9""", {263, 272}, "h\xC3\xA9"""},
+           {"x", {123}, "x"},
+           {"\xE4\xB8\xAD""", {273}, "\xE4\xB8\xAD"""},
+           {"\xE6\x97\xA5""", {233, 154, 168}, "\xE6\x97\xA5"""},
+           {"xy", {123, 124}, "xy"},
+           {"<s>hello", {1, 263, 264, 270}, "<s>hello"},
+           {"hello  hello", {263, 264, 270, 259, 271}, "hello  hello"},
+           {"  hello  ", {259, 271, 259, 259}, "  hello  "},
+           {"he\xCC\x81""", {263, 272}, "h\xC3\xA9"""},
+           {"abc ab", {275, 259, 274}, "abc ab"},
+           {"a\xF0\x9F\x98\x80""b", {260, 243, 162, 155, 131, 261}, "a\xF0\x9F\x98\x80""b"},
+           {"", {}, ""},
+       }, {1, 263, 264, 270}, "<s>hello", "hello"},
+      {"meta", {
+           {"hello", {271}, "hello"},
+           {"hello hello", {271, 271}, "hello hello"},
+           {" hello", {271}, "hello"},
+           {"h\xC3\xA9""", {267, 272}, "h\xC3\xA9"""},
+           {"x", {259, 123}, "<0x78>"},
+           {"\xE4\xB8\xAD""", {259, 273}, "\xE4\xB8\xAD"""},
+           {"\xE6\x97\xA5""", {259, 233, 154, 168}, "<0xE6><0x97><0xA5>"},
+           {"xy", {259, 123, 124}, "<0x78><0x79>"},
+           {"<s>hello", {1, 263, 264, 270}, "<s>hello"},
+           {"hello  hello", {271, 259, 271}, "hello  hello"},
+           {"  hello  ", {259, 271, 259, 259}, " hello  "},
+           {"he\xCC\x81""", {269, 207, 132}, "he<0xCC><0x81>"},
+           {"abc ab", {259, 275, 259, 274}, "abc ab"},
+           {"a\xF0\x9F\x98\x80""b", {259, 260, 243, 162, 155, 131, 261}, "a<0xF0><0x9F><0x98><0x80>b"},
+           {"", {}, ""},
+       }, {1, 271}, "<s> hello", "hello"},
+      {"metaAlways", {
+           {"hello", {271}, "hello"},
+           {"hello hello", {271, 271}, "hello hello"},
+           {" hello", {271}, "hello"},
+           {"h\xC3\xA9""", {267, 272}, "h\xC3\xA9"""},
+           {"x", {259, 123}, "<0x78>"},
+           {"\xE4\xB8\xAD""", {259, 273}, "\xE4\xB8\xAD"""},
+           {"\xE6\x97\xA5""", {259, 233, 154, 168}, "<0xE6><0x97><0xA5>"},
+           {"xy", {259, 123, 124}, "<0x78><0x79>"},
+           {"<s>hello", {1, 271}, "<s> hello"},
+           {"hello  hello", {271, 259, 271}, "hello  hello"},
+           {"  hello  ", {259, 271, 259, 259}, " hello  "},
+           {"he\xCC\x81""", {269, 207, 132}, "he<0xCC><0x81>"},
+           {"abc ab", {259, 275, 259, 274}, "abc ab"},
+           {"a\xF0\x9F\x98\x80""b", {259, 260, 243, 162, 155, 131, 261}, "a<0xF0><0x9F><0x98><0x80>b"},
+           {"", {}, ""},
+       }, {1, 271}, "<s> hello", "hello"},
+      {"strip", {
+           {"hello", {263, 264, 270}, "hello"},
+           {"hello hello", {263, 264, 270, 271}, "hello hello"},
+           {" hello", {263, 264, 270}, "hello"},
+           {"h\xC3\xA9""", {263, 272}, "h\xC3\xA9"""},
+           {"x", {123}, "x"},
+           {"\xE4\xB8\xAD""", {273}, "\xE4\xB8\xAD"""},
+           {"\xE6\x97\xA5""", {233, 154, 168}, "\xE6\x97\xA5"""},
+           {"xy", {123, 124}, "xy"},
+           {"<s>hello", {1, 263, 264, 270}, "<s>hello"},
+           {"hello  hello", {263, 264, 270, 259, 271}, "hello  hello"},
+           {"  hello  ", {263, 264, 270}, "hello"},
+           {"he\xCC\x81""", {263, 264, 207, 132}, "he\xCC\x81"""},
+           {"abc ab", {275, 259, 274}, "abc ab"},
+           {"a\xF0\x9F\x98\x80""b", {260, 243, 162, 155, 131, 261}, "a\xF0\x9F\x98\x80""b"},
+           {"", {}, ""},
+       }, {1, 263, 264, 270}, "<s>hello", "hello"},
+      {"nofb", {
+           {"hello", {271}, "hello"},
+           {"hello hello", {271, 271}, "hello hello"},
+           {" hello", {259, 271}, " hello"},
+           {"h\xC3\xA9""", {267, 272}, "h\xC3\xA9"""},
+           {"x", {259, 0}, "<unk>"},
+           {"\xE4\xB8\xAD""", {259, 273}, "\xE4\xB8\xAD"""},
+           {"\xE6\x97\xA5""", {259, 0}, "<unk>"},
+           {"xy", {259, 0}, "<unk>"},
+           {"<s>hello", {1, 271}, "<s> hello"},
+           {"hello  hello", {271, 259, 271}, "hello  hello"},
+           {"  hello  ", {259, 259, 271, 259, 259}, "  hello  "},
+           {"he\xCC\x81""", {269, 0}, "he<unk>"},
+           {"abc ab", {259, 275, 259, 274}, "abc ab"},
+           {"a\xF0\x9F\x98\x80""b", {259, 260, 0, 261}, "a<unk>b"},
+           {"", {}, ""},
+       }, {1, 271}, "<s> hello", "hello"},
+      {"nofuse", {
+           {"hello", {271}, "hello"},
+           {"hello hello", {271, 271}, "hello hello"},
+           {" hello", {259, 271}, " hello"},
+           {"h\xC3\xA9""", {267, 272}, "h\xC3\xA9"""},
+           {"x", {259, 0}, "<unk>"},
+           {"\xE4\xB8\xAD""", {259, 273}, "\xE4\xB8\xAD"""},
+           {"\xE6\x97\xA5""", {259, 0}, "<unk>"},
+           {"xy", {259, 0, 0}, "<unk><unk>"},
+           {"<s>hello", {1, 271}, "<s> hello"},
+           {"hello  hello", {271, 259, 271}, "hello  hello"},
+           {"  hello  ", {259, 259, 271, 259, 259}, "  hello  "},
+           {"he\xCC\x81""", {269, 0}, "he<unk>"},
+           {"abc ab", {259, 275, 259, 274}, "abc ab"},
+           {"a\xF0\x9F\x98\x80""b", {259, 260, 0, 261}, "a<unk>b"},
+           {"", {}, ""},
+       }, {1, 271}, "<s> hello", "hello"},
+  };
+  for (const Variant &v : variants) {
+    TokenizerPtr tok = loadJson(sentencePieceVariant(v.name).dump());
+    ASSERT_NE(tok, nullptr) << v.name;
+    for (const Row &r : v.rows) {
+      EXPECT_EQ(encode(tok.get(), r.text, KILN_TOKENIZER_PARSE_SPECIAL), r.ids) << v.name << ": " << escaped(r.text);
+      EXPECT_EQ(decode(tok.get(), r.ids), r.decoded) << v.name << ": " << escaped(r.text);
+      EXPECT_EQ(streamDecode(tok.get(), r.ids), r.decoded) << v.name << ": " << escaped(r.text);
+    }
+    std::vector<int32_t> ids = encode(tok.get(), "hello", KILN_TOKENIZER_ADD_SPECIAL);
+    EXPECT_EQ(ids, v.addSpecial) << v.name;
+    EXPECT_EQ(decode(tok.get(), ids), v.decoded) << v.name;
+    EXPECT_EQ(decode(tok.get(), ids, KILN_TOKENIZER_SKIP_SPECIAL), v.decodedSkipping) << v.name;
+    EXPECT_EQ(streamDecode(tok.get(), ids, KILN_TOKENIZER_SKIP_SPECIAL), v.decodedSkipping) << v.name;
+  }
+}
+
+TEST(TokenizerSentencePiece, SpecialTokensNeedParseSpecialAndByteFallbackDecodesLossily) {
+  TokenizerPtr tok = load(dataPath("sentencepiece_tiny.json"));
+  ASSERT_NE(tok, nullptr);
+  // Without PARSE_SPECIAL "<s>" is text: ▁ < s > as bytes (s is not in the vocabulary), then h e llo.
+  EXPECT_EQ(encode(tok.get(), "<s>hello", 0), (std::vector<int32_t>{259, 3 + '<', 3 + 's', 3 + '>', 263, 264, 270}));
+  EXPECT_EQ(idOf(tok.get(), "<0x0A>"), 3 + 10);
+  EXPECT_EQ(idOf(tok.get(), "\u2581hello"), 271);
+  // A cut character from byte tokens becomes U+FFFD; the Strip decoder takes only the first space.
+  EXPECT_EQ(decode(tok.get(), {3 + 0xE6, 3 + 0x97, 259, 259, 260}), "\xEF\xBF\xBD  a");
+  EXPECT_EQ(decode(tok.get(), {259, 259, 260}), " a");
+  EXPECT_EQ(streamDecode(tok.get(), {259, 259, 260}), " a");
+  // Invalid UTF-8 input: an error, or U+FFFD (in the vocabulary only as bytes) with REPLACE_INVALID_UTF8.
+  EXPECT_EQ(encode(tok.get(), "a\xFF", KILN_TOKENIZER_REPLACE_INVALID_UTF8),
+            (std::vector<int32_t>{259, 260, 3 + 0xEF, 3 + 0xBF, 3 + 0xBD}));
+}
+
+TEST(TokenizerSentencePiece, LiteralSplitBehaviorsAreHuggingFaces) {
+  using kiln::tokenizer_model::SplitBehavior;
+  auto pieces = [](std::string_view text, std::string_view delim, SplitBehavior b) {
+    std::vector<std::pair<size_t, size_t>> ranges;
+    kiln::tokenizer_model::splitLiteral(text, delim, b, ranges);
+    std::vector<std::string> out;
+    for (auto &r : ranges)
+      out.emplace_back(text.substr(r.first, r.second - r.first));
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(pieces("a  b ", " ", SplitBehavior::kIsolated), (V{"a", " ", " ", "b", " "}));
+  EXPECT_EQ(pieces("a  b ", " ", SplitBehavior::kRemoved), (V{"a", "b"}));
+  EXPECT_EQ(pieces("a  b ", " ", SplitBehavior::kMergedWithPrevious), (V{"a ", " ", "b "}));
+  EXPECT_EQ(pieces(" a  b", " ", SplitBehavior::kMergedWithNext), (V{" a", " ", " b"}));
+  EXPECT_EQ(pieces("\u2581\u2581x\u2581", "\u2581", SplitBehavior::kMergedWithNext), (V{"\u2581", "\u2581x", "\u2581"}));
+  EXPECT_EQ(pieces("", " ", SplitBehavior::kIsolated), V{});
+  EXPECT_EQ(pieces("abc", " ", SplitBehavior::kMergedWithNext), V{"abc"});
+}
+
 // ------------------------------------------------------------------------ hostile input
 
 TEST(TokenizerLoad, RejectsHostileFilesWithClearErrors) {
@@ -603,7 +867,8 @@ TEST(TokenizerLoad, RejectsHostileFilesWithClearErrors) {
       {std::string(100000, '['), "nests deeper than 64", KILN_ERROR_INVALID_ARGUMENT},
       {"{\"a\": \"\xFF\"}", "not valid JSON", KILN_ERROR_INVALID_ARGUMENT},
       {with([](json &j) { j["model"] = 5; }), "model must be an object", KILN_ERROR_INVALID_ARGUMENT},
-      {with([](json &j) { j["model"]["type"] = "WordPiece"; }), "model 'WordPiece' is not supported", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["model"]["type"] = "WordPiece"; }), "tokenizer model WordPiece is not supported (only BPE)", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["model"]["type"] = "Unigram"; }), "tokenizer model Unigram is not supported (only BPE)", KILN_ERROR_INCOMPATIBLE},
       {with([](json &j) { j["model"]["vocab"] = json::array(); }), "model.vocab must be an object", KILN_ERROR_INVALID_ARGUMENT},
       {with([](json &j) { j["model"].erase("vocab"); }), "model has no 'vocab'", KILN_ERROR_INVALID_ARGUMENT},
       {with([](json &j) { j["model"]["vocab"]["x"] = "7"; }), "must be an integer id", KILN_ERROR_INVALID_ARGUMENT},
@@ -618,7 +883,16 @@ TEST(TokenizerLoad, RejectsHostileFilesWithClearErrors) {
       {with([](json &j) { j["model"]["merges"].push_back("ab ab"); }), "not in the vocabulary", KILN_ERROR_INVALID_ARGUMENT},
       {with([](json &j) { j["model"]["unk_token"] = "<unk>"; }), "unk_token '<unk>' is not in the vocabulary", KILN_ERROR_INVALID_ARGUMENT},
       {with([](json &j) { j["model"]["dropout"] = 0.1; }), "dropout is not supported", KILN_ERROR_INCOMPATIBLE},
-      {with([](json &j) { j["model"]["byte_fallback"] = true; }), "byte_fallback is not supported", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["model"]["byte_fallback"] = 1; }), "byte_fallback must be a boolean", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["normalizer"] = {{"type", "NFKC"}}; }), "normalizer 'NFKC' is not supported", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"Regex", " +"}}}, {"content", "x"}}; }),
+       "normalizer Replace with a Regex pattern is not supported", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["pre_tokenizer"] = {{"type", "Metaspace"}, {"prepend_scheme", "sometimes"}}; }),
+       "prepend_scheme must be always, first or never", KILN_ERROR_INVALID_ARGUMENT},
+      {with([](json &j) { j["decoder"] = {{"type", "Sequence"}, {"decoders", {{{"type", "Fuse"}}, {{"type", "Strip"}, {"content", " "}, {"start", 0}, {"stop", 1}}}}}; }),
+       "Strip with stop > 0 after Fuse is not supported", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["pre_tokenizer"] = {{"type", "Metaspace"}}; j["decoder"] = {{"type", "Metaspace"}}; j["model"]["merges"] = json::array(); }),
+       "", kiln_error_code{}},
       {with([](json &j) { j["model"]["ignore_merges"] = "yes"; }), "ignore_merges must be a boolean", KILN_ERROR_INVALID_ARGUMENT},
       {with([](json &j) { j["added_tokens"] = json::object(); }), "added_tokens must be an array", KILN_ERROR_INVALID_ARGUMENT},
       {with([](json &j) { j["added_tokens"].push_back({{"id", 5}}); }), "has no 'content'", KILN_ERROR_INVALID_ARGUMENT},
@@ -627,7 +901,8 @@ TEST(TokenizerLoad, RejectsHostileFilesWithClearErrors) {
       {with([](json &j) { j["normalizer"] = {{"type", "Lowercase"}}; }), "normalizer 'Lowercase' is not supported", KILN_ERROR_INCOMPATIBLE},
       {with([](json &j) { j["normalizer"] = 3; }), "normalizer must be an object or null", KILN_ERROR_INVALID_ARGUMENT},
       {with([](json &j) { j["pre_tokenizer"] = nullptr; }), "no ByteLevel pre_tokenizer", KILN_ERROR_INCOMPATIBLE},
-      {with([](json &j) { j["pre_tokenizer"] = {{"type", "Metaspace"}}; }), "pre_tokenizer 'Metaspace' is not supported", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["pre_tokenizer"] = {{"type", "Whitespace"}}; }), "pre_tokenizer 'Whitespace' is not supported", KILN_ERROR_INCOMPATIBLE},
+      {with([](json &j) { j["pre_tokenizer"] = {{"type", "Metaspace"}}; }), "ByteLevel decoder but no ByteLevel pre_tokenizer", KILN_ERROR_INCOMPATIBLE},
       {with([](json &j) {
          j["pre_tokenizer"] = {{"type", "Sequence"},
                                {"pretokenizers", json::array({{{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}},

@@ -25,6 +25,8 @@ target_link_libraries(kiln_tokenizer_tests PRIVATE
   kiln_runtime_internal nlohmann_json::nlohmann_json GTest::gtest GTest::gtest_main)
 target_compile_definitions(kiln_tokenizer_tests PRIVATE
   KILN_TOKENIZER_DATA="${KILN_TOKENIZER_DATA}"
-  KILN_TOKENIZER_UNPACKED="${KILN_TOKENIZER_UNPACKED}")
+  KILN_TOKENIZER_UNPACKED="${KILN_TOKENIZER_UNPACKED}"
+  # Llama 2 / Gemma 3 files and expected ids, written at setup time (scripts/setup_tokenizer_refs.sh).
+  KILN_TOKENIZER_REFS="${PROJECT_BINARY_DIR}/tokenizer-refs")
 add_dependencies(kiln_tokenizer_tests kiln_tokenizer_test_data)
 gtest_discover_tests(kiln_tokenizer_tests DISCOVERY_TIMEOUT 60)

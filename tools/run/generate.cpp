@@ -27,7 +27,7 @@ const char kGenerateUsage[] =
     "\n"
     "  --prompt TEXT          prompt text, encoded with --tokenizer (repeatable: one sequence each)\n"
     "  --prompt-ids IDS       prompt token ids, comma separated (repeatable: one sequence each)\n"
-    "  --tokenizer FILE       a Hugging Face tokenizer.json (byte-level BPE)\n"
+    "  --tokenizer FILE       a Hugging Face tokenizer.json (BPE: byte-level or SentencePiece-style)\n"
     "  --max-new-tokens N     per sequence (default 64)\n"
     "  --temperature X        0 = greedy (default)\n"
     "  --top-k N --top-p X --min-p X --repetition-penalty X --seed N\n"

@@ -96,6 +96,15 @@ public:
   std::string decode(const int32_t *ids, size_t count, bool skipSpecial) const;
   // Appends the raw bytes of token `id` (empty for a skipped special token). Throws on an unknown id.
   void appendTokenBytes(int32_t id, bool skipSpecial, std::string &out) const;
+  // What decoding carries from token to token: the decoders' rules for the text's start (Strip
+  // after Fuse, Metaspace's first token).
+  struct DecodeState {
+    bool first = true;
+    bool stripDone = false;
+    size_t stripped = 0;
+  };
+  // appendTokenBytes with those rules applied; decode() is this over all ids, then lossy UTF-8.
+  void appendDecoded(int32_t id, bool skipSpecial, DecodeState &state, std::string &out) const;
 
   size_t vocabSize() const;
   int32_t tokenToId(std::string_view token) const; // -1 if none

@@ -24,14 +24,12 @@ void Tokenizer::Impl::bpe(std::string_view word, std::vector<int32_t> &out) cons
   };
   thread_local std::vector<Symbol> symbols;
   thread_local std::vector<Candidate> heap;
+  thread_local std::vector<int32_t> initial;
   symbols.clear();
   heap.clear();
-  for (char ch : word) {
-    int32_t id = byteIds[uint8_t(ch)];
-    if (id < 0)
-      id = unkId; // a byte the vocabulary lacks: unk, or dropped without one (as in tokenizers)
-    if (id < 0)
-      continue;
+  initial.clear();
+  initialSymbols(word, initial);
+  for (int32_t id : initial) {
     int32_t idx = int32_t(symbols.size());
     symbols.push_back(Symbol{id, idx - 1, -1});
     if (idx > 0)
@@ -72,7 +70,60 @@ void Tokenizer::Impl::bpe(std::string_view word, std::vector<int32_t> &out) cons
   if (symbols.capacity() > (1u << 20)) {
     symbols = std::vector<Symbol>();
     heap = std::vector<Candidate>();
+    initial = std::vector<int32_t>();
   }
+}
+
+// The word's symbols before any merge. Byte-level: one per byte. Otherwise, as Hugging Face's BPE:
+// one per code point in the vocabulary; an unknown one becomes its <0xNN> byte tokens (byte_fallback,
+// when all exist) or unk, a run of unks one unk with fuse_unk (a pending unk is written when the
+// next known character comes, after any byte tokens in between, exactly as Hugging Face does).
+void Tokenizer::Impl::initialSymbols(std::string_view word, std::vector<int32_t> &ids) const {
+  if (byteLevel) {
+    for (char ch : word) {
+      int32_t id = byteIds[uint8_t(ch)];
+      if (id < 0)
+        id = unkId; // a byte the vocabulary lacks: unk, or dropped without one (as in tokenizers)
+      if (id >= 0)
+        ids.push_back(id);
+    }
+    return;
+  }
+  bool pendingUnk = false;
+  for (size_t i = 0; i < word.size();) {
+    size_t begin = i;
+    uint32_t cp = unicode::decodeUtf8(word, i);
+    int32_t id = cp < 0x80 ? byteIds[cp] : -1;
+    if (id < 0 && cp >= 0x80) {
+      auto it = charIds.find(cp);
+      if (it != charIds.end())
+        id = it->second;
+    }
+    if (id >= 0) {
+      if (pendingUnk)
+        ids.push_back(unkId);
+      pendingUnk = false;
+      ids.push_back(id);
+      continue;
+    }
+    if (byteFallback) {
+      bool all = true;
+      for (size_t k = begin; k < i && all; ++k)
+        all = fallbackIds[uint8_t(word[k])] >= 0;
+      if (all) {
+        for (size_t k = begin; k < i; ++k)
+          ids.push_back(fallbackIds[uint8_t(word[k])]);
+        continue;
+      }
+    }
+    if (unkId >= 0) {
+      if (pendingUnk && !fuseUnk)
+        ids.push_back(unkId);
+      pendingUnk = true;
+    }
+  }
+  if (pendingUnk)
+    ids.push_back(unkId);
 }
 
 void Tokenizer::Impl::encodeWord(std::string_view word, std::vector<int32_t> &out) const {
@@ -94,15 +145,43 @@ void Tokenizer::Impl::encodeWord(std::string_view word, std::vector<int32_t> &ou
     cache.put(word, hash, out.data() + start, out.size() - start);
 }
 
-void Tokenizer::Impl::encodePiece(size_t stage, std::string_view piece,
+void Tokenizer::Impl::encodePiece(size_t stage, std::string_view piece, bool atStart,
                                   std::vector<int32_t> &out) const {
   if (piece.empty())
     return;
-  if (stage < splits.size()) {
+  if (stage < preTokenizers.size()) {
+    const PreTokenizerStep &step = preTokenizers[stage];
     std::vector<std::pair<size_t, size_t>> ranges;
-    splitText(splits[stage], piece, ranges);
+    std::string metaspaced;
+    switch (step.kind) {
+    case PreTokenizerStep::kRegex:
+      splitText(step.pattern, piece, ranges);
+      break;
+    case PreTokenizerStep::kLiteral:
+      splitLiteral(piece, step.literal, step.behavior, ranges);
+      break;
+    case PreTokenizerStep::kMetaspace: {
+      // Spaces become the replacement; prepend it (always, or for the text's first section only)
+      // unless already there; then split before each replacement (MergedWithNext).
+      bool prepend = step.prepend == PreTokenizerStep::kAlways ||
+                     (step.prepend == PreTokenizerStep::kFirst && atStart);
+      metaspaced = replaceAll(piece, " ", step.literal);
+      if (prepend && std::string_view(metaspaced).substr(0, step.literal.size()) != step.literal)
+        metaspaced.insert(0, step.literal);
+      piece = metaspaced;
+      if (step.split)
+        splitLiteral(piece, step.literal, SplitBehavior::kMergedWithNext, ranges);
+      else
+        ranges.emplace_back(0, piece.size());
+      break;
+    }
+    }
     for (auto &r : ranges)
-      encodePiece(stage + 1, piece.substr(r.first, r.second - r.first), out);
+      encodePiece(stage + 1, piece.substr(r.first, r.second - r.first), atStart && r.first == 0, out);
+    return;
+  }
+  if (!byteLevel) {
+    encodeWord(piece, out);
     return;
   }
   // The ByteLevel pre-tokenizer: optional prefix space, optional GPT-2 split, then BPE on bytes.
@@ -123,13 +202,13 @@ void Tokenizer::Impl::encodePiece(size_t stage, std::string_view piece,
     encodeWord(piece.substr(r.first, r.second - r.first), out);
 }
 
-void Tokenizer::Impl::encodeSection(std::string_view section, std::vector<int32_t> &out) const {
+void Tokenizer::Impl::encodeSection(std::string_view section, bool atStart, std::vector<int32_t> &out) const {
   if (section.empty())
     return;
   std::string normalized;
-  if (nfc && unicode::toNfc(section, normalized))
+  if (!normalizers.empty() && normalize(normalizers, section, normalized))
     section = normalized;
-  encodePiece(0, section, out);
+  encodePiece(0, section, atStart, out);
 }
 
 // single_word: the match must not touch a letter, number or '_' on either side.
@@ -225,13 +304,13 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, uint32_t flags) co
           end = probe;
         }
       }
-      m.encodeSection(text.substr(sectionStart, begin - sectionStart), out);
+      m.encodeSection(text.substr(sectionStart, begin - sectionStart), sectionStart == 0, out);
       out.push_back(tok.id);
       sectionStart = end;
       i = end - 1;
     }
   }
-  m.encodeSection(text.substr(sectionStart), out);
+  m.encodeSection(text.substr(sectionStart), sectionStart == 0, out);
   if (flags & kAddSpecial)
     out.insert(out.end(), m.suffixIds.begin(), m.suffixIds.end());
   return out;
@@ -247,10 +326,36 @@ void Tokenizer::appendTokenBytes(int32_t id, bool skipSpecial, std::string &out)
   out.append(m.bytes[id]);
 }
 
+void Tokenizer::appendDecoded(int32_t id, bool skipSpecial, DecodeState &state, std::string &out) const {
+  const Impl &m = *impl_;
+  size_t start = out.size();
+  appendTokenBytes(id, skipSpecial, out);
+  if (out.size() == start)
+    return; // a skipped special token is not the first token
+  if (state.first && !m.firstTokenDrop.empty()) {
+    std::string token = out.substr(start);
+    out.resize(start);
+    out.append(replaceAll(token, m.firstTokenDrop, ""));
+  }
+  state.first = false;
+  // Strip (after Fuse): up to stripStart leading stripContent off the whole text.
+  size_t pos = start;
+  while (state.stripped < m.stripStart && !state.stripDone && pos < out.size()) {
+    if (out.compare(pos, m.stripContent.size(), m.stripContent) == 0) {
+      pos += m.stripContent.size();
+      ++state.stripped;
+    } else {
+      state.stripDone = true;
+    }
+  }
+  out.erase(start, pos - start);
+}
+
 std::string Tokenizer::decode(const int32_t *ids, size_t count, bool skipSpecial) const {
   std::string raw;
+  DecodeState state;
   for (size_t i = 0; i < count; ++i)
-    appendTokenBytes(ids[i], skipSpecial, raw);
+    appendDecoded(ids[i], skipSpecial, state, raw);
   if (unicode::findInvalidUtf8(raw) == std::string_view::npos)
     return raw;
   return unicode::replaceInvalidUtf8(raw);

@@ -17,6 +17,7 @@ struct kiln_tokenizer_stream {
   std::shared_ptr<const kiln::Tokenizer> tok;
   bool skipSpecial = false;
   kiln::unicode::Utf8Stream utf8;
+  kiln::Tokenizer::DecodeState state;
   std::string bytes, text;
 };
 
@@ -168,7 +169,7 @@ kiln_error *kiln_tokenizer_stream_push(kiln_tokenizer_stream *stream, int32_t id
   return guarded([&] {
     stream->text.clear();
     stream->bytes.clear();
-    stream->tok->appendTokenBytes(id, stream->skipSpecial, stream->bytes);
+    stream->tok->appendDecoded(id, stream->skipSpecial, stream->state, stream->bytes);
     stream->utf8.push(stream->bytes.data(), stream->bytes.size(), stream->text);
     *out_text = stream->text.c_str();
     *out_len = stream->text.size();

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
 #include <new>
@@ -87,25 +88,54 @@ void checkDepth(std::string_view json) {
   }
 }
 
+// A Replace normalizer's or decoder's pattern: {"String": s} (a {"Regex": r} is refused).
+const std::string &stringPattern(const Json &j, const std::string &what) {
+  const Json &pattern = field(j, "pattern", what);
+  if (!pattern.is_object())
+    throw invalid("tokenizer.json: " + what + ".pattern must be an object");
+  const Json *str = optional(pattern, "String");
+  if (!str)
+    throw unsupported("tokenizer.json: " + what + " with a Regex pattern is not supported (only String)");
+  const std::string &s = asString(*str, what + ".pattern.String");
+  if (s.empty())
+    throw invalid("tokenizer.json: " + what + ".pattern.String is empty");
+  return s;
+}
+
 void parseNormalizer(const Json *j, Tokenizer::Impl &m) {
   if (!j)
     return;
   const std::string &type = typeOf(*j, "normalizer");
+  NormalizerStep step{NormalizerStep::kNfc, {}, {}};
   if (type == "NFC") {
-    m.nfc = true;
+    step.kind = NormalizerStep::kNfc;
+  } else if (type == "Prepend") {
+    step.kind = NormalizerStep::kPrepend;
+    step.content = asString(field(*j, "prepend", "normalizer Prepend"), "Prepend.prepend");
+  } else if (type == "Replace") {
+    step.kind = NormalizerStep::kReplace;
+    step.pattern = stringPattern(*j, "normalizer Replace");
+    step.content = asString(field(*j, "content", "normalizer Replace"), "Replace.content");
+  } else if (type == "Strip") {
+    step.kind = NormalizerStep::kStrip;
+    step.left = asBool(optional(*j, "strip_left"), true, "Strip.strip_left");
+    step.right = asBool(optional(*j, "strip_right"), true, "Strip.strip_right");
   } else if (type == "Sequence") {
     const Json &list = field(*j, "normalizers", "normalizer");
     if (!list.is_array())
       throw invalid("tokenizer.json: normalizer.normalizers must be an array");
     for (const Json &n : list)
       parseNormalizer(&n, m);
+    return;
   } else {
     throw unsupported("tokenizer.json: normalizer '" + type +
-                      "' is not supported (kiln implements NFC and Sequence)");
+                      "' is not supported (kiln implements NFC, Prepend, Replace, Strip and Sequence)");
   }
+  m.normalizers.push_back(std::move(step));
 }
 
 void parsePreTokenizer(const Json *j, Tokenizer::Impl &m, bool &sawByteLevel) {
+  // Split, Metaspace, Sequence of them, ending with ByteLevel for a byte-level model.
   if (!j)
     return;
   const std::string &type = typeOf(*j, "pre_tokenizer");
@@ -122,29 +152,69 @@ void parsePreTokenizer(const Json *j, Tokenizer::Impl &m, bool &sawByteLevel) {
     const Json &pattern = field(*j, "pattern", "pre_tokenizer Split");
     if (!pattern.is_object())
       throw invalid("tokenizer.json: Split.pattern must be an object");
-    const Json *regex = optional(pattern, "Regex");
-    if (!regex)
-      throw unsupported("tokenizer.json: Split with a String pattern is not supported (only the "
-                        "GPT-2, Llama 3 and Qwen 2 regexes are)");
-    const std::string &source = asString(*regex, "Split.pattern.Regex");
-    SplitPattern p;
-    if (!splitPatternFromRegex(source, p))
-      throw unsupported("tokenizer.json: unknown Split regex '" + source +
-                        "' (kiln knows the GPT-2, Llama 3 and Qwen 2 patterns)");
+    PreTokenizerStep step{PreTokenizerStep::kRegex};
     const Json *behavior = optional(*j, "behavior");
-    if (behavior && asString(*behavior, "Split.behavior") != "Isolated")
-      throw unsupported("tokenizer.json: Split behavior '" + behavior->get<std::string>() +
-                        "' is not supported (only Isolated)");
+    std::string how = behavior ? asString(*behavior, "Split.behavior") : "Isolated";
+    if (how == "Isolated")
+      step.behavior = SplitBehavior::kIsolated;
+    else if (how == "Removed")
+      step.behavior = SplitBehavior::kRemoved;
+    else if (how == "MergedWithPrevious")
+      step.behavior = SplitBehavior::kMergedWithPrevious;
+    else if (how == "MergedWithNext")
+      step.behavior = SplitBehavior::kMergedWithNext;
+    else
+      throw unsupported("tokenizer.json: Split behavior '" + how + "' is not supported");
     if (asBool(optional(*j, "invert"), false, "Split.invert"))
       throw unsupported("tokenizer.json: Split with invert=true is not supported");
-    m.splits.push_back(p);
+    if (const Json *literal = optional(pattern, "String")) {
+      step.kind = PreTokenizerStep::kLiteral;
+      step.literal = asString(*literal, "Split.pattern.String");
+      if (step.literal.empty())
+        throw invalid("tokenizer.json: Split.pattern.String is empty");
+    } else {
+      const Json *regex = optional(pattern, "Regex");
+      if (!regex)
+        throw invalid("tokenizer.json: Split.pattern must have a String or a Regex");
+      const std::string &source = asString(*regex, "Split.pattern.Regex");
+      if (!splitPatternFromRegex(source, step.pattern))
+        throw unsupported("tokenizer.json: unknown Split regex '" + source +
+                          "' (kiln knows the GPT-2, Llama 3 and Qwen 2 patterns)");
+      if (step.behavior != SplitBehavior::kIsolated)
+        throw unsupported("tokenizer.json: Split behavior '" + how +
+                          "' is not supported with a Regex (only Isolated)");
+    }
+    m.preTokenizers.push_back(std::move(step));
+  } else if (type == "Metaspace") {
+    PreTokenizerStep step{PreTokenizerStep::kMetaspace};
+    const Json *replacement = optional(*j, "replacement");
+    step.literal = replacement ? asString(*replacement, "Metaspace.replacement") : "\u2581";
+    if (step.literal.empty())
+      throw invalid("tokenizer.json: Metaspace.replacement is empty");
+    if (const Json *scheme = optional(*j, "prepend_scheme")) {
+      const std::string &v = asString(*scheme, "Metaspace.prepend_scheme");
+      if (v == "always")
+        step.prepend = PreTokenizerStep::kAlways;
+      else if (v == "first")
+        step.prepend = PreTokenizerStep::kFirst;
+      else if (v == "never")
+        step.prepend = PreTokenizerStep::kNever;
+      else
+        throw invalid("tokenizer.json: Metaspace.prepend_scheme must be always, first or never, not '" + v + "'");
+    } else { // files from tokenizers < 0.14
+      step.prepend = asBool(optional(*j, "add_prefix_space"), true, "Metaspace.add_prefix_space")
+                         ? PreTokenizerStep::kAlways
+                         : PreTokenizerStep::kNever;
+    }
+    step.split = asBool(optional(*j, "split"), true, "Metaspace.split");
+    m.preTokenizers.push_back(std::move(step));
   } else if (type == "ByteLevel") {
     sawByteLevel = true;
     m.addPrefixSpace = asBool(optional(*j, "add_prefix_space"), true, "ByteLevel.add_prefix_space");
     m.byteLevelRegex = asBool(optional(*j, "use_regex"), true, "ByteLevel.use_regex");
   } else {
     throw unsupported("tokenizer.json: pre_tokenizer '" + type +
-                      "' is not supported (kiln implements Split, ByteLevel and Sequence)");
+                      "' is not supported (kiln implements Split, Metaspace, ByteLevel and Sequence)");
   }
 }
 
@@ -216,20 +286,129 @@ void parsePostProcessor(const Json *j, Tokenizer::Impl &m,
   }
 }
 
-void parseDecoder(const Json *j) {
+// A decoder as steps applied to each token's text in order (Hugging Face's decode_chain), plus the
+// rules for the start of the text that Impl keeps (Strip after Fuse, Metaspace's first token).
+struct DecoderStep {
+  enum Kind { kByteLevel, kReplace, kByteFallback, kStrip, kMetaspace } kind;
+  std::string pattern, content; // kReplace; kStrip: content; kMetaspace: pattern = replacement
+  size_t start = 0, stop = 0;   // kStrip
+};
+
+void parseDecoder(const Json *j, std::vector<DecoderStep> &steps, bool &fused, Tokenizer::Impl &m) {
   if (!j)
-    throw unsupported("tokenizer.json has no decoder (kiln implements the ByteLevel decoder)");
+    throw unsupported("tokenizer.json has no decoder (kiln implements ByteLevel, Replace, ByteFallback, "
+                      "Fuse, Strip and Metaspace)");
   const std::string &type = typeOf(*j, "decoder");
   if (type == "Sequence") {
     const Json &list = field(*j, "decoders", "decoder");
     if (!list.is_array() || list.empty())
       throw invalid("tokenizer.json: decoder.decoders must be a non-empty array");
     for (const Json &d : list)
-      parseDecoder(&d);
-  } else if (type != "ByteLevel") {
+      parseDecoder(&d, steps, fused, m);
+  } else if (type == "ByteLevel") {
+    steps.push_back(DecoderStep{DecoderStep::kByteLevel});
+  } else if (type == "Replace") {
+    DecoderStep s{DecoderStep::kReplace};
+    s.pattern = stringPattern(*j, "decoder Replace");
+    s.content = asString(field(*j, "content", "decoder Replace"), "Replace.content");
+    steps.push_back(std::move(s));
+  } else if (type == "ByteFallback") {
+    steps.push_back(DecoderStep{DecoderStep::kByteFallback});
+  } else if (type == "Fuse") {
+    fused = true;
+  } else if (type == "Strip") {
+    DecoderStep s{DecoderStep::kStrip};
+    s.content = asString(field(*j, "content", "decoder Strip"), "Strip.content");
+    size_t i = 0;
+    if (s.content.empty() || (unicode::decodeUtf8(s.content, i), i != s.content.size()))
+      throw invalid("tokenizer.json: decoder Strip.content must be one character");
+    for (auto [key, dst] : {std::pair<const char *, size_t *>{"start", &s.start}, {"stop", &s.stop}}) {
+      const Json *v = optional(*j, key);
+      if (v && (!v->is_number_unsigned() || v->get<uint64_t>() > 1024))
+        throw invalid(std::string("tokenizer.json: decoder Strip.") + key + " must be a count up to 1024");
+      *dst = v ? size_t(v->get<uint64_t>()) : 0;
+    }
+    if (fused) { // on the whole text: its start only (a stream cannot take back its end)
+      if (s.stop != 0)
+        throw unsupported("tokenizer.json: decoder Strip with stop > 0 after Fuse is not supported");
+      if (m.stripStart != 0 && s.start != 0)
+        throw unsupported("tokenizer.json: more than one decoder Strip after Fuse is not supported");
+      if (s.start != 0) {
+        m.stripStart = s.start;
+        m.stripContent = s.content;
+      }
+    } else {
+      steps.push_back(std::move(s));
+    }
+  } else if (type == "Metaspace") {
+    DecoderStep s{DecoderStep::kMetaspace};
+    const Json *replacement = optional(*j, "replacement");
+    s.pattern = replacement ? asString(*replacement, "decoder Metaspace.replacement") : "\u2581";
+    bool prepend;
+    if (const Json *scheme = optional(*j, "prepend_scheme"))
+      prepend = asString(*scheme, "decoder Metaspace.prepend_scheme") != "never";
+    else
+      prepend = asBool(optional(*j, "add_prefix_space"), true, "decoder Metaspace.add_prefix_space");
+    if (fused)
+      throw unsupported("tokenizer.json: decoder Metaspace after Fuse is not supported");
+    if (prepend)
+      m.firstTokenDrop = " ";
+    steps.push_back(std::move(s));
+  } else {
     throw unsupported("tokenizer.json: decoder '" + type +
-                      "' is not supported (kiln implements the ByteLevel decoder)");
+                      "' is not supported (kiln implements ByteLevel, Replace, ByteFallback, Fuse, "
+                      "Strip, Metaspace and Sequence)");
   }
+}
+
+// What token `s` decodes to through the per-token steps.
+std::string decodeToken(const std::vector<DecoderStep> &steps, const std::string &s,
+                        const std::unordered_map<uint32_t, uint8_t> &c2b) {
+  std::string t = s;
+  for (const DecoderStep &d : steps) {
+    switch (d.kind) {
+    case DecoderStep::kByteLevel: {
+      // A token whose characters all belong to GPT-2's alphabet becomes their bytes; another
+      // stays as its UTF-8 (Hugging Face's ByteLevel decoder).
+      std::string raw;
+      bool mapped = unicode::findInvalidUtf8(t) == std::string::npos;
+      for (size_t i = 0; i < t.size() && mapped;) {
+        auto it = c2b.find(unicode::decodeUtf8(t, i));
+        if (it == c2b.end())
+          mapped = false;
+        else
+          raw.push_back(char(it->second));
+      }
+      if (mapped)
+        t = std::move(raw);
+      break;
+    }
+    case DecoderStep::kReplace:
+      t = replaceAll(t, d.pattern, d.content);
+      break;
+    case DecoderStep::kMetaspace:
+      t = replaceAll(t, d.pattern, " ");
+      break;
+    case DecoderStep::kByteFallback: {
+      auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F'); };
+      if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && hex(t[3]) && hex(t[4]) && t[5] == '>')
+        t.assign(1, char(std::stoi(t.substr(3, 2), nullptr, 16)));
+      break;
+    }
+    case DecoderStep::kStrip: {
+      size_t begin = 0, end = t.size();
+      for (size_t k = 0; k < d.start && t.compare(begin, d.content.size(), d.content) == 0; ++k)
+        begin += d.content.size();
+      for (size_t k = 0; k < d.stop && end >= begin + d.content.size() &&
+                         t.compare(end - d.content.size(), d.content.size(), d.content) == 0;
+           ++k)
+        end -= d.content.size();
+      t = t.substr(begin, end - begin);
+      break;
+    }
+    }
+  }
+  return t;
 }
 
 } // namespace
@@ -256,8 +435,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
       throw invalid(std::string("tokenizer.json: model must be an object, not ") + typeName(model));
     const Json *modelType = optional(model, "type");
     if (modelType && asString(*modelType, "model.type") != "BPE")
-      throw unsupported("tokenizer.json: model '" + modelType->get<std::string>() +
-                        "' is not supported (kiln implements byte-level BPE)");
+      throw unsupported("tokenizer.json: tokenizer model " + modelType->get<std::string>() +
+                        " is not supported (only BPE)");
     if (const Json *dropout = optional(model, "dropout"))
       if (!dropout->is_number() || dropout->get<double>() != 0.0)
         throw unsupported("tokenizer.json: BPE dropout is not supported");
@@ -265,8 +444,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
       if (const Json *v = optional(model, key))
         if (!asString(*v, std::string("model.") + key).empty())
           throw unsupported(std::string("tokenizer.json: BPE ") + key + " is not supported");
-    if (asBool(optional(model, "byte_fallback"), false, "model.byte_fallback"))
-      throw unsupported("tokenizer.json: BPE byte_fallback is not supported (byte-level BPE needs none)");
+    m.byteFallback = asBool(optional(model, "byte_fallback"), false, "model.byte_fallback");
+    m.fuseUnk = asBool(optional(model, "fuse_unk"), false, "model.fuse_unk");
     m.ignoreMerges = asBool(optional(model, "ignore_merges"), false, "model.ignore_merges");
 
     const Json &vocab = field(model, "vocab", "model");
@@ -330,9 +509,23 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
       m.trie.insert(t.content, int32_t(k));
     }
 
-    // The byte-level alphabet and what each token decodes to (Hugging Face's ByteLevel decoder:
-    // a token whose characters all belong to the alphabet becomes their bytes; another stays
-    // as its UTF-8).
+    // The pipeline around the model: ByteLevel pre-tokenizer = byte-level BPE, else
+    // SentencePiece-style BPE over code points.
+    parseNormalizer(optional(root, "normalizer"), m);
+    bool sawByteLevel = false;
+    parsePreTokenizer(optional(root, "pre_tokenizer"), m, sawByteLevel);
+    m.byteLevel = sawByteLevel;
+    std::vector<DecoderStep> decoder;
+    bool fused = false;
+    parseDecoder(optional(root, "decoder"), decoder, fused, m);
+    bool byteLevelDecoder = std::any_of(decoder.begin(), decoder.end(),
+                                        [](const DecoderStep &d) { return d.kind == DecoderStep::kByteLevel; });
+    if (byteLevelDecoder && !m.byteLevel)
+      throw unsupported("tokenizer.json: ByteLevel decoder but no ByteLevel pre_tokenizer");
+    if (m.byteLevel && !byteLevelDecoder)
+      throw unsupported("tokenizer.json: ByteLevel pre_tokenizer without the ByteLevel decoder");
+
+    // What each token decodes to.
     std::array<uint32_t, 256> b2c = byteToChar();
     std::unordered_map<uint32_t, uint8_t> c2b;
     for (uint32_t b = 0; b < 256; ++b)
@@ -344,27 +537,36 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
       const std::string &s = m.tokens[id];
       if (unicode::findInvalidUtf8(s) != std::string_view::npos)
         throw invalid("tokenizer.json: token " + std::to_string(id) + " is not valid UTF-8");
-      std::string raw;
-      bool mapped = true;
-      for (size_t i = 0; i < s.size() && mapped;) {
-        auto it = c2b.find(unicode::decodeUtf8(s, i));
-        if (it == c2b.end())
-          mapped = false;
-        else
-          raw.push_back(char(it->second));
-      }
-      m.bytes[id] = mapped ? std::move(raw) : s;
+      m.bytes[id] = decodeToken(decoder, s, c2b);
     }
     if (m.ignoreMerges) {
       m.vocabBytes.reset(m.vocab.size());
-      for (auto &[token, id] : m.vocab)
-        m.vocabBytes.insert(m.bytes[id], hashBytes(m.bytes[id]), &id, 1);
+      for (auto &[token, id] : m.vocab) {
+        // The word the model sees: raw bytes (byte-level) or the token itself.
+        const std::string &key = m.byteLevel ? m.bytes[id] : token;
+        m.vocabBytes.insert(key, hashBytes(key), &id, 1);
+      }
     }
     for (uint32_t b = 0; b < 256; ++b) {
       std::string ch;
-      unicode::appendUtf8(ch, b2c[b]);
-      auto it = m.vocab.find(ch);
+      if (m.byteLevel)
+        unicode::appendUtf8(ch, b2c[b]);
+      else if (b < 0x80)
+        ch.push_back(char(b));
+      auto it = ch.empty() ? m.vocab.end() : m.vocab.find(ch);
       m.byteIds[b] = it == m.vocab.end() ? -1 : it->second;
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      auto fb = m.vocab.find(name);
+      m.fallbackIds[b] = fb == m.vocab.end() ? -1 : fb->second;
+    }
+    if (!m.byteLevel) {
+      for (auto &[token, id] : m.vocab) {
+        size_t i = 0;
+        uint32_t cp = unicode::decodeUtf8(token, i);
+        if (i == token.size() && !token.empty())
+          m.charIds.emplace(cp, id);
+      }
     }
     if (const Json *unk = optional(model, "unk_token")) {
       auto it = m.vocab.find(asString(*unk, "model.unk_token"));
@@ -408,12 +610,6 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
       m.merges.insert(MergeMap::key(ia->second, ib->second), uint32_t(rank), ij->second);
     }
 
-    // The pipeline around the model.
-    parseNormalizer(optional(root, "normalizer"), m);
-    bool sawByteLevel = false;
-    parsePreTokenizer(optional(root, "pre_tokenizer"), m, sawByteLevel);
-    if (!sawByteLevel)
-      throw unsupported("tokenizer.json: no ByteLevel pre_tokenizer (kiln implements byte-level BPE)");
     std::unordered_map<std::string, int32_t> allTokens = m.vocab;
     for (auto &[content, id] : m.addedIds)
       allTokens[content] = id;
@@ -424,7 +620,6 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
     for (int32_t id : m.suffixIds)
       if (!m.present[id])
         throw invalid("tokenizer.json: post_processor adds id " + std::to_string(id) + ", which has no token");
-    parseDecoder(optional(root, "decoder"));
   } catch (const Json::exception &e) {
     throw invalid(std::string("tokenizer.json: ") + e.what());
   }

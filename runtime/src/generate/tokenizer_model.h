@@ -215,6 +215,35 @@ struct Trie {
   }
 };
 
+// A normalizer step (applied in order to each section of text between added tokens).
+struct NormalizerStep {
+  enum Kind { kNfc, kPrepend, kReplace, kStrip } kind;
+  std::string pattern, content; // kPrepend: content; kReplace: pattern -> content
+  bool left = false, right = false; // kStrip
+};
+
+// How a Split keeps its matches (Hugging Face's SplitDelimiterBehavior).
+enum class SplitBehavior { kIsolated, kRemoved, kMergedWithPrevious, kMergedWithNext };
+
+// A pre-tokenizer step before the model: a split regex, a literal split, or Metaspace.
+struct PreTokenizerStep {
+  enum Kind { kRegex, kLiteral, kMetaspace } kind;
+  SplitPattern pattern = SplitPattern::kGpt2; // kRegex (behavior Isolated)
+  std::string literal;                        // kLiteral: the delimiter; kMetaspace: the replacement
+  SplitBehavior behavior = SplitBehavior::kIsolated;
+  enum Prepend { kNever, kFirst, kAlways } prepend = kAlways; // kMetaspace
+  bool split = true;                                         // kMetaspace
+};
+
+// Splits `text` at each non-overlapping occurrence of `delimiter`, as Hugging Face's Split does
+// with a String pattern; pieces are byte ranges [begin, end), empty ones left out.
+void splitLiteral(std::string_view text, std::string_view delimiter, SplitBehavior behavior,
+                  std::vector<std::pair<size_t, size_t>> &pieces);
+// `text` with every occurrence of `pattern` replaced by `content`.
+std::string replaceAll(std::string_view text, std::string_view pattern, std::string_view content);
+// Applies the steps in order; returns false (and leaves `out` alone) when none changes `text`.
+bool normalize(const std::vector<NormalizerStep> &steps, std::string_view text, std::string &out);
+
 } // namespace kiln::tokenizer_model
 
 namespace kiln {
@@ -233,6 +262,13 @@ struct Tokenizer::Impl {
   MergeMap merges;
   int32_t unkId = -1;
   bool ignoreMerges = false;
+  // byteLevel: the model's alphabet is GPT-2's 256 byte characters (ByteLevel pre-tokenizer).
+  // Otherwise (SentencePiece-style BPE) it starts from code points: charIds, then <0xNN> byte
+  // tokens (byteFallback), then unk (fuseUnk merges a run of unknown characters into one).
+  bool byteLevel = true;
+  bool byteFallback = false, fuseUnk = false;
+  std::unordered_map<uint32_t, int32_t> charIds; // single code point -> id (non-byte-level)
+  std::array<int32_t, 256> fallbackIds{};        // byte -> id of <0xNN> (-1 if absent)
 
   // Added tokens.
   std::vector<AddedToken> added;
@@ -240,18 +276,24 @@ struct Tokenizer::Impl {
   Trie trie;
 
   // Pipeline.
-  bool nfc = false;
-  std::vector<SplitPattern> splits; // Split pre-tokenizers, in order
+  std::vector<NormalizerStep> normalizers;
+  std::vector<PreTokenizerStep> preTokenizers; // before ByteLevel (if any), in order
   bool byteLevelRegex = false;      // ByteLevel's own GPT-2 split (use_regex)
   bool addPrefixSpace = false;
   std::vector<int32_t> prefixIds, suffixIds; // post-processor
+  // Decoder rules that depend on the position in the decoded text (bytes[] holds the rest):
+  // Strip after Fuse takes up to stripStart leading `stripContent` off the whole text; Metaspace
+  // (prepend_scheme first/always) drops every `firstTokenDrop` from the first token.
+  size_t stripStart = 0;
+  std::string stripContent, firstTokenDrop;
 
   WordCache cache;
 
   void bpe(std::string_view word, std::vector<int32_t> &out) const;
   void encodeWord(std::string_view word, std::vector<int32_t> &out) const;
-  void encodePiece(size_t stage, std::string_view piece, std::vector<int32_t> &out) const;
-  void encodeSection(std::string_view section, std::vector<int32_t> &out) const;
+  void initialSymbols(std::string_view word, std::vector<int32_t> &ids) const;
+  void encodePiece(size_t stage, std::string_view piece, bool atStart, std::vector<int32_t> &out) const;
+  void encodeSection(std::string_view section, bool atStart, std::vector<int32_t> &out) const;
   bool wordBoundary(std::string_view text, size_t begin, size_t end) const;
 };
 
