@@ -607,6 +607,30 @@ bool writeWeight(int fd, const WeightSource &w, std::string *error) {
 
 } // namespace
 
+// The end of writing `tmp` (open as `fd`) in place of `path`: flushed to disk, closed and renamed
+// over `path` when everything so far went well (`ok`), else removed, with `what` and `path`
+// prefixed to the error. A reader never sees a half-written file.
+static bool finishWrite(int fd, bool ok, const std::string &tmp, const std::string &path, const char *what,
+                        std::string *error) {
+  if (ok && ::fsync(fd) != 0) {
+    *error = std::string("fsync failed: ") + std::strerror(errno);
+    ok = false;
+  }
+  if (::close(fd) != 0 && ok) {
+    *error = std::string("close failed: ") + std::strerror(errno);
+    ok = false;
+  }
+  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    *error = "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno);
+    ok = false;
+  }
+  if (!ok) {
+    *error = std::string("writing ") + what + " '" + path + "': " + *error;
+    ::unlink(tmp.c_str());
+  }
+  return ok;
+}
+
 bool writeArtifact(const std::string &path, Metadata meta, const std::string &code,
                    const std::vector<WeightSource> &weights, std::string *error) {
   std::string scratch;
@@ -719,23 +743,7 @@ bool writeArtifact(const std::string &path, Metadata meta, const std::string &co
          writeWeight(fd, weights[i], error);
     written = weightsOffset + meta.weights[i].offset + weights[i].size;
   }
-  if (ok && ::fsync(fd) != 0) {
-    *error = std::string("fsync failed: ") + std::strerror(errno);
-    ok = false;
-  }
-  if (::close(fd) != 0 && ok) {
-    *error = std::string("close failed: ") + std::strerror(errno);
-    ok = false;
-  }
-  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    *error = "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno);
-    ok = false;
-  }
-  if (!ok) {
-    *error = "writing artifact '" + path + "': " + *error;
-    ::unlink(tmp.c_str());
-  }
-  return ok;
+  return finishWrite(fd, ok, tmp, path, "artifact", error);
 }
 
 bool parseArtifact(const uint8_t *data, uint64_t size, ArtifactView *out, std::string *error) {
@@ -951,23 +959,7 @@ bool writeWeightsFile(const std::string &path, const std::vector<WeightSource> &
   if (ok)
     ok = sha256OfFile(fd, &file->sha256, error);
   file->size = end;
-  if (ok && ::fsync(fd) != 0) {
-    *error = std::string("fsync failed: ") + std::strerror(errno);
-    ok = false;
-  }
-  if (::close(fd) != 0 && ok) {
-    *error = std::string("close failed: ") + std::strerror(errno);
-    ok = false;
-  }
-  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    *error = "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno);
-    ok = false;
-  }
-  if (!ok) {
-    *error = "writing weights file '" + path + "': " + *error;
-    ::unlink(tmp.c_str());
-  }
-  return ok;
+  return finishWrite(fd, ok, tmp, path, "weights file", error);
 }
 
 } // namespace kiln::artifact
