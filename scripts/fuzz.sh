@@ -15,10 +15,17 @@ cd "$(dirname "$0")/.."
 target=${1:?usage: fuzz.sh TARGET SECONDS}
 seconds=${2:?usage: fuzz.sh TARGET SECONDS}
 if [ "$target" = all ]; then
-  for t in fuzz_model fuzz_model_dir fuzz_artifact fuzz_request fuzz_tokenizer; do
-    sh scripts/fuzz.sh "$t" "$seconds"
+  # fuzz_model first replays its whole seed corpus (1,262 models, ~240 s under ASan) before its
+  # SECONDS of fuzzing: the other targets run meanwhile, one after another, on the second core.
+  [ -n "$KILN_FUZZ_NO_BUILD" ] || sh scripts/sanitize-build.sh
+  KILN_FUZZ_NO_BUILD=1 sh scripts/fuzz.sh fuzz_model "$seconds" &
+  model=$!
+  rc=0
+  for t in fuzz_model_dir fuzz_artifact fuzz_request fuzz_tokenizer; do
+    KILN_FUZZ_NO_BUILD=1 sh scripts/fuzz.sh "$t" "$seconds" || rc=1
   done
-  exit 0
+  wait "$model" || rc=1
+  exit $rc
 fi
 [ -n "$KILN_FUZZ_NO_BUILD" ] || sh scripts/sanitize-build.sh
 bin=build-asan/bin/$target
