@@ -607,6 +607,21 @@ bool writeWeight(int fd, const WeightSource &w, std::string *error) {
 
 } // namespace
 
+// A new file beside `path` with a name no one else uses (`*tmp`), opened with `access` (O_WRONLY or
+// O_RDWR); -1 with the reason in `error`. 0666 lets the umask decide the final permissions.
+static int openTemporary(const std::string &path, int access, std::string *tmp, std::string *error) {
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    *tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(attempt);
+    fd = ::open(tmp->c_str(), access | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST)
+      break;
+  }
+  if (fd < 0)
+    *error = "cannot create '" + *tmp + "': " + std::strerror(errno);
+  return fd;
+}
+
 // The end of writing `tmp` (open as `fd`) in place of `path`: flushed to disk, closed and renamed
 // over `path` when everything so far went well (`ok`), else removed, with `what` and `path`
 // prefixed to the error. A reader never sees a half-written file.
@@ -714,20 +729,11 @@ bool writeArtifact(const std::string &path, Metadata meta, const std::string &co
     header.u64(s[2]);
   }
 
-  // A unique temporary name in the target directory, so the rename is atomic and readers never
-  // see a half-written artifact. open() with 0666 lets the umask decide the final permissions.
+  // A temporary beside the artifact, renamed over it at the end: readers never see half a file.
   std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(attempt);
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST)
-      break;
-  }
-  if (fd < 0) {
-    *error = "cannot create '" + tmp + "': " + std::strerror(errno);
+  const int fd = openTemporary(path, O_WRONLY, &tmp, error);
+  if (fd < 0)
     return false;
-  }
   bool ok = writeAll(fd, header.bytes.data(), header.bytes.size(), error) &&
             writeAll(fd, metadata.data(), metadata.size(), error) &&
             writeAll(fd, decoder.data(), decoder.size(), error) &&
@@ -909,17 +915,9 @@ bool writeWeightsFile(const std::string &path, const std::vector<WeightSource> &
     end = offsets->back() + w.size;
   }
   std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(attempt);
-    fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST)
-      break;
-  }
-  if (fd < 0) {
-    *error = "cannot create '" + tmp + "': " + std::strerror(errno);
+  const int fd = openTemporary(path, O_RDWR, &tmp, error);
+  if (fd < 0)
     return false;
-  }
   // The header's digest (bytes 24..56) is filled in once the data is on disk.
   Encoder header;
   header.bytes.resize(8);
