@@ -80,6 +80,14 @@ cl::opt<bool> planMemory("memory-plan",
                          cl::desc("Place intermediates in one arena by liveness (default true; false: "
                                   "malloc each, to bisect)"),
                          cl::init(true), cl::cat(category));
+cl::opt<bool> channelsLast("channels-last",
+                           cl::desc("x86: run 2-D convolutions channels-last (NHWC), layout changes only at the "
+                                    "edges of conv segments (default true; false: NCHW, to compare or bisect)"),
+                           cl::init(true), cl::cat(category));
+cl::opt<bool> printLayouts("print-layouts",
+                           cl::desc("x86: print each convolution's layout (NHWC or NCHW and why) and the layout "
+                                    "changes left"),
+                           cl::cat(category));
 cl::opt<bool> printMemoryPlan("print-memory-plan",
                               cl::desc("Print each intermediate buffer's size, lifetime and arena offset, "
                                        "the arena's peak and the sum without reuse"),
@@ -190,6 +198,8 @@ CompileOptions parseCommandLine(int argc, char **argv, const char *version) {
   o.fusion = fuse;
   o.memoryPlan = planMemory;
   o.printMemoryPlan = printMemoryPlan;
+  o.channelsLast = channelsLast;
+  o.printLayouts = printLayouts;
   o.quantize = quantize;
   o.quantizeGroup = quantizeGroup;
   o.quantizeScale = quantizeScale;

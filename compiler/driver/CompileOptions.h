@@ -34,6 +34,8 @@ struct CompileOptions {
   bool fusion = true;
   bool memoryPlan = true;
   bool printMemoryPlan = false;
+  bool channelsLast = true; // x86: convolutions NHWC (kiln-channels-last)
+  bool printLayouts = false;
   std::string quantize = "none"; // none | int8 | int4 | int8-dynamic
   int64_t quantizeGroup = 64;
   std::string quantizeScale = "f32";

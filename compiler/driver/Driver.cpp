@@ -45,6 +45,8 @@ CompileRequest makeRequest(const CompileOptions &o, const TargetBackend &target)
   p.fuse = o.fusion;
   p.planMemory = o.memoryPlan;
   p.printMemoryPlan = o.printMemoryPlan;
+  p.channelsLast = o.channelsLast;
+  p.printLayouts = o.printLayouts;
   p.quantize = parseQuantizeMode(o.quantize).value_or(QuantizeMode::None);
   p.quantizeGroup = o.quantizeGroup;
   p.quantizeF16Scales = o.quantizeScale == "f16";
@@ -99,6 +101,7 @@ bool compileChecked(const CompileOptions &options, const CompileRequest &request
   reference.options.printIrAfter.clear();
   reference.options.dumpIrDir.clear();
   reference.options.printMemoryPlan = false;
+  reference.options.printLayouts = false;
   if (!compileModel(reference, nullptr, error))
     return refuse("compiling the float reference: " + *error);
 

@@ -58,6 +58,10 @@ struct PipelineOptions {
   /// false leaves each one to malloc (to bisect planner bugs).
   bool planMemory = true;
   bool printMemoryPlan = false; // the plan of every buffer, to stdout
+  /// x86: 2-D convolutions channels-last (kiln-channels-last); `printLayouts`
+  /// lists each one's layout on stdout.
+  bool channelsLast = true;
+  bool printLayouts = false;
   /// Weight-only quantization of matrix-product weights (kiln-quantize-weights):
   /// int8 per output channel, int4 per group of `quantizeGroup` along K; weights or nodes whose
   /// name contains one of `quantizeKeep` stay in f32.

@@ -605,6 +605,133 @@ struct ConvPattern : OpConversionPattern<ConvOp> {
   }
 };
 
+/// `x` [N, H, W, C] with `pads` (begin H, W, end H, W) of zeros around H and W.
+static Value zeroPadNhwc(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> pads, Type et) {
+  if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
+    return x;
+  SmallVector<OpFoldResult> low = {b.getIndexAttr(0), b.getIndexAttr(pads[0]), b.getIndexAttr(pads[1]),
+                                   b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> high = {b.getIndexAttr(0), b.getIndexAttr(pads[2]), b.getIndexAttr(pads[3]),
+                                    b.getIndexAttr(0)};
+  return tensor::PadOp::create(b, loc, Type(), x, low, high, scalarConstant(b, loc, et, 0));
+}
+
+/// A channels-last packed_conv: patch rows col[n, oh, ow, kh, kw, c] =
+/// x[n, oh*s + kh*d, ow*s + kw*d, c], each window a few contiguous runs of
+/// channels (a 1x1 convolution reads x itself as [N, H*W, C]), times the
+/// panels of the HWIO weight; the product [N, OH*OW, Cout/B, B] is written
+/// NHWC with the bias, channel blocks innermost on both sides.
+static Value channelsLastPackedConv(OpBuilder &b, Location loc, PackedConvOp op, Value x, Value w, Value bias) {
+  MLIRContext *ctx = b.getContext();
+  auto rt = cast<RankedTensorType>(op.getType());
+  auto xt = cast<RankedTensorType>(x.getType());
+  Type et = rt.getElementType();
+  ArrayRef<int64_t> kernel = op.getKernelShape(), strides = op.getStrides(), dilations = op.getDilations(),
+                    pads = op.getPads();
+  int64_t n0 = rt.getDimSize(0), channels = xt.getDimSize(3), oh = rt.getDimSize(1), ow = rt.getDimSize(2),
+          cout = rt.getDimSize(3);
+  int64_t reduction = channels * kernel[0] * kernel[1];
+  auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  Value batch = dimValue(b, loc, x, 0);
+  auto rowsType = RankedTensorType::get({n0, oh * ow, reduction}, et);
+  Value col;
+  bool pointwise = kernel[0] == 1 && kernel[1] == 1 && strides[0] == 1 && strides[1] == 1 &&
+                   llvm::all_of(pads, [](int64_t p) { return p == 0; });
+  if (pointwise) {
+    col = tensor::CollapseShapeOp::create(b, loc, rowsType, x, SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}});
+  } else {
+    x = zeroPadNhwc(b, loc, x, pads, et);
+    auto colType = RankedTensorType::get({n0, oh, ow, kernel[0], kernel[1], channels}, et);
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(6, 0,
+                       {d(0), d(1) * strides[0] + d(3) * dilations[0], d(2) * strides[1] + d(4) * dilations[1], d(5)},
+                       ctx),
+        AffineMap::getMultiDimIdentityMap(6, ctx)};
+    col = linalg::GenericOp::create(
+              b, loc, colType, ValueRange{x},
+              ValueRange{emptyTensor(b, loc, colType, {batch, c(oh), c(ow), c(kernel[0]), c(kernel[1]), c(channels)})},
+              maps, SmallVector<IteratorType>(6, IteratorType::parallel),
+              [](OpBuilder &nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, args[0]); })
+              .getResult(0);
+    col = tensor::CollapseShapeOp::create(b, loc, rowsType, col,
+                                          SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4, 5}});
+  }
+  Value product = packedProduct(b, loc, col, w, et); // [N, OH*OW, Cout/B, B]
+  int64_t width = cast<RankedTensorType>(w.getType()).getDimSize(2);
+  // out[n, oh, ow, cb, cw] = product[n, oh*OW + ow, cb, cw] (+ bias[cb*B + cw]),
+  // then viewed as [N, OH, OW, Cout].
+  auto blockedType = RankedTensorType::get({n0, oh, ow, cout / width, width}, et);
+  SmallVector<Value> inputs = {product};
+  SmallVector<AffineMap> maps = {AffineMap::get(5, 0, {d(0), d(1) * ow + d(2), d(3), d(4)}, ctx)};
+  if (bias) {
+    inputs.push_back(tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({cout / width, width}, et), bias,
+                                                   SmallVector<ReassociationIndices>{{0, 1}}));
+    maps.push_back(AffineMap::get(5, 0, {d(3), d(4)}, ctx));
+  }
+  maps.push_back(AffineMap::getMultiDimIdentityMap(5, ctx));
+  Value init = emptyTensor(b, loc, blockedType, {batch, c(oh), c(ow), c(cout / width), c(width)});
+  auto out = linalg::GenericOp::create(
+      b, loc, blockedType, inputs, ValueRange{init}, maps, SmallVector<IteratorType>(5, IteratorType::parallel),
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        linalg::YieldOp::create(nb, l, bias ? addValues(nb, l, args[0], args[1]) : args[0]);
+      });
+  return tensor::CollapseShapeOp::create(b, loc, rt, out.getResult(0),
+                                         SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4}});
+}
+
+/// nhwc_conv, depthwise (group = C = Cout): out[n, oh, ow, c] = bias[c] +
+/// sum over kh, kw of x[n, oh*s + kh*d, ow*s + kw*d, c] * w[kh, kw, c], with
+/// the channels innermost: contiguous in the input, the weight and the
+/// output for any stride, the loop that vectorizes. (Group-1 ones became
+/// packed convolutions in kiln-pack-matmul-weights.)
+struct NhwcConvPattern : OpConversionPattern<NhwcConvOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NhwcConvOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    auto rt = cast<RankedTensorType>(op.getType());
+    Type et = rt.getElementType();
+    Value x = adaptor.getInput(), w = adaptor.getWeight();
+    auto wt = cast<RankedTensorType>(w.getType());
+    int64_t channels = rt.getDimSize(3);
+    if (wt.getDimSize(2) != 1 || op.getGroup() != channels || rt.isDynamicDim(1) || rt.isDynamicDim(2))
+      return rewriter.notifyMatchFailure(op, "nhwc_conv lowers depthwise convolutions of static sizes");
+    ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
+    auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(rewriter, loc, v); };
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    Value batch = dimValue(rewriter, loc, x, 0);
+    x = zeroPadNhwc(rewriter, loc, x, op.getPads(), et);
+    Value w3 = tensor::CollapseShapeOp::create(
+        rewriter, loc, RankedTensorType::get({wt.getDimSize(0), wt.getDimSize(1), channels}, et), w,
+        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+    SmallVector<Value> dims = {batch, c(rt.getDimSize(1)), c(rt.getDimSize(2)), c(channels)};
+    Value init;
+    if (Value bias = adaptor.getBias()) {
+      SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {d(3)}, ctx), AffineMap::getMultiDimIdentityMap(4, ctx)};
+      init = linalg::GenericOp::create(rewriter, loc, rt, ValueRange{bias}, ValueRange{emptyTensor(rewriter, loc, rt, dims)},
+                                       maps, SmallVector<IteratorType>(4, IteratorType::parallel),
+                                       [](OpBuilder &nb, Location l, ValueRange args) {
+                                         linalg::YieldOp::create(nb, l, args[0]);
+                                       })
+                 .getResult(0);
+    } else {
+      init = filledTensor(rewriter, loc, rt, dims, scalarConstant(rewriter, loc, et, 0));
+    }
+    // Iteration dims: n, oh, ow, kh, kw, c.
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(6, 0, {d(0), d(1) * strides[0] + d(3) * dilations[0], d(2) * strides[1] + d(4) * dilations[1], d(5)},
+                       ctx),
+        AffineMap::get(6, 0, {d(3), d(4), d(5)}, ctx), AffineMap::get(6, 0, {d(0), d(1), d(2), d(5)}, ctx)};
+    SmallVector<IteratorType> iters = {IteratorType::parallel,  IteratorType::parallel,  IteratorType::parallel,
+                                       IteratorType::reduction, IteratorType::reduction, IteratorType::parallel};
+    rewriter.replaceOp(op, contraction(rewriter, loc, x, w3, init, maps, iters));
+    return success();
+  }
+};
+
 /// packed_conv (2-D, group 1, static channels and spatial sizes): patch rows
 /// col[n, oh, ow, c, kh, kw] = x[n, c, oh*s + kh*d, ...], viewed as
 /// [N, OH*OW, K], times the transposed weight's panels [Cout/B, K, B] (the
@@ -627,6 +754,10 @@ struct PackedConvPattern : OpConversionPattern<PackedConvOp> {
     if (rt.getRank() != 4 || xt.isDynamicDim(1) || rt.isDynamicDim(1) || rt.isDynamicDim(2) ||
         rt.isDynamicDim(3))
       return rewriter.notifyMatchFailure(op, "packed_conv lowers 2-D convolutions with static sizes");
+    if (op.getChannelsLast()) {
+      rewriter.replaceOp(op, channelsLastPackedConv(rewriter, loc, op, x, w, adaptor.getBias()));
+      return success();
+    }
     int64_t channels = xt.getDimSize(1), cout = rt.getDimSize(1), oh = rt.getDimSize(2),
             ow = rt.getDimSize(3);
     int64_t reduction = channels * kernel[0] * kernel[1];
@@ -861,7 +992,7 @@ struct ConvTransposePattern : OpConversionPattern<ConvTransposeOp> {
 
 void populateContractionLoweringPatterns(RewritePatternSet &patterns, bool wideHalfProducts) {
   patterns.add<MatMulPattern, GemmPattern>(patterns.getContext(), wideHalfProducts);
-  patterns.add<PackedMatMulPattern, ConvPattern, PackedConvPattern, ConvTransposePattern>(patterns.getContext());
+  patterns.add<PackedMatMulPattern, ConvPattern, PackedConvPattern, NhwcConvPattern, ConvTransposePattern>(patterns.getContext());
 }
 
 } // namespace kiln

@@ -1069,6 +1069,63 @@ struct PoolPattern : OpConversionPattern<OpTy> {
   }
 };
 
+/// nhwc_pool: out[n, oh, ow, c] combines x[n, oh*s + kh*d, ow*s + kw*d, c]
+/// over the window, channels innermost (contiguous for any stride: the loop
+/// that vectorizes); an average then divides by the window size.
+struct NhwcPoolPattern : OpConversionPattern<NhwcPoolOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NhwcPoolOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    auto rt = cast<RankedTensorType>(op.getType());
+    Type et = rt.getElementType();
+    if (!isa<FloatType>(et) || rt.isDynamicDim(1) || rt.isDynamicDim(2) || rt.isDynamicDim(3))
+      return rewriter.notifyMatchFailure(op, "nhwc_pool lowers float pooling of static sizes");
+    bool isMax = op.getKind() == "max";
+    ArrayRef<int64_t> kernel = op.getKernelShape(), pads = op.getPads(), strides = op.getStrides(),
+                      dilations = op.getDilations();
+    Value padValue = isMax ? lowestValue(rewriter, loc, et) : scalarConstant(rewriter, loc, et, 0);
+    Value x = adaptor.getInput();
+    if (llvm::any_of(pads, [](int64_t p) { return p != 0; })) {
+      SmallVector<OpFoldResult> low = {rewriter.getIndexAttr(0), rewriter.getIndexAttr(pads[0]),
+                                       rewriter.getIndexAttr(pads[1]), rewriter.getIndexAttr(0)};
+      SmallVector<OpFoldResult> high = {rewriter.getIndexAttr(0), rewriter.getIndexAttr(pads[2]),
+                                        rewriter.getIndexAttr(pads[3]), rewriter.getIndexAttr(0)};
+      x = tensor::PadOp::create(rewriter, loc, Type(), x, low, high, padValue);
+    }
+    auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(rewriter, loc, v); };
+    SmallVector<Value> dims = {dimValue(rewriter, loc, x, 0), c(rt.getDimSize(1)), c(rt.getDimSize(2)),
+                               c(rt.getDimSize(3))};
+    Value init = filledTensor(rewriter, loc, rt, dims, padValue);
+    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, et);
+    // Iteration dims: n, oh, ow, kh, kw, c.
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(6, 0, {d(0), d(1) * strides[0] + d(3) * dilations[0], d(2) * strides[1] + d(4) * dilations[1], d(5)},
+                       ctx),
+        AffineMap::get(6, 0, {d(3), d(4)}, ctx), AffineMap::get(6, 0, {d(0), d(1), d(2), d(5)}, ctx)};
+    SmallVector<IteratorType> iters = {IteratorType::parallel,  IteratorType::parallel,  IteratorType::parallel,
+                                       IteratorType::reduction, IteratorType::reduction, IteratorType::parallel};
+    Value pooled = linalg::GenericOp::create(
+                       rewriter, loc, rt, ValueRange{x, window}, ValueRange{init}, maps, iters,
+                       [&](OpBuilder &nb, Location nl, ValueRange args) {
+                         Value v = isMax ? maxValues(nb, nl, args[2], args[0]) : addValues(nb, nl, args[2], args[0]);
+                         linalg::YieldOp::create(nb, nl, v);
+                       })
+                       .getResult(0);
+    if (!isMax) {
+      Value count = scalarConstant(rewriter, loc, et, double(kernel[0] * kernel[1]));
+      pooled = buildElementwise(rewriter, loc, rt, pooled, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+        return divValues(b, l, a[0], count);
+      });
+    }
+    rewriter.replaceOp(op, pooled);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateNnLoweringPatterns(RewritePatternSet &patterns) {
@@ -1079,7 +1136,7 @@ void populateNnLoweringPatterns(RewritePatternSet &patterns) {
                ArgPattern<ArgMaxOp>, ArgPattern<ArgMinOp>, InstanceNormPattern, HardmaxPattern,
                CumSumPattern, NllLossPattern, SoftmaxLikePattern<SoftmaxOp>, SoftmaxLikePattern<LogSoftmaxOp>, LayerNormPattern, RmsNormPattern,
                BatchNormPattern, GlobalAveragePoolPattern, PoolPattern<MaxPoolOp>,
-               PoolPattern<AveragePoolOp>>(patterns.getContext());
+               PoolPattern<AveragePoolOp>, NhwcPoolPattern>(patterns.getContext());
 }
 
 } // namespace kiln

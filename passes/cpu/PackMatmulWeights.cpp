@@ -75,12 +75,56 @@ struct PackMatmulWeightsPass : impl::PackMatmulWeightsPassBase<PackMatmulWeights
       auto packed = graph::PackedConvOp::create(
           b, conv.getLoc(), conv.getInput(), arg, conv.getBias(),
           b.getDenseI64ArrayAttr({t.getDimSize(2), t.getDimSize(3)}), conv.getPadsAttr(),
-          conv.getStridesAttr(), conv.getDilationsAttr());
+          conv.getStridesAttr(), conv.getDilationsAttr(), UnitAttr());
       conv.getResult().replaceAllUsesWith(packed.getResult());
       conv.erase();
     }
     // [K, N, B, 1]: the source is the transpose, [N, K] row-major.
     return b.getDenseI64ArrayAttr({k, cout, width, 1});
+  }
+
+  /// The panel width for a [kh, kw, C, Cout] weight whose every use is the
+  /// weight of a group-1 graph.nhwc_conv over static channels and spatial
+  /// sizes; 0 if it stays as is.
+  int64_t nhwcConvPanelWidth(BlockArgument arg) {
+    auto t = dyn_cast<RankedTensorType>(arg.getType());
+    if (!t || t.getRank() != 4 || !t.hasStaticShape() || !t.getElementType().isF32() || arg.use_empty())
+      return 0;
+    for (OpOperand &use : arg.getUses()) {
+      auto conv = dyn_cast<graph::NhwcConvOp>(use.getOwner());
+      if (!conv || use.getOperandNumber() != 1 || conv.getGroup() != 1)
+        return 0;
+      auto x = cast<RankedTensorType>(conv.getInput().getType());
+      auto y = cast<RankedTensorType>(conv.getType());
+      if (!x.getElementType().isF32())
+        return 0;
+      for (int64_t i = 1; i < 4; ++i)
+        if (x.isDynamicDim(i) || y.isDynamicDim(i))
+          return 0;
+    }
+    return widthFor(t.getDimSize(3));
+  }
+
+  /// Channels-last convs reading `arg` become channels-last graph.packed_conv
+  /// over [Cout/B, K, B] panels of the weight viewed as [K, Cout] (K in kh,
+  /// kw, c order, as it is stored); returns the layout to record.
+  Attribute packNhwcConvWeight(OpBuilder &b, BlockArgument arg, int64_t width) {
+    auto t = cast<RankedTensorType>(arg.getType());
+    int64_t cout = t.getDimSize(3), k = t.getDimSize(0) * t.getDimSize(1) * t.getDimSize(2);
+    arg.setType(RankedTensorType::get({cout / width, k, width}, t.getElementType()));
+    SmallVector<graph::NhwcConvOp> convs;
+    for (Operation *user : arg.getUsers())
+      convs.push_back(cast<graph::NhwcConvOp>(user));
+    for (graph::NhwcConvOp conv : convs) {
+      b.setInsertionPoint(conv);
+      auto packed = graph::PackedConvOp::create(
+          b, conv.getLoc(), conv.getInput(), arg, conv.getBias(),
+          b.getDenseI64ArrayAttr({t.getDimSize(0), t.getDimSize(1)}), conv.getPadsAttr(), conv.getStridesAttr(),
+          conv.getDilationsAttr(), b.getUnitAttr());
+      conv.getResult().replaceAllUsesWith(packed.getResult());
+      conv.erase();
+    }
+    return b.getDenseI64ArrayAttr({k, cout, width});
   }
 
   void runOnOperation() override {
@@ -100,6 +144,11 @@ struct PackMatmulWeightsPass : impl::PackMatmulWeightsPassBase<PackMatmulWeights
       auto index = main.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), attrs::kWeight);
       if (!index || index.getInt() >= (int64_t)layouts.size())
         continue;
+      if (int64_t width = nhwcConvPanelWidth(arg)) {
+        layouts[index.getInt()] = packNhwcConvWeight(b, arg, width);
+        changed = true;
+        continue;
+      }
       if (int64_t width = convPanelWidth(arg)) {
         layouts[index.getInt()] = packConvWeight(b, arg, width);
         changed = true;

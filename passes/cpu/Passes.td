@@ -145,6 +145,31 @@ def OutlineCpuLaunchesPass : Pass<"kiln-outline-cpu-launches", "::mlir::ModuleOp
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def ChannelsLastPass : Pass<"kiln-channels-last", "::mlir::ModuleOp"> {
+  let summary = "Run 2-D convolutions channels-last (NHWC) and keep the layout changes at the edges of conv segments";
+  let description = [{
+    Each 2-D f32 graph.conv with static channels and spatial sizes and a
+    constant weight that is group 1 with a multiple of 16 output channels
+    (the packed product) or depthwise with 8 or more channels becomes
+    transpose(NCHW->NHWC) -> graph.nhwc_conv (its weight permuted to
+    [kh, kw, C/group, Cout] at compile time) -> transpose(NHWC->NCHW). The
+    transposes back to NCHW then move down through elementwise ops (unary
+    ops, activations, clip, add/sub/mul/div/max/min: their other operands
+    come along, small constants permuted here), concat, max/average pooling
+    (graph.nhwc_pool, where its window counts do not depend on the layout)
+    and global average pooling (a mean over H and W), and a transpose
+    meeting its inverse cancels. Other convolutions stay NCHW, and so do the
+    layout changes in front of ops that need NCHW (reshapes, resize,
+    outputs).
+    With `print`, lists each convolution's layout (and why one stays NCHW)
+    and how many layout changes are left. Runs before kiln-outline-weights,
+    while weights are constants.
+  }];
+  let options = [
+    Option<"print", "print", "bool", "false", "Print each convolution's layout and the layout changes left">
+  ];
+}
+
 def PackMatmulWeightsPass : Pass<"kiln-pack-matmul-weights", "::mlir::ModuleOp"> {
   let summary = "Store matrix-product weights as column panels [N/B, K, B]";
   let description = [{
@@ -160,7 +185,10 @@ def PackMatmulWeightsPass : Pass<"kiln-pack-matmul-weights", "::mlir::ModuleOp">
     by group-1 2-D convolutions over static channels and spatial sizes is
     stored as the panels of its transpose [C*kh*kw, Cout] (layout
     [K, Cout, B, 1]) and the convolutions become graph.packed_conv (patch
-    rows times the panels). Runs after kiln-outline-weights.
+    rows times the panels). A [kh, kw, C, Cout] weight read only by group-1
+    graph.nhwc_conv is already [K, Cout] row-major: it is stored as its
+    panels (layout [K, Cout, B]) and the convolutions become channels-last
+    graph.packed_conv. Runs after kiln-outline-weights.
   }];
   let options = [
     Option<"panel", "panel", "int64_t", "64", "Widest panel in columns (a power of two)">

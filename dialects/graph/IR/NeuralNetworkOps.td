@@ -141,7 +141,9 @@ def Graph_PackedConvOp : Graph_Op<"packed_conv"> {
     [Cout / B, K, B]: element (p, k, b) = W[p*B + b, k]. Lowered as patch rows
     col[n, oh*ow, K] times the panels (the packed matmul's tiling and
     microkernel), then written NCHW. kiln-pack-matmul-weights introduces it
-    for constant weights; the artifact stores them packed.
+    for constant weights; the artifact stores them packed. With
+    `channels_last` the input and output are NHWC and K runs in (kh, kw, c)
+    order (the panels of an HWIO weight, from graph.nhwc_conv).
 
     ```mlir
     %y = graph.packed_conv %x, %w, %b {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
@@ -150,6 +152,29 @@ def Graph_PackedConvOp : Graph_Op<"packed_conv"> {
   }];
   let arguments = (ins AnyRankedTensor:$input, 3DTensorOf<[F32]>:$weight, Optional<AnyRankedTensor>:$bias,
                    DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
+                   UnitAttr:$channels_last);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Graph_NhwcConvOp : Graph_Op<"nhwc_conv"> {
+  let summary = "2-D convolution over channels-last tensors (NHWC input and output, HWIO weight)";
+  let description = [{
+    The same convolution as `graph.conv` with the channels innermost: input
+    [N, H, W, C], weight [kh, kw, C / group, Cout], output [N, OH, OW, Cout];
+    `pads` are begin values then end values for H and W. kiln-channels-last
+    forms it on x86 (the weight permuted at compile time): a group-1 one
+    becomes a channels-last graph.packed_conv, whose patch rows are then
+    contiguous runs of channels; a depthwise one (group = C = Cout) is
+    lowered directly, vectorized over the channels.
+
+    ```mlir
+    %y = graph.nhwc_conv %x, %w, %b {group = 32 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
+        : (tensor<1x8x8x32xf32>, tensor<3x3x1x32xf32>, tensor<32xf32>) -> tensor<1x8x8x32xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$weight, Optional<AnyRankedTensor>:$bias,
+                   DefaultValuedAttr<I64Attr, "1">:$group, DenseI64ArrayAttr:$pads,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations);
   let results = (outs AnyRankedTensor:$result);
 }
@@ -257,6 +282,24 @@ def Graph_AveragePoolOp : Graph_PoolOp<"average_pool", "AveragePool"> {
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
                    DefaultValuedAttr<I64Attr, "0">:$ceil_mode,
                    DefaultValuedAttr<I64Attr, "0">:$count_include_pad, OptionalAttr<StrAttr>:$auto_pad);
+}
+
+def Graph_NhwcPoolOp : Graph_Op<"nhwc_pool"> {
+  let summary = "2-D max or average pooling over a channels-last [N, H, W, C] tensor";
+  let description = [{
+    `kind` is "max" or "average"; `pads` are begin H, W then end H, W (the
+    end pads include the windows that ceil_mode adds). An average divides
+    by the window size: kiln-channels-last forms one only where every
+    window counts kh*kw elements (no padding, or padding counted).
+
+    ```mlir
+    %y = graph.nhwc_pool %x {kind = "max", kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>}
+        : (tensor<1x112x112x32xf32>) -> tensor<1x56x56x32xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, StrAttr:$kind, DenseI64ArrayAttr:$kernel_shape,
+                   DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations);
+  let results = (outs AnyRankedTensor:$result);
 }
 
 def Graph_GlobalAveragePoolOp : Graph_Op<"global_average_pool"> {

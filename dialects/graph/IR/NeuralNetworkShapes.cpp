@@ -223,17 +223,68 @@ LogicalResult PackedConvOp::inferReturnTypes(MLIRContext *, std::optional<Locati
   int64_t window = 1;
   for (int64_t k : kernel)
     window *= k;
-  int64_t cin = x.getDimSize(1);
+  // Channels-last: [N, spatial..., C]; otherwise [N, C, spatial...].
+  bool last = adaptor.getChannelsLast();
+  int64_t firstSpatial = last ? 1 : 2;
+  int64_t cin = x.getDimSize(last ? rank - 1 : 1);
   if (window <= 0 || (cin != kDyn && cin * window != w.getDimSize(1)))
     return fail(loc, "packed_conv weight rows " + Twine(w.getDimSize(1)) + " != input channels x window");
   int64_t cout = w.getDimSize(0) * w.getDimSize(2);
   if (failed(checkConvBias(loc, adaptor.getBias(), cout)))
     return failure();
-  SmallVector<int64_t> out = {x.getDimSize(0), cout};
+  SmallVector<int64_t> out = {x.getDimSize(0)};
+  if (!last)
+    out.push_back(cout);
   for (int64_t i = 0; i < spatial; ++i)
-    out.push_back(slidingWindowSize(x.getDimSize(2 + i), kernel[i], adaptor.getPads()[i],
+    out.push_back(slidingWindowSize(x.getDimSize(firstSpatial + i), kernel[i], adaptor.getPads()[i],
                                     adaptor.getPads()[spatial + i], adaptor.getStrides()[i],
                                     adaptor.getDilations()[i], false));
+  if (last)
+    out.push_back(cout);
+  types.push_back(RankedTensorType::get(out, x.getElementType()));
+  return success();
+}
+
+LogicalResult NhwcPoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  ArrayRef<int64_t> kernel = adaptor.getKernelShape();
+  if (x.getRank() != 4 || kernel.size() != 2)
+    return fail(loc, "nhwc_pool takes a 4-D input and a 2-D window");
+  if (adaptor.getKind() != "max" && adaptor.getKind() != "average")
+    return fail(loc, "nhwc_pool kind must be max or average");
+  if (failed(checkWindowAttrs(loc, 2, adaptor.getPads(), adaptor.getStrides(), adaptor.getDilations())))
+    return failure();
+  SmallVector<int64_t> out = {x.getDimSize(0)};
+  for (int64_t i = 0; i < 2; ++i)
+    out.push_back(slidingWindowSize(x.getDimSize(1 + i), kernel[i], adaptor.getPads()[i], adaptor.getPads()[2 + i],
+                                    adaptor.getStrides()[i], adaptor.getDilations()[i], false));
+  out.push_back(x.getDimSize(3));
+  types.push_back(RankedTensorType::get(out, x.getElementType()));
+  return success();
+}
+
+LogicalResult NhwcConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput()), w = rankedType(adaptor.getWeight());
+  if (x.getRank() != 4 || w.getRank() != 4 || !w.hasStaticShape())
+    return fail(loc, "nhwc_conv takes a 4-D input and a static 4-D [kh, kw, C/group, Cout] weight");
+  if (failed(checkWindowAttrs(loc, 2, adaptor.getPads(), adaptor.getStrides(), adaptor.getDilations())))
+    return failure();
+  int64_t group = adaptor.getGroup(), cout = w.getDimSize(3), cin = x.getDimSize(3);
+  if (group <= 0 || cout % group != 0)
+    return fail(loc, "output channels " + Twine(cout) + " not divisible by group " + Twine(group));
+  if (cin != kDyn && cin != w.getDimSize(2) * group)
+    return fail(loc, "input channels " + Twine(cin) + " != weight channels " + Twine(w.getDimSize(2)) +
+                         " x group " + Twine(group));
+  if (failed(checkConvBias(loc, adaptor.getBias(), cout)))
+    return failure();
+  SmallVector<int64_t> out = {x.getDimSize(0)};
+  for (int64_t i = 0; i < 2; ++i)
+    out.push_back(slidingWindowSize(x.getDimSize(1 + i), w.getDimSize(i), adaptor.getPads()[i],
+                                    adaptor.getPads()[2 + i], adaptor.getStrides()[i], adaptor.getDilations()[i],
+                                    false));
+  out.push_back(cout);
   types.push_back(RankedTensorType::get(out, x.getElementType()));
   return success();
 }

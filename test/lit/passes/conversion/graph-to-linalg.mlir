@@ -64,6 +64,77 @@ func.func @packed_conv(%x: tensor<?x8x16x16xf32>, %w: tensor<3x72x32xf32>, %b: t
 
 // -----
 
+// A channels-last packed convolution: patch rows col[n, oh, ow, kh, kw, c]
+// (channels innermost) viewed as [N, OH*OW, K], the packed product with the
+// HWIO weight's panels, then NHWC in channel blocks [N, OH, OW, Cout/B, B]
+// with the bias, viewed as [N, OH, OW, Cout].
+// CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 * 2 + d3, d2 * 2 + d4, d5)>
+// CHECK-DAG: #[[BLOCKS:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 * 8 + d2, d3, d4)>
+// CHECK-LABEL: func @packed_conv_channels_last
+// CHECK: tensor.pad
+// CHECK: linalg.generic {indexing_maps = [#[[ROWS]], {{.*}}ins(%{{.*}} : tensor<?x18x18x8xf32>) outs(%{{.*}} : tensor<?x8x8x3x3x8xf32>)
+// CHECK: tensor.collapse_shape {{.*}} {{\[}}[0], [1, 2], [3, 4, 5]] : tensor<?x8x8x3x3x8xf32> into tensor<?x64x72xf32>
+// CHECK: linalg.generic {{.*}}ins(%{{.*}}, %{{.*}} : tensor<?x64x72xf32>, tensor<3x72x32xf32>) outs(%{{.*}} : tensor<?x64x3x32xf32>) attrs = {kiln.packed_rhs}
+// CHECK: linalg.generic {indexing_maps = [#[[BLOCKS]], {{.*}}outs(%{{.*}} : tensor<?x8x8x3x32xf32>)
+// CHECK: arith.addf
+// CHECK: tensor.collapse_shape {{.*}} {{\[}}[0], [1], [2], [3, 4]] : tensor<?x8x8x3x32xf32> into tensor<?x8x8x96xf32>
+func.func @packed_conv_channels_last(%x: tensor<?x16x16x8xf32>, %w: tensor<3x72x32xf32>, %b: tensor<96xf32>) -> tensor<?x8x8x96xf32> {
+  %0 = graph.packed_conv %x, %w, %b {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, channels_last}
+      : (tensor<?x16x16x8xf32>, tensor<3x72x32xf32>, tensor<96xf32>) -> tensor<?x8x8x96xf32>
+  return %0 : tensor<?x8x8x96xf32>
+}
+
+// -----
+
+// A 1x1 channels-last convolution reads the input itself as patch rows.
+// CHECK-LABEL: func @pointwise_channels_last
+// CHECK-NOT: tensor.pad
+// CHECK: tensor.collapse_shape %arg0 {{\[}}[0], [1, 2], [3]] : tensor<1x4x4x8xf32> into tensor<1x16x8xf32>
+// CHECK: attrs = {kiln.packed_rhs}
+func.func @pointwise_channels_last(%x: tensor<1x4x4x8xf32>, %w: tensor<1x8x16xf32>) -> tensor<1x4x4x16xf32> {
+  %0 = graph.packed_conv %x, %w {kernel_shape = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, channels_last}
+      : (tensor<1x4x4x8xf32>, tensor<1x8x16xf32>) -> tensor<1x4x4x16xf32>
+  return %0 : tensor<1x4x4x16xf32>
+}
+
+// -----
+
+// A depthwise nhwc_conv: one loop nest, window taps as reductions, the
+// channels innermost in the input, the weight and the output.
+// CHECK-DAG: #[[X:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 + d3 * 2, d2 + d4 * 2, d5)>
+// CHECK-DAG: #[[W:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d4, d5)>
+// CHECK-DAG: #[[Y:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>
+// CHECK-LABEL: func @depthwise_channels_last
+// CHECK: tensor.pad {{.*}} low[0, 2, 2, 0] high[0, 2, 2, 0]
+// CHECK: tensor.collapse_shape %arg1 {{\[}}[0], [1], [2, 3]] : tensor<3x3x1x16xf32> into tensor<3x3x16xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[X]], #[[W]], #[[Y]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]}
+func.func @depthwise_channels_last(%x: tensor<1x8x8x16xf32>, %w: tensor<3x3x1x16xf32>, %b: tensor<16xf32>) -> tensor<1x8x8x16xf32> {
+  %0 = graph.nhwc_conv %x, %w, %b {group = 16 : i64, pads = array<i64: 2, 2, 2, 2>, strides = array<i64: 1, 1>, dilations = array<i64: 2, 2>}
+      : (tensor<1x8x8x16xf32>, tensor<3x3x1x16xf32>, tensor<16xf32>) -> tensor<1x8x8x16xf32>
+  return %0 : tensor<1x8x8x16xf32>
+}
+
+// -----
+
+// nhwc_pool: max over the window with the channels innermost; an average
+// divides by the window size.
+// CHECK-LABEL: func @nhwc_pools
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]
+// CHECK: arith.cmpf ogt
+// CHECK: arith.select
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]
+// CHECK: arith.addf
+// CHECK: arith.divf
+func.func @nhwc_pools(%x: tensor<1x8x8x16xf32>) -> (tensor<1x4x4x16xf32>, tensor<1x4x4x16xf32>) {
+  %0 = graph.nhwc_pool %x {kind = "max", kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>}
+      : (tensor<1x8x8x16xf32>) -> tensor<1x4x4x16xf32>
+  %1 = graph.nhwc_pool %x {kind = "average", kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>}
+      : (tensor<1x8x8x16xf32>) -> tensor<1x4x4x16xf32>
+  return %0, %1 : tensor<1x4x4x16xf32>, tensor<1x4x4x16xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @softmax_last_axis
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
 // CHECK: arith.cmpf ogt

@@ -1,0 +1,402 @@
+// Chooses channels-last (NHWC) for the 2-D convolutions of x86 programs and moves the layout changes to the edges of conv segments.
+//
+// NCHW makes a convolution's patch rows gathers of single floats H*W apart
+// (im2col), a depthwise convolution a product with one channel per row, and
+// every packed product's output a transpose back to NCHW. With the channels
+// innermost, patch rows are contiguous runs of channels, a 1x1 convolution
+// is a plain product over [N*H*W, C], and depthwise kernels vectorize over
+// the channels. The pass rewrites each eligible graph.conv into
+// transpose(NCHW->NHWC) -> graph.nhwc_conv (weight permuted to HWIO at compile
+// time) -> transpose(NHWC->NCHW), then sinks the transposes through the ops
+// that do not care about layout (elementwise ops, clip, concat, pooling)
+// and cancels the pairs that meet: what is left are the
+// layout changes at the segment's edges (graph inputs and outputs, ops that
+// need NCHW such as max pooling or a reshape).
+#include "passes/cpu/Passes.h"
+#include "passes/host/SourceNodes.h"
+
+#include "dialects/graph/IR/Graph.h"
+
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_CHANNELSLASTPASS
+#include "passes/cpu/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+constexpr int64_t kToNhwc[] = {0, 2, 3, 1};
+constexpr int64_t kToNchw[] = {0, 3, 1, 2};
+
+Value transposeOf(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> perm) {
+  return graph::TransposeOp::create(b, loc, x, b.getDenseI64ArrayAttr(perm));
+}
+
+/// The dims of `t` permuted: result dim i is t's dim perm[i].
+SmallVector<int64_t> permuted(ArrayRef<int64_t> dims, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> out;
+  for (int64_t p : perm)
+    out.push_back(dims[p]);
+  return out;
+}
+
+bool isIdentity(ArrayRef<int64_t> perm) {
+  for (auto [i, p] : llvm::enumerate(perm))
+    if (p != (int64_t)i)
+      return false;
+  return true;
+}
+
+/// Row-major elements of `bytes` (shape `dims`, `size`-byte elements)
+/// permuted: result dim i is source dim perm[i].
+std::vector<char> permuteBytes(ArrayRef<char> bytes, ArrayRef<int64_t> dims, ArrayRef<int64_t> perm, size_t size) {
+  int64_t rank = dims.size(), count = 1;
+  for (int64_t d : dims)
+    count *= d;
+  SmallVector<int64_t> srcStride(rank, 1);
+  for (int64_t i = rank - 2; i >= 0; --i)
+    srcStride[i] = srcStride[i + 1] * dims[i + 1];
+  SmallVector<int64_t> outDims = permuted(dims, perm), index(rank, 0);
+  std::vector<char> out(bytes.size());
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t src = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      src += index[i] * srcStride[perm[i]];
+    std::memcpy(out.data() + e * size, bytes.data() + src * size, size);
+    for (int64_t i = rank - 1; i >= 0 && ++index[i] == outDims[i]; --i)
+      index[i] = 0;
+  }
+  return out;
+}
+
+/// The constant `value` permuted by `perm` (a lower-rank one first gets
+/// leading unit dims, as broadcasting gives it), or null when `value` is not
+/// a readable constant.
+Value permutedConstant(OpBuilder &b, Value value, ArrayRef<int64_t> perm, StringRef suffix) {
+  auto constant = value.getDefiningOp<graph::ConstantOp>();
+  if (!constant)
+    return {};
+  auto type = cast<RankedTensorType>(value.getType());
+  if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat() || type.getElementTypeBitWidth() % 8)
+    return {};
+  std::vector<char> scratch;
+  ArrayRef<char> bytes;
+  if (!graph::constantBytes(constant.getValue(), scratch, bytes))
+    return {};
+  size_t size = type.getElementTypeBitWidth() / 8;
+  if (bytes.size() != size * type.getNumElements())
+    return {};
+  if ((size_t)type.getRank() > perm.size())
+    return {};
+  SmallVector<int64_t> dims(perm.size() - type.getRank(), 1);
+  dims.append(type.getShape().begin(), type.getShape().end());
+  std::vector<char> data = permuteBytes(bytes, dims, perm, size);
+  auto outType = RankedTensorType::get(permuted(dims, perm), type.getElementType());
+  Attribute attr;
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue())) {
+    std::string key = (resource.getRawHandle().getKey() + suffix).str();
+    attr = DenseResourceElementsAttr::get(
+        outType, key, HeapAsmResourceBlob::allocateAndCopyWithAlign(data, 64, /*dataIsMutable=*/false));
+  } else {
+    bool splat = false;
+    if (!DenseElementsAttr::isValidRawBuffer(outType, data, splat))
+      return {};
+    attr = DenseElementsAttr::getFromRawBuffer(outType, data);
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(constant);
+  return graph::ConstantOp::create(b, constant.getLoc(), cast<ElementsAttr>(attr));
+}
+
+/// How a graph.conv is lowered channels-last, or why it stays NCHW.
+enum class ConvPlan { Nchw, Packed, Depthwise };
+
+ConvPlan planConv(graph::ConvOp conv, std::string &why) {
+  auto x = cast<RankedTensorType>(conv.getInput().getType());
+  auto y = cast<RankedTensorType>(conv.getType());
+  auto w = cast<RankedTensorType>(conv.getWeight().getType());
+  if (x.getRank() != 4 || !x.getElementType().isF32()) {
+    why = "not a 2-D f32 convolution";
+    return ConvPlan::Nchw;
+  }
+  if (conv.getAutoPad() || !w.hasStaticShape() || !conv.getWeight().getDefiningOp<graph::ConstantOp>()) {
+    why = "pads or weight known at run time only";
+    return ConvPlan::Nchw;
+  }
+  for (int64_t i = 1; i < 4; ++i)
+    if (x.isDynamicDim(i) || y.isDynamicDim(i)) {
+      why = "channels or spatial sizes known at run time only";
+      return ConvPlan::Nchw;
+    }
+  int64_t group = conv.getGroup(), cin = x.getDimSize(1), cout = w.getDimSize(0);
+  // Group 1: the packed product, whose panels are 16, 32 or 64 columns wide.
+  if (group == 1 && cout % 16 == 0)
+    return ConvPlan::Packed;
+  // Depthwise, vectorized over the channels (a handful are not worth it).
+  if (group == cin && cout == cin && w.getDimSize(1) == 1 && cin >= 8)
+    return ConvPlan::Depthwise;
+  why = group == 1 ? "output channels not a multiple of 16" : "grouped (not depthwise)";
+  return ConvPlan::Nchw;
+}
+
+/// A transpose feeding `v`, with the perm it applies.
+graph::TransposeOp transposeFeeding(Value v) {
+  auto t = v.getDefiningOp<graph::TransposeOp>();
+  return t && cast<RankedTensorType>(t.getType()).getRank() == 4 ? t : nullptr;
+}
+
+/// A value whose broadcast does not depend on the layout: every dim 1.
+bool layoutFree(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return t.getRank() <= 4 && llvm::all_of(t.getShape(), [](int64_t d) { return d == 1; });
+}
+
+/// Whether `v` is also read channels-last elsewhere (a user transposes it
+/// to NHWC): reading it through that transpose here costs nothing more.
+bool readChannelsLast(Value v) {
+  return llvm::any_of(v.getUsers(), [](Operation *user) {
+    auto t = dyn_cast<graph::TransposeOp>(user);
+    return t && t.getPerm() == ArrayRef<int64_t>(kToNhwc);
+  });
+}
+
+/// The NHWC form of operand `v` of an op moved to NHWC, or null: the input
+/// of a transpose to NCHW, `v` itself when its broadcast ignores layout, a
+/// small constant permuted here, or a transpose of a value that is read
+/// channels-last anyway.
+Value channelsLastOperand(PatternRewriter &rewriter, Location loc, Value v) {
+  if (auto t = transposeFeeding(v); t && t.getPerm() == ArrayRef<int64_t>(kToNchw))
+    return t.getInput();
+  if (layoutFree(v))
+    return v;
+  auto vt = cast<RankedTensorType>(v.getType());
+  if (vt.getRank() > 4)
+    return {};
+  if (vt.hasStaticShape() && vt.getNumElements() <= (1 << 16))
+    if (Value p = permutedConstant(rewriter, v, kToNhwc, ".nhwc"))
+      return p;
+  if (vt.getRank() == 4 && readChannelsLast(v))
+    return transposeOf(rewriter, loc, v, kToNhwc);
+  return {};
+}
+
+/// op(T_nchw(x), ...) -> T_nchw(op'(x, ...)) for ops that read their
+/// operands elementwise (with broadcasting): unary ops, activations, clip,
+/// binary arithmetic. Only the transposes back to NCHW move (down, towards
+/// the outputs), so the rewrite cannot undo itself.
+struct SinkTransposeThroughElementwise : RewritePattern {
+  SinkTransposeThroughElementwise(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+
+  static bool elementwise(Operation *op) {
+    if (op->getNumResults() != 1 || op->getNumRegions() != 0)
+      return false;
+    if (op->getNumOperands() == 1 && op->hasTrait<OpTrait::SameOperandsAndResultType>() &&
+        op->getDialect() && op->getDialect()->getNamespace() == "graph")
+      return true;
+    return isa<graph::ClipOp, graph::AddOp, graph::SubOp, graph::MulOp, graph::DivOp, graph::MaxOp, graph::MinOp>(
+        op);
+  }
+
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    if (!elementwise(op))
+      return failure();
+    auto rt = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!rt || rt.getRank() != 4 || llvm::none_of(op->getOperands(), [](Value v) {
+          auto t = transposeFeeding(v);
+          return t && t.getPerm() == ArrayRef<int64_t>(kToNchw);
+        }))
+      return failure();
+    SmallVector<Value> operands;
+    for (Value v : op->getOperands()) {
+      Value moved = channelsLastOperand(rewriter, op->getLoc(), v);
+      if (!moved)
+        return failure();
+      operands.push_back(moved);
+    }
+    auto type = RankedTensorType::get(permuted(rt.getShape(), kToNhwc), rt.getElementType());
+    OperationState state(op->getLoc(), op->getName(), operands, TypeRange{type}, op->getAttrs());
+    Operation *moved = rewriter.create(state);
+    rewriter.replaceOp(op, transposeOf(rewriter, op->getLoc(), moved->getResult(0), kToNchw));
+    return success();
+  }
+};
+
+/// concat(T_nchw(x_i), ...) -> T_nchw(concat(x_i, ...)) along the permuted axis.
+struct SinkTransposeThroughConcat : OpRewritePattern<graph::ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(graph::ConcatOp op, PatternRewriter &rewriter) const override {
+    auto rt = cast<RankedTensorType>(op.getType());
+    if (rt.getRank() != 4 || llvm::none_of(op.getInputs(), [](Value v) {
+          auto t = transposeFeeding(v);
+          return t && t.getPerm() == ArrayRef<int64_t>(kToNchw);
+        }))
+      return failure();
+    SmallVector<Value> inputs;
+    for (Value v : op.getInputs()) {
+      Value moved = channelsLastOperand(rewriter, op.getLoc(), v);
+      if (!moved || moved == v) // a layout-free input still has its own axes
+        return failure();
+      inputs.push_back(moved);
+    }
+    int64_t axis = op.getAxis() < 0 ? op.getAxis() + 4 : op.getAxis();
+    auto moved = graph::ConcatOp::create(rewriter, op.getLoc(), inputs, rewriter.getI64IntegerAttr(kToNchw[axis]));
+    rewriter.replaceOp(op, transposeOf(rewriter, op.getLoc(), moved, kToNchw));
+    return success();
+  }
+};
+
+/// global_average_pool(T_nchw(y)) -> T_nchw(reduce_mean(y) over H and W).
+struct GlobalAveragePoolChannelsLast : OpRewritePattern<graph::GlobalAveragePoolOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(graph::GlobalAveragePoolOp op, PatternRewriter &rewriter) const override {
+    auto t = transposeFeeding(op.getInput());
+    if (!t || t.getPerm() != ArrayRef<int64_t>(kToNchw))
+      return failure();
+    Value mean = graph::ReduceMeanOp::create(rewriter, op.getLoc(), t.getInput(), rewriter.getDenseI64ArrayAttr({1, 2}),
+                                             rewriter.getI64IntegerAttr(1));
+    rewriter.replaceOp(op, transposeOf(rewriter, op.getLoc(), mean, kToNchw));
+    return success();
+  }
+};
+
+/// max_pool / average_pool (2-D, static sizes) of T_nchw(y) ->
+/// T_nchw(nhwc_pool(y)). An average pool qualifies where every window counts
+/// kh*kw elements: no padding, or padding counted, and no ceil_mode windows
+/// past the padded input.
+template <typename PoolOp>
+struct PoolChannelsLast : OpRewritePattern<PoolOp> {
+  using OpRewritePattern<PoolOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(PoolOp op, PatternRewriter &rewriter) const override {
+    constexpr bool isMax = std::is_same_v<PoolOp, graph::MaxPoolOp>;
+    auto t = transposeFeeding(op.getInput());
+    auto xt = cast<RankedTensorType>(op.getInput().getType());
+    auto rt = cast<RankedTensorType>(op.getType());
+    if (!t || t.getPerm() != ArrayRef<int64_t>(kToNchw) || op.getAutoPad() || rt.getRank() != 4)
+      return failure();
+    for (int64_t i = 1; i < 4; ++i)
+      if (xt.isDynamicDim(i) || rt.isDynamicDim(i))
+        return failure();
+    ArrayRef<int64_t> kernel = op.getKernelShape(), pads = op.getPads(), strides = op.getStrides(),
+                      dilations = op.getDilations();
+    SmallVector<int64_t> nhwcPads(pads.begin(), pads.end());
+    bool extra = false;
+    for (int64_t i = 0; i < 2; ++i) {
+      // ceil_mode's last windows may run past the end padding: pad for them.
+      int64_t reach = (kernel[i] - 1) * dilations[i] + 1;
+      int64_t past = (rt.getDimSize(2 + i) - 1) * strides[i] + reach - (xt.getDimSize(2 + i) + pads[i] + pads[2 + i]);
+      if (past > 0) {
+        nhwcPads[2 + i] += past;
+        extra = true;
+      }
+    }
+    if constexpr (!isMax) {
+      bool padded = llvm::any_of(pads, [](int64_t p) { return p != 0; });
+      if (extra || (padded && !op.getCountIncludePad()))
+        return failure();
+    }
+    auto pool = graph::NhwcPoolOp::create(rewriter, op.getLoc(), t.getInput(), rewriter.getStringAttr(isMax ? "max" : "average"),
+                                          op.getKernelShapeAttr(), rewriter.getDenseI64ArrayAttr(nhwcPads),
+                                          op.getStridesAttr(), op.getDilationsAttr());
+    Value back = transposeOf(rewriter, op.getLoc(), pool, kToNchw);
+    if (back.getType() != op.getType()) {
+      rewriter.eraseOp(back.getDefiningOp());
+      rewriter.eraseOp(pool);
+      return failure();
+    }
+    rewriter.replaceOp(op, back);
+    return success();
+  }
+};
+
+/// T_q(T_p(x)) -> T_{p.q}(x), or x when they cancel.
+struct ComposeTransposes : OpRewritePattern<graph::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(graph::TransposeOp op, PatternRewriter &rewriter) const override {
+    auto inner = op.getInput().getDefiningOp<graph::TransposeOp>();
+    if (!inner)
+      return failure();
+    SmallVector<int64_t> composed = permuted(inner.getPerm(), op.getPerm());
+    if (isIdentity(composed))
+      rewriter.replaceOp(op, inner.getInput());
+    else
+      rewriter.replaceOp(op, transposeOf(rewriter, op.getLoc(), inner.getInput(), composed));
+    return success();
+  }
+};
+
+std::string nodeName(Location loc) {
+  llvm::SetVector<StringRef> names;
+  collectNodeNames(loc, names);
+  return names.empty() ? std::string("(unnamed)") : names.front().str();
+}
+
+struct ChannelsLastPass : impl::ChannelsLastPassBase<ChannelsLastPass> {
+  using ChannelsLastPassBase::ChannelsLastPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::vector<std::string> report;
+    SmallVector<graph::ConvOp> convs;
+    module.walk([&](graph::ConvOp conv) { convs.push_back(conv); });
+    OpBuilder b(&getContext());
+    for (graph::ConvOp conv : convs) {
+      std::string why;
+      ConvPlan plan = planConv(conv, why);
+      std::string name = nodeName(conv.getLoc());
+      if (plan == ConvPlan::Nchw) {
+        report.push_back(name + ": NCHW (" + why + ")");
+        continue;
+      }
+      b.setInsertionPoint(conv);
+      Location loc = conv.getLoc();
+      // [Cout, C/G, kh, kw] -> [kh, kw, C/G, Cout]
+      Value weight = permutedConstant(b, conv.getWeight(), ArrayRef<int64_t>{2, 3, 1, 0}, ".hwio");
+      if (!weight) {
+        report.push_back(name + ": NCHW (weight not readable)");
+        continue;
+      }
+      Value x = transposeOf(b, loc, conv.getInput(), kToNhwc);
+      auto nhwc = graph::NhwcConvOp::create(b, loc, x, weight, conv.getBias(), conv.getGroupAttr(),
+                                            conv.getPadsAttr(), conv.getStridesAttr(), conv.getDilationsAttr());
+      Value back = transposeOf(b, loc, nhwc, kToNchw);
+      if (back.getType() != conv.getType()) {
+        report.push_back(name + ": NCHW (result type differs)");
+        back.getDefiningOp()->erase();
+        nhwc->erase();
+        x.getDefiningOp()->erase();
+        continue;
+      }
+      conv.replaceAllUsesWith(back);
+      conv.erase();
+      report.push_back(name + ": NHWC (" + (plan == ConvPlan::Packed ? "packed product" : "depthwise") + ")");
+    }
+    RewritePatternSet patterns(&getContext());
+    patterns.add<SinkTransposeThroughElementwise, SinkTransposeThroughConcat, GlobalAveragePoolChannelsLast,
+                 PoolChannelsLast<graph::MaxPoolOp>, PoolChannelsLast<graph::AveragePoolOp>, ComposeTransposes>(
+        &getContext());
+    if (failed(applyPatternsGreedily(module, std::move(patterns))))
+      return signalPassFailure();
+    if (!print)
+      return;
+    int64_t changes = 0;
+    module.walk([&](graph::TransposeOp t) {
+      ArrayRef<int64_t> p = t.getPerm();
+      if (p == ArrayRef<int64_t>(kToNhwc) || p == ArrayRef<int64_t>(kToNchw))
+        ++changes;
+    });
+    llvm::outs() << "channels-last layouts:\n";
+    for (const std::string &line : report)
+      llvm::outs() << "  " << line << "\n";
+    llvm::outs() << "  layout changes left (NCHW<->NHWC transposes): " << changes << "\n";
+  }
+};
+
+} // namespace
+} // namespace kiln

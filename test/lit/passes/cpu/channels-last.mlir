@@ -1,0 +1,83 @@
+// kiln-channels-last: 2-D convolutions run NHWC and the layout changes stay at the edges of conv segments.
+// RUN: kiln-opt %s -split-input-file -kiln-channels-last | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-channels-last=print=true | FileCheck %s --check-prefix=PRINT
+
+// A conv -> relu -> conv -> add(residual) -> max_pool chain: one transpose in,
+// one out; the weights are permuted to [kh, kw, C, Cout] at compile time
+// (1x1: the element order is the transpose of [Cout, C]).
+// CHECK-LABEL: func @segment
+// CHECK-DAG: %[[W1:.*]] = graph.constant {value = dense<{{.*}}> : tensor<1x1x2x16xf32>}
+// CHECK: %[[IN:.*]] = graph.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x2x8x8xf32>) -> tensor<1x8x8x2xf32>
+// CHECK: %[[C1:.*]] = graph.nhwc_conv %[[IN]], %[[W1]], %{{.*}} {{.*}} -> tensor<1x8x8x16xf32>
+// CHECK: %[[R:.*]] = graph.relu %[[C1]] : (tensor<1x8x8x16xf32>) -> tensor<1x8x8x16xf32>
+// CHECK: %[[C2:.*]] = graph.nhwc_conv %[[R]], %{{.*}} {{.*}}pads = array<i64: 1, 1, 1, 1>{{.*}} -> tensor<1x8x8x16xf32>
+// CHECK: %[[S:.*]] = graph.add %[[C2]], %[[R]] : (tensor<1x8x8x16xf32>, tensor<1x8x8x16xf32>) -> tensor<1x8x8x16xf32>
+// CHECK: %[[P:.*]] = graph.nhwc_pool %[[S]] {{{.*}}kind = "max"{{.*}}} : (tensor<1x8x8x16xf32>) -> tensor<1x4x4x16xf32>
+// CHECK: %[[OUT:.*]] = graph.transpose %[[P]] {perm = array<i64: 0, 3, 1, 2>} : (tensor<1x4x4x16xf32>) -> tensor<1x16x4x4xf32>
+// CHECK: return %[[OUT]]
+// CHECK-NOT: graph.transpose
+// PRINT: channels-last layouts:
+// PRINT-NEXT: c1: NHWC (packed product)
+// PRINT-NEXT: c2: NHWC (packed product)
+// PRINT-NEXT: layout changes left (NCHW<->NHWC transposes): 2
+func.func @segment(%x: tensor<1x2x8x8xf32>) -> tensor<1x16x4x4xf32> {
+  %w1 = graph.constant {value = dense<[[[[1.0]], [[2.0]]], [[[3.0]], [[4.0]]], [[[5.0]], [[6.0]]], [[[7.0]], [[8.0]]], [[[1.0]], [[2.0]]], [[[3.0]], [[4.0]]], [[[5.0]], [[6.0]]], [[[7.0]], [[8.0]]], [[[1.0]], [[2.0]]], [[[3.0]], [[4.0]]], [[[5.0]], [[6.0]]], [[[7.0]], [[8.0]]], [[[1.0]], [[2.0]]], [[[3.0]], [[4.0]]], [[[5.0]], [[6.0]]], [[[7.0]], [[8.0]]]]> : tensor<16x2x1x1xf32>} : () -> tensor<16x2x1x1xf32>
+  %b = graph.constant {value = dense<0.5> : tensor<16xf32>} : () -> tensor<16xf32>
+  %w2 = graph.constant {value = dense<0.25> : tensor<16x16x3x3xf32>} : () -> tensor<16x16x3x3xf32>
+  %0 = graph.conv %x, %w1, %b {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x8x8xf32>, tensor<16x2x1x1xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32> loc("c1")
+  %1 = graph.relu %0 : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %2 = graph.conv %1, %w2 {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x16x8x8xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x8x8xf32> loc("c2")
+  %3 = graph.add %2, %1 : (tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %4 = graph.max_pool %3 {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x16x8x8xf32>) -> tensor<1x16x4x4xf32>
+  return %4 : tensor<1x16x4x4xf32>
+}
+
+// -----
+
+// Depthwise: the weight [C, 1, kh, kw] becomes [kh, kw, 1, C]; the
+// per-channel scale [C, 1, 1] of an unfolded BatchNorm is permuted to
+// [1, 1, 1, C]; global average pooling becomes a mean over H and W, and only
+// its [N, 1, 1, C] result goes back to NCHW.
+// CHECK-LABEL: func @depthwise
+// CHECK-DAG: graph.constant {value = dense<{{.*}}> : tensor<3x3x1x8xf32>}
+// CHECK-DAG: %[[SCALE:.*]] = graph.constant {value = dense<{{.*}}> : tensor<1x1x1x8xf32>}
+// CHECK: %[[D:.*]] = graph.nhwc_conv %{{.*}} {{{.*}}group = 8 : i64{{.*}}} : (tensor<?x16x16x8xf32>, tensor<3x3x1x8xf32>) -> tensor<?x8x8x8xf32>
+// CHECK: %[[M:.*]] = graph.mul %[[D]], %[[SCALE]] : (tensor<?x8x8x8xf32>, tensor<1x1x1x8xf32>) -> tensor<?x8x8x8xf32>
+// CHECK: %[[H:.*]] = graph.hard_swish %[[M]]
+// CHECK: %[[G:.*]] = graph.reduce_mean %[[H]] {axes = array<i64: 1, 2>} : (tensor<?x8x8x8xf32>) -> tensor<?x1x1x8xf32>
+// CHECK: graph.transpose %[[G]] {perm = array<i64: 0, 3, 1, 2>}
+// PRINT: dw: NHWC (depthwise)
+// PRINT-NEXT: layout changes left (NCHW<->NHWC transposes): 2
+func.func @depthwise(%x: tensor<?x8x16x16xf32>) -> tensor<?x8x1x1xf32> {
+  %w = graph.constant {value = dense<0.125> : tensor<8x1x3x3xf32>} : () -> tensor<8x1x3x3xf32>
+  %s = graph.constant {value = dense<[[[1.0]], [[2.0]], [[3.0]], [[4.0]], [[5.0]], [[6.0]], [[7.0]], [[8.0]]]> : tensor<8x1x1xf32>} : () -> tensor<8x1x1xf32>
+  %0 = graph.conv %x, %w {dilations = array<i64: 1, 1>, group = 8 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x8x16x16xf32>, tensor<8x1x3x3xf32>) -> tensor<?x8x8x8xf32> loc("dw")
+  %1 = graph.mul %0, %s : (tensor<?x8x8x8xf32>, tensor<8x1x1xf32>) -> tensor<?x8x8x8xf32>
+  %2 = graph.hard_swish %1 : (tensor<?x8x8x8xf32>) -> tensor<?x8x8x8xf32>
+  %3 = graph.global_average_pool %2 : (tensor<?x8x8x8xf32>) -> tensor<?x8x1x1xf32>
+  return %3 : tensor<?x8x1x1xf32>
+}
+
+// -----
+
+// Refused, and said why: a grouped (not depthwise) conv, Cout not a multiple
+// of 16, dynamic spatial sizes, a weight that is a graph input. Nothing moves.
+// CHECK-LABEL: func @refused
+// CHECK-NOT: graph.transpose
+// CHECK-NOT: graph.nhwc_conv
+// PRINT: grouped: NCHW (grouped (not depthwise))
+// PRINT-NEXT: odd: NCHW (output channels not a multiple of 16)
+// PRINT-NEXT: dynamic: NCHW (channels or spatial sizes known at run time only)
+// PRINT-NEXT: input_weight: NCHW (pads or weight known at run time only)
+// PRINT-NEXT: layout changes left (NCHW<->NHWC transposes): 0
+func.func @refused(%x: tensor<1x8x8x8xf32>, %y: tensor<1x8x?x?xf32>, %v: tensor<16x8x3x3xf32>)
+    -> (tensor<1x16x8x8xf32>, tensor<1x12x8x8xf32>, tensor<1x16x?x?xf32>, tensor<1x16x6x6xf32>) {
+  %wg = graph.constant {value = dense<1.0> : tensor<16x4x3x3xf32>} : () -> tensor<16x4x3x3xf32>
+  %wo = graph.constant {value = dense<1.0> : tensor<12x8x1x1xf32>} : () -> tensor<12x8x1x1xf32>
+  %wd = graph.constant {value = dense<1.0> : tensor<16x8x1x1xf32>} : () -> tensor<16x8x1x1xf32>
+  %0 = graph.conv %x, %wg {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x8x8x8xf32>, tensor<16x4x3x3xf32>) -> tensor<1x16x8x8xf32> loc("grouped")
+  %1 = graph.conv %x, %wo {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x8x8x8xf32>, tensor<12x8x1x1xf32>) -> tensor<1x12x8x8xf32> loc("odd")
+  %2 = graph.conv %y, %wd {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x8x?x?xf32>, tensor<16x8x1x1xf32>) -> tensor<1x16x?x?xf32> loc("dynamic")
+  %3 = graph.conv %x, %v {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x8x8x8xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x6x6xf32> loc("input_weight")
+  return %0, %1, %2, %3 : tensor<1x16x8x8xf32>, tensor<1x12x8x8xf32>, tensor<1x16x?x?xf32>, tensor<1x16x6x6xf32>
+}

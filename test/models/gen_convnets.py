@@ -1,0 +1,146 @@
+#!/usr/bin/python3
+"""Generate test/models/convnets/: small convolutional segments of the kinds vision and OCR
+models ship, for kiln's channels-last layout (passes/cpu/ChooseChannelsLast.cpp) and its
+fallbacks, with ONNX Runtime's outputs as references.
+
+    /usr/bin/python3 test/models/gen_convnets.py          # needs bench/setup.sh (onnxruntime-node)
+
+- depthwise: MobileNet-style inverted residual blocks: 1x1 expand + Clip (ReLU6), depthwise
+  3x3 stride 1 and 5x5 stride 2 (pads 2), HardSwish, 1x1 project with a residual Add, global
+  average pooling, Flatten, Gemm.
+- se_concat: an LCNet-style block with squeeze-and-excitation (GlobalAveragePool, 1x1 convs,
+  Relu, HardSigmoid, Mul), a second branch concatenated on the channels, max pooling with
+  ceil_mode and padding, average pooling (2x2/2), an unfolded BatchNorm's Mul/Add by [C,1,1]
+  constants.
+- odd_channels: what stays NCHW, mixed with what does not: Cout 24 (not a multiple of 16), a
+  grouped (not depthwise) conv, a dilated 3x3, a depthwise conv with a channel multiplier of 1
+  on 6 channels (too few to vectorize), stride 2 1x1 and 3x3 convs, average pooling with
+  padding not counted, Sigmoid.
+Each model has a symbolic batch and two data sets (batch 1 and 3). Deterministic (fixed seeds).
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "convnets")
+OPSET = 14  # HardSwish
+
+
+class Graph:
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+        self.nodes, self.inits, self.count = [], [], 0
+
+    def name(self, prefix):
+        self.count += 1
+        return "%s_%d" % (prefix, self.count)
+
+    def const(self, array):
+        n = self.name("c")
+        self.inits.append(numpy_helper.from_array(np.asarray(array, dtype=np.float32), n))
+        return n
+
+    def node(self, op, inputs, **attrs):
+        out = self.name(op.lower())
+        self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        return out
+
+    def conv(self, x, cin, cout, k, stride=1, pad=None, dilation=1, group=1, bias=True):
+        pad = (k // 2) * dilation if pad is None else pad
+        fan_in = cin // group * k * k
+        w = self.const(self.rng.standard_normal((cout, cin // group, k, k)) * np.sqrt(2.0 / fan_in))
+        inputs = [x, w] + ([self.const(self.rng.standard_normal(cout) * 0.1)] if bias else [])
+        return self.node("Conv", inputs, kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4,
+                         dilations=[dilation, dilation], group=group)
+
+    def relu6(self, x):
+        return self.node("Clip", [x, self.const(0.0), self.const(6.0)])
+
+    def save(self, name, x_shape, y, y_shape):
+        graph = helper.make_graph(self.nodes, name,
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                                  [helper.make_tensor_value_info(y, TensorProto.FLOAT, y_shape)], self.inits)
+        model = helper.make_model(graph, producer_name="kiln test/models/gen_convnets.py",
+                                  opset_imports=[helper.make_opsetid("", OPSET)])
+        model.ir_version = 7
+        d = os.path.join(OUT, name)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "model.onnx"), "wb") as f:
+            f.write(model.SerializeToString())
+        dirs = []
+        for k, batch in enumerate([1, 3]):
+            ds = os.path.join(d, "test_data_set_%d" % k)
+            os.makedirs(ds, exist_ok=True)
+            shape = [batch] + list(x_shape[1:])
+            x = self.rng.standard_normal(shape).astype(np.float32)
+            with open(os.path.join(ds, "input_0.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(x, "x").SerializeToString())
+            dirs.append(ds)
+        subprocess.run(["node", os.path.join(HERE, "ort_reference.js"), os.path.join(d, "model.onnx")] + dirs,
+                       check=True)
+
+
+def depthwise():
+    g = Graph(2101)
+    x = g.conv("x", 3, 16, 3, stride=2)                       # 3 -> 16, 32x32 -> 16x16
+    x = g.relu6(x)
+    # Inverted residual, stride 1: expand 16 -> 64, depthwise 3x3, project 64 -> 16, add.
+    h = g.relu6(g.conv(x, 16, 64, 1))
+    h = g.relu6(g.conv(h, 64, 64, 3, group=64))
+    h = g.conv(h, 64, 16, 1)
+    x = g.node("Add", [x, h])
+    # Stride 2 with a 5x5 depthwise and HardSwish: 16x16 -> 8x8.
+    h = g.node("HardSwish", [g.conv(x, 16, 32, 1)])
+    h = g.node("HardSwish", [g.conv(h, 32, 32, 5, stride=2, group=32)])
+    h = g.conv(h, 32, 48, 1)
+    p = g.node("GlobalAveragePool", [h])
+    f = g.node("Flatten", [p], axis=1)
+    y = g.node("Gemm", [f, g.const(g.rng.standard_normal((10, 48)) * 0.2), g.const(np.zeros(10))], transB=1)
+    g.save("depthwise", ["batch", 3, 32, 32], y, ["batch", 10])
+
+
+def se_concat():
+    g = Graph(2102)
+    x = g.node("Relu", [g.conv("x", 4, 32, 3)])                # 4 -> 32 at 24x24
+    # Unfolded BatchNorm: Mul and Add by [C, 1, 1] constants.
+    x = g.node("Mul", [x, g.const(g.rng.uniform(0.5, 1.5, (32, 1, 1)))])
+    x = g.node("Add", [x, g.const(g.rng.standard_normal((32, 1, 1)) * 0.1)])
+    x = g.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)  # 12x12
+    h = g.node("HardSwish", [g.conv(x, 32, 32, 3, group=32)])
+    s = g.node("GlobalAveragePool", [h])
+    s = g.node("Relu", [g.conv(s, 32, 16, 1)])
+    s = g.node("HardSigmoid", [g.conv(s, 16, 32, 1)], alpha=1.0 / 6, beta=0.5)
+    h = g.node("Mul", [h, s])
+    other = g.node("Relu", [g.conv(x, 32, 16, 1)])
+    cat = g.node("Concat", [h, other], axis=1)                 # 48 channels
+    y = g.conv(cat, 48, 32, 3, stride=2)                       # 6x6
+    y = g.node("AveragePool", [y], kernel_shape=[2, 2], strides=[2, 2])  # 3x3
+    g.save("se_concat", ["batch", 4, 24, 24], y, ["batch", 32, 3, 3])
+
+
+def odd_channels():
+    g = Graph(2103)
+    x = g.node("Relu", [g.conv("x", 6, 24, 3)])                # Cout 24: stays NCHW
+    x = g.node("Relu", [g.conv(x, 24, 24, 3, group=3)])        # grouped: stays NCHW
+    x = g.conv(x, 24, 32, 3, dilation=2)                       # dilated, packed
+    x = g.node("Sigmoid", [g.conv(x, 32, 32, 1, stride=2)])    # 1x1 stride 2: 10x10 -> 5x5
+    x = g.conv(x, 32, 6, 1, bias=False)                        # Cout 6: NCHW
+    x = g.conv(x, 6, 6, 3, group=6)                            # depthwise on 6 channels: NCHW
+    x = g.node("AveragePool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1],
+               count_include_pad=0)
+    y = g.conv(x, 6, 16, 3, stride=2)                          # 5x5 -> 3x3
+    g.save("odd_channels", ["batch", 6, 10, 10], y, ["batch", 16, 3, 3])
+
+
+def main():
+    for build in (depthwise, se_concat, odd_channels):
+        build()
+    print("wrote", OUT)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
