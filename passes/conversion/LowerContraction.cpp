@@ -681,10 +681,10 @@ static Value channelsLastPackedConv(OpBuilder &b, Location loc, PackedConvOp op,
 }
 
 /// nhwc_conv, depthwise (group = C = Cout): out[n, oh, ow, c] = bias[c] +
-/// sum over kh, kw of x[n, oh*s + kh*d, ow*s + kw*d, c] * w[kh, kw, c], with
-/// the channels innermost: contiguous in the input, the weight and the
-/// output for any stride, the loop that vectorizes. (Group-1 ones became
-/// packed convolutions in kiln-pack-matmul-weights.)
+/// sum over kh, kw of x[n, oh*s + kh*d, ow*s + kw*d, c] * w[kh, kw, c], in
+/// vectors of 8 channels (contiguous in the input, the weight and the output
+/// for any stride) accumulated in registers across the taps. (Group-1 ones
+/// became packed convolutions in kiln-pack-matmul-weights.)
 struct NhwcConvPattern : OpConversionPattern<NhwcConvOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -707,27 +707,25 @@ struct NhwcConvPattern : OpConversionPattern<NhwcConvOp> {
     Value w3 = tensor::CollapseShapeOp::create(
         rewriter, loc, RankedTensorType::get({wt.getDimSize(0), wt.getDimSize(1), channels}, et), w,
         SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
-    SmallVector<Value> dims = {batch, c(rt.getDimSize(1)), c(rt.getDimSize(2)), c(channels)};
-    Value init;
-    if (Value bias = adaptor.getBias()) {
-      SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {d(3)}, ctx), AffineMap::getMultiDimIdentityMap(4, ctx)};
-      init = linalg::GenericOp::create(rewriter, loc, rt, ValueRange{bias}, ValueRange{emptyTensor(rewriter, loc, rt, dims)},
-                                       maps, SmallVector<IteratorType>(4, IteratorType::parallel),
-                                       [](OpBuilder &nb, Location l, ValueRange args) {
-                                         linalg::YieldOp::create(nb, l, args[0]);
-                                       })
-                 .getResult(0);
-    } else {
-      init = filledTensor(rewriter, loc, rt, dims, scalarConstant(rewriter, loc, et, 0));
-    }
-    // Iteration dims: n, oh, ow, kh, kw, c.
-    SmallVector<AffineMap> maps = {
-        AffineMap::get(6, 0, {d(0), d(1) * strides[0] + d(3) * dilations[0], d(2) * strides[1] + d(4) * dilations[1], d(5)},
-                       ctx),
-        AffineMap::get(6, 0, {d(3), d(4), d(5)}, ctx), AffineMap::get(6, 0, {d(0), d(1), d(2), d(5)}, ctx)};
-    SmallVector<IteratorType> iters = {IteratorType::parallel,  IteratorType::parallel,  IteratorType::parallel,
-                                       IteratorType::reduction, IteratorType::reduction, IteratorType::parallel};
-    rewriter.replaceOp(op, contraction(rewriter, loc, x, w3, init, maps, iters));
+    Value bias = adaptor.getBias();
+    auto vecType = VectorType::get({8}, et);
+    bool exact = channels % 8 == 0;
+    ChannelWindow window;
+    window.kernel = ArrayRef<int64_t>(wt.getShape()).take_front(2);
+    window.strides = strides;
+    window.dilations = dilations;
+    Value zero = scalarConstant(rewriter, loc, et, 0);
+    window.start = [&](OpBuilder &nb, Value ch) -> Value {
+      if (!bias)
+        return vector::BroadcastOp::create(nb, loc, vecType, zero);
+      return vector::TransferReadOp::create(nb, loc, vecType, bias, ValueRange{ch}, zero, ArrayRef<bool>{exact});
+    };
+    window.step = [&](OpBuilder &nb, Value acc, Value xv, int64_t kh, int64_t kw, Value ch) -> Value {
+      Value wv = vector::TransferReadOp::create(nb, loc, vecType, w3, ValueRange{c(kh), c(kw), ch}, zero,
+                                                ArrayRef<bool>{exact});
+      return vector::FMAOp::create(nb, loc, xv, wv, acc);
+    };
+    rewriter.replaceOp(op, channelWindowKernel(rewriter, loc, x, rt, window));
     return success();
   }
 };

@@ -1070,8 +1070,8 @@ struct PoolPattern : OpConversionPattern<OpTy> {
 };
 
 /// nhwc_pool: out[n, oh, ow, c] combines x[n, oh*s + kh*d, ow*s + kw*d, c]
-/// over the window, channels innermost (contiguous for any stride: the loop
-/// that vectorizes); an average then divides by the window size.
+/// over the window in vectors of 8 channels (contiguous for any stride),
+/// in registers across the taps; an average then divides by the window size.
 struct NhwcPoolPattern : OpConversionPattern<NhwcPoolOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -1095,33 +1095,21 @@ struct NhwcPoolPattern : OpConversionPattern<NhwcPoolOp> {
                                         rewriter.getIndexAttr(pads[3]), rewriter.getIndexAttr(0)};
       x = tensor::PadOp::create(rewriter, loc, Type(), x, low, high, padValue);
     }
-    auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(rewriter, loc, v); };
-    SmallVector<Value> dims = {dimValue(rewriter, loc, x, 0), c(rt.getDimSize(1)), c(rt.getDimSize(2)),
-                               c(rt.getDimSize(3))};
-    Value init = filledTensor(rewriter, loc, rt, dims, padValue);
-    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, et);
-    // Iteration dims: n, oh, ow, kh, kw, c.
-    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-    SmallVector<AffineMap> maps = {
-        AffineMap::get(6, 0, {d(0), d(1) * strides[0] + d(3) * dilations[0], d(2) * strides[1] + d(4) * dilations[1], d(5)},
-                       ctx),
-        AffineMap::get(6, 0, {d(3), d(4)}, ctx), AffineMap::get(6, 0, {d(0), d(1), d(2), d(5)}, ctx)};
-    SmallVector<IteratorType> iters = {IteratorType::parallel,  IteratorType::parallel,  IteratorType::parallel,
-                                       IteratorType::reduction, IteratorType::reduction, IteratorType::parallel};
-    Value pooled = linalg::GenericOp::create(
-                       rewriter, loc, rt, ValueRange{x, window}, ValueRange{init}, maps, iters,
-                       [&](OpBuilder &nb, Location nl, ValueRange args) {
-                         Value v = isMax ? maxValues(nb, nl, args[2], args[0]) : addValues(nb, nl, args[2], args[0]);
-                         linalg::YieldOp::create(nb, nl, v);
-                       })
-                       .getResult(0);
+    auto vecType = VectorType::get({8}, et);
+    ChannelWindow window;
+    window.kernel = kernel;
+    window.strides = strides;
+    window.dilations = dilations;
+    window.start = [&](OpBuilder &nb, Value) -> Value { return vector::BroadcastOp::create(nb, loc, vecType, padValue); };
+    window.step = [&](OpBuilder &nb, Value acc, Value v, int64_t, int64_t, Value) -> Value {
+      return isMax ? maxValues(nb, loc, v, acc) : addValues(nb, loc, acc, v);
+    };
     if (!isMax) {
-      Value count = scalarConstant(rewriter, loc, et, double(kernel[0] * kernel[1]));
-      pooled = buildElementwise(rewriter, loc, rt, pooled, [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-        return divValues(b, l, a[0], count);
-      });
+      Value count = vector::BroadcastOp::create(rewriter, loc, vecType,
+                                                scalarConstant(rewriter, loc, et, double(kernel[0] * kernel[1])));
+      window.finish = [&](OpBuilder &nb, Value acc, Value) -> Value { return divValues(nb, loc, acc, count); };
     }
-    rewriter.replaceOp(op, pooled);
+    rewriter.replaceOp(op, channelWindowKernel(rewriter, loc, x, rt, window));
     return success();
   }
 };

@@ -3,6 +3,7 @@
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 
 using namespace mlir;
@@ -246,6 +247,47 @@ Value forallBlocks(OpBuilder &b, Location loc, Value init, ArrayRef<OpFoldResult
   return forall.getResult(0);
 }
 
+Value channelWindowKernel(OpBuilder &b, Location loc, Value padded, RankedTensorType rt, const ChannelWindow &w) {
+  Type et = rt.getElementType();
+  int64_t oh = rt.getDimSize(1), ow = rt.getDimSize(2), channels = rt.getDimSize(3);
+  auto vecType = VectorType::get({w.width}, et);
+  auto c = [&](OpBuilder &nb, int64_t v) -> Value { return arith::ConstantIndexOp::create(nb, loc, v); };
+  Value init = emptyTensor(b, loc, rt, {dimValue(b, loc, padded, 0), c(b, oh), c(b, ow), c(b, channels)});
+  SmallVector<OpFoldResult> ubs = {tensor::getMixedSize(b, loc, init, 0), b.getIndexAttr(oh)};
+  bool exact = channels % w.width == 0;
+  return forallBlocks(b, loc, init, ubs, {ow, channels}, [&](OpBuilder &fb, ValueRange ivs, Value row) {
+    Value n = ivs[0], ioh = ivs[1];
+    Value pad = arith::ConstantOp::create(fb, loc, fb.getZeroAttr(et));
+    SmallVector<bool> inBounds = {exact};
+    auto cols = scf::ForOp::create(fb, loc, c(fb, 0), c(fb, ow), c(fb, 1), ValueRange{row});
+    OpBuilder ob = OpBuilder::atBlockBegin(cols.getBody());
+    Value iow = cols.getInductionVar();
+    auto blocks = scf::ForOp::create(ob, loc, c(ob, 0), c(ob, channels), c(ob, w.width),
+                                     ValueRange{cols.getRegionIterArg(0)});
+    OpBuilder cb = OpBuilder::atBlockBegin(blocks.getBody());
+    Value ch = blocks.getInductionVar();
+    Value acc = w.start(cb, ch);
+    for (int64_t kh = 0; kh < w.kernel[0]; ++kh) {
+      Value r = arith::AddIOp::create(cb, loc, arith::MulIOp::create(cb, loc, ioh, c(cb, w.strides[0])),
+                                      c(cb, kh * w.dilations[0]));
+      for (int64_t kw = 0; kw < w.kernel[1]; ++kw) {
+        Value col = arith::AddIOp::create(cb, loc, arith::MulIOp::create(cb, loc, iow, c(cb, w.strides[1])),
+                                          c(cb, kw * w.dilations[1]));
+        Value x = vector::TransferReadOp::create(cb, loc, vecType, padded, ValueRange{n, r, col, ch}, pad, inBounds);
+        acc = w.step(cb, acc, x, kh, kw, ch);
+      }
+    }
+    if (w.finish)
+      acc = w.finish(cb, acc, ch);
+    Value written = vector::TransferWriteOp::create(cb, loc, acc, blocks.getRegionIterArg(0), ValueRange{iow, ch},
+                                                    inBounds)
+                        .getResult();
+    scf::YieldOp::create(cb, loc, written);
+    scf::YieldOp::create(ob, loc, blocks.getResult(0));
+    return cols.getResult(0);
+  });
+}
+
 Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type,
                    ArrayRef<Value> dims, Value value) {
   Value empty = emptyTensor(b, loc, type, dims);
@@ -268,22 +310,22 @@ Value lowestValue(OpBuilder &b, Location loc, Type type) {
 }
 
 Value addValues(OpBuilder &b, Location loc, Value x, Value y) {
-  if (isa<FloatType>(x.getType()))
+  if (isa<FloatType>(getElementTypeOrSelf(x.getType())))
     return arith::AddFOp::create(b, loc, x, y);
   return arith::AddIOp::create(b, loc, x, y);
 }
 Value subValues(OpBuilder &b, Location loc, Value x, Value y) {
-  if (isa<FloatType>(x.getType()))
+  if (isa<FloatType>(getElementTypeOrSelf(x.getType())))
     return arith::SubFOp::create(b, loc, x, y);
   return arith::SubIOp::create(b, loc, x, y);
 }
 Value mulValues(OpBuilder &b, Location loc, Value x, Value y) {
-  if (isa<FloatType>(x.getType()))
+  if (isa<FloatType>(getElementTypeOrSelf(x.getType())))
     return arith::MulFOp::create(b, loc, x, y);
   return arith::MulIOp::create(b, loc, x, y);
 }
 Value divValues(OpBuilder &b, Location loc, Value x, Value y) {
-  if (isa<FloatType>(x.getType()))
+  if (isa<FloatType>(getElementTypeOrSelf(x.getType())))
     return arith::DivFOp::create(b, loc, x, y);
   // Integer division by zero is undefined in ONNX; avoid a SIGFPE by
   // dividing by 1 instead so that a hostile input cannot kill the process.
@@ -297,7 +339,7 @@ Value maxValues(OpBuilder &b, Location loc, Value x, Value y) {
   // compare + select, not arith.maximumf: LLVM's NaN-propagating maximum
   // has no x86 instruction and expands to a slow, unvectorized sequence,
   // while this is a single vmaxps. A NaN in `x` leaves `y`.
-  if (isa<FloatType>(x.getType())) {
+  if (isa<FloatType>(getElementTypeOrSelf(x.getType()))) {
     Value greater = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, y);
     return arith::SelectOp::create(b, loc, greater, x, y);
   }
@@ -305,7 +347,7 @@ Value maxValues(OpBuilder &b, Location loc, Value x, Value y) {
 }
 
 Value minValues(OpBuilder &b, Location loc, Value x, Value y) {
-  if (isa<FloatType>(x.getType())) {
+  if (isa<FloatType>(getElementTypeOrSelf(x.getType()))) {
     Value less = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, y);
     return arith::SelectOp::create(b, loc, less, x, y);
   }

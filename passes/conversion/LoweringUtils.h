@@ -81,6 +81,27 @@ mlir::Value forallBlocks(
     llvm::ArrayRef<mlir::OpFoldResult> ubs, llvm::ArrayRef<int64_t> blockShape,
     const std::function<mlir::Value(mlir::OpBuilder &, mlir::ValueRange, mlir::Value)> &fill);
 
+/// A channels-last window kernel (depthwise convolution, pooling) as vector
+/// code: `padded` [N, Hp, Wp, C], result `rt` [N, OH, OW, C] (static OH, OW,
+/// C). Work items are (n, oh); each computes its [OW, C] row in vectors of
+/// `width` channels, the accumulator in registers across the window's taps:
+/// acc = start(cb); per tap (kh, kw) acc = step(acc, x[n, oh*s + kh*d,
+/// ow*s + kw*d, cb:cb+width], kh, kw, cb); then finish(acc, cb). A channel
+/// count that `width` does not divide gets a masked last vector. LLVM does
+/// not vectorize the equivalent scalar loops (it cannot prove the input and
+/// output apart), so the vectors are explicit.
+struct ChannelWindow {
+  llvm::ArrayRef<int64_t> kernel, strides, dilations;
+  int64_t width = 8;
+  std::function<mlir::Value(mlir::OpBuilder &, mlir::Value cb)> start;
+  std::function<mlir::Value(mlir::OpBuilder &, mlir::Value acc, mlir::Value x, int64_t kh, int64_t kw,
+                            mlir::Value cb)>
+      step;
+  std::function<mlir::Value(mlir::OpBuilder &, mlir::Value acc, mlir::Value cb)> finish;
+};
+mlir::Value channelWindowKernel(mlir::OpBuilder &b, mlir::Location loc, mlir::Value padded,
+                                mlir::RankedTensorType rt, const ChannelWindow &window);
+
 /// A tensor of `type` filled with the scalar `value`.
 mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::RankedTensorType type,

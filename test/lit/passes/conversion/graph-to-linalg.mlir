@@ -99,32 +99,34 @@ func.func @pointwise_channels_last(%x: tensor<1x4x4x8xf32>, %w: tensor<1x8x16xf3
 
 // -----
 
-// A depthwise nhwc_conv: one loop nest, window taps as reductions, the
-// channels innermost in the input, the weight and the output.
-// CHECK-DAG: #[[X:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 + d3 * 2, d2 + d4 * 2, d5)>
-// CHECK-DAG: #[[W:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d4, d5)>
-// CHECK-DAG: #[[Y:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>
+// A depthwise nhwc_conv: work items (n, oh), each row in vectors of 8
+// channels accumulated across the 3x3 taps (9 reads of the input and the
+// weight, 9 FMAs), starting from the bias; 12 channels: a masked last vector.
 // CHECK-LABEL: func @depthwise_channels_last
 // CHECK: tensor.pad {{.*}} low[0, 2, 2, 0] high[0, 2, 2, 0]
-// CHECK: tensor.collapse_shape %arg1 {{\[}}[0], [1], [2, 3]] : tensor<3x3x1x16xf32> into tensor<3x3x16xf32>
-// CHECK: linalg.generic {indexing_maps = [#[[X]], #[[W]], #[[Y]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]}
-func.func @depthwise_channels_last(%x: tensor<1x8x8x16xf32>, %w: tensor<3x3x1x16xf32>, %b: tensor<16xf32>) -> tensor<1x8x8x16xf32> {
-  %0 = graph.nhwc_conv %x, %w, %b {group = 16 : i64, pads = array<i64: 2, 2, 2, 2>, strides = array<i64: 1, 1>, dilations = array<i64: 2, 2>}
-      : (tensor<1x8x8x16xf32>, tensor<3x3x1x16xf32>, tensor<16xf32>) -> tensor<1x8x8x16xf32>
-  return %0 : tensor<1x8x8x16xf32>
+// CHECK: tensor.collapse_shape %arg1 {{\[}}[0], [1], [2, 3]] : tensor<3x3x1x12xf32> into tensor<3x3x12xf32>
+// CHECK: scf.forall
+// CHECK: scf.for
+// CHECK: scf.for {{.*}} step %c8
+// CHECK: vector.transfer_read %arg2{{.*}} : tensor<12xf32>, vector<8xf32>
+// CHECK-COUNT-9: vector.fma
+// CHECK: vector.transfer_write {{.*}} : vector<8xf32>, tensor<8x12xf32>
+func.func @depthwise_channels_last(%x: tensor<1x8x8x12xf32>, %w: tensor<3x3x1x12xf32>, %b: tensor<12xf32>) -> tensor<1x8x8x12xf32> {
+  %0 = graph.nhwc_conv %x, %w, %b {group = 12 : i64, pads = array<i64: 2, 2, 2, 2>, strides = array<i64: 1, 1>, dilations = array<i64: 2, 2>}
+      : (tensor<1x8x8x12xf32>, tensor<3x3x1x12xf32>, tensor<12xf32>) -> tensor<1x8x8x12xf32>
+  return %0 : tensor<1x8x8x12xf32>
 }
 
 // -----
 
-// nhwc_pool: max over the window with the channels innermost; an average
-// divides by the window size.
+// nhwc_pool: max (compare and select) over the window in vectors of 8
+// channels; an average adds and divides by the window size.
 // CHECK-LABEL: func @nhwc_pools
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]
-// CHECK: arith.cmpf ogt
-// CHECK: arith.select
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]
-// CHECK: arith.addf
-// CHECK: arith.divf
+// CHECK: scf.forall
+// CHECK-COUNT-9: arith.cmpf ogt, {{.*}} : vector<8xf32>
+// CHECK: scf.forall
+// CHECK-COUNT-4: arith.addf {{.*}} : vector<8xf32>
+// CHECK: arith.divf {{.*}} : vector<8xf32>
 func.func @nhwc_pools(%x: tensor<1x8x8x16xf32>) -> (tensor<1x4x4x16xf32>, tensor<1x4x4x16xf32>) {
   %0 = graph.nhwc_pool %x {kind = "max", kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>}
       : (tensor<1x8x8x16xf32>) -> tensor<1x4x4x16xf32>
