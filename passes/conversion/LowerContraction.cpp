@@ -616,6 +616,54 @@ static Value zeroPadNhwc(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> 
   return tensor::PadOp::create(b, loc, Type(), x, low, high, scalarConstant(b, loc, et, 0));
 }
 
+/// Patch rows col[n, oh, ow, kh, kw, c] = x[n, oh*s + kh*d, ow*s + kw*d, c]
+/// of a padded NHWC `x` as vector copies: work items (n, oh), each copying its
+/// [OW, kh, kw, C] rows in vectors of 8 channels (masked at the end of a
+/// channel run). LLVM does not vectorize the scalar copy (it cannot prove
+/// source and destination apart). Null for fewer than 8 channels, where the
+/// runs are too short for vectors (the scalar copy does).
+static Value channelsLastPatchRows(OpBuilder &b, Location loc, Value x, RankedTensorType colType,
+                                   ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations) {
+  int64_t oh = colType.getDimSize(1), ow = colType.getDimSize(2), kh = colType.getDimSize(3),
+          kw = colType.getDimSize(4), channels = colType.getDimSize(5);
+  if (channels < 8)
+    return {};
+  Type et = colType.getElementType();
+  auto vecType = VectorType::get({8}, et);
+  auto c = [&](OpBuilder &nb, int64_t v) -> Value { return arith::ConstantIndexOp::create(nb, loc, v); };
+  Value init = emptyTensor(b, loc, colType,
+                           {dimValue(b, loc, x, 0), c(b, oh), c(b, ow), c(b, kh), c(b, kw), c(b, channels)});
+  SmallVector<OpFoldResult> ubs = {tensor::getMixedSize(b, loc, init, 0), b.getIndexAttr(oh)};
+  SmallVector<bool> inBounds = {channels % 8 == 0};
+  return forallBlocks(b, loc, init, ubs, {ow, kh, kw, channels}, [&](OpBuilder &fb, ValueRange ivs, Value block) {
+    Value n = ivs[0], ioh = ivs[1];
+    Value pad = arith::ConstantOp::create(fb, loc, fb.getZeroAttr(et));
+    auto cols = scf::ForOp::create(fb, loc, c(fb, 0), c(fb, ow), c(fb, 1), ValueRange{block});
+    OpBuilder ob = OpBuilder::atBlockBegin(cols.getBody());
+    Value iow = cols.getInductionVar();
+    Value acc = cols.getRegionIterArg(0);
+    for (int64_t i = 0; i < kh; ++i) {
+      Value r = arith::AddIOp::create(ob, loc, arith::MulIOp::create(ob, loc, ioh, c(ob, strides[0])),
+                                      c(ob, i * dilations[0]));
+      for (int64_t j = 0; j < kw; ++j) {
+        Value col = arith::AddIOp::create(ob, loc, arith::MulIOp::create(ob, loc, iow, c(ob, strides[1])),
+                                          c(ob, j * dilations[1]));
+        auto run = scf::ForOp::create(ob, loc, c(ob, 0), c(ob, channels), c(ob, 8), ValueRange{acc});
+        OpBuilder rb = OpBuilder::atBlockBegin(run.getBody());
+        Value ch = run.getInductionVar();
+        Value v = vector::TransferReadOp::create(rb, loc, vecType, x, ValueRange{n, r, col, ch}, pad, inBounds);
+        Value w = vector::TransferWriteOp::create(rb, loc, v, run.getRegionIterArg(0),
+                                                  ValueRange{iow, c(rb, i), c(rb, j), ch}, inBounds)
+                      .getResult();
+        scf::YieldOp::create(rb, loc, w);
+        acc = run.getResult(0);
+      }
+    }
+    scf::YieldOp::create(ob, loc, acc);
+    return cols.getResult(0);
+  });
+}
+
 /// A channels-last packed_conv: patch rows col[n, oh, ow, kh, kw, c] =
 /// x[n, oh*s + kh*d, ow*s + kw*d, c], each window a few contiguous runs of
 /// channels (a 1x1 convolution reads x itself as [N, H*W, C]), times the
@@ -643,17 +691,20 @@ static Value channelsLastPackedConv(OpBuilder &b, Location loc, PackedConvOp op,
   } else {
     x = zeroPadNhwc(b, loc, x, pads, et);
     auto colType = RankedTensorType::get({n0, oh, ow, kernel[0], kernel[1], channels}, et);
-    SmallVector<AffineMap> maps = {
-        AffineMap::get(6, 0,
-                       {d(0), d(1) * strides[0] + d(3) * dilations[0], d(2) * strides[1] + d(4) * dilations[1], d(5)},
-                       ctx),
-        AffineMap::getMultiDimIdentityMap(6, ctx)};
-    col = linalg::GenericOp::create(
-              b, loc, colType, ValueRange{x},
-              ValueRange{emptyTensor(b, loc, colType, {batch, c(oh), c(ow), c(kernel[0]), c(kernel[1]), c(channels)})},
-              maps, SmallVector<IteratorType>(6, IteratorType::parallel),
-              [](OpBuilder &nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, args[0]); })
-              .getResult(0);
+    col = channelsLastPatchRows(b, loc, x, colType, strides, dilations);
+    if (!col) {
+      SmallVector<AffineMap> maps = {
+          AffineMap::get(
+              6, 0, {d(0), d(1) * strides[0] + d(3) * dilations[0], d(2) * strides[1] + d(4) * dilations[1], d(5)},
+              ctx),
+          AffineMap::getMultiDimIdentityMap(6, ctx)};
+      col = linalg::GenericOp::create(
+                b, loc, colType, ValueRange{x},
+                ValueRange{emptyTensor(b, loc, colType, {batch, c(oh), c(ow), c(kernel[0]), c(kernel[1]), c(channels)})},
+                maps, SmallVector<IteratorType>(6, IteratorType::parallel),
+                [](OpBuilder &nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, args[0]); })
+                .getResult(0);
+    }
     col = tensor::CollapseShapeOp::create(b, loc, rowsType, col,
                                           SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4, 5}});
   }
@@ -721,8 +772,10 @@ struct NhwcConvPattern : OpConversionPattern<NhwcConvOp> {
       return vector::TransferReadOp::create(nb, loc, vecType, bias, ValueRange{ch}, zero, ArrayRef<bool>{exact});
     };
     window.step = [&](OpBuilder &nb, Value acc, Value xv, int64_t kh, int64_t kw, Value ch) -> Value {
-      Value wv = vector::TransferReadOp::create(nb, loc, vecType, w3, ValueRange{c(kh), c(kw), ch}, zero,
-                                                ArrayRef<bool>{exact});
+      Value wv = vector::TransferReadOp::create(nb, loc, vecType, w3,
+                                                ValueRange{arith::ConstantIndexOp::create(nb, loc, kh),
+                                                           arith::ConstantIndexOp::create(nb, loc, kw), ch},
+                                                zero, ArrayRef<bool>{exact});
       return vector::FMAOp::create(nb, loc, xv, wv, acc);
     };
     rewriter.replaceOp(op, channelWindowKernel(rewriter, loc, x, rt, window));

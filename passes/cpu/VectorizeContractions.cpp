@@ -94,8 +94,13 @@ struct VectorizeContractionsPass
     int64_t cols = fit(this->columns, mk.extents[mk.j]);
     if (cols < 4)
       return;
-    bool dynamicRows = ShapedType::isDynamic(mk.extents[mk.i]);
-    int64_t rows = dynamicRows ? this->rows : fit(this->rows, mk.extents[mk.i]);
+    // A static extent that the block does not divide (the 49 positions of a
+    // 7x7 map) takes whole blocks and then the rest, as a dynamic one does:
+    // fitting the block to the extent would leave blocks of one row, each
+    // streaming the whole weight panel for a single row's FMAs.
+    int64_t extentI = mk.extents[mk.i];
+    bool dynamicRows = ShapedType::isDynamic(extentI) || (extentI > this->rows && extentI % this->rows != 0);
+    int64_t rows = dynamicRows ? this->rows : fit(this->rows, extentI);
     // A whole 64-column weight panel with 512-bit vectors: 6 rows x 64
     // columns (24 accumulators + 4 panel vectors + 1 broadcast of the 32
     // registers) read each panel row once per 6 rows, at 24 FMAs per 10
