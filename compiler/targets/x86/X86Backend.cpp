@@ -72,7 +72,7 @@ public:
         addCleanup(pm);
       }
       VectorizeContractionsPassOptions microkernel;
-      microkernel.rows = options.vectorBits >= 512 ? 8 : 4;
+      microkernel.rows = options.vectorBits >= 512 ? 8 : 6;
       microkernel.columns = options.vectorBits >= 512 ? 32 : 16;
       pm.addNestedPass<func::FuncOp>(createVectorizeContractionsPass(microkernel));
       addCleanup(pm);
