@@ -5,6 +5,7 @@
     bench/run.py --bin build/bin --threads 1,2 --rounds 3 --markdown
     bench/run.py --bin build/bin --cases small        # the tiny test/models cases
     bench/run.py --bin build/bin --cases cnn:1 --threads 1,2,4 --rounds 5 --markdown
+    bench/run.py --bin build/bin --cases vision --markdown --plot docs/perf-vision.png
     bench/run.py --no-kiln                            # ORT side only (no kiln build)
 
 Cases (--cases, comma-separated; default `bench`):
@@ -13,7 +14,15 @@ Cases (--cases, comma-separated; default `bench`):
                  CNN on 224x224, BERT-style encoder and GPT-style decoder at seq 128; batch 1),
                  generated into --models-dir (default bench/models/out) with Debian's
                  /usr/bin/python3 (onnx, numpy) when missing or outdated
-  small          = mlp:0,mlp:1,cnn:0,cnn:1
+  vision         = vision:NAME for every model below (torchvision CNNs and OCR models)
+  vision:NAME    a model of bench/models/gen_cnn_models.py, exported by torch.onnx.export
+                 (opset 13, eval mode, random fixed-seed weights; batch 1): resnet18,
+                 resnet50, mobilenet_v2, mobilenet_v3_small, efficientnet_b0,
+                 shufflenet_v2_x1_0, squeezenet1_1 (224x224), ocr_det (PP-OCR-style DB text
+                 detector, 480x640), ocr_rec (PP-OCRv4-style CTC recognizer, 48x320);
+                 generated into --models-dir/cnn_NAME when missing or outdated (needs
+                 Debian's python3-torch and python3-torchvision: bench/setup.sh --vision)
+  small          = mlp:0,mlp:1,cnn:0,cnn:1  (test/models/cnn, not the vision set)
   NAME:K         test/models/NAME with the inputs of its test_data_set_K
                  (K=0 is batch 1, K=1 is batch 7)
   DIR:K          any test directory (DIR/model.onnx, DIR/test_data_set_K)
@@ -21,8 +30,8 @@ Cases (--cases, comma-separated; default `bench`):
 For each model: `kiln-compile model.onnx -o TMP/x.kiln --quiet` once (time and peak RSS
 recorded), then a correctness check `kiln-run x.kiln --test-data-dir DS --quiet --rtol R
 --atol A` against the data set's reference outputs, which are ONNX Runtime's (skip with
---no-check; tolerances: --rtol/--atol, default 1e-3/1e-4 for bench models, kiln-run's
-1e-3/1e-5 otherwise). Then for each thread count and each of --rounds rounds, it runs
+--no-check; tolerances: --rtol/--atol, default 1e-3/1e-4 for bench and vision models
+(vision:ocr_rec's probabilities 1e-3/1e-5), kiln-run's 1e-3/1e-5 otherwise). Then for each thread count and each of --rounds rounds, it runs
 
     kiln-run x.kiln INPUT.pb... --iterations N --warmup W --threads T
     node bench/ort_bench.js model.onnx INPUT.pb... --iterations N --warmup W --threads T
@@ -34,10 +43,13 @@ and p90, kiln/ORT = kiln median / ORT median (below 1: kiln is faster), and the
 peak resident memory of each process (ru_maxrss from wait4, maximum over rounds;
 ORT's figure includes Node.js itself, whose baseline with onnxruntime-node loaded
 is printed in the header). N and W default per case (bench models: see
-BENCH_MODELS; others 200/20); --iterations/--warmup override them all.
+BENCH_MODELS and VISION_MODELS; others 200/20); --iterations/--warmup override them all.
+
+--plot FILE.png draws kiln/ORT (median) per model and thread count as bars, with lines
+at 1.0 and 0.8 (needs matplotlib: python3-matplotlib, bench/setup.sh --vision).
 
 ORT needs onnxruntime-node in bench/node_modules: run bench/setup.sh once
-(the only step that needs network). Standard library only.
+(the only step that needs network). Standard library only, but for --plot (matplotlib).
 """
 
 import argparse
@@ -69,10 +81,21 @@ BENCH_OUT = os.path.join(HERE, "models", "out")
 # on a 2-core machine.
 BENCH_MODELS = {"mlp": (200, 20), "resnet": (30, 5), "bert": (50, 5), "gpt": (50, 5)}
 BENCH_TOL = (1e-3, 1e-4)          # rtol, atol of the check for bench models
+CNN_GEN = os.path.join(HERE, "models", "gen_cnn_models.py")
+# The vision models (bench/models/gen_cnn_models.py) and their default (iterations, warm-up)
+# per round: about 2 s per process for kiln on a 2-core machine, so that the whole set at
+# threads 1,2 with 3 rounds takes a few minutes.
+VISION_MODELS = {"resnet18": (40, 5), "resnet50": (20, 3), "mobilenet_v2": (100, 10),
+                 "mobilenet_v3_small": (300, 30), "efficientnet_b0": (50, 5),
+                 "shufflenet_v2_x1_0": (200, 20), "squeezenet1_1": (120, 10),
+                 "ocr_det": (10, 2), "ocr_rec": (150, 15)}
+# ocr_rec's outputs are probabilities over 6625 classes (mostly ~1e-4): a tighter atol.
+VISION_TOL = {"ocr_rec": (1e-3, 1e-5)}
 KILN_RUN_TOL = (1e-3, 1e-5)       # kiln-run's own defaults, for the other cases
 SMALL_ITER = (200, 20)
 ALIASES = {"bench": ",".join("bench:" + n for n in BENCH_MODELS),
-           "small": "mlp:0,mlp:1,cnn:0,cnn:1"}
+           "small": "mlp:0,mlp:1,cnn:0,cnn:1",
+           "vision": ",".join("vision:" + n for n in VISION_MODELS)}
 DEFAULT_CASES = "bench"
 
 
@@ -83,16 +106,21 @@ def parse_args():
     ap.add_argument("--bin", default=os.environ.get("KILN_BIN"),
                     help="directory with kiln-compile and kiln-run (default: $KILN_BIN)")
     ap.add_argument("--cases", default=DEFAULT_CASES,
-                    help="comma-separated bench, bench:NAME, small, NAME:K or DIR:K (default: %s)"
+                    help="comma-separated bench, bench:NAME, vision, vision:NAME, small, NAME:K "
+                    "or DIR:K (default: %s)"
                     % DEFAULT_CASES)
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     ap.add_argument("--iterations", type=int,
-                    help="timed runs per round (default per case: bench models %s, others %d)" % (
+                    help="timed runs per round (default per case: bench models %s; vision "
+                    "models %s; others %d)" % (
                         ", ".join("%s %d" % (n, it) for n, (it, _) in BENCH_MODELS.items()),
+                        ", ".join("%s %d" % (n, it) for n, (it, _) in VISION_MODELS.items()),
                         SMALL_ITER[0]))
     ap.add_argument("--warmup", type=int,
-                    help="warm-up runs per round (default per case: bench models %s, others %d)" % (
+                    help="warm-up runs per round (default per case: bench models %s; vision "
+                    "models %s; others %d)" % (
                         ", ".join("%s %d" % (n, w) for n, (_, w) in BENCH_MODELS.items()),
+                        ", ".join("%s %d" % (n, w) for n, (_, w) in VISION_MODELS.items()),
                         SMALL_ITER[1]))
     ap.add_argument("--rounds", type=int, default=3,
                     help="alternating kiln/ORT rounds per case and thread count (default 3)")
@@ -104,14 +132,16 @@ def parse_args():
     ap.add_argument("--no-check", action="store_true", help="skip kiln's correctness check")
     ap.add_argument("--rtol", type=float, help="check tolerance (default: 1e-3)")
     ap.add_argument("--atol", type=float,
-                    help="check tolerance (default: 1e-4 for bench models, 1e-5 otherwise)")
+                    help="check tolerance (default: 1e-4 for bench and vision models but "
+                    "vision:ocr_rec, 1e-5 otherwise)")
     ap.add_argument("--models-dir", default=BENCH_OUT,
                     help="where the bench models live / are generated (default bench/models/out)")
     ap.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3")
                     else "python3",
-                    help="Python with onnx and numpy, for gen_bench_models.py (default %(default)s)")
+                    help="Python with onnx and numpy (and torch, torchvision for the vision "
+                    "models), for the model generators (default %(default)s)")
     ap.add_argument("--no-generate", action="store_true",
-                    help="do not (re)generate bench models; use what --models-dir has")
+                    help="do not (re)generate bench or vision models; use what --models-dir has")
     ap.add_argument("--compile-args", metavar="ARGS", default="",
                     help="extra kiln-compile arguments for every case, one string "
                     "(e.g. --compile-args=--kv-cache=false)")
@@ -120,9 +150,13 @@ def parse_args():
                     "checkout's HEAD, +uncommitted if its sources have changes)")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--json", metavar="FILE", help="write all measurements as JSON")
+    ap.add_argument("--plot", metavar="FILE.png",
+                    help="bar chart of kiln/ORT per model and thread count (needs matplotlib)")
     args = ap.parse_args()
     if args.no_kiln and args.no_ort:
         ap.error("--no-kiln and --no-ort leave nothing to run")
+    if args.plot and (args.no_kiln or args.no_ort):
+        ap.error("--plot draws kiln/ORT: it needs both sides")
     if not args.no_kiln and not args.bin:
         ap.error("--bin DIR (or $KILN_BIN) is required unless --no-kiln")
     try:
@@ -192,7 +226,18 @@ def expand_cases(spec):
 class Case(object):
     def __init__(self, spec, args):
         self.bench = spec.startswith("bench:")
-        if self.bench:
+        self.vision = spec.startswith("vision:")
+        if self.vision:
+            name = spec.split(":", 1)[1]
+            if name not in VISION_MODELS:
+                raise SystemExit("bench/run.py: error: no vision model '%s' (have %s)" % (
+                    name, ", ".join(VISION_MODELS)))
+            test_dir, k = os.path.join(args.models_dir, "cnn_" + name), "0"
+            self.name = "vision/" + name
+            self.vision_name = name
+            self.iterations, self.warmup = VISION_MODELS[name]
+            self.rtol, self.atol = VISION_TOL.get(name, BENCH_TOL)
+        elif self.bench:
             name = spec.split(":", 1)[1]
             if name not in BENCH_MODELS:
                 raise SystemExit("bench/run.py: error: no bench model '%s' (have %s)" % (
@@ -204,8 +249,8 @@ class Case(object):
             self.rtol, self.atol = BENCH_TOL
         else:
             if ":" not in spec:
-                raise SystemExit("bench/run.py: error: case '%s' is not bench:NAME, NAME:K or "
-                                 "DIR:K" % spec)
+                raise SystemExit("bench/run.py: error: case '%s' is not bench:NAME, vision:NAME, "
+                                 "NAME:K or DIR:K" % spec)
             where, k = spec.rsplit(":", 1)
             test_dir = where if os.path.isdir(where) and os.sep in where else os.path.join(MODELS, where)
             self.name = os.path.basename(os.path.normpath(test_dir))
@@ -243,6 +288,72 @@ def generate_bench_models(cases, args):
     if subprocess.call(cmd, stdout=sys.stderr) != 0:
         raise SystemExit("bench/run.py: error: generating the bench models failed (the generator "
                          "needs onnx and numpy: --python, and onnxruntime-node: bench/setup.sh)")
+
+
+def generate_vision_models(cases, args):
+    names = [c.vision_name for c in cases if c.vision]
+    if not names or args.no_generate:
+        return
+    cmd = [args.python, CNN_GEN, "--out", args.models_dir, "--if-stale"] + names
+    print("# " + " ".join(cmd), file=sys.stderr)
+    sys.stderr.flush()
+    if subprocess.call(cmd, stdout=sys.stderr) != 0:
+        raise SystemExit("bench/run.py: error: generating the vision models failed (the generator "
+                         "needs onnx, numpy, torch and torchvision: --python and bench/setup.sh "
+                         "--vision, and onnxruntime-node: bench/setup.sh)")
+
+
+def import_pyplot():
+    """matplotlib's pyplot on the Agg backend, imported only for --plot."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise SystemExit("bench/run.py: error: --plot needs matplotlib (%s): install Debian's "
+                         "python3-matplotlib (sh bench/setup.sh --vision) and run bench/run.py "
+                         "with /usr/bin/python3" % e)
+    return plt
+
+
+def plot(path, rows, env, plt):
+    """Bars of kiln/ORT (median latency) per model, one bar per thread count."""
+    models = []
+    for r in rows:
+        if r["model"] not in models:
+            models.append(r["model"])
+    threads = sorted(set(r["threads"] for r in rows))
+    width = 0.8 / max(1, len(threads))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(models) + 2), 4.5))
+    for i, t in enumerate(threads):
+        xs, ys, missing = [], [], []
+        for j, m in enumerate(models):
+            r = [r for r in rows if r["model"] == m and r["threads"] == t]
+            x = j + (i - (len(threads) - 1) / 2.0) * width
+            if r and r[0]["ratio"]:
+                xs.append(x)
+                ys.append(r[0]["ratio"])
+            else:
+                missing.append(x)
+        bars = ax.bar(xs, ys, width, label="%d thread%s" % (t, "" if t == 1 else "s"))
+        for b, y in zip(bars, ys):
+            ax.text(b.get_x() + b.get_width() / 2, y, "%.2f" % y, ha="center", va="bottom",
+                    fontsize=7)
+        for x in missing:
+            ax.text(x, 0.05, "failed", rotation=90, ha="center", va="bottom", fontsize=7)
+    ax.axhline(1.0, color="black", linewidth=1)
+    ax.axhline(0.8, color="gray", linewidth=1, linestyle="--")
+    ax.set_xticks(range(len(models)))
+    ax.set_xticklabels([m.split("/", 1)[-1] for m in models], rotation=30, ha="right")
+    ax.set_ylabel("kiln / ONNX Runtime (median latency; < 1: kiln faster)")
+    ax.set_title("kiln %s vs onnxruntime-node %s\n%s, %s CPUs, %s" % (
+        env.get("kiln_commit", "?"), env.get("onnxruntime_node", "?"), env.get("cpu", "?"),
+        env.get("host_cpus", "?"), env.get("date", "?")), fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    print("# plot: %s" % path, file=sys.stderr)
 
 
 def run(cmd, timeout):
@@ -396,7 +507,9 @@ def main():
         for b in (kc, kr):
             if not os.access(b, os.X_OK):
                 raise SystemExit("bench/run.py: error: %s is not executable" % b)
+    plt = import_pyplot() if args.plot else None
     generate_bench_models(cases, args)
+    generate_vision_models(cases, args)
     for case in cases:
         case.load()
 
@@ -560,6 +673,8 @@ def main():
                        "checks": list(checks.values()), "rows": rows},
                       f, indent=1)
             f.write("\n")
+    if args.plot:
+        plot(args.plot, rows, env, plt)
     failed = any(r["errors"] for r in rows) or any(r["check"] == "FAIL" for r in rows)
     return 1 if failed else 0
 
