@@ -102,7 +102,11 @@ struct PackMatmulWeightsPass : impl::PackMatmulWeightsPassBase<PackMatmulWeights
         if (x.isDynamicDim(i) || y.isDynamicDim(i))
           return 0;
     }
-    return widthFor(t.getDimSize(3));
+    // Channel counts such as MobileNet's 24 and 40 take 8-column panels
+    // (one vector per row of the register block) rather than leaving the
+    // channels-last segment.
+    int64_t cout = t.getDimSize(3);
+    return cout % 16 == 0 ? widthFor(cout) : cout % 8 == 0 ? 8 : 0;
   }
 
   /// Channels-last convs reading `arg` become channels-last graph.packed_conv

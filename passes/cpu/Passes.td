@@ -149,7 +149,7 @@ def ChannelsLastPass : Pass<"kiln-channels-last", "::mlir::ModuleOp"> {
   let summary = "Run 2-D convolutions channels-last (NHWC) and keep the layout changes at the edges of conv segments";
   let description = [{
     Each 2-D f32 graph.conv with static channels and spatial sizes and a
-    constant weight that is group 1 with a multiple of 16 output channels
+    constant weight that is group 1 with a multiple of 8 output channels
     (the packed product) or depthwise with 8 or more channels becomes
     transpose(NCHW->NHWC) -> graph.nhwc_conv (its weight permuted to
     [kh, kw, C/group, Cout] at compile time) -> transpose(NHWC->NCHW). The
@@ -187,7 +187,8 @@ def PackMatmulWeightsPass : Pass<"kiln-pack-matmul-weights", "::mlir::ModuleOp">
     [K, Cout, B, 1]) and the convolutions become graph.packed_conv (patch
     rows times the panels). A [kh, kw, C, Cout] weight read only by group-1
     graph.nhwc_conv is already [K, Cout] row-major: it is stored as its
-    panels (layout [K, Cout, B]) and the convolutions become channels-last
+    panels (layout [K, Cout, B]; B may be 8 for a Cout that 16 does not
+    divide) and the convolutions become channels-last
     graph.packed_conv. Runs after kiln-outline-weights.
   }];
   let options = [

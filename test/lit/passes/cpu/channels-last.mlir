@@ -66,7 +66,7 @@ func.func @depthwise(%x: tensor<?x8x16x16xf32>) -> tensor<?x8x1x1xf32> {
 // CHECK-NOT: graph.transpose
 // CHECK-NOT: graph.nhwc_conv
 // PRINT: grouped: NCHW (grouped (not depthwise))
-// PRINT-NEXT: odd: NCHW (output channels not a multiple of 16)
+// PRINT-NEXT: odd: NCHW (output channels not a multiple of 8)
 // PRINT-NEXT: dynamic: NCHW (channels or spatial sizes known at run time only)
 // PRINT-NEXT: input_weight: NCHW (pads or weight known at run time only)
 // PRINT-NEXT: layout changes left (NCHW<->NHWC transposes): 0
@@ -80,4 +80,29 @@ func.func @refused(%x: tensor<1x8x8x8xf32>, %y: tensor<1x8x?x?xf32>, %v: tensor<
   %2 = graph.conv %y, %wd {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x8x?x?xf32>, tensor<16x8x1x1xf32>) -> tensor<1x16x?x?xf32> loc("dynamic")
   %3 = graph.conv %x, %v {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x8x8x8xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x6x6xf32> loc("input_weight")
   return %0, %1, %2, %3 : tensor<1x16x8x8xf32>, tensor<1x12x8x8xf32>, tensor<1x16x?x?xf32>, tensor<1x16x6x6xf32>
+}
+
+// -----
+
+// A transposed conv whose windows do not overlap (kernel = stride 2, no pads)
+// becomes a product over [N, H, W, Ci] x [Ci, kh*kw*Co] and a pixel shuffle
+// (reshape, transpose, reshape), plus the bias; one with overlapping windows
+// stays as it is.
+// CHECK-LABEL: func @conv_transpose
+// CHECK: %[[IN:.*]] = graph.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x4x6x6xf32>) -> tensor<?x6x6x4xf32>
+// CHECK: %[[P:.*]] = graph.matmul %[[IN]], %{{.*}} : (tensor<?x6x6x4xf32>, tensor<4x32xf32>) -> tensor<?x6x6x32xf32>
+// CHECK: %[[T:.*]] = graph.reshape %[[P]], %{{.*}} : (tensor<?x6x6x32xf32>, tensor<6xi64>) -> tensor<?x6x6x2x2x8xf32>
+// CHECK: %[[S:.*]] = graph.transpose %[[T]] {perm = array<i64: 0, 1, 3, 2, 4, 5>} : (tensor<?x6x6x2x2x8xf32>) -> tensor<?x6x2x6x2x8xf32>
+// CHECK: %[[R:.*]] = graph.reshape %[[S]], %{{.*}} : (tensor<?x6x2x6x2x8xf32>, tensor<4xi64>) -> tensor<?x12x12x8xf32>
+// CHECK: graph.add %[[R]], %{{.*}} : (tensor<?x12x12x8xf32>, tensor<8xf32>) -> tensor<?x12x12x8xf32>
+// CHECK: graph.conv_transpose
+// PRINT: up: NHWC transposed conv (product + pixel shuffle)
+// PRINT-NEXT: overlap: NCHW transposed conv (windows overlap or are padded (kernel != stride, pads, dilation, groups))
+func.func @conv_transpose(%x: tensor<?x4x6x6xf32>) -> (tensor<?x8x12x12xf32>, tensor<?x8x13x13xf32>) {
+  %w = graph.constant {value = dense<0.5> : tensor<4x8x2x2xf32>} : () -> tensor<4x8x2x2xf32>
+  %b = graph.constant {value = dense<0.25> : tensor<8xf32>} : () -> tensor<8xf32>
+  %v = graph.constant {value = dense<0.5> : tensor<4x8x3x3xf32>} : () -> tensor<4x8x3x3xf32>
+  %0 = graph.conv_transpose %x, %w, %b {dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<?x4x6x6xf32>, tensor<4x8x2x2xf32>, tensor<8xf32>) -> tensor<?x8x12x12xf32> loc("up")
+  %1 = graph.conv_transpose %x, %v {dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<?x4x6x6xf32>, tensor<4x8x3x3xf32>) -> tensor<?x8x13x13xf32> loc("overlap")
+  return %0, %1 : tensor<?x8x12x12xf32>, tensor<?x8x13x13xf32>
 }

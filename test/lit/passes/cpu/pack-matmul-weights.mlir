@@ -47,3 +47,28 @@ module attributes {kiln.weights = [dense<1.0> : tensor<96x8x3x3xf32>, dense<2.0>
     return %0, %1, %2 : tensor<?x96x8x8xf32>, tensor<?x32x16x16xf32>, tensor<?x16x16x16xf32>
   }
 }
+
+// -----
+
+// A group-1 channels-last conv's HWIO weight [kh, kw, C, Cout] is [K, Cout]
+// row-major already: stored as its panels (layout [K, Cout, B]; 24 output
+// channels take 8-column panels) and the conv becomes a channels-last
+// graph.packed_conv; a depthwise nhwc_conv's weight stays as it is.
+// CHECK: kiln.weight_layouts = [array<i64: 36, 24, 8>, array<i64: 18, 64, 64>, array<i64>]
+// CHECK-LABEL: func @main
+// CHECK-SAME: %{{[a-z0-9]+}}: tensor<3x36x8xf32> {kiln.weight = 0 : i64}
+// CHECK-SAME: %{{[a-z0-9]+}}: tensor<1x18x64xf32> {kiln.weight = 1 : i64}
+// CHECK-SAME: %{{[a-z0-9]+}}: tensor<3x3x1x64xf32> {kiln.weight = 2 : i64}
+// CHECK: graph.packed_conv {{.*}}channels_last{{.*}} : (tensor<1x8x8x4xf32>, tensor<3x36x8xf32>) -> tensor<1x8x8x24xf32>
+// CHECK: graph.packed_conv {{.*}}channels_last{{.*}} : (tensor<1x8x8x2xf32>, tensor<1x18x64xf32>) -> tensor<1x8x8x64xf32>
+// CHECK: graph.nhwc_conv
+module attributes {kiln.weights = [dense<1.0> : tensor<3x3x4x24xf32>, dense<2.0> : tensor<3x3x2x64xf32>, dense<3.0> : tensor<3x3x1x64xf32>]} {
+  func.func @main(%x: tensor<1x8x8x4xf32>, %z: tensor<1x8x8x2xf32>, %w0: tensor<3x3x4x24xf32> {kiln.weight = 0 : i64},
+                  %w1: tensor<3x3x2x64xf32> {kiln.weight = 1 : i64}, %w2: tensor<3x3x1x64xf32> {kiln.weight = 2 : i64})
+      -> (tensor<1x8x8x24xf32>, tensor<1x8x8x64xf32>) {
+    %0 = graph.nhwc_conv %x, %w0 {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x8x8x4xf32>, tensor<3x3x4x24xf32>) -> tensor<1x8x8x24xf32>
+    %1 = graph.nhwc_conv %z, %w1 {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x8x8x2xf32>, tensor<3x3x2x64xf32>) -> tensor<1x8x8x64xf32>
+    %2 = graph.nhwc_conv %1, %w2 {dilations = array<i64: 1, 1>, group = 64 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x8x8x64xf32>, tensor<3x3x1x64xf32>) -> tensor<1x8x8x64xf32>
+    return %0, %2 : tensor<1x8x8x24xf32>, tensor<1x8x8x64xf32>
+  }
+}
