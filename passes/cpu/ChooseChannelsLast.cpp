@@ -77,10 +77,11 @@ std::vector<char> permuteBytes(ArrayRef<char> bytes, ArrayRef<int64_t> dims, Arr
 }
 
 /// The constant `value` permuted by `perm` (a lower-rank one first gets
-/// leading unit dims, as broadcasting gives it), optionally viewed with the
-/// shape `viewAs`, or null when `value` is not a readable constant.
+/// leading unit dims, as broadcasting gives it), with `padLast` zeros after
+/// each innermost row, optionally viewed with the shape `viewAs`, or null
+/// when `value` is not a readable constant.
 Value permutedConstant(OpBuilder &b, Value value, ArrayRef<int64_t> perm, StringRef suffix,
-                       ArrayRef<int64_t> viewAs = {}) {
+                       ArrayRef<int64_t> viewAs = {}, int64_t padLast = 0) {
   auto constant = value.getDefiningOp<graph::ConstantOp>();
   if (!constant)
     return {};
@@ -99,8 +100,18 @@ Value permutedConstant(OpBuilder &b, Value value, ArrayRef<int64_t> perm, String
   SmallVector<int64_t> dims(perm.size() - type.getRank(), 1);
   dims.append(type.getShape().begin(), type.getShape().end());
   std::vector<char> data = permuteBytes(bytes, dims, perm, size);
+  SmallVector<int64_t> outDims = permuted(dims, perm);
+  if (padLast > 0) {
+    // Zeros after every innermost row.
+    int64_t row = outDims.back() * size, rows = data.size() / std::max<int64_t>(row, 1);
+    std::vector<char> padded(rows * (row + padLast * size), 0);
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(padded.data() + r * (row + padLast * size), data.data() + r * row, row);
+    data = std::move(padded);
+    outDims.back() += padLast;
+  }
   // `viewAs`: the permuted elements under another shape of the same size.
-  auto outType = RankedTensorType::get(viewAs.empty() ? permuted(dims, perm) : SmallVector<int64_t>(viewAs),
+  auto outType = RankedTensorType::get(viewAs.empty() ? outDims : SmallVector<int64_t>(viewAs),
                                        type.getElementType());
   Attribute attr;
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue())) {
@@ -139,13 +150,14 @@ ConvPlan planConv(graph::ConvOp conv, std::string &why) {
       return ConvPlan::Nchw;
     }
   int64_t group = conv.getGroup(), cin = x.getDimSize(1), cout = w.getDimSize(0);
-  // Group 1: the packed product, whose panels are 8 to 64 columns wide.
-  if (group == 1 && cout % 8 == 0)
+  // Group 1: the packed product (a Cout that 16 does not divide is padded
+  // with zero filters to the panel).
+  if (group == 1 && cout >= 8 && (cout % 16 == 0 || !conv.getBias() || conv.getBias().getDefiningOp<graph::ConstantOp>()))
     return ConvPlan::Packed;
   // Depthwise, vectorized over the channels (a handful are not worth it).
   if (group == cin && cout == cin && w.getDimSize(1) == 1 && cin >= 8)
     return ConvPlan::Depthwise;
-  why = group == 1 ? "output channels not a multiple of 8" : "grouped (not depthwise)";
+  why = group == 1 ? "fewer than 8 output channels" : "grouped (not depthwise)";
   return ConvPlan::Nchw;
 }
 
@@ -416,26 +428,36 @@ struct ChannelsLastPass : impl::ChannelsLastPassBase<ChannelsLastPass> {
       }
       b.setInsertionPoint(conv);
       Location loc = conv.getLoc();
+      // A packed product's Cout padded to whole 16-column panels with zero
+      // filters (and zero biases); the padding is sliced off its result.
+      int64_t cout = cast<RankedTensorType>(conv.getWeight().getType()).getDimSize(0);
+      int64_t pad = plan == ConvPlan::Packed ? (16 - cout % 16) % 16 : 0;
       // [Cout, C/G, kh, kw] -> [kh, kw, C/G, Cout]
-      Value weight = permutedConstant(b, conv.getWeight(), ArrayRef<int64_t>{2, 3, 1, 0}, ".hwio");
-      if (!weight) {
+      Value weight = permutedConstant(b, conv.getWeight(), ArrayRef<int64_t>{2, 3, 1, 0}, ".hwio", {}, pad);
+      Value bias = conv.getBias();
+      if (bias && pad)
+        bias = permutedConstant(b, bias, ArrayRef<int64_t>{0}, ".padded", {}, pad);
+      if (!weight || (conv.getBias() && !bias)) {
         report.push_back(name + ": NCHW (weight not readable)");
         continue;
       }
       Value x = transposeOf(b, loc, conv.getInput(), kToNhwc);
-      auto nhwc = graph::NhwcConvOp::create(b, loc, x, weight, conv.getBias(), conv.getGroupAttr(),
-                                            conv.getPadsAttr(), conv.getStridesAttr(), conv.getDilationsAttr());
+      Value nhwc = graph::NhwcConvOp::create(b, loc, x, weight, bias, conv.getGroupAttr(), conv.getPadsAttr(),
+                                             conv.getStridesAttr(), conv.getDilationsAttr());
+      if (pad)
+        nhwc = graph::SliceOp::create(b, loc, nhwc, b.getDenseI64ArrayAttr({0}), b.getDenseI64ArrayAttr({cout}),
+                                      b.getDenseI64ArrayAttr({3}), b.getDenseI64ArrayAttr({1}));
       Value back = transposeOf(b, loc, nhwc, kToNchw);
       if (back.getType() != conv.getType()) {
         report.push_back(name + ": NCHW (result type differs)");
-        back.getDefiningOp()->erase();
-        nhwc->erase();
-        x.getDefiningOp()->erase();
-        continue;
+        continue; // the ops just built are dead: the rewrite below erases them
       }
       conv.replaceAllUsesWith(back);
       conv.erase();
-      report.push_back(name + ": NHWC (" + (plan == ConvPlan::Packed ? "packed product" : "depthwise") + ")");
+      std::string how = plan == ConvPlan::Depthwise ? "depthwise"
+                        : pad ? "packed product, Cout " + std::to_string(cout) + " padded to " + std::to_string(cout + pad)
+                              : "packed product";
+      report.push_back(name + ": NHWC (" + how + ")");
     }
     SmallVector<graph::ConvTransposeOp> transposed;
     module.walk([&](graph::ConvTransposeOp op) { transposed.push_back(op); });

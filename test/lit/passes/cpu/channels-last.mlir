@@ -66,20 +66,20 @@ func.func @depthwise(%x: tensor<?x8x16x16xf32>) -> tensor<?x8x1x1xf32> {
 // CHECK-NOT: graph.transpose
 // CHECK-NOT: graph.nhwc_conv
 // PRINT: grouped: NCHW (grouped (not depthwise))
-// PRINT-NEXT: odd: NCHW (output channels not a multiple of 8)
+// PRINT-NEXT: odd: NCHW (fewer than 8 output channels)
 // PRINT-NEXT: dynamic: NCHW (channels or spatial sizes known at run time only)
 // PRINT-NEXT: input_weight: NCHW (pads or weight known at run time only)
 // PRINT-NEXT: layout changes left (NCHW<->NHWC transposes): 0
 func.func @refused(%x: tensor<1x8x8x8xf32>, %y: tensor<1x8x?x?xf32>, %v: tensor<16x8x3x3xf32>)
-    -> (tensor<1x16x8x8xf32>, tensor<1x12x8x8xf32>, tensor<1x16x?x?xf32>, tensor<1x16x6x6xf32>) {
+    -> (tensor<1x16x8x8xf32>, tensor<1x6x8x8xf32>, tensor<1x16x?x?xf32>, tensor<1x16x6x6xf32>) {
   %wg = graph.constant {value = dense<1.0> : tensor<16x4x3x3xf32>} : () -> tensor<16x4x3x3xf32>
-  %wo = graph.constant {value = dense<1.0> : tensor<12x8x1x1xf32>} : () -> tensor<12x8x1x1xf32>
+  %wo = graph.constant {value = dense<1.0> : tensor<6x8x1x1xf32>} : () -> tensor<6x8x1x1xf32>
   %wd = graph.constant {value = dense<1.0> : tensor<16x8x1x1xf32>} : () -> tensor<16x8x1x1xf32>
   %0 = graph.conv %x, %wg {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x8x8x8xf32>, tensor<16x4x3x3xf32>) -> tensor<1x16x8x8xf32> loc("grouped")
-  %1 = graph.conv %x, %wo {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x8x8x8xf32>, tensor<12x8x1x1xf32>) -> tensor<1x12x8x8xf32> loc("odd")
+  %1 = graph.conv %x, %wo {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x8x8x8xf32>, tensor<6x8x1x1xf32>) -> tensor<1x6x8x8xf32> loc("odd")
   %2 = graph.conv %y, %wd {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x8x?x?xf32>, tensor<16x8x1x1xf32>) -> tensor<1x16x?x?xf32> loc("dynamic")
   %3 = graph.conv %x, %v {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x8x8x8xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x6x6xf32> loc("input_weight")
-  return %0, %1, %2, %3 : tensor<1x16x8x8xf32>, tensor<1x12x8x8xf32>, tensor<1x16x?x?xf32>, tensor<1x16x6x6xf32>
+  return %0, %1, %2, %3 : tensor<1x16x8x8xf32>, tensor<1x6x8x8xf32>, tensor<1x16x?x?xf32>, tensor<1x16x6x6xf32>
 }
 
 // -----
@@ -105,4 +105,23 @@ func.func @conv_transpose(%x: tensor<?x4x6x6xf32>) -> (tensor<?x8x12x12xf32>, te
   %0 = graph.conv_transpose %x, %w, %b {dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<?x4x6x6xf32>, tensor<4x8x2x2xf32>, tensor<8xf32>) -> tensor<?x8x12x12xf32> loc("up")
   %1 = graph.conv_transpose %x, %v {dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<?x4x6x6xf32>, tensor<4x8x3x3xf32>) -> tensor<?x8x13x13xf32> loc("overlap")
   return %0, %1 : tensor<?x8x12x12xf32>, tensor<?x8x13x13xf32>
+}
+
+// -----
+
+// Cout 24 is padded to 32 with zero filters and biases; the padding is
+// sliced off the NHWC result.
+// CHECK-LABEL: func @padded
+// CHECK-DAG: graph.constant {value = dense<{{.*}}> : tensor<1x1x8x32xf32>}
+// CHECK-DAG: graph.constant {value = dense<{{.*}}> : tensor<32xf32>}
+// CHECK: %[[C:.*]] = graph.nhwc_conv {{.*}} -> tensor<1x4x4x32xf32>
+// CHECK: %[[S:.*]] = graph.slice %[[C]] {axes = array<i64: 3>, ends = array<i64: 24>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x4x4x32xf32>) -> tensor<1x4x4x24xf32>
+// CHECK: graph.relu %[[S]]
+// PRINT: pad24: NHWC (packed product, Cout 24 padded to 32)
+func.func @padded(%x: tensor<1x8x4x4xf32>) -> tensor<1x24x4x4xf32> {
+  %w = graph.constant {value = dense<1.0> : tensor<24x8x1x1xf32>} : () -> tensor<24x8x1x1xf32>
+  %b = graph.constant {value = dense<0.5> : tensor<24xf32>} : () -> tensor<24xf32>
+  %0 = graph.conv %x, %w, %b {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x8x4x4xf32>, tensor<24x8x1x1xf32>, tensor<24xf32>) -> tensor<1x24x4x4xf32> loc("pad24")
+  %1 = graph.relu %0 : (tensor<1x24x4x4xf32>) -> tensor<1x24x4x4xf32>
+  return %1 : tensor<1x24x4x4xf32>
 }
