@@ -12,12 +12,12 @@
 // and cancels the pairs that meet: what is left are the
 // layout changes at the segment's edges (graph inputs and outputs, ops that
 // need NCHW such as max pooling or a reshape).
+#include "passes/cpu/ConstantLayout.h"
 #include "passes/cpu/Passes.h"
 #include "passes/host/SourceNodes.h"
 
 #include "dialects/graph/IR/Graph.h"
 
-#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/Support/raw_ostream.h"
@@ -39,94 +39,11 @@ Value transposeOf(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> perm) {
   return graph::TransposeOp::create(b, loc, x, b.getDenseI64ArrayAttr(perm));
 }
 
-/// The dims of `t` permuted: result dim i is t's dim perm[i].
-SmallVector<int64_t> permuted(ArrayRef<int64_t> dims, ArrayRef<int64_t> perm) {
-  SmallVector<int64_t> out;
-  for (int64_t p : perm)
-    out.push_back(dims[p]);
-  return out;
-}
-
 bool isIdentity(ArrayRef<int64_t> perm) {
   for (auto [i, p] : llvm::enumerate(perm))
     if (p != (int64_t)i)
       return false;
   return true;
-}
-
-/// Row-major elements of `bytes` (shape `dims`, `size`-byte elements)
-/// permuted: result dim i is source dim perm[i].
-std::vector<char> permuteBytes(ArrayRef<char> bytes, ArrayRef<int64_t> dims, ArrayRef<int64_t> perm, size_t size) {
-  int64_t rank = dims.size(), count = 1;
-  for (int64_t d : dims)
-    count *= d;
-  SmallVector<int64_t> srcStride(rank, 1);
-  for (int64_t i = rank - 2; i >= 0; --i)
-    srcStride[i] = srcStride[i + 1] * dims[i + 1];
-  SmallVector<int64_t> outDims = permuted(dims, perm), index(rank, 0);
-  std::vector<char> out(bytes.size());
-  for (int64_t e = 0; e < count; ++e) {
-    int64_t src = 0;
-    for (int64_t i = 0; i < rank; ++i)
-      src += index[i] * srcStride[perm[i]];
-    std::memcpy(out.data() + e * size, bytes.data() + src * size, size);
-    for (int64_t i = rank - 1; i >= 0 && ++index[i] == outDims[i]; --i)
-      index[i] = 0;
-  }
-  return out;
-}
-
-/// The constant `value` permuted by `perm` (a lower-rank one first gets
-/// leading unit dims, as broadcasting gives it), with `padLast` zeros after
-/// each innermost row, optionally viewed with the shape `viewAs`, or null
-/// when `value` is not a readable constant.
-Value permutedConstant(OpBuilder &b, Value value, ArrayRef<int64_t> perm, StringRef suffix,
-                       ArrayRef<int64_t> viewAs = {}, int64_t padLast = 0) {
-  auto constant = value.getDefiningOp<graph::ConstantOp>();
-  if (!constant)
-    return {};
-  auto type = cast<RankedTensorType>(value.getType());
-  if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat() || type.getElementTypeBitWidth() % 8)
-    return {};
-  std::vector<char> scratch;
-  ArrayRef<char> bytes;
-  if (!graph::constantBytes(constant.getValue(), scratch, bytes))
-    return {};
-  size_t size = type.getElementTypeBitWidth() / 8;
-  if (bytes.size() != size * type.getNumElements())
-    return {};
-  if ((size_t)type.getRank() > perm.size())
-    return {};
-  SmallVector<int64_t> dims(perm.size() - type.getRank(), 1);
-  dims.append(type.getShape().begin(), type.getShape().end());
-  std::vector<char> data = permuteBytes(bytes, dims, perm, size);
-  SmallVector<int64_t> outDims = permuted(dims, perm);
-  if (padLast > 0) {
-    // Zeros after every innermost row.
-    int64_t row = outDims.back() * size, rows = data.size() / std::max<int64_t>(row, 1);
-    std::vector<char> padded(rows * (row + padLast * size), 0);
-    for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(padded.data() + r * (row + padLast * size), data.data() + r * row, row);
-    data = std::move(padded);
-    outDims.back() += padLast;
-  }
-  // `viewAs`: the permuted elements under another shape of the same size.
-  auto outType = RankedTensorType::get(viewAs.empty() ? outDims : SmallVector<int64_t>(viewAs),
-                                       type.getElementType());
-  Attribute attr;
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue())) {
-    std::string key = (resource.getRawHandle().getKey() + suffix).str();
-    attr = DenseResourceElementsAttr::get(
-        outType, key, HeapAsmResourceBlob::allocateAndCopyWithAlign(data, 64, /*dataIsMutable=*/false));
-  } else {
-    bool splat = false;
-    if (!DenseElementsAttr::isValidRawBuffer(outType, data, splat))
-      return {};
-    attr = DenseElementsAttr::getFromRawBuffer(outType, data);
-  }
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(constant);
-  return graph::ConstantOp::create(b, constant.getLoc(), cast<ElementsAttr>(attr));
 }
 
 /// How a graph.conv is lowered channels-last, or why it stays NCHW.

@@ -170,6 +170,18 @@ def ChannelsLastPass : Pass<"kiln-channels-last", "::mlir::ModuleOp"> {
   ];
 }
 
+def PadProductColumnsPass : Pass<"kiln-pad-product-columns", "::mlir::ModuleOp"> {
+  let summary = "Pad the constant weight of a matrix product to whole 16-column panels";
+  let description = [{
+    A graph.matmul whose right operand is a constant [K, N] f32 weight read
+    by it alone, with N >= 16 not a multiple of 16, gets the weight with
+    zero columns up to the next multiple of 16 and a graph.slice of its
+    result back to N columns: kiln-pack-matmul-weights then stores it as
+    panels and the product takes the packed microkernel. Runs before
+    kiln-outline-weights, while weights are constants.
+  }];
+}
+
 def PackMatmulWeightsPass : Pass<"kiln-pack-matmul-weights", "::mlir::ModuleOp"> {
   let summary = "Store matrix-product weights as column panels [N/B, K, B]";
   let description = [{

@@ -50,12 +50,14 @@ public:
       GraphPhaseSteps steps;
       // Column panels suit the microkernels (cuBLASLt and the GPU's loops read [K, N]).
       steps.afterOutline = [](OpPassManager &p) { p.addPass(createPackMatmulWeightsPass()); };
-      if (options.channelsLast)
-        steps.afterQuantize = [&options](OpPassManager &p) {
+      steps.afterQuantize = [&options](OpPassManager &p) {
+        p.addPass(createPadProductColumnsPass());
+        if (options.channelsLast) {
           ChannelsLastPassOptions layout;
           layout.print = options.printLayouts;
           p.addPass(createChannelsLastPass(layout));
-        };
+        }
+      };
       addGraphPhase(pm, options, steps);
       return;
     }

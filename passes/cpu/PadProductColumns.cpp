@@ -1,0 +1,62 @@
+// Pads the constant [K, N] weight of a matrix product whose N is not a multiple of 16 to whole 16-column panels, and slices the padding off the product.
+//
+// kiln-pack-matmul-weights stores a weight as column panels of 16 to 64
+// columns only when one of those widths divides N; any other N (an OCR
+// recognizer's 6625 classes, GPT-2's 50257 tokens) kept the unpacked
+// product, several times slower. With up to 15 zero columns added, the
+// weight packs, and the slice costs nothing (consumers read through a view).
+#include "passes/cpu/ConstantLayout.h"
+#include "passes/cpu/Passes.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_PADPRODUCTCOLUMNSPASS
+#include "passes/cpu/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+struct PadProductColumnsPass : impl::PadProductColumnsPassBase<PadProductColumnsPass> {
+  void runOnOperation() override {
+    SmallVector<graph::MatMulOp> products;
+    getOperation().walk([&](graph::MatMulOp op) { products.push_back(op); });
+    OpBuilder b(&getContext());
+    for (graph::MatMulOp op : products) {
+      auto a = cast<RankedTensorType>(op.getLhs().getType());
+      auto w = cast<RankedTensorType>(op.getRhs().getType());
+      auto rt = cast<RankedTensorType>(op.getType());
+      // A weight read elsewhere too (tied embeddings) would be stored twice.
+      if (a.getRank() < 2 || w.getRank() != 2 || !w.hasStaticShape() || !w.getElementType().isF32() ||
+          !op.getRhs().getDefiningOp<graph::ConstantOp>() || !op.getRhs().hasOneUse())
+        continue;
+      int64_t n = w.getDimSize(1), pad = (16 - n % 16) % 16;
+      if (pad == 0 || n < 16)
+        continue;
+      b.setInsertionPoint(op);
+      Value padded = permutedConstant(b, op.getRhs(), ArrayRef<int64_t>{0, 1}, ".padded", {}, pad);
+      if (!padded)
+        continue;
+      Value product = graph::MatMulOp::create(b, op.getLoc(), op.getLhs(), padded);
+      int64_t last = rt.getRank() - 1;
+      Value sliced = graph::SliceOp::create(b, op.getLoc(), product, b.getDenseI64ArrayAttr({0}),
+                                            b.getDenseI64ArrayAttr({n}), b.getDenseI64ArrayAttr({last}),
+                                            b.getDenseI64ArrayAttr({1}));
+      if (sliced.getType() != op.getType()) {
+        sliced.getDefiningOp()->erase();
+        product.getDefiningOp()->erase();
+        padded.getDefiningOp()->erase();
+        continue;
+      }
+      Operation *old = op.getRhs().getDefiningOp();
+      op.replaceAllUsesWith(sliced);
+      op.erase();
+      if (old->use_empty())
+        old->erase();
+    }
+  }
+};
+
+} // namespace
+} // namespace kiln

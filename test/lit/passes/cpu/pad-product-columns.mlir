@@ -1,0 +1,33 @@
+// kiln-pad-product-columns: a product's constant weight with N not a multiple of 16 gets zero columns to the next multiple, and the result is sliced back.
+// RUN: kiln-opt %s -split-input-file -kiln-pad-product-columns | FileCheck %s
+
+// N = 20 -> 32 (the constant's rows get 12 zeros each); the slice gives back
+// the 20 columns the graph had.
+// CHECK-LABEL: func @odd_columns
+// CHECK: %[[W:.*]] = graph.constant {value = dense<{{\[}}[1.000000e+00, 1.000000e+00, {{.*}}, 0.000000e+00, 0.000000e+00]{{.*}}> : tensor<2x32xf32>}
+// CHECK: %[[P:.*]] = graph.matmul %arg0, %[[W]] : (tensor<?x3x2xf32>, tensor<2x32xf32>) -> tensor<?x3x32xf32>
+// CHECK: %[[S:.*]] = graph.slice %[[P]] {axes = array<i64: 2>, ends = array<i64: 20>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<?x3x32xf32>) -> tensor<?x3x20xf32>
+// CHECK: return %[[S]]
+func.func @odd_columns(%x: tensor<?x3x2xf32>) -> tensor<?x3x20xf32> {
+  %w = graph.constant {value = dense<1.0> : tensor<2x20xf32>} : () -> tensor<2x20xf32>
+  %0 = graph.matmul %x, %w : (tensor<?x3x2xf32>, tensor<2x20xf32>) -> tensor<?x3x20xf32>
+  return %0 : tensor<?x3x20xf32>
+}
+
+// -----
+
+// Left alone: N a multiple of 16, N below 16, a weight read elsewhere too
+// (it would be stored twice), a weight that is not a constant.
+// CHECK-LABEL: func @left_alone
+// CHECK-NOT: graph.slice
+func.func @left_alone(%x: tensor<4x2xf32>, %v: tensor<2x20xf32>) -> (tensor<4x32xf32>, tensor<4x10xf32>, tensor<4x20xf32>, tensor<2x20xf32>, tensor<4x20xf32>) {
+  %a = graph.constant {value = dense<1.0> : tensor<2x32xf32>} : () -> tensor<2x32xf32>
+  %b = graph.constant {value = dense<1.0> : tensor<2x10xf32>} : () -> tensor<2x10xf32>
+  %c = graph.constant {value = dense<1.0> : tensor<2x20xf32>} : () -> tensor<2x20xf32>
+  %0 = graph.matmul %x, %a : (tensor<4x2xf32>, tensor<2x32xf32>) -> tensor<4x32xf32>
+  %1 = graph.matmul %x, %b : (tensor<4x2xf32>, tensor<2x10xf32>) -> tensor<4x10xf32>
+  %2 = graph.matmul %x, %c : (tensor<4x2xf32>, tensor<2x20xf32>) -> tensor<4x20xf32>
+  %3 = graph.add %c, %c : (tensor<2x20xf32>, tensor<2x20xf32>) -> tensor<2x20xf32>
+  %4 = graph.matmul %x, %v : (tensor<4x2xf32>, tensor<2x20xf32>) -> tensor<4x20xf32>
+  return %0, %1, %2, %3, %4 : tensor<4x32xf32>, tensor<4x10xf32>, tensor<4x20xf32>, tensor<2x20xf32>, tensor<4x20xf32>
+}
