@@ -33,7 +33,7 @@ struct ConvertGraphToLinalgPass
     RewritePatternSet patterns(ctx);
     populateElementwiseLoweringPatterns(patterns);
     populateContractionLoweringPatterns(patterns, wideHalfProducts);
-    populateNnLoweringPatterns(patterns);
+    populateNnLoweringPatterns(patterns, rowVectorReductions);
     populateShapeLoweringPatterns(patterns);
     populateResizeLoweringPatterns(patterns);
     populateScatterGatherLoweringPatterns(patterns);

@@ -123,7 +123,8 @@ mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, ml
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// `wideHalfProducts`: MatMul and Gemm of f16/bf16 accumulate in f32, rounded once at the end.
 void populateContractionLoweringPatterns(mlir::RewritePatternSet &patterns, bool wideHalfProducts);
-void populateNnLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// `rowVectors` (x86): reductions and softmaxes over the last axis as vector row kernels.
+void populateNnLoweringPatterns(mlir::RewritePatternSet &patterns, bool rowVectors = false);
 void populateShapeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateResizeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateScatterGatherLoweringPatterns(mlir::RewritePatternSet &patterns);

@@ -18,6 +18,8 @@ def ConvertGraphToLinalgPass : Pass<"kiln-convert-graph-to-linalg", "::mlir::Mod
            "(quantized products: 8 rows x 32 columns with 512 bits, 4 x 32 with 256)">,
     Option<"wideHalfProducts", "wide-half-products", "bool", "false",
            "MatMul and Gemm of f16/bf16 accumulate in f32 and round once (the CUDA target's products)">,
+    Option<"rowVectorReductions", "row-vector-reductions", "bool", "false",
+           "Reductions and softmaxes over the last axis as vector row kernels (x86; GPUs form block reductions)">,
     Option<"gpuAttention", "gpu-attention", "bool", "false",
            "graph.attention becomes kiln_kernel.attention (lowered after bufferization to one GPU block "
            "per 8 query rows) where its element type is f32, f16 or bf16 and its head sizes are static and "

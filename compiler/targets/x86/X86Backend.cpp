@@ -64,6 +64,7 @@ public:
     case Phase::Linalg: {
       ConvertGraphToLinalgPassOptions lowering;
       lowering.vectorBits = options.vectorBits;
+      lowering.rowVectorReductions = true;
       pm.addPass(createConvertGraphToLinalgPass(lowering));
       addCleanup(pm);
       addElementwiseFusion(pm, options);

@@ -1,0 +1,40 @@
+// kiln-convert-graph-to-linalg{row-vector-reductions=true} (x86): reductions over the last axis as vector row kernels.
+// RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg=row-vector-reductions=true | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg | FileCheck %s --check-prefix=GENERIC
+
+// A softmax over 40 elements per row: the max and the sum of exponentials
+// are row kernels (a work item per row, vectors of 8 accumulated in
+// registers, then across the lanes), the normalization stays elementwise.
+// Without the option (the GPU targets) both are linalg reductions.
+// CHECK-LABEL: func @softmax_long_rows
+// CHECK: scf.forall
+// CHECK: scf.for {{.*}} -> (vector<8xf32>)
+// CHECK: arith.cmpf ogt, {{.*}} : vector<8xf32>
+// CHECK: scf.forall
+// CHECK: math.exp {{.*}} : vector<8xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: arith.divf
+// GENERIC-LABEL: func @softmax_long_rows
+// GENERIC-NOT: scf.forall
+// GENERIC: iterator_types = ["parallel", "reduction"]
+func.func @softmax_long_rows(%x: tensor<?x40xf32>) -> tensor<?x40xf32> {
+  %0 = graph.softmax %x {axis = -1 : i64} : (tensor<?x40xf32>) -> tensor<?x40xf32>
+  return %0 : tensor<?x40xf32>
+}
+
+// -----
+
+// A 21-element sum: two vectors of 8, then the last 5 elements one by one.
+// Rows of fewer than 16 elements and reductions over other axes stay linalg.
+// CHECK-LABEL: func @sums
+// CHECK: scf.forall
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c8
+// CHECK-COUNT-5: tensor.extract %arg0
+// CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK: iterator_types = ["parallel", "reduction"]
+func.func @sums(%x: tensor<3x21xf32>, %y: tensor<3x8xf32>) -> (tensor<3x1xf32>, tensor<3x1xf32>, tensor<1x21xf32>) {
+  %0 = graph.reduce_sum %x {axes = array<i64: 1>} : (tensor<3x21xf32>) -> tensor<3x1xf32>
+  %1 = graph.reduce_sum %y {axes = array<i64: 1>} : (tensor<3x8xf32>) -> tensor<3x1xf32>
+  %2 = graph.reduce_sum %x {axes = array<i64: 0>} : (tensor<3x21xf32>) -> tensor<1x21xf32>
+  return %0, %1, %2 : tensor<3x1xf32>, tensor<3x1xf32>, tensor<1x21xf32>
+}
