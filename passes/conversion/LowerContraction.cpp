@@ -742,7 +742,6 @@ struct NhwcConvPattern : OpConversionPattern<NhwcConvOp> {
   matchAndRewrite(NhwcConvOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = getContext();
     auto rt = cast<RankedTensorType>(op.getType());
     Type et = rt.getElementType();
     Value x = adaptor.getInput(), w = adaptor.getWeight();
@@ -751,9 +750,6 @@ struct NhwcConvPattern : OpConversionPattern<NhwcConvOp> {
     if (wt.getDimSize(2) != 1 || op.getGroup() != channels || rt.isDynamicDim(1) || rt.isDynamicDim(2))
       return rewriter.notifyMatchFailure(op, "nhwc_conv lowers depthwise convolutions of static sizes");
     ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
-    auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(rewriter, loc, v); };
-    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-    Value batch = dimValue(rewriter, loc, x, 0);
     x = zeroPadNhwc(rewriter, loc, x, op.getPads(), et);
     Value w3 = tensor::CollapseShapeOp::create(
         rewriter, loc, RankedTensorType::get({wt.getDimSize(0), wt.getDimSize(1), channels}, et), w,

@@ -1148,7 +1148,6 @@ struct NhwcPoolPattern : OpConversionPattern<NhwcPoolOp> {
   matchAndRewrite(NhwcPoolOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = getContext();
     auto rt = cast<RankedTensorType>(op.getType());
     Type et = rt.getElementType();
     if (!isa<FloatType>(et) || rt.isDynamicDim(1) || rt.isDynamicDim(2) || rt.isDynamicDim(3))
