@@ -512,3 +512,33 @@ func.func @tile_overflow(%a: tensor<2xf32>) -> tensor<?xf32> {
   %0 = "graph.tile"(%a) {repeats = array<i64: 8245937507658043907>} : (tensor<2xf32>) -> tensor<?xf32>
   return %0 : tensor<?xf32>
 }
+
+// -----
+
+func.func @nhwc_conv_channels(%x: tensor<1x8x8x12xf32>, %w: tensor<3x3x16x32xf32>) -> tensor<1x6x6x32xf32> {
+  // expected-error @+2 {{input channels 12 != weight channels 16 x group 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.nhwc_conv %x, %w {pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<1x8x8x12xf32>, tensor<3x3x16x32xf32>) -> tensor<1x6x6x32xf32>
+  return %0 : tensor<1x6x6x32xf32>
+}
+
+// -----
+
+func.func @nhwc_pool_kind(%x: tensor<1x8x8x12xf32>) -> tensor<1x4x4x12xf32> {
+  // expected-error @+2 {{nhwc_pool kind must be max or average}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.nhwc_pool %x {kind = "min", kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>}
+      : (tensor<1x8x8x12xf32>) -> tensor<1x4x4x12xf32>
+  return %0 : tensor<1x4x4x12xf32>
+}
+
+// -----
+
+func.func @packed_conv_channels_last_rows(%x: tensor<1x8x8x16xf32>, %p: tensor<1x100x64xf32>) -> tensor<1x8x8x64xf32> {
+  // expected-error @+2 {{packed_conv weight rows 100 != input channels x window}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.packed_conv %x, %p {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, channels_last}
+      : (tensor<1x8x8x16xf32>, tensor<1x100x64xf32>) -> tensor<1x8x8x64xf32>
+  return %0 : tensor<1x8x8x64xf32>
+}

@@ -382,3 +382,22 @@ func.func @strings(%x: tensor<3x4xf32>, %s: tensor<?x6xi128>, %t: tensor<4xi128>
   %3 = graph.string_normalizer %t : (tensor<4xi128>) -> tensor<?xi128>
   return %0, %1, %2, %3 : tensor<3x4xi128>, tensor<4xf64>, tensor<1x?xi128>, tensor<?xi128>
 }
+
+// -----
+
+// Channels-last forms (x86): nhwc_conv with an HWIO weight, nhwc_pool,
+// packed_conv with channels_last; sizes inferred in NHWC order.
+// CHECK-LABEL: func @channels_last_ops
+// CHECK: graph.nhwc_conv {{.*}} -> tensor<?x4x4x32xf32>
+// CHECK: graph.nhwc_pool {{.*}} -> tensor<?x2x2x32xf32>
+// CHECK: graph.packed_conv {{.*}}channels_last{{.*}} -> tensor<?x4x4x64xf32>
+func.func @channels_last_ops(%x: tensor<?x8x8x16xf32>, %w: tensor<3x3x16x32xf32>, %p: tensor<1x144x64xf32>)
+    -> (tensor<?x2x2x32xf32>, tensor<?x4x4x64xf32>) {
+  %0 = graph.nhwc_conv %x, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>}
+      : (tensor<?x8x8x16xf32>, tensor<3x3x16x32xf32>) -> tensor<?x4x4x32xf32>
+  %1 = graph.nhwc_pool %0 {kind = "max", kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>}
+      : (tensor<?x4x4x32xf32>) -> tensor<?x2x2x32xf32>
+  %2 = graph.packed_conv %x, %p {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, channels_last}
+      : (tensor<?x8x8x16xf32>, tensor<1x144x64xf32>) -> tensor<?x4x4x64xf32>
+  return %1, %2 : tensor<?x2x2x32xf32>, tensor<?x4x4x64xf32>
+}
