@@ -247,6 +247,53 @@ struct PoolChannelsLast : OpRewritePattern<PoolOp> {
   }
 };
 
+/// resize (nearest) of T_nchw(y) -> T_nchw(resize(y)) with its constant
+/// scales or sizes (and roi) permuted: nearest resizing picks each output
+/// element from per-axis coordinates, whatever the axes' order. (An FPN's
+/// upsampling would otherwise change layout twice.)
+struct ResizeChannelsLast : OpRewritePattern<graph::ResizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(graph::ResizeOp op, PatternRewriter &rewriter) const override {
+    auto t = transposeFeeding(op.getInput());
+    if (!t || t.getPerm() != ArrayRef<int64_t>(kToNchw) || op.getMode() != "nearest")
+      return failure();
+    Value scales = op.getScales(), sizes = op.getSizes(), roi = op.getRoi();
+    Value newScales = scales ? permuted1d(rewriter, scales, kToNhwc) : Value();
+    Value newSizes = sizes ? permuted1d(rewriter, sizes, kToNhwc) : Value();
+    Value newRoi;
+    if (roi && cast<RankedTensorType>(roi.getType()).getNumElements() != 0)
+      newRoi = permuted1d(rewriter, roi, {0, 2, 3, 1, 4, 6, 7, 5});
+    else
+      newRoi = roi;
+    if ((scales && !newScales) || (sizes && !newSizes) || (roi && !newRoi))
+      return failure();
+    auto rt = cast<RankedTensorType>(op.getType());
+    auto type = RankedTensorType::get(permuted(rt.getShape(), kToNhwc), rt.getElementType());
+    auto moved = graph::ResizeOp::create(rewriter, op.getLoc(), type, t.getInput(), newRoi, newScales, newSizes,
+                                         op.getModeAttr(), op.getCoordinateTransformationModeAttr(),
+                                         op.getNearestModeAttr(), op.getCubicCoeffAAttr(),
+                                         op.getExcludeOutsideAttr(), op.getExtrapolationValueAttr());
+    rewriter.replaceOp(op, transposeOf(rewriter, op.getLoc(), moved, kToNchw));
+    return success();
+  }
+
+  /// The 1-D constant `v` with its elements reordered: element i is v[perm[i]].
+  static Value permuted1d(PatternRewriter &rewriter, Value v, ArrayRef<int64_t> perm) {
+    auto vt = cast<RankedTensorType>(v.getType());
+    if (vt.getRank() != 1 || vt.getDimSize(0) != (int64_t)perm.size())
+      return {};
+    auto constant = v.getDefiningOp<graph::ConstantOp>();
+    auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : DenseElementsAttr();
+    if (!dense)
+      return {};
+    SmallVector<Attribute> values(dense.getValues<Attribute>());
+    SmallVector<Attribute> out;
+    for (int64_t p : perm)
+      out.push_back(values[p]);
+    return graph::ConstantOp::create(rewriter, constant.getLoc(), cast<ElementsAttr>(DenseElementsAttr::get(vt, out)));
+  }
+};
+
 /// T_q(T_p(x)) -> T_{p.q}(x), or x when they cancel.
 struct ComposeTransposes : OpRewritePattern<graph::TransposeOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -392,7 +439,8 @@ struct ChannelsLastPass : impl::ChannelsLastPassBase<ChannelsLastPass> {
     }
     RewritePatternSet patterns(&getContext());
     patterns.add<SinkTransposeThroughElementwise, SinkTransposeThroughConcat, GlobalAveragePoolChannelsLast,
-                 PoolChannelsLast<graph::MaxPoolOp>, PoolChannelsLast<graph::AveragePoolOp>, ComposeTransposes>(
+                 PoolChannelsLast<graph::MaxPoolOp>, PoolChannelsLast<graph::AveragePoolOp>, ResizeChannelsLast,
+                 ComposeTransposes>(
         &getContext());
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();

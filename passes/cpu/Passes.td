@@ -157,10 +157,10 @@ def ChannelsLastPass : Pass<"kiln-channels-last", "::mlir::ModuleOp"> {
     ops, activations, clip, add/sub/mul/div/max/min: their other operands
     come along, small constants permuted here), concat, max/average pooling
     (graph.nhwc_pool, where its window counts do not depend on the layout)
-    and global average pooling (a mean over H and W), and a transpose
-    meeting its inverse cancels. Other convolutions stay NCHW, and so do the
-    layout changes in front of ops that need NCHW (reshapes, resize,
-    outputs).
+    global average pooling (a mean over H and W) and nearest resizing (its
+    constant scales or sizes permuted), and a transpose meeting its inverse
+    cancels. Other convolutions stay NCHW, and so do the layout changes in
+    front of ops that need NCHW (reshapes, linear resizing, outputs).
     With `print`, lists each convolution's layout (and why one stays NCHW)
     and how many layout changes are left. Runs before kiln-outline-weights,
     while weights are constants.

@@ -16,7 +16,9 @@ fallbacks, with ONNX Runtime's outputs as references.
   grouped (not depthwise) conv, a dilated 3x3, a depthwise conv with a channel multiplier of 1
   on 6 channels (too few to vectorize), stride 2 1x1 and 3x3 convs, average pooling with
   padding not counted, Sigmoid.
-Each model has a symbolic batch and two data sets (batch 1 and 3). Deterministic (fixed seeds).
+- fpn: FPN-style top-down path: 1x1 laterals, nearest Resize x2 by scales and to fixed sizes
+  (batch 1: the sizes name it), Add, a 3x3 conv with 8 outputs (padded to 16), Sigmoid.
+The others have a symbolic batch and two data sets (batch 1 and 3). Deterministic (fixed seeds).
 """
 import os
 import subprocess
@@ -60,7 +62,7 @@ class Graph:
     def relu6(self, x):
         return self.node("Clip", [x, self.const(0.0), self.const(6.0)])
 
-    def save(self, name, x_shape, y, y_shape):
+    def save(self, name, x_shape, y, y_shape, batches=(1, 3)):
         graph = helper.make_graph(self.nodes, name,
                                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
                                   [helper.make_tensor_value_info(y, TensorProto.FLOAT, y_shape)], self.inits)
@@ -72,7 +74,7 @@ class Graph:
         with open(os.path.join(d, "model.onnx"), "wb") as f:
             f.write(model.SerializeToString())
         dirs = []
-        for k, batch in enumerate([1, 3]):
+        for k, batch in enumerate(batches):
             ds = os.path.join(d, "test_data_set_%d" % k)
             os.makedirs(ds, exist_ok=True)
             shape = [batch] + list(x_shape[1:])
@@ -136,8 +138,25 @@ def odd_channels():
     g.save("odd_channels", ["batch", 6, 10, 10], y, ["batch", 16, 3, 3])
 
 
+def fpn():
+    g = Graph(2104)
+    c2 = g.node("Relu", [g.conv("x", 3, 16, 3, stride=2)])      # 16x16
+    c3 = g.node("Relu", [g.conv(c2, 16, 32, 3, stride=2)])      # 8x8
+    lat2 = g.conv(c2, 16, 24, 1)
+    lat3 = g.conv(c3, 32, 24, 1)
+    # FPN top-down: nearest x2 by scales, and by sizes, then Add.
+    up = g.node("Resize", [lat3, "", g.const([1.0, 1.0, 2.0, 2.0])], mode="nearest",
+                coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    p2 = g.node("Add", [lat2, up])
+    sizes = g.name("sizes")
+    g.inits.append(numpy_helper.from_array(np.array([1, 24, 32, 32], dtype=np.int64), sizes))
+    big = g.node("Resize", [p2, "", "", sizes], mode="nearest")
+    y = g.node("Sigmoid", [g.conv(big, 24, 8, 3)])
+    g.save("fpn", [1, 3, 32, 32], y, [1, 8, 32, 32], batches=(1,))
+
+
 def main():
-    for build in (depthwise, se_concat, odd_channels):
+    for build in (depthwise, se_concat, odd_channels, fpn):
         build()
     print("wrote", OUT)
 

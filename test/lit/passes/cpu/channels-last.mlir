@@ -125,3 +125,25 @@ func.func @padded(%x: tensor<1x8x4x4xf32>) -> tensor<1x24x4x4xf32> {
   %1 = graph.relu %0 : (tensor<1x24x4x4xf32>) -> tensor<1x24x4x4xf32>
   return %1 : tensor<1x24x4x4xf32>
 }
+
+// -----
+
+// A nearest resize between convolutions runs channels-last: its scales are
+// permuted ([1, 1, 2, 2] -> [1, 2, 2, 1]); a linear one keeps the layout
+// change in front of it.
+// CHECK-LABEL: func @resize
+// CHECK-DAG: %[[S:.*]] = graph.constant {value = dense<[1.000000e+00, 2.000000e+00, 2.000000e+00, 1.000000e+00]> : tensor<4xf32>}
+// CHECK: %[[C:.*]] = graph.nhwc_conv
+// CHECK: %[[R:.*]] = graph.resize %[[C]] scales %[[S]] {{.*}}mode = "nearest"{{.*}} : (tensor<1x4x4x16xf32>, tensor<4xf32>) -> tensor<1x8x8x16xf32>
+// CHECK: graph.nhwc_conv %[[R]]
+// CHECK: graph.transpose
+// CHECK: graph.resize {{.*}}mode = "linear"{{.*}} : (tensor<1x16x4x4xf32>, tensor<4xf32>) -> tensor<1x16x8x8xf32>
+func.func @resize(%x: tensor<1x16x4x4xf32>) -> (tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>) {
+  %w = graph.constant {value = dense<0.5> : tensor<16x16x1x1xf32>} : () -> tensor<16x16x1x1xf32>
+  %s = graph.constant {value = dense<[1.0, 1.0, 2.0, 2.0]> : tensor<4xf32>} : () -> tensor<4xf32>
+  %0 = graph.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %1 = graph.resize %0 scales %s {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"} : (tensor<1x16x4x4xf32>, tensor<4xf32>) -> tensor<1x16x8x8xf32>
+  %2 = graph.conv %1, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x8x8xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x8x8xf32>
+  %3 = graph.resize %0 scales %s {mode = "linear", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"} : (tensor<1x16x4x4xf32>, tensor<4xf32>) -> tensor<1x16x8x8xf32>
+  return %2, %3 : tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>
+}
