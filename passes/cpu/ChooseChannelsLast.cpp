@@ -7,11 +7,12 @@
 // is a plain product over [N*H*W, C], and depthwise kernels vectorize over
 // the channels. The pass rewrites each eligible graph.conv into
 // transpose(NCHW->NHWC) -> graph.nhwc_conv (weight permuted to HWIO at compile
-// time) -> transpose(NHWC->NCHW), then sinks the transposes through the ops
-// that do not care about layout (elementwise ops, clip, concat, pooling)
-// and cancels the pairs that meet: what is left are the
-// layout changes at the segment's edges (graph inputs and outputs, ops that
-// need NCHW such as max pooling or a reshape).
+// time) -> transpose(NHWC->NCHW) (and a transposed conv whose windows do not
+// overlap into a product and a pixel shuffle), then sinks the transposes
+// through the ops that do not care about layout (elementwise ops, clip,
+// concat, pooling, nearest resizing) and cancels the pairs that meet: what
+// is left are the layout changes at the segment's edges (graph inputs and
+// outputs, ops that need NCHW such as a reshape or a linear resize).
 #include "passes/cpu/ConstantLayout.h"
 #include "passes/cpu/Passes.h"
 #include "passes/host/SourceNodes.h"
