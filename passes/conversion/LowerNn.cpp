@@ -1173,9 +1173,11 @@ struct NhwcPoolPattern : OpConversionPattern<NhwcPoolOp> {
     window.step = [&](OpBuilder &nb, Value acc, Value v, int64_t, int64_t, Value) -> Value {
       return isMax ? maxValues(nb, loc, v, acc) : addValues(nb, loc, acc, v);
     };
+    // Outside the `if`: the lambda reads it when the kernel is built, below.
+    Value count;
     if (!isMax) {
-      Value count = vector::BroadcastOp::create(rewriter, loc, vecType,
-                                                scalarConstant(rewriter, loc, et, double(kernel[0] * kernel[1])));
+      count = vector::BroadcastOp::create(rewriter, loc, vecType,
+                                          scalarConstant(rewriter, loc, et, double(kernel[0] * kernel[1])));
       window.finish = [&](OpBuilder &nb, Value acc, Value) -> Value { return divValues(nb, loc, acc, count); };
     }
     rewriter.replaceOp(op, channelWindowKernel(rewriter, loc, x, rt, window));
