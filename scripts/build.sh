@@ -3,8 +3,7 @@
 # (scripts/setup.sh installs it) so that a machine that has built kiln before reuses its objects.
 set -e
 cd "$(dirname "$0")/.."
-LAUNCHER=""
-command -v ccache >/dev/null 2>&1 && LAUNCHER="-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
+. scripts/ccache-launcher.sh
 cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 $LAUNCHER \
   -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir >/dev/null

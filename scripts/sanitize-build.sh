@@ -5,8 +5,7 @@ cd "$(dirname "$0")/.."
 . scripts/sanitizer-env.sh # the build runs the instrumented kiln-compile
 # -O1 and line tables only: sanitizer reports need file:line, not full debug info, and this keeps
 # the build short on CI's two cores.
-LAUNCHER=""
-command -v ccache >/dev/null 2>&1 && LAUNCHER="-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
+. scripts/ccache-launcher.sh
 cmake -G Ninja -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo $LAUNCHER \
   "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \

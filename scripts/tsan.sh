@@ -23,13 +23,10 @@ if [ ! -x "$compile" ]; then
   exit 1
 fi
 flags="-fsanitize=$sanitizer -fno-omit-frame-pointer -g -O1"
-launcher=""
-if command -v ccache >/dev/null 2>&1; then
-  launcher="-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
-fi
+. scripts/ccache-launcher.sh
 # shellcheck disable=SC2086
 cmake -G Ninja -S . -B "$build" -DKILN_BUILD_COMPILER=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 $launcher \
+  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 $LAUNCHER \
   "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" \
   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=$sanitizer" "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=$sanitizer" >/dev/null
 ninja -C "$build" kiln_concurrency_tests kiln_runtime_tests kiln_tokenizer_tests

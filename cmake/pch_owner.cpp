@@ -1,0 +1,1 @@
+// Owns the precompiled LLVM/MLIR header that the compiler libraries reuse (cmake/KilnPch.cmake).
