@@ -176,44 +176,103 @@ TEST_P(ReferenceTest, IdsEqualThePackageEncoders) {
 INSTANTIATE_TEST_SUITE_P(Tokenizers, ReferenceTest, ::testing::Values("gpt2", "llama3", "qwen3"),
                          [](const auto &info) { return std::string(info.param); });
 
-// Llama 2 and Gemma 3 (SentencePiece-style BPE): their tokenizer.json files are not checked in (Meta's
-// and Google's licenses); scripts/setup_tokenizer_refs.sh writes them and the expected ids into
-// build/tokenizer-refs at setup time. Without them this skips.
+// SentencePiece-style BPE on real vocabularies: Mistral 7B v0.1, Meta's Llama 2 (also TinyLlama's),
+// Llama 2 in the legacy=false Metaspace layout, Gemma 1/2 and Gemma 3. Their tokenizer.json files are
+// not checked in (Meta's, Mistral AI's and Google's vocabularies); scripts/setup_tokenizer_refs.sh
+// writes them and the expected ids into build/tokenizer-refs at setup time (the sets are described in
+// test/models/tokenizers/gen_sentencepiece_reference.js). Without them this skips.
 class SentencePieceReferenceTest : public ::testing::TestWithParam<const char *> {};
 
-TEST_P(SentencePieceReferenceTest, IdsEqualThePackageEncoders) {
+std::vector<int32_t> idsOf(const json &c, const char *key) { return c[key].get<std::vector<int32_t>>(); }
+std::string textOr(const json &c, const char *key, const std::string &otherwise) {
+  return c.contains(key) ? c[key].get<std::string>() : otherwise;
+}
+
+TEST_P(SentencePieceReferenceTest, IdsAndDecodesEqualTheReferenceEncoders) {
   std::string name = GetParam();
   std::string dir = KILN_TOKENIZER_REFS;
   std::string refPath = dir + "/" + name + ".reference.json";
   if (!std::ifstream(refPath).good())
     GTEST_SKIP() << refPath << " is absent (run scripts/setup_tokenizer_refs.sh)";
   json ref = readJson(refPath);
+  ASSERT_TRUE(ref.contains("id_cases")) << refPath << " is from an older generator: delete build/tokenizer-refs "
+                                           "and run scripts/setup_tokenizer_refs.sh";
   TokenizerPtr tok = load(dir + "/" + name + ".json");
   ASSERT_NE(tok, nullptr);
-  size_t n = 0, equal = 0, equalHf = 0, roundTrips = 0;
+  // transformers.js prepends Metaspace's replacement even to text that already starts with one
+  // (" x" -> "▁▁x"); Hugging Face, which defines the format, does not ("▁x"), and kiln follows it.
+  // Everywhere else the package and Hugging Face agree on every string, and kiln must equal both.
+  const bool packageIsReference = name != "llama2_metaspace";
+  const bool hasPlain = ref["plain_encoder"].is_string();
+  size_t n = 0, equal = 0, equalHf = 0, equalPlain = 0, equalDefault = 0, roundTrips = 0, equalPkgDecode = 0;
   for (const json &c : ref["cases"]) {
     std::string text = c["text"];
-    std::vector<int32_t> want = c["ids"].get<std::vector<int32_t>>();
-    std::vector<int32_t> hf = c.contains("hf_ids") ? c["hf_ids"].get<std::vector<int32_t>>() : want;
+    std::vector<int32_t> want = idsOf(c, "ids");
+    std::vector<int32_t> hf = c.contains("hf_ids") ? idsOf(c, "hf_ids") : want;
     std::vector<int32_t> got = encode(tok.get(), text, KILN_TOKENIZER_PARSE_SPECIAL);
     ++n;
     equal += got == want;
     equalHf += got == hf;
-    EXPECT_EQ(got, want) << name << ": " << escaped(text);
-    std::string decoded = c.contains("decoded") ? c["decoded"].get<std::string>() : text;
+    EXPECT_EQ(got, hf) << name << ": " << escaped(text);
+    if (packageIsReference)
+      EXPECT_EQ(got, want) << name << ": " << escaped(text);
+    // The packages' default adds the post-processor's BOS: ADD_SPECIAL.
+    std::vector<int32_t> withBos = encode(tok.get(), text, KILN_TOKENIZER_PARSE_SPECIAL | KILN_TOKENIZER_ADD_SPECIAL);
+    equalDefault += withBos == idsOf(c, "default_ids");
+    if (packageIsReference)
+      EXPECT_EQ(withBos, idsOf(c, "default_ids")) << name << " (default, with BOS): " << escaped(text);
+    // llama-/mistral-tokenizer-js know no special tokens: "<s>" is text there, as without PARSE_SPECIAL.
+    if (hasPlain) {
+      std::vector<int32_t> plain = encode(tok.get(), text, 0);
+      equalPlain += plain == idsOf(c, "plain_ids");
+      EXPECT_EQ(plain, idsOf(c, "plain_ids")) << name << " (" << ref["plain_encoder"].get<std::string>()
+                                               << "): " << escaped(text);
+    }
+    std::string decoded = textOr(c, "decoded", text);
     std::string back = decode(tok.get(), hf);
     roundTrips += back == decoded;
     EXPECT_EQ(back, decoded) << name << ": " << escaped(text);
     EXPECT_EQ(streamDecode(tok.get(), hf), back) << name << ": " << escaped(text);
+    if (packageIsReference) {
+      std::string pkg = textOr(c, "pkg_decoded", text), pkgSkip = textOr(c, "pkg_decoded_skip", text);
+      std::string skip = decode(tok.get(), want, KILN_TOKENIZER_SKIP_SPECIAL);
+      equalPkgDecode += back == pkg && skip == pkgSkip;
+      EXPECT_EQ(back, pkg) << name << " (package decode): " << escaped(text);
+      EXPECT_EQ(skip, pkgSkip) << name << " (package decode, skipping special tokens): " << escaped(text);
+    }
   }
-  std::printf("[ %s ] %zu strings: %zu equal to %s, %zu to Hugging Face tokenizers %s; %zu decode round trips\n",
-              name.c_str(), n, equal, ref["encoder"].get<std::string>().c_str(), equalHf,
-              ref["hf_tokenizers"].is_string() ? ref["hf_tokenizers"].get<std::string>().c_str() : "(absent)",
-              roundTrips);
+  // Random id sequences (invalid UTF-8 from byte tokens, special tokens, "▁" runs): kiln replaces each
+  // maximal invalid subsequence with one U+FFFD, as the packages' TextDecoder does; Hugging Face's
+  // ByteFallback writes one U+FFFD per byte of a byte-token run that is not valid UTF-8 as a whole.
+  size_t m = 0, equalIds = 0, equalIdsHf = 0;
+  for (const json &c : ref["id_cases"]) {
+    std::vector<int32_t> ids = idsOf(c, "ids");
+    std::string got = decode(tok.get(), ids), gotSkip = decode(tok.get(), ids, KILN_TOKENIZER_SKIP_SPECIAL);
+    ++m;
+    equalIds += got == c["pkg"] && gotSkip == c["pkg_skip"];
+    equalIdsHf += c["hf"].is_string() && got == c["hf"] && gotSkip == c["hf_skip"];
+    EXPECT_EQ(got, c["pkg"].get<std::string>()) << name << ": ids " << c["ids"].dump();
+    EXPECT_EQ(gotSkip, c["pkg_skip"].get<std::string>()) << name << " (skipping special tokens): ids " << c["ids"].dump();
+    EXPECT_EQ(streamDecode(tok.get(), ids), got) << name << ": ids " << c["ids"].dump();
+  }
+  std::printf("[ %s ] %s\n[ %s ] %zu strings: %zu equal to %s (%zu with its default BOS), %zu to Hugging Face "
+              "tokenizers %s",
+              name.c_str(), ref["tokenizer"].get<std::string>().c_str(), name.c_str(), n, equal,
+              ref["encoder"].get<std::string>().c_str(), equalDefault, equalHf,
+              ref["hf_tokenizers"].is_string() ? ref["hf_tokenizers"].get<std::string>().c_str() : "(absent)");
+  if (hasPlain)
+    std::printf(", %zu to %s without PARSE_SPECIAL", equalPlain, ref["plain_encoder"].get<std::string>().c_str());
+  std::printf("; %zu decode round trips (to Hugging Face's decode)", roundTrips);
+  if (packageIsReference)
+    std::printf(", %zu equal to the package's decode (with and without skipping)", equalPkgDecode);
+  std::printf("\n[ %s ] %zu random id sequences: %zu decode as the package, %zu as Hugging Face\n", name.c_str(),
+              m, equalIds, equalIdsHf);
   EXPECT_GE(n, 300u);
+  EXPECT_GE(m, 100u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Tokenizers, SentencePieceReferenceTest, ::testing::Values("llama2", "gemma3"),
+INSTANTIATE_TEST_SUITE_P(Tokenizers, SentencePieceReferenceTest,
+                         ::testing::Values("mistral", "llama2", "llama2_metaspace", "gemma", "gemma3"),
                          [](const auto &info) { return std::string(info.param); });
 
 TEST(TokenizerLlama3, SpecialTokensAndQueries) {
