@@ -88,6 +88,12 @@ void checkDepth(std::string_view json) {
   }
 }
 
+// Exactly one code point (the JSON parser has checked the text is valid UTF-8).
+bool oneCharacter(const std::string &s) {
+  size_t i = 0;
+  return !s.empty() && (unicode::decodeUtf8(s, i), i == s.size());
+}
+
 // A Replace normalizer's or decoder's pattern: {"String": s} (a {"Regex": r} is refused).
 const std::string &stringPattern(const Json &j, const std::string &what) {
   const Json &pattern = field(j, "pattern", what);
@@ -189,8 +195,9 @@ void parsePreTokenizer(const Json *j, Tokenizer::Impl &m, bool &sawByteLevel) {
     PreTokenizerStep step{PreTokenizerStep::kMetaspace};
     const Json *replacement = optional(*j, "replacement");
     step.literal = replacement ? asString(*replacement, "Metaspace.replacement") : "\u2581";
-    if (step.literal.empty())
-      throw invalid("tokenizer.json: Metaspace.replacement is empty");
+    // One character, as Hugging Face reads it (a Rust char); "" or "ab" would not load there.
+    if (!oneCharacter(step.literal))
+      throw invalid("tokenizer.json: Metaspace.replacement must be one character");
     if (const Json *scheme = optional(*j, "prepend_scheme")) {
       const std::string &v = asString(*scheme, "Metaspace.prepend_scheme");
       if (v == "always")
@@ -319,8 +326,7 @@ void parseDecoder(const Json *j, std::vector<DecoderStep> &steps, bool &fused, T
   } else if (type == "Strip") {
     DecoderStep s{DecoderStep::kStrip};
     s.content = asString(field(*j, "content", "decoder Strip"), "Strip.content");
-    size_t i = 0;
-    if (s.content.empty() || (unicode::decodeUtf8(s.content, i), i != s.content.size()))
+    if (!oneCharacter(s.content))
       throw invalid("tokenizer.json: decoder Strip.content must be one character");
     for (auto [key, dst] : {std::pair<const char *, size_t *>{"start", &s.start}, {"stop", &s.stop}}) {
       const Json *v = optional(*j, key);
@@ -344,6 +350,8 @@ void parseDecoder(const Json *j, std::vector<DecoderStep> &steps, bool &fused, T
     DecoderStep s{DecoderStep::kMetaspace};
     const Json *replacement = optional(*j, "replacement");
     s.pattern = replacement ? asString(*replacement, "decoder Metaspace.replacement") : "\u2581";
+    if (!oneCharacter(s.pattern))
+      throw invalid("tokenizer.json: decoder Metaspace.replacement must be one character");
     bool prepend;
     if (const Json *scheme = optional(*j, "prepend_scheme"))
       prepend = asString(*scheme, "decoder Metaspace.prepend_scheme") != "never";
