@@ -685,8 +685,9 @@ TEST(TokenizerBpe, RandomTextRoundTripsThroughEverySplitPattern) {
 // test/models/tokenizers/sentencepiece_tiny.json: a Llama 2 layout (Prepend + Replace normalizer, no
 // pre-tokenizer, byte_fallback, fuse_unk, Replace/ByteFallback/Fuse/Strip decoder) over ids 0 <unk>,
 // 1 <s>, 2 </s>, 3..258 <0x00>..<0xFF>, 259 "▁", 260.. a b c h e l o ▁h ll ▁he llo ▁hello é 中 ab abc
-// (271 = ▁hello, 275 = abc), fillers to 512. The variants change the pipeline as Gemma (NFC + Replace,
-// literal Split, merges as pairs), Metaspace (prepend first / always), Strip, and the model's
+// (271 = ▁hello, 275 = abc), fillers to 512. The variants change the pipeline as Gemma 3 (NFC + Replace,
+// literal Split, merges as pairs), Gemma 1/2 (Replace alone), Metaspace (prepend first / always, and
+// first without split as transformers' legacy=false conversion writes it), Strip, and the model's
 // byte_fallback / fuse_unk. The ids were worked out by hand for the first rows and all equal Hugging
 // Face tokenizers 0.23.2 on these exact files (the decoded column is its decode without skipping; check_sentencepiece_tiny.js prints them).
 json sentencePieceVariant(const std::string &name) {
@@ -709,6 +710,13 @@ json sentencePieceVariant(const std::string &name) {
     if (name == "metaAlways")
       j["pre_tokenizer"]["prepend_scheme"] = "always";
     j["decoder"] = metaspace;
+  } else if (name == "gemma2") { // Gemma 1/2: Replace alone, no pre-tokenizer, no Strip decoder
+    j["normalizer"] = replaceSpace;
+    j["decoder"]["decoders"].erase(3);
+  } else if (name == "legacyFalse") { // transformers' legacy=false conversion (Metaspace, split false)
+    j["normalizer"] = nullptr;
+    j["pre_tokenizer"] = metaspace;
+    j["pre_tokenizer"]["split"] = false;
   } else if (name == "strip") {
     j["normalizer"]["normalizers"] = json::array({{{"type", "Strip"}, {"strip_left", true}, {"strip_right", true}}, replaceSpace});
   } else if (name == "nofb" || name == "nofuse") {
@@ -848,6 +856,43 @@ TEST(TokenizerSentencePiece, EveryPipelinePathEqualsHuggingFace) {
            {"he\xCC\x81""", {269, 0}, "he<unk>"},
            {"abc ab", {259, 275, 259, 274}, "abc ab"},
            {"a\xF0\x9F\x98\x80""b", {259, 260, 0, 261}, "a<unk>b"},
+           {"", {}, ""},
+       }, {1, 271}, "<s> hello", "hello"},
+      // Without a Prepend normalizer nothing is added: "hello" is h e llo, as in Gemma 1/2.
+      {"gemma2", {
+           {"hello", {263, 264, 270}, "hello"},
+           {"hello hello", {263, 264, 270, 271}, "hello hello"},
+           {" hello", {271}, " hello"},
+           {"h\xC3\xA9""", {263, 272}, "h\xC3\xA9"""},
+           {"x", {123}, "x"},
+           {"\xE4\xB8\xAD""", {273}, "\xE4\xB8\xAD"""},
+           {"\xE6\x97\xA5""", {233, 154, 168}, "\xE6\x97\xA5"""},
+           {"xy", {123, 124}, "xy"},
+           {"<s>hello", {1, 263, 264, 270}, "<s>hello"},
+           {"hello  hello", {263, 264, 270, 259, 271}, "hello  hello"},
+           {"  hello  ", {259, 271, 259, 259}, "  hello  "},
+           {"he\xCC\x81""", {263, 264, 207, 132}, "he\xCC\x81"""},
+           {"abc ab", {275, 259, 274}, "abc ab"},
+           {"a\xF0\x9F\x98\x80""b", {260, 243, 162, 155, 131, 261}, "a\xF0\x9F\x98\x80""b"},
+           {"", {}, ""},
+       }, {1, 263, 264, 270}, "<s>hello", "hello"},
+      // Metaspace prepends only at the start of the text and not to text already starting with "▁"
+      // (" hello" -> ▁hello, decoded "hello"), and not after an added token ("<s>hello" -> <s> h e llo).
+      {"legacyFalse", {
+           {"hello", {271}, "hello"},
+           {"hello hello", {271, 271}, "hello hello"},
+           {" hello", {271}, "hello"},
+           {"h\xC3\xA9""", {267, 272}, "h\xC3\xA9"""},
+           {"x", {259, 123}, "x"},
+           {"\xE4\xB8\xAD""", {259, 273}, "\xE4\xB8\xAD"""},
+           {"\xE6\x97\xA5""", {259, 233, 154, 168}, "\xE6\x97\xA5"""},
+           {"xy", {259, 123, 124}, "xy"},
+           {"<s>hello", {1, 263, 264, 270}, "<s>hello"},
+           {"hello  hello", {271, 259, 271}, "hello  hello"},
+           {"  hello  ", {259, 271, 259, 259}, " hello  "},
+           {"he\xCC\x81""", {269, 207, 132}, "he\xCC\x81"""},
+           {"abc ab", {259, 275, 259, 274}, "abc ab"},
+           {"a\xF0\x9F\x98\x80""b", {259, 260, 243, 162, 155, 131, 261}, "a\xF0\x9F\x98\x80""b"},
            {"", {}, ""},
        }, {1, 271}, "<s> hello", "hello"},
   };
