@@ -145,6 +145,27 @@ void Tokenizer::Impl::encodeWord(std::string_view word, std::vector<int32_t> &ou
     cache.put(word, hash, out.data() + start, out.size() - start);
 }
 
+// A SentencePiece-style word, cut before each run of "▁" that follows another character when the
+// vocabulary allows it (cutBeforeSpaceRuns: no merge joins across such a cut, so the ids are those of
+// the uncut word).
+void Tokenizer::Impl::encodeCodePointWord(std::string_view word, std::vector<int32_t> &out) const {
+  if (!cutBeforeSpaceRuns) {
+    encodeWord(word, out);
+    return;
+  }
+  static constexpr std::string_view kSpace = "\u2581";
+  size_t begin = 0;
+  for (size_t at = word.find(kSpace, 1); at != std::string_view::npos; at = word.find(kSpace, at + kSpace.size())) {
+    if (at - begin >= kSpace.size() && word.substr(at - kSpace.size(), kSpace.size()) == kSpace)
+      continue; // inside a run of "▁"
+    if (at > begin) {
+      encodeWord(word.substr(begin, at - begin), out);
+      begin = at;
+    }
+  }
+  encodeWord(word.substr(begin), out);
+}
+
 void Tokenizer::Impl::encodePiece(size_t stage, std::string_view piece, bool atStart,
                                   std::vector<int32_t> &out) const {
   if (piece.empty())
@@ -181,7 +202,7 @@ void Tokenizer::Impl::encodePiece(size_t stage, std::string_view piece, bool atS
     return;
   }
   if (!byteLevel) {
-    encodeWord(piece, out);
+    encodeCodePointWord(piece, out);
     return;
   }
   // The ByteLevel pre-tokenizer: optional prefix space, optional GPT-2 split, then BPE on bytes.

@@ -575,6 +575,17 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
         if (i == token.size() && !token.empty())
           m.charIds.emplace(cp, id);
       }
+      // See Impl::cutBeforeSpaceRuns. Merged tokens are the concatenation of their parts, so a
+      // merge across a cut would make a vocabulary token with "▁" after another character.
+      static const std::string space = "\u2581";
+      bool joinsAcross = false;
+      for (auto it = m.vocab.begin(); it != m.vocab.end() && !joinsAcross; ++it) {
+        const std::string &token = it->first;
+        for (size_t at = token.find(space, 1); at != std::string::npos && !joinsAcross;
+             at = token.find(space, at + 1))
+          joinsAcross = at < space.size() || token.compare(at - space.size(), space.size(), space) != 0;
+      }
+      m.cutBeforeSpaceRuns = !joinsAcross && !m.ignoreMerges;
     }
     if (const Json *unk = optional(model, "unk_token")) {
       auto it = m.vocab.find(asString(*unk, "model.unk_token"));

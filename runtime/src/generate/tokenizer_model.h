@@ -269,6 +269,12 @@ struct Tokenizer::Impl {
   bool byteFallback = false, fuseUnk = false;
   std::unordered_map<uint32_t, int32_t> charIds; // single code point -> id (non-byte-level)
   std::array<int32_t, 256> fallbackIds{};        // byte -> id of <0xNN> (-1 if absent)
+  // SentencePiece-style without a splitting pre-tokenizer (Llama 2, Gemma 1/2), a whole stretch of
+  // text is one word: BPE over megabytes, no word cache. When no vocabulary token has "▁" right
+  // after another character (SentencePiece's split_by_whitespace vocabularies; checked at load), no
+  // merge can join the two sides of such a place, so cutting words there changes no id and lets the
+  // pieces be cached. Off with ignore_merges (a whole-word look-up sees the uncut word).
+  bool cutBeforeSpaceRuns = false;
 
   // Added tokens.
   std::vector<AddedToken> added;
@@ -291,6 +297,7 @@ struct Tokenizer::Impl {
 
   void bpe(std::string_view word, std::vector<int32_t> &out) const;
   void encodeWord(std::string_view word, std::vector<int32_t> &out) const;
+  void encodeCodePointWord(std::string_view word, std::vector<int32_t> &out) const;
   void initialSymbols(std::string_view word, std::vector<int32_t> &ids) const;
   void encodePiece(size_t stage, std::string_view piece, bool atStart, std::vector<int32_t> &out) const;
   void encodeSection(std::string_view section, bool atStart, std::vector<int32_t> &out) const;
