@@ -955,6 +955,40 @@ TEST(TokenizerSentencePiece, EveryPipelinePathEqualsHuggingFace) {
   }
 }
 
+// Added tokens with "normalized": true are matched in the normalized text by their normalized
+// content: with Llama 2's Prepend + Replace, "<s>" becomes "▁<s>" (so it is not found inside
+// "hello<s>hello") and "a b" becomes "▁a▁b"; with Replace alone "a▁b"; without a normalizer they
+// are matched in the raw text. The ids are Hugging Face tokenizers 0.23.2's on the same files.
+TEST(TokenizerSentencePiece, NormalizedAddedTokensAreMatchedAfterNormalization) {
+  struct Row {
+    std::string text;
+    std::vector<int32_t> ids;
+  };
+  std::vector<std::pair<std::string, std::vector<Row>>> variants = {
+      {"llama", {{"hello<s>hello", {271, 63, 118, 65, 263, 264, 270}}, {"<s>hello", {1, 263, 264, 270}},
+                 {" <s> hello", {259, 1, 271}}, {"hello <s>", {271, 1}}, {"a b", {512}},
+                 {"xa bx", {259, 123, 260, 259, 261, 123}}, {"<s>", {1}}}},
+      {"gemma2", {{"hello<s>hello", {263, 264, 270, 1, 263, 264, 270}}, {"<s>hello", {1, 263, 264, 270}},
+                  {" <s> hello", {259, 1, 271}}, {"hello <s>", {263, 264, 270, 259, 1}}, {"a b", {512}},
+                  {"xa bx", {123, 512, 123}}, {"<s>", {1}}}},
+      {"legacyFalse", {{"hello<s>hello", {271, 1, 263, 264, 270}}, {"<s>hello", {1, 263, 264, 270}},
+                       {" <s> hello", {259, 1, 271}}, {"hello <s>", {271, 259, 1}}, {"a b", {512}},
+                       {"xa bx", {259, 123, 512, 123}}, {"<s>", {1}}}},
+  };
+  for (const auto &[name, rows] : variants) {
+    json j = sentencePieceVariant(name);
+    j["added_tokens"][1]["normalized"] = true;
+    j["added_tokens"].push_back({{"id", 512}, {"content", "a b"}, {"single_word", false}, {"lstrip", false},
+                                 {"rstrip", false}, {"normalized", true}, {"special", false}});
+    TokenizerPtr tok = loadJson(j.dump());
+    ASSERT_NE(tok, nullptr) << name;
+    for (const Row &r : rows)
+      EXPECT_EQ(encode(tok.get(), r.text, KILN_TOKENIZER_PARSE_SPECIAL), r.ids) << name << ": " << escaped(r.text);
+    // Without PARSE_SPECIAL the special "<s>" is text; the non-special "a b" is still matched.
+    EXPECT_EQ(encode(tok.get(), "a b", 0), std::vector<int32_t>{512}) << name;
+  }
+}
+
 TEST(TokenizerSentencePiece, CuttingBeforeSpaceRunsChangesNoId) {
   const char *alphabet[] = {"a", "b", "c", "h", "e", "l", "o", "hello", " ", " ", "  ", "\u2581", "\u2581\u2581", "\t",
                             "\n", "\xC3\xA9", "\xE4\xB8\xAD", "\xE6\x97\xA5", "\xF0\x9F\x98\x80", "x", "<s>", "abc"};

@@ -486,6 +486,7 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
         t.lstrip = asBool(optional(a, "lstrip"), false, "added_tokens[].lstrip");
         t.rstrip = asBool(optional(a, "rstrip"), false, "added_tokens[].rstrip");
         t.singleWord = asBool(optional(a, "single_word"), false, "added_tokens[].single_word");
+        t.normalized = asBool(optional(a, "normalized"), false, "added_tokens[].normalized");
         maxId = std::max(maxId, t.id);
         m.added.push_back(std::move(t));
       }
@@ -514,12 +515,28 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
       m.present[t.id] = 1;
       m.tokens[t.id] = t.content; // an added token wins over the vocabulary's entry for its id
       m.special[t.id] = t.special;
-      m.trie.insert(t.content, int32_t(k));
     }
 
     // The pipeline around the model: ByteLevel pre-tokenizer = byte-level BPE, else
     // SentencePiece-style BPE over code points.
     parseNormalizer(optional(root, "normalizer"), m);
+    // Added tokens: raw ones are found in the text first; "normalized" ones (with a normalizer
+    // that is there) in each normalized stretch between them, by their normalized content.
+    for (size_t k = 0; k < m.added.size(); ++k) {
+      AddedToken &t = m.added[k];
+      std::string content;
+      if (t.normalized && !m.normalizers.empty()) {
+        if (!normalize(m.normalizers, t.content, content))
+          content = t.content;
+        if (!content.empty()) { // (a Strip normalizer can leave nothing to match)
+          m.normalizedTrie.insert(content, int32_t(k));
+          m.hasNormalizedAdded = true;
+        }
+      } else {
+        t.normalized = false;
+        m.trie.insert(t.content, int32_t(k));
+      }
+    }
     bool sawByteLevel = false;
     parsePreTokenizer(optional(root, "pre_tokenizer"), m, sawByteLevel);
     m.byteLevel = sawByteLevel;
