@@ -95,7 +95,8 @@ def seeds_tokenizer(_):
 def sentencepiece_files():
     """The SentencePiece-style forms, from test/models/tokenizers/sentencepiece_tiny.json (the Llama 2
     layout): Gemma's (NFC + Replace normalizer, literal Split, merges as pairs, no Strip decoder),
-    Metaspace (prepend first, Metaspace decoder), and the same file as a Unigram model (refused)."""
+    Metaspace (prepend first, Metaspace decoder), normalized added tokens, and the same file as a
+    Unigram model (refused)."""
     base = json.loads(read(os.path.join(MODELS, "tokenizers", "sentencepiece_tiny.json")))
     yield base
     gemma = copy.deepcopy(base)
@@ -111,6 +112,11 @@ def sentencepiece_files():
     meta["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False}
     meta["decoder"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True}
     yield meta
+    normalized = copy.deepcopy(base)  # added tokens matched after normalization
+    normalized["added_tokens"][1]["normalized"] = True
+    normalized["added_tokens"].append({"id": 512, "content": "a b", "single_word": False, "lstrip": True,
+                                       "rstrip": False, "normalized": True, "special": False})
+    yield normalized
     unigram = copy.deepcopy(base)
     unigram["model"] = {"type": "Unigram", "unk_id": 0, "byte_fallback": True,
                         "vocab": [[t, -float(i)] for t, i in sorted(base["model"]["vocab"].items(), key=lambda x: x[1])]}
