@@ -993,8 +993,17 @@ TEST(TokenizerSentencePiece, CuttingBeforeSpaceRunsChangesNoId) {
   const char *alphabet[] = {"a", "b", "c", "h", "e", "l", "o", "hello", " ", " ", "  ", "\u2581", "\u2581\u2581", "\t",
                             "\n", "\xC3\xA9", "\xE4\xB8\xAD", "\xE6\x97\xA5", "\xF0\x9F\x98\x80", "x", "<s>", "abc"};
   std::mt19937 rng(11);
-  for (const char *name : {"llama", "gemma2", "legacyFalse", "nofb", "nofuse", "metaAlways"}) {
-    json j = sentencePieceVariant(name);
+  for (const char *name : {"llama", "gemma2", "legacyFalse", "nofb", "nofuse", "metaAlways", "noSpace"}) {
+    // noSpace: "▁" unknown (without byte fallback, fused unk): no cut, and the same ids either way.
+    json j = sentencePieceVariant(std::string(name) == "noSpace" ? "nofb" : name);
+    if (std::string(name) == "noSpace") {
+      j["model"]["vocab"].erase("\u2581");
+      json merges = json::array();
+      for (const json &m : j["model"]["merges"])
+        if (m.get<std::string>().find("\u2581") == std::string::npos)
+          merges.push_back(m);
+      j["model"]["merges"] = merges;
+    }
     TokenizerPtr cut = loadJson(j.dump()), uncut = loadJson(withoutSpaceCuts(j).dump());
     ASSERT_NE(cut, nullptr);
     ASSERT_NE(uncut, nullptr);

@@ -602,7 +602,9 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
              at = token.find(space, at + 1))
           joinsAcross = at < space.size() || token.compare(at - space.size(), space.size(), space) != 0;
       }
-      m.cutBeforeSpaceRuns = !joinsAcross && !m.ignoreMerges;
+      // "▁" itself must be a symbol: an unknown one would be unk (fused with unknown neighbours
+      // under fuse_unk) or byte tokens, which a cut could part.
+      m.cutBeforeSpaceRuns = !joinsAcross && !m.ignoreMerges && m.charIds.count(0x2581);
     }
     if (const Json *unk = optional(model, "unk_token")) {
       auto it = m.vocab.find(asString(*unk, "model.unk_token"));
