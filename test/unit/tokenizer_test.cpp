@@ -993,10 +993,17 @@ TEST(TokenizerSentencePiece, CuttingBeforeSpaceRunsChangesNoId) {
   const char *alphabet[] = {"a", "b", "c", "h", "e", "l", "o", "hello", " ", " ", "  ", "\u2581", "\u2581\u2581", "\t",
                             "\n", "\xC3\xA9", "\xE4\xB8\xAD", "\xE6\x97\xA5", "\xF0\x9F\x98\x80", "x", "<s>", "abc"};
   std::mt19937 rng(11);
-  for (const char *name : {"llama", "gemma2", "legacyFalse", "nofb", "nofuse", "metaAlways", "noSpace"}) {
-    // noSpace: "▁" unknown (without byte fallback, fused unk): no cut, and the same ids either way.
-    json j = sentencePieceVariant(std::string(name) == "noSpace" ? "nofb" : name);
-    if (std::string(name) == "noSpace") {
+  for (const char *name : {"llama", "gemma2", "legacyFalse", "nofb", "nofuse", "metaAlways", "noSpace", "unkSpace"}) {
+    // noSpace: "▁" unknown (without byte fallback, fused unk); unkSpace: unk_token "▁" with a
+    // "▁ ▁" merge. Neither may be cut, and the ids must be the same either way.
+    std::string variant = name;
+    json j = sentencePieceVariant(variant == "noSpace" || variant == "unkSpace" ? "nofb" : name);
+    if (variant == "unkSpace") {
+      j["model"]["unk_token"] = "\u2581";
+      j["model"]["vocab"]["\u2581\u2581"] = 512;
+      j["model"]["merges"].push_back("\u2581 \u2581");
+    }
+    if (variant == "noSpace") {
       j["model"]["vocab"].erase("\u2581");
       json merges = json::array();
       for (const json &m : j["model"]["merges"])

@@ -612,6 +612,11 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
         throw invalid("tokenizer.json: model.unk_token '" + unk->get<std::string>() +
                       "' is not in the vocabulary");
       m.unkId = it->second;
+      // The unk symbol stands for characters other than "▁": if its text ended with "▁", a merge
+      // could join it to a "▁" after it although no token has "▁" after another character.
+      const std::string &unkText = it->first;
+      if (unkText.size() >= 3 && unkText.compare(unkText.size() - 3, 3, "\u2581") == 0)
+        m.cutBeforeSpaceRuns = false;
     }
 
     // Merges: "a b" strings (tokenizers < 0.20) or ["a", "b"] pairs.
