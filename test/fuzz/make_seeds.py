@@ -7,8 +7,10 @@ fuzz_request and the bundled tokenizers. Each target's input layout is described
 its source file; this script only packs existing files into those layouts.
 """
 import argparse
+import copy
 import glob
 import hashlib
+import json
 import os
 import struct
 import sys
@@ -87,6 +89,49 @@ def seeds_tokenizer(_):
     yield bytes([0x40]) + struct.pack("<8i", 0, 1, 2, 3, 100, 255, 256, -1)
     for name in ("gpt2", "llama"):
         yield bytes([0x80]) + read(os.path.join(MODELS, "lm", name, "tokenizer.json"))
+    yield from seeds_sentencepiece()
+
+
+def sentencepiece_files():
+    """The SentencePiece-style forms, from test/models/tokenizers/sentencepiece_tiny.json (the Llama 2
+    layout): Gemma's (NFC + Replace normalizer, literal Split, merges as pairs, no Strip decoder),
+    Metaspace (prepend first, Metaspace decoder), normalized added tokens, and the same file as a
+    Unigram model (refused)."""
+    base = json.loads(read(os.path.join(MODELS, "tokenizers", "sentencepiece_tiny.json")))
+    yield base
+    gemma = copy.deepcopy(base)
+    replace = {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}
+    gemma["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "NFC"}, replace]}
+    gemma["pre_tokenizer"] = {"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious",
+                              "invert": False}
+    gemma["decoder"]["decoders"] = gemma["decoder"]["decoders"][:3]
+    gemma["model"]["merges"] = [m.split(" ", 1) for m in gemma["model"]["merges"]]
+    yield gemma
+    meta = copy.deepcopy(base)
+    meta["normalizer"] = None
+    meta["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False}
+    meta["decoder"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True}
+    yield meta
+    normalized = copy.deepcopy(base)  # added tokens matched after normalization
+    normalized["added_tokens"][1]["normalized"] = True
+    normalized["added_tokens"].append({"id": 512, "content": "a b", "single_word": False, "lstrip": True,
+                                       "rstrip": False, "normalized": True, "special": False})
+    yield normalized
+    unigram = copy.deepcopy(base)
+    unigram["model"] = {"type": "Unigram", "unk_id": 0, "byte_fallback": True,
+                        "vocab": [[t, -float(i)] for t, i in sorted(base["model"]["vocab"].items(), key=lambda x: x[1])]}
+    yield unigram
+
+
+def seeds_sentencepiece():
+    for j in sentencepiece_files():
+        yield bytes([0x80]) + json.dumps(j, ensure_ascii=False).encode()
+    # Text for the bundled SentencePiece tokenizer (mode bit 0x10), plain and with PARSE_SPECIAL.
+    for text in ("hello  hello", " <s>hello</s> ", "\u2581x \t\n\u4e2d\u65e5 e\u0301 \U0001F600", "\x00\x7f\u0085\u3000"):
+        yield bytes([0x10]) + text.encode()
+        yield bytes([0x14]) + text.encode()
+    # Ids to decode: <s>, byte tokens that are not valid UTF-8 together, "\u2581", "\u2581hello".
+    yield bytes([0x50]) + struct.pack("<8i", 1, 3 + 0xE4, 3 + 0xB8, 259, 271, 3 + 0x20, 2, 3 + 0xFF)
 
 
 TARGETS = {

@@ -25,14 +25,17 @@ const char kGenerateUsage[] =
     "Decodes with a decoder artifact (a model in the \"with past\" layout compiled with a KV cache)\n"
     "and streams the new text (or ids) to stdout.\n"
     "\n"
-    "  --prompt TEXT          prompt text, encoded with --tokenizer (repeatable: one sequence each)\n"
+    "  --prompt TEXT          prompt text, encoded with --tokenizer (repeatable: one sequence each);\n"
+    "                         special tokens written in it (<s>, <start_of_turn>...) become their ids\n"
     "  --prompt-ids IDS       prompt token ids, comma separated (repeatable: one sequence each)\n"
     "  --tokenizer FILE       a Hugging Face tokenizer.json (BPE: byte-level or SentencePiece-style)\n"
     "  --max-new-tokens N     per sequence (default 64)\n"
     "  --temperature X        0 = greedy (default)\n"
     "  --top-k N --top-p X --min-p X --repetition-penalty X --seed N\n"
-    "  --stop-id ID           end a sequence at this token (repeatable); the tokenizer's EOS\n"
-    "                         (<|endoftext|>, </s>, <|eot_id|>...) is added unless --no-eos\n"
+    "  --no-parse-special     special tokens in --prompt stay text\n"
+    "  --stop-id ID           end a sequence at this token (repeatable); the tokenizer's special\n"
+    "                         end tokens (<|endoftext|>, </s>, <|eot_id|>, <|end_of_text|>,\n"
+    "                         <|im_end|>, <eos>, <end_of_turn>) are added unless --no-eos\n"
     "  --max-context N        KV cache capacity in tokens (default: the artifact's)\n"
     "  --threads N            kernel threads (default: all cores)\n"
     "  --weights-dir DIR      --weights=external artifacts: the ONNX external data's directory\n"
@@ -51,7 +54,7 @@ struct GenerateOptions {
   int64_t warmup = 0;
   kiln_sampling_params sampling{};
   std::vector<int32_t> stopIds;
-  bool noEos = false, ids = false, stats = false, quiet = false;
+  bool noEos = false, noParseSpecial = false, ids = false, stats = false, quiet = false;
 };
 
 [[noreturn]] void usage(const std::string &msg) { throw std::runtime_error(msg); }
@@ -130,13 +133,17 @@ struct Printer {
   }
 };
 
-int32_t specialId(kiln_tokenizer *t, std::initializer_list<const char *> names) {
+// The ids of those of `names` that are special tokens of `t`. Special only: Gemma's vocabulary has
+// "</s>" as ordinary text (a non-special added token), and chat models end a turn with a second
+// token (<|eot_id|>, <|im_end|>, <end_of_turn>) besides the end of text.
+std::vector<int32_t> specialIds(kiln_tokenizer *t, std::initializer_list<const char *> names) {
+  std::vector<int32_t> ids;
   for (const char *n : names) {
     int32_t id = kiln_tokenizer_token_to_id(t, n);
-    if (id >= 0)
-      return id;
+    if (id >= 0 && kiln_tokenizer_is_special(t, id))
+      ids.push_back(id);
   }
-  return -1;
+  return ids;
 }
 
 } // namespace
@@ -186,6 +193,8 @@ int runGenerate(int argc, char **argv) {
       o.stopIds.push_back(int32_t(toInt(a, value(), 0, INT32_MAX)));
     else if (a == "--no-eos")
       o.noEos = true;
+    else if (a == "--no-parse-special")
+      o.noParseSpecial = true;
     else if (a == "--ids")
       o.ids = true;
     else if (a == "--stats")
@@ -211,17 +220,18 @@ int runGenerate(int argc, char **argv) {
     kiln_tokenizer *t = nullptr;
     check(kiln_tokenizer_load(o.tokenizer.c_str(), &t));
     tokenizer.reset(t);
-    if (!o.noEos) {
-      int32_t eos = specialId(t, {"<|endoftext|>", "</s>", "<|eot_id|>", "<|end_of_text|>", "<|im_end|>", "<eos>"});
-      if (eos >= 0)
-        o.stopIds.push_back(eos);
-    }
+    if (!o.noEos)
+      for (int32_t id : specialIds(t, {"<|endoftext|>", "</s>", "<|eot_id|>", "<|end_of_text|>", "<|im_end|>", "<eos>",
+                                       "<end_of_turn>"}))
+        o.stopIds.push_back(id);
   }
   std::vector<std::vector<int32_t>> prompts = o.promptIds;
   for (const std::string &text : o.prompts) {
     int32_t *ids = nullptr;
     size_t count = 0;
-    check(kiln_tokenizer_encode(tokenizer.get(), text.data(), text.size(), KILN_TOKENIZER_ADD_SPECIAL, &ids, &count));
+    // As Hugging Face's encode by default: the BOS added, special tokens in the text parsed.
+    uint32_t flags = KILN_TOKENIZER_ADD_SPECIAL | (o.noParseSpecial ? 0 : KILN_TOKENIZER_PARSE_SPECIAL);
+    check(kiln_tokenizer_encode(tokenizer.get(), text.data(), text.size(), flags, &ids, &count));
     prompts.emplace_back(ids, ids + count);
     kiln_tokenizer_ids_free(ids);
   }

@@ -1,6 +1,8 @@
-/* kiln's text tokenizer: Hugging Face tokenizer.json files with a byte-level BPE model (GPT-2,
- * Llama 3, Qwen 2/2.5/3). Encodes prompts to token ids and decodes ids to UTF-8 text, also one id
- * at a time for streaming generation. See docs/runtime.md, "Tokenizer". */
+/* kiln's text tokenizer: Hugging Face tokenizer.json files with a BPE model, byte-level (GPT-2,
+ * Llama 3, Qwen 2/2.5/3) or SentencePiece-style with byte fallback (Llama 2, TinyLlama, Mistral,
+ * Gemma); Unigram and WordPiece models are refused as not supported. Encodes prompts to token ids
+ * and decodes ids to UTF-8 text, also one id at a time for streaming generation. See
+ * docs/runtime.md, "Tokenizer". */
 #ifndef KILN_TOKENIZER_H
 #define KILN_TOKENIZER_H
 

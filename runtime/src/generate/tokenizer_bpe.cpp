@@ -145,6 +145,27 @@ void Tokenizer::Impl::encodeWord(std::string_view word, std::vector<int32_t> &ou
     cache.put(word, hash, out.data() + start, out.size() - start);
 }
 
+// A SentencePiece-style word, cut before each run of "▁" that follows another character when the
+// vocabulary allows it (cutBeforeSpaceRuns: no merge joins across such a cut, so the ids are those of
+// the uncut word).
+void Tokenizer::Impl::encodeCodePointWord(std::string_view word, std::vector<int32_t> &out) const {
+  if (!cutBeforeSpaceRuns) {
+    encodeWord(word, out);
+    return;
+  }
+  static constexpr std::string_view kSpace = "\u2581";
+  size_t begin = 0;
+  for (size_t at = word.find(kSpace, 1); at != std::string_view::npos; at = word.find(kSpace, at + kSpace.size())) {
+    if (at - begin >= kSpace.size() && word.substr(at - kSpace.size(), kSpace.size()) == kSpace)
+      continue; // inside a run of "▁"
+    if (at > begin) {
+      encodeWord(word.substr(begin, at - begin), out);
+      begin = at;
+    }
+  }
+  encodeWord(word.substr(begin), out);
+}
+
 void Tokenizer::Impl::encodePiece(size_t stage, std::string_view piece, bool atStart,
                                   std::vector<int32_t> &out) const {
   if (piece.empty())
@@ -181,7 +202,7 @@ void Tokenizer::Impl::encodePiece(size_t stage, std::string_view piece, bool atS
     return;
   }
   if (!byteLevel) {
-    encodeWord(piece, out);
+    encodeCodePointWord(piece, out);
     return;
   }
   // The ByteLevel pre-tokenizer: optional prefix space, optional GPT-2 split, then BPE on bytes.
@@ -202,13 +223,91 @@ void Tokenizer::Impl::encodePiece(size_t stage, std::string_view piece, bool atS
     encodeWord(piece.substr(r.first, r.second - r.first), out);
 }
 
-void Tokenizer::Impl::encodeSection(std::string_view section, bool atStart, std::vector<int32_t> &out) const {
+// A stretch of text between added tokens found in the raw text: normalized, then cut at the added
+// tokens matched after normalization (if any), each remaining piece pre-tokenized and encoded.
+// `atStart`: the stretch begins the text (Metaspace's prepend_scheme first).
+void Tokenizer::Impl::encodeSection(std::string_view section, bool atStart, bool parseSpecial,
+                                    std::vector<int32_t> &out) const {
   if (section.empty())
     return;
   std::string normalized;
   if (!normalizers.empty() && normalize(normalizers, section, normalized))
     section = normalized;
-  encodePiece(0, section, atStart, out);
+  if (!hasNormalizedAdded) {
+    encodePiece(0, section, atStart, out);
+    return;
+  }
+  std::vector<AddedSegment> segments;
+  findAdded(normalizedTrie, section, parseSpecial, segments);
+  for (const AddedSegment &g : segments) {
+    if (g.token >= 0)
+      out.push_back(added[g.token].id);
+    else
+      encodePiece(0, section.substr(g.begin, g.end - g.begin), atStart && g.begin == 0, out);
+  }
+}
+
+// Cuts `text` at the added tokens of `t`: leftmost-longest, non-overlapping matches (as Hugging
+// Face's Aho-Corasick), widened by lstrip/rstrip over White_Space. A match that is not taken (a
+// special token without PARSE_SPECIAL, a single_word token inside a word) stays text, and the
+// search goes on after it, as Hugging Face's does.
+void Tokenizer::Impl::findAdded(const Trie &t, std::string_view text, bool parseSpecial,
+                                std::vector<AddedSegment> &segments) const {
+  size_t sectionStart = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!t.first[uint8_t(text[i])])
+      continue;
+    int32_t best = -1;
+    size_t bestEnd = 0;
+    uint32_t node = 0;
+    for (size_t j = i; j < text.size(); ++j) {
+      uint32_t child = 0;
+      for (auto &e : t.nodes[node].next)
+        if (e.first == uint8_t(text[j]))
+          child = e.second;
+      if (!child)
+        break;
+      node = child;
+      if (t.nodes[node].token >= 0) {
+        best = t.nodes[node].token;
+        bestEnd = j + 1;
+      }
+    }
+    if (best < 0)
+      continue;
+    const AddedToken &tok = added[best];
+    if ((tok.special && !parseSpecial) || (tok.singleWord && !wordBoundary(text, i, bestEnd))) {
+      i = bestEnd - 1;
+      continue;
+    }
+    size_t begin = i, end = bestEnd;
+    if (tok.lstrip) {
+      while (begin > sectionStart) {
+        size_t k = begin - 1;
+        while (k > sectionStart && (uint8_t(text[k]) & 0xC0) == 0x80)
+          --k;
+        size_t probe = k;
+        if (unicode::category(unicode::decodeUtf8(text, probe)) != kSpace)
+          break;
+        begin = k;
+      }
+    }
+    if (tok.rstrip) {
+      while (end < text.size()) {
+        size_t probe = end;
+        if (unicode::category(unicode::decodeUtf8(text, probe)) != kSpace)
+          break;
+        end = probe;
+      }
+    }
+    if (begin > sectionStart)
+      segments.push_back(AddedSegment{sectionStart, begin, -1});
+    segments.push_back(AddedSegment{begin, end, best});
+    sectionStart = end;
+    i = end - 1;
+  }
+  if (sectionStart < text.size())
+    segments.push_back(AddedSegment{sectionStart, text.size(), -1});
 }
 
 // single_word: the match must not touch a letter, number or '_' on either side.
@@ -253,64 +352,18 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, uint32_t flags) co
     out.insert(out.end(), m.prefixIds.begin(), m.prefixIds.end());
 
   bool parseSpecial = (flags & kParseSpecial) != 0;
-  size_t sectionStart = 0;
-  if (!m.added.empty()) {
-    for (size_t i = 0; i < text.size(); ++i) {
-      if (!m.trie.first[uint8_t(text[i])])
-        continue;
-      // Longest added token starting at i (leftmost-longest, like Hugging Face's Aho-Corasick).
-      int32_t best = -1;
-      size_t bestEnd = 0;
-      uint32_t node = 0;
-      for (size_t j = i; j < text.size(); ++j) {
-        uint32_t child = 0;
-        for (auto &e : m.trie.nodes[node].next)
-          if (e.first == uint8_t(text[j]))
-            child = e.second;
-        if (!child)
-          break;
-        node = child;
-        if (m.trie.nodes[node].token >= 0) {
-          best = m.trie.nodes[node].token;
-          bestEnd = j + 1;
-        }
-      }
-      if (best < 0)
-        continue;
-      const AddedToken &tok = m.added[best];
-      // A match that is not taken (a special token without PARSE_SPECIAL, a single_word token
-      // inside a word) stays text, and the search goes on after it, as Hugging Face's does.
-      if ((tok.special && !parseSpecial) || (tok.singleWord && !m.wordBoundary(text, i, bestEnd))) {
-        i = bestEnd - 1;
-        continue;
-      }
-      size_t begin = i, end = bestEnd;
-      if (tok.lstrip) {
-        while (begin > sectionStart) {
-          size_t k = begin - 1;
-          while (k > sectionStart && (uint8_t(text[k]) & 0xC0) == 0x80)
-            --k;
-          size_t probe = k;
-          if (unicode::category(unicode::decodeUtf8(text, probe)) != kSpace)
-            break;
-          begin = k;
-        }
-      }
-      if (tok.rstrip) {
-        while (end < text.size()) {
-          size_t probe = end;
-          if (unicode::category(unicode::decodeUtf8(text, probe)) != kSpace)
-            break;
-          end = probe;
-        }
-      }
-      m.encodeSection(text.substr(sectionStart, begin - sectionStart), sectionStart == 0, out);
-      out.push_back(tok.id);
-      sectionStart = end;
-      i = end - 1;
+  if (m.added.empty() || m.trie.nodes.size() == 1) {
+    m.encodeSection(text, true, parseSpecial, out);
+  } else {
+    std::vector<AddedSegment> segments;
+    m.findAdded(m.trie, text, parseSpecial, segments);
+    for (const AddedSegment &g : segments) {
+      if (g.token >= 0)
+        out.push_back(m.added[g.token].id);
+      else
+        m.encodeSection(text.substr(g.begin, g.end - g.begin), g.begin == 0, parseSpecial, out);
     }
   }
-  m.encodeSection(text.substr(sectionStart), sectionStart == 0, out);
   if (flags & kAddSpecial)
     out.insert(out.end(), m.suffixIds.begin(), m.suffixIds.end());
   return out;

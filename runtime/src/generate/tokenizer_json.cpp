@@ -88,6 +88,12 @@ void checkDepth(std::string_view json) {
   }
 }
 
+// Exactly one code point (the JSON parser has checked the text is valid UTF-8).
+bool oneCharacter(const std::string &s) {
+  size_t i = 0;
+  return !s.empty() && (unicode::decodeUtf8(s, i), i == s.size());
+}
+
 // A Replace normalizer's or decoder's pattern: {"String": s} (a {"Regex": r} is refused).
 const std::string &stringPattern(const Json &j, const std::string &what) {
   const Json &pattern = field(j, "pattern", what);
@@ -189,8 +195,9 @@ void parsePreTokenizer(const Json *j, Tokenizer::Impl &m, bool &sawByteLevel) {
     PreTokenizerStep step{PreTokenizerStep::kMetaspace};
     const Json *replacement = optional(*j, "replacement");
     step.literal = replacement ? asString(*replacement, "Metaspace.replacement") : "\u2581";
-    if (step.literal.empty())
-      throw invalid("tokenizer.json: Metaspace.replacement is empty");
+    // One character, as Hugging Face reads it (a Rust char); "" or "ab" would not load there.
+    if (!oneCharacter(step.literal))
+      throw invalid("tokenizer.json: Metaspace.replacement must be one character");
     if (const Json *scheme = optional(*j, "prepend_scheme")) {
       const std::string &v = asString(*scheme, "Metaspace.prepend_scheme");
       if (v == "always")
@@ -319,8 +326,7 @@ void parseDecoder(const Json *j, std::vector<DecoderStep> &steps, bool &fused, T
   } else if (type == "Strip") {
     DecoderStep s{DecoderStep::kStrip};
     s.content = asString(field(*j, "content", "decoder Strip"), "Strip.content");
-    size_t i = 0;
-    if (s.content.empty() || (unicode::decodeUtf8(s.content, i), i != s.content.size()))
+    if (!oneCharacter(s.content))
       throw invalid("tokenizer.json: decoder Strip.content must be one character");
     for (auto [key, dst] : {std::pair<const char *, size_t *>{"start", &s.start}, {"stop", &s.stop}}) {
       const Json *v = optional(*j, key);
@@ -344,6 +350,8 @@ void parseDecoder(const Json *j, std::vector<DecoderStep> &steps, bool &fused, T
     DecoderStep s{DecoderStep::kMetaspace};
     const Json *replacement = optional(*j, "replacement");
     s.pattern = replacement ? asString(*replacement, "decoder Metaspace.replacement") : "\u2581";
+    if (!oneCharacter(s.pattern))
+      throw invalid("tokenizer.json: decoder Metaspace.replacement must be one character");
     bool prepend;
     if (const Json *scheme = optional(*j, "prepend_scheme"))
       prepend = asString(*scheme, "decoder Metaspace.prepend_scheme") != "never";
@@ -478,6 +486,7 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
         t.lstrip = asBool(optional(a, "lstrip"), false, "added_tokens[].lstrip");
         t.rstrip = asBool(optional(a, "rstrip"), false, "added_tokens[].rstrip");
         t.singleWord = asBool(optional(a, "single_word"), false, "added_tokens[].single_word");
+        t.normalized = asBool(optional(a, "normalized"), false, "added_tokens[].normalized");
         maxId = std::max(maxId, t.id);
         m.added.push_back(std::move(t));
       }
@@ -506,12 +515,28 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
       m.present[t.id] = 1;
       m.tokens[t.id] = t.content; // an added token wins over the vocabulary's entry for its id
       m.special[t.id] = t.special;
-      m.trie.insert(t.content, int32_t(k));
     }
 
     // The pipeline around the model: ByteLevel pre-tokenizer = byte-level BPE, else
     // SentencePiece-style BPE over code points.
     parseNormalizer(optional(root, "normalizer"), m);
+    // Added tokens: raw ones are found in the text first; "normalized" ones (with a normalizer
+    // that is there) in each normalized stretch between them, by their normalized content.
+    for (size_t k = 0; k < m.added.size(); ++k) {
+      AddedToken &t = m.added[k];
+      std::string content;
+      if (t.normalized && !m.normalizers.empty()) {
+        if (!normalize(m.normalizers, t.content, content))
+          content = t.content;
+        if (!content.empty()) { // (a Strip normalizer can leave nothing to match)
+          m.normalizedTrie.insert(content, int32_t(k));
+          m.hasNormalizedAdded = true;
+        }
+      } else {
+        t.normalized = false;
+        m.trie.insert(t.content, int32_t(k));
+      }
+    }
     bool sawByteLevel = false;
     parsePreTokenizer(optional(root, "pre_tokenizer"), m, sawByteLevel);
     m.byteLevel = sawByteLevel;
@@ -567,6 +592,19 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
         if (i == token.size() && !token.empty())
           m.charIds.emplace(cp, id);
       }
+      // See Impl::cutBeforeSpaceRuns. Merged tokens are the concatenation of their parts, so a
+      // merge across a cut would make a vocabulary token with "▁" after another character.
+      static const std::string space = "\u2581";
+      bool joinsAcross = false;
+      for (auto it = m.vocab.begin(); it != m.vocab.end() && !joinsAcross; ++it) {
+        const std::string &token = it->first;
+        for (size_t at = token.find(space, 1); at != std::string::npos && !joinsAcross;
+             at = token.find(space, at + 1))
+          joinsAcross = at < space.size() || token.compare(at - space.size(), space.size(), space) != 0;
+      }
+      // "▁" itself must be a symbol: an unknown one would be unk (fused with unknown neighbours
+      // under fuse_unk) or byte tokens, which a cut could part.
+      m.cutBeforeSpaceRuns = !joinsAcross && !m.ignoreMerges && m.charIds.count(0x2581);
     }
     if (const Json *unk = optional(model, "unk_token")) {
       auto it = m.vocab.find(asString(*unk, "model.unk_token"));
@@ -574,6 +612,11 @@ std::shared_ptr<const Tokenizer> Tokenizer::fromJson(std::string_view text) {
         throw invalid("tokenizer.json: model.unk_token '" + unk->get<std::string>() +
                       "' is not in the vocabulary");
       m.unkId = it->second;
+      // The unk symbol stands for characters other than "▁": if its text ended with "▁", a merge
+      // could join it to a "▁" after it although no token has "▁" after another character.
+      const std::string &unkText = it->first;
+      if (unkText.size() >= 3 && unkText.compare(unkText.size() - 3, 3, "\u2581") == 0)
+        m.cutBeforeSpaceRuns = false;
     }
 
     // Merges: "a b" strings (tokenizers < 0.20) or ["a", "b"] pairs.

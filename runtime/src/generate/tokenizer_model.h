@@ -184,6 +184,16 @@ struct AddedToken {
   std::string content;
   int32_t id;
   bool special, lstrip, rstrip, singleWord;
+  // Matched in the normalized text, as its normalized content (Hugging Face's "normalized": a
+  // Llama 2 Prepend normalizer makes "<s>" "▁<s>" there); otherwise in the raw text, first.
+  bool normalized = false;
+};
+
+// Where encode cuts text at added tokens: [begin, end) is text when token < 0, else the match of
+// added token `token` (an index into Impl::added).
+struct AddedSegment {
+  size_t begin, end;
+  int32_t token;
 };
 
 // Byte trie of the added tokens' contents.
@@ -269,11 +279,19 @@ struct Tokenizer::Impl {
   bool byteFallback = false, fuseUnk = false;
   std::unordered_map<uint32_t, int32_t> charIds; // single code point -> id (non-byte-level)
   std::array<int32_t, 256> fallbackIds{};        // byte -> id of <0xNN> (-1 if absent)
+  // SentencePiece-style without a splitting pre-tokenizer (Llama 2, Gemma 1/2), a whole stretch of
+  // text is one word: BPE over megabytes, no word cache. When no vocabulary token has "▁" right
+  // after another character (SentencePiece's split_by_whitespace vocabularies; checked at load), no
+  // merge can join the two sides of such a place, so cutting words there changes no id and lets the
+  // pieces be cached. Off with ignore_merges (a whole-word look-up sees the uncut word).
+  bool cutBeforeSpaceRuns = false;
 
   // Added tokens.
   std::vector<AddedToken> added;
   std::unordered_map<std::string, int32_t> addedIds;
-  Trie trie;
+  Trie trie;           // the added tokens matched in the raw text
+  Trie normalizedTrie; // those matched after normalization (normalized content)
+  bool hasNormalizedAdded = false;
 
   // Pipeline.
   std::vector<NormalizerStep> normalizers;
@@ -291,9 +309,11 @@ struct Tokenizer::Impl {
 
   void bpe(std::string_view word, std::vector<int32_t> &out) const;
   void encodeWord(std::string_view word, std::vector<int32_t> &out) const;
+  void encodeCodePointWord(std::string_view word, std::vector<int32_t> &out) const;
   void initialSymbols(std::string_view word, std::vector<int32_t> &ids) const;
   void encodePiece(size_t stage, std::string_view piece, bool atStart, std::vector<int32_t> &out) const;
-  void encodeSection(std::string_view section, bool atStart, std::vector<int32_t> &out) const;
+  void encodeSection(std::string_view section, bool atStart, bool parseSpecial, std::vector<int32_t> &out) const;
+  void findAdded(const Trie &t, std::string_view text, bool parseSpecial, std::vector<AddedSegment> &segments) const;
   bool wordBoundary(std::string_view text, size_t begin, size_t end) const;
 };
 

@@ -17,6 +17,11 @@ const fs=require('fs');
  const s=JSON.parse(JSON.stringify(base)); s.normalizer={type:'Sequence',normalizers:[{type:'Strip',strip_left:true,strip_right:true},{type:'Replace',pattern:{String:' '},content:'▁'}]}; variants.strip=s;
  const nf=JSON.parse(JSON.stringify(base)); nf.model.byte_fallback=false; variants.nofb=nf;
  const nfu=JSON.parse(JSON.stringify(nf)); nfu.model.fuse_unk=false; variants.nofuse=nfu;
+ // Gemma 1/2: Replace alone, no pre-tokenizer, no Strip decoder, merges as strings.
+ const g2=JSON.parse(JSON.stringify(base)); g2.normalizer={type:'Replace',pattern:{String:' '},content:'▁'};
+ g2.decoder={type:'Sequence',decoders:[{type:'Replace',pattern:{String:'▁'},content:' '},{type:'ByteFallback'},{type:'Fuse'}]}; variants.gemma2=g2;
+ // transformers' legacy=false conversion: no normalizer, Metaspace(first, split false), Llama 2's decoder.
+ const lf=JSON.parse(JSON.stringify(base)); lf.normalizer=null; lf.pre_tokenizer={type:'Metaspace',replacement:'▁',prepend_scheme:'first',split:false}; variants.legacyFalse=lf;
  const texts=['hello','hello hello',' hello','hé','x','中','日','xy','<s>hello','hello  hello','  hello  ','he\u0301','abc ab','a\u{1F600}b',''];
  for (const [name,j] of Object.entries(variants)) {
    const t=hf.Tokenizer.fromString(JSON.stringify(j));
