@@ -101,9 +101,9 @@ def compile(model, output: Optional[Union[str, "os.PathLike[str]"]] = None, *, e
     ``memory_plan``, ``channels_last``, ``symbolic_input_dims``, ``weights``, the accuracy check
     (``check_accuracy``, ``calibration``, ``calibration_tokens``, ``calibration_seed``,
     ``calibration_samples``, ``calibration_length``, ``calibration_dims``, ``max_error``,
-    ``min_cosine``, ``min_top1``, ``max_perplexity_ratio``), and the reports ``notes``,
-    ``print_memory_plan``, ``print_layouts`` (printed text is returned with ``emit``-less
-    compiles only through ``kiln.compile_report``).
+    ``min_cosine``, ``min_top1``, ``max_perplexity_ratio``; its report: :func:`compile_report`),
+    and ``notes`` (quantization notes, on stderr), ``print_memory_plan`` and ``print_layouts``
+    (printed by the compiler's passes on this process's stdout, as kiln-compile prints them).
 
     Raises :class:`kiln.CompileError` with the compiler's one-line message (an unsupported op
     names the op, its node and the opset) and ``TypeError`` for an unknown keyword.
@@ -113,8 +113,8 @@ def compile(model, output: Optional[Union[str, "os.PathLike[str]"]] = None, *, e
 
 
 def compile_report(model, output, **options) -> str:
-    """Compiles like :func:`compile` with an ``output`` path and returns what the compiler printed
-    (quantization notes, the accuracy report, ``print_memory_plan``/``print_layouts``)."""
+    """Compiles like :func:`compile` with an ``output`` path and returns the text the compiler
+    reports (the accuracy check's table with ``check_accuracy`` or its thresholds)."""
     _, printed = _compile(model, output, None, 0, options)
     return printed
 

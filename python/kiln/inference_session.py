@@ -39,7 +39,8 @@ class InferenceSession:
 
     ``sess_options`` and ``providers`` are accepted for compatibility and ignored (kiln runs what
     the artifact targets); ``threads`` sets the kernel threads (0 = every core);
-    ``compile_options`` are :func:`kiln.compile` keywords, part of the cache key.
+    ``compile_options`` are :func:`kiln.compile` keywords, part of the cache key (default
+    ``kv_cache=False``: a decoder keeps its ONNX inputs and outputs, as under ONNX Runtime).
 
     As with ONNX Runtime, ``run`` may be called from several threads at once: each thread gets
     its own kiln session, and they run in parallel (the GIL is released while a model runs).
@@ -49,7 +50,9 @@ class InferenceSession:
                  threads: int = 0, compile_options: Optional[dict] = None, cache_dir: Optional[str] = None):
         from .cache import cached_compile
 
-        self._compile_options = dict(compile_options or {})
+        # A decoder keeps its ONNX signature (past/present tensors in and out), as under ONNX
+        # Runtime, unless the caller asks for kiln's runtime-owned KV cache.
+        self._compile_options = {"kv_cache": False, **(compile_options or {})}
         if isinstance(path_or_bytes, (bytes, bytearray)):
             artifact = cached_compile(None, bytes(path_or_bytes), self._compile_options, cache_dir)
         else:
