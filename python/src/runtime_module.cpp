@@ -178,6 +178,8 @@ struct TensorDeleter {
 };
 using TensorPtr = std::unique_ptr<kiln_tensor, TensorDeleter>;
 
+constexpr const char *kTensorCapsule = "kiln_tensor";
+
 // A numpy array viewing an output tensor's memory; the capsule owns the tensor, so the array
 // (and any view of it) keeps the runtime's buffer alive and frees it when the last one goes.
 py::array outputArray(kiln_tensor *raw) {
@@ -206,7 +208,11 @@ py::array outputArray(kiln_tensor *raw) {
   void *data = kiln_tensor_data(raw);
   if (!data || kiln_tensor_element_count(raw) == 0)
     return py::array(npdt, shape); // nothing to share
-  py::capsule owner(t.release(), [](void *p) { kiln_tensor_destroy(static_cast<kiln_tensor *>(p)); });
+  // Named so that kiln._runtime._tensor_data can find the tensor behind an array (the tests' proof
+  // that an output is the runtime's buffer).
+  py::capsule owner(t.release(), kTensorCapsule, [](PyObject *o) {
+    kiln_tensor_destroy(static_cast<kiln_tensor *>(PyCapsule_GetPointer(o, kTensorCapsule)));
+  });
   return py::array(npdt, shape, {}, data, owner);
 }
 
@@ -668,5 +674,11 @@ PYBIND11_MODULE(_runtime, m) {
       .def_property_readonly("position", [](const Generator &g) { return kiln_generator_position(g.gen); })
       .def_readonly("tokenizer", &Generator::tokenizer);
 
+  m.def("_tensor_data", [](py::object capsule) -> py::object {
+    if (!PyCapsule_IsValid(capsule.ptr(), kTensorCapsule))
+      return py::none();
+    auto *t = static_cast<kiln_tensor *>(PyCapsule_GetPointer(capsule.ptr(), kTensorCapsule));
+    return py::int_(reinterpret_cast<uintptr_t>(kiln_tensor_data(t)));
+  }, "The data address of the kiln_tensor an output array's base capsule owns (None for another object).");
   m.def("dtype_size", [](int code) { return kiln_dtype_size(kiln_dtype(code)); });
 }

@@ -3,7 +3,7 @@
 pytest through --system-site-packages), the built `kiln` wheel installed with pip --no-index, and
 pytest from outside the source tree. ctest runs it as python_tests (python/CMakeLists.txt).
 
-  /usr/bin/python3 python/tests/run.py --build build [pytest args...]
+  /usr/bin/python3 python/tests/run.py --build build [test_file.py...] [pytest args...]
 """
 
 import argparse
@@ -38,9 +38,12 @@ def main() -> int:
                    PYTHONDONTWRITEBYTECODE="1")
         env.pop("PYTHONPATH", None)
         tests = os.path.join(source, "python", "tests")
+        # Test files named on the command line (test_run.py, test_run.py::test_x) or the whole suite.
+        named = [os.path.join(tests, a) for a in pytest_args if a.startswith("test_")]
+        pytest_args = [a for a in pytest_args if not a.startswith("test_")]
         # From the work directory, so that nothing of the source tree is importable as `kiln`.
         r = subprocess.run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp",
-                            os.path.join(work, "tmp"), "--rootdir", tests, tests] + pytest_args,
+                            os.path.join(work, "tmp"), "--rootdir", tests] + (named or [tests]) + pytest_args,
                            cwd=work, env=env)
         return r.returncode
     finally:
