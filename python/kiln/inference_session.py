@@ -91,23 +91,32 @@ class InferenceSession:
     def get_providers(self) -> List[str]:
         return ["CPUExecutionProvider"]
 
-    def _session(self):
+    def _new_session(self):
         # One kiln session per calling thread: ONNX Runtime allows concurrent run() calls.
-        s = getattr(self._local, "session", None)
-        if s is None:
-            s = self._local.session = self._model.session()
+        s = self._local.session = self._model.session()
         return s
 
     def run(self, output_names: Optional[Sequence[str]], input_feed: Dict[str, object], run_options=None) -> list:
         """The outputs named by ``output_names`` (all when None or empty), in that order."""
-        missing = [n for n in self._input_names if n not in input_feed]
-        if missing:
-            raise InvalidArgumentError(
-                f"Required inputs ({sorted(missing)}) are missing from input feed ({list(input_feed)}).", 1)
-        for name in output_names or ():
-            if name not in self._output_names:
-                raise InvalidArgumentError(f"Invalid output name: {name}", 1)
-        import numpy as np
-        feeds = {k: (v if isinstance(v, np.ndarray) else np.asarray(v)) for k, v in input_feed.items()}
-        result = self._session().run(feeds)
-        return [result[n] for n in (output_names or self._output_names)]
+        session = getattr(self._local, "session", None) or self._new_session()
+        try:
+            result = session.run(input_feed)
+        except InvalidArgumentError:
+            # The checks ONNX Runtime makes before running, only on the way out of a failure so
+            # that a good call pays nothing for them.
+            missing = [n for n in self._input_names if n not in input_feed]
+            if missing:
+                raise InvalidArgumentError(
+                    f"Required inputs ({sorted(missing)}) are missing from input feed ({list(input_feed)}).",
+                    1) from None
+            import numpy as np
+            if not all(isinstance(v, np.ndarray) for v in input_feed.values()):
+                # Lists and scalars, as numpy would make them (the dtype must still match).
+                return self.run(output_names, {k: np.asarray(v) for k, v in input_feed.items()}, run_options)
+            raise
+        if not output_names:
+            return list(result.values())  # in signature order
+        try:
+            return [result[n] for n in output_names]
+        except KeyError as e:
+            raise InvalidArgumentError(f"Invalid output name: {e.args[0]}", 1) from None

@@ -104,6 +104,10 @@ struct Model {
   std::vector<kiln_tensor_info> inputInfo, outputInfo;
   std::vector<TensorInfo> inputs, outputs;
   bool decoder = false;
+  // Made once so that a run looks names up and builds arrays without parsing strings: the
+  // per-call cost is what bench/python_overhead.py measures.
+  std::vector<py::str> inputNames, outputNames;
+  std::vector<py::object> inputDtypes, outputDtypes; // numpy dtypes; None for strings
 
   Model(const std::string &p, int32_t numThreads, std::optional<std::string> weightsDir) : path(p), threads(numThreads) {
     if (numThreads < 0)
@@ -131,6 +135,14 @@ struct Model {
       outputs.push_back(toInfo(info));
     }
     decoder = kiln_model_is_decoder(m) != 0;
+    for (const auto &i : inputInfo) {
+      inputNames.emplace_back(i.name);
+      inputDtypes.push_back(i.dtype == KILN_DTYPE_STRING ? py::none() : py::object(numpyDtype(i.dtype)));
+    }
+    for (const auto &o : outputInfo) {
+      outputNames.emplace_back(o.name);
+      outputDtypes.push_back(o.dtype == KILN_DTYPE_STRING ? py::none() : py::object(numpyDtype(o.dtype)));
+    }
   }
 
   py::dict metadata() const {
@@ -182,7 +194,7 @@ constexpr const char *kTensorCapsule = "kiln_tensor";
 
 // A numpy array viewing an output tensor's memory; the capsule owns the tensor, so the array
 // (and any view of it) keeps the runtime's buffer alive and frees it when the last one goes.
-py::array outputArray(kiln_tensor *raw) {
+py::array outputArray(kiln_tensor *raw, const py::object &cachedDtype) {
   TensorPtr t(raw);
   const kiln_dtype dt = kiln_tensor_dtype(raw);
   const size_t rank = kiln_tensor_rank(raw);
@@ -204,7 +216,7 @@ py::array outputArray(kiln_tensor *raw) {
     }
     return out;
   }
-  py::dtype npdt = numpyDtype(dt);
+  py::dtype npdt = cachedDtype.is_none() ? numpyDtype(dt) : py::reinterpret_borrow<py::dtype>(cachedDtype);
   void *data = kiln_tensor_data(raw);
   if (!data || kiln_tensor_element_count(raw) == 0)
     return py::array(npdt, shape); // nothing to share
@@ -245,7 +257,8 @@ struct Session {
   Session &operator=(const Session &) = delete;
 
   // Makes the runtime tensor for one input. `keep` holds the array whose memory the tensor views.
-  TensorPtr inputTensor(const kiln_tensor_info &info, py::handle value, std::vector<py::object> &keep) {
+  TensorPtr inputTensor(size_t index, py::handle value, std::vector<py::object> &keep) {
+    const kiln_tensor_info &info = model->inputInfo[index];
     const std::string name = info.name;
     if (info.dtype == KILN_DTYPE_STRING) {
       py::array a = py::array::ensure(value);
@@ -278,7 +291,7 @@ struct Session {
       invalid("input '" + name + "': expected a numpy array, got " +
               std::string(py::str(py::type::of(value).attr("__name__"))));
     py::array a = py::reinterpret_borrow<py::array>(value);
-    py::dtype want = numpyDtype(info.dtype);
+    const auto want = py::reinterpret_borrow<py::dtype>(model->inputDtypes[index]);
     if (!a.dtype().is(want) && !a.dtype().equal(want)) {
       std::string expected = kiln_dtype_name(info.dtype);
       if (info.dtype == KILN_DTYPE_BFLOAT16)
@@ -308,33 +321,48 @@ struct Session {
     return TensorPtr(t);
   }
 
+  // Reports a feed key that is no input (first, so that a typo does not read as "missing"), then
+  // a missing input.
+  void checkNames(const py::dict &feeds, const std::vector<PyObject *> &values) const {
+    const auto &infos = model->inputInfo;
+    for (auto item : feeds) {
+      if (!PyUnicode_Check(item.first.ptr()))
+        invalid("feed keys must be input names (str), got " + std::string(py::str(py::repr(item.first))));
+      std::string key = py::cast<std::string>(item.first);
+      bool known = std::any_of(infos.begin(), infos.end(), [&](const kiln_tensor_info &i) { return key == i.name; });
+      if (!known) {
+        std::string names;
+        for (const auto &i : infos)
+          names += std::string(names.empty() ? "" : ", ") + i.name;
+        invalid("input '" + key + "' is not an input of this model (inputs: " + names + ")");
+      }
+    }
+    for (size_t i = 0; i < infos.size(); ++i)
+      if (!values[i])
+        invalid("input '" + std::string(infos[i].name) + "' is missing");
+  }
+
   // feeds: name -> array. Returns name -> array, or (that, Profile) with profile=True.
   py::object run(py::dict feeds, bool profile) {
     const auto &infos = model->inputInfo;
-    // Names that are no input: reported first, ORT-style, so a typo does not read as "missing".
-    {
-      for (auto item : feeds) {
-        if (!PyUnicode_Check(item.first.ptr()))
-          invalid("feed keys must be input names (str), got " + std::string(py::str(py::repr(item.first))));
-        std::string key = py::cast<std::string>(item.first);
-        bool known = std::any_of(infos.begin(), infos.end(), [&](const kiln_tensor_info &i) { return key == i.name; });
-        if (!known) {
-          std::string names;
-          for (const auto &i : infos)
-            names += std::string(names.empty() ? "" : ", ") + i.name;
-          invalid("input '" + key + "' is not an input of this model (inputs: " + names + ")");
-        }
-      }
-    }
     std::vector<py::object> keep;
     std::vector<TensorPtr> owned;
     std::vector<const kiln_tensor *> in;
     owned.reserve(infos.size());
-    for (const auto &info : infos) {
-      PyObject *v = PyDict_GetItemString(feeds.ptr(), info.name);
-      if (!v)
-        invalid("input '" + std::string(info.name) + "' is missing");
-      owned.push_back(inputTensor(info, v, keep));
+    in.reserve(infos.size());
+    std::vector<PyObject *> values(infos.size(), nullptr);
+    bool complete = true;
+    for (size_t i = 0; i < infos.size(); ++i) {
+      values[i] = PyDict_GetItemWithError(feeds.ptr(), model->inputNames[i].ptr()); // borrowed
+      if (!values[i] && PyErr_Occurred())
+        throw py::error_already_set();
+      complete = complete && values[i];
+    }
+    // Every input found and nothing else given: the common case needs no look at the keys.
+    if (!complete || size_t(PyDict_Size(feeds.ptr())) != infos.size())
+      checkNames(feeds, values);
+    for (size_t i = 0; i < infos.size(); ++i) {
+      owned.push_back(inputTensor(i, values[i], keep));
       in.push_back(owned.back().get());
     }
     std::vector<kiln_tensor *> out(model->outputInfo.size(), nullptr);
@@ -354,7 +382,7 @@ struct Session {
     for (kiln_tensor *t : out)
       outs.emplace_back(t);
     for (size_t i = 0; i < outs.size(); ++i)
-      result[py::str(model->outputInfo[i].name)] = outputArray(outs[i].release());
+      result[model->outputNames[i]] = outputArray(outs[i].release(), model->outputDtypes[i]);
     if (!profile)
       return std::move(result);
     size_t count = 0;
