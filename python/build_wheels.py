@@ -50,7 +50,6 @@ def write_wheel(out_dir: str, dist: str, version: str, summary: str, files: dict
         f"Name: {dist.replace('_', '-')}",
         f"Version: {version}",
         f"Summary: {summary}",
-        "License: Apache-2.0",
         f"Requires-Python: =={sys.version_info.major}.{sys.version_info.minor}.*",
         "Requires-Dist: numpy",
     ] + [f"Requires-External: {p}" for p in requires_external] + [

@@ -107,3 +107,18 @@ def test_quantize(tmp_path):
     yq, yf = q.run({"x": x})["probs"], f.run({"x": x})["probs"]
     assert not np.array_equal(yq, yf), "int8 weights gave bit-identical outputs: not quantized?"
     np.testing.assert_allclose(yq, yf, rtol=0.1, atol=0.1)
+
+
+def test_external_weights_with_weights_dir(tmp_path):
+    src = model_path("bad", "external_ok")
+    ext = kiln.compile(os.path.join(src, "model.onnx"), tmp_path / "ext.kiln", weights="external")
+    emb = kiln.compile(os.path.join(src, "model.onnx"), tmp_path / "emb.kiln")
+    x = np.random.default_rng(2).standard_normal((3, 16)).astype(np.float32)
+    want = kiln.load(emb).run({"x": x})
+    got = kiln.load(ext, weights_dir=src).run({"x": x})
+    assert list(got) == list(want)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name])
+    # Without the directory, the artifact's own directory has no weights.bin: an error naming it.
+    with pytest.raises(kiln.RuntimeError, match="weights.bin"):
+        kiln.load(ext)
