@@ -134,6 +134,14 @@ def _compile(model, output, emit, threads, options):
             out_path = os.path.join(out_dir, "model.kiln")
         try:
             printed = compiler.compile(_options(model_path, out_path, emit or "", options))
+        except TypeError as e:
+            if out_dir:
+                shutil.rmtree(out_dir, ignore_errors=True)
+            # "option maxContext: ..." -> the keyword the caller wrote.
+            message = str(e)
+            for keyword, field in _OPTIONS.items():
+                message = message.replace(f"option {field}:", f"option {keyword}:")
+            raise TypeError(message) from None
         except ValueError as e:
             if out_dir:
                 shutil.rmtree(out_dir, ignore_errors=True)

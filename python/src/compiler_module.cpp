@@ -22,13 +22,23 @@ namespace {
 std::mutex compileMutex;
 
 // Reads the option named `key` from `o` (a dict of Python values) into `field`, if present.
+// A value of the wrong type is a TypeError naming the option (kiln.compile maps the field back
+// to its keyword).
+template <typename T> T castOption(const py::dict &o, const char *key) {
+  try {
+    return py::cast<T>(o[key]);
+  } catch (const py::cast_error &) {
+    throw py::type_error(std::string("option ") + key + ": " +
+                         std::string(py::str(py::repr(o[key]))) + " has the wrong type");
+  }
+}
 template <typename T> void take(const py::dict &o, const char *key, T &field) {
   if (o.contains(key) && !o[key].is_none())
-    field = py::cast<T>(o[key]);
+    field = castOption<T>(o, key);
 }
 template <typename T> void take(const py::dict &o, const char *key, std::optional<T> &field) {
   if (o.contains(key) && !o[key].is_none())
-    field = py::cast<T>(o[key]);
+    field = castOption<T>(o, key);
 }
 
 } // namespace

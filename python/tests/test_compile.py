@@ -91,6 +91,10 @@ def test_bad_options(tmp_path):
         kiln.compile(str(tmp_path / "missing.onnx"), tmp_path / "x.kiln")
     with pytest.raises(TypeError):
         kiln.compile(12345, tmp_path / "x.kiln")
+    with pytest.raises(TypeError, match="option max_context: 'long'"):
+        kiln.compile(model_path("mlp", "model.onnx"), tmp_path / "x.kiln", max_context="long")
+    with pytest.raises(kiln.CompileError, match="--max-context"):
+        kiln.compile(model_path("mlp", "model.onnx"), tmp_path / "x.kiln", max_context=0)
 
 
 def test_compile_report_returns_the_accuracy_report(tmp_path):
