@@ -287,10 +287,19 @@ struct Session {
       check(kiln_tensor_create_strings(shape.data(), shape.size(), ptrs.data(), sizes.data(), &t));
       return TensorPtr(t);
     }
-    if (!py::isinstance<py::array>(value))
-      invalid("input '" + name + "': expected a numpy array, got " +
+    py::array a;
+    if (py::isinstance<py::array>(value)) {
+      a = py::reinterpret_borrow<py::array>(value);
+    } else if (PyObject_CheckBuffer(value.ptr()) || py::hasattr(value, "__array_interface__")) {
+      // Any buffer-protocol or array-interface object (memoryview, array.array, other array
+      // libraries' CPU tensors): numpy views it without a copy.
+      a = py::array::ensure(py::module_::import("numpy").attr("asarray")(value));
+      if (!a)
+        throw py::error_already_set();
+    } else {
+      invalid("input '" + name + "': expected a numpy array (or a buffer-protocol object), got " +
               std::string(py::str(py::type::of(value).attr("__name__"))));
-    py::array a = py::reinterpret_borrow<py::array>(value);
+    }
     const auto want = py::reinterpret_borrow<py::dtype>(model->inputDtypes[index]);
     if (!a.dtype().is(want) && !a.dtype().equal(want)) {
       std::string expected = kiln_dtype_name(info.dtype);

@@ -193,3 +193,22 @@ def test_session_threads(artifacts):
     two = m.session(threads=2)
     assert two._model.metadata["num_threads"] == 2
     np.testing.assert_allclose(two.run({"image": x})["logits"], one, rtol=1e-5, atol=1e-6)
+
+
+def test_buffer_protocol_inputs_are_not_copied(artifacts):
+    """A memoryview (any buffer-protocol object) is read in place like the array it views: the
+    decoder's cache written through a memoryview lands in the array behind it."""
+    m = kiln.load(artifacts("gpt2", model_path("lm", "gpt2", "model.onnx"), max_context=64))
+    feeds = {
+        "input_ids": np.array([[5, 6]], np.int64),
+        "attention_mask": np.ones((1, 2), np.int64),
+        "position_ids": np.arange(2, dtype=np.int64)[None],
+        "kiln.past_length": np.array(0, np.int64),
+    }
+    caches = {i.name: np.zeros((1, 4, 8, 16), np.float32) for i in m.inputs if i.name.startswith("past_key_values")}
+    out = m.session().run({**feeds, **{k: memoryview(v) for k, v in caches.items()}})
+    assert out["logits"].shape[0] == 1 and out["logits"].shape[-1] == 512
+    assert all(np.abs(c[:, :, :2]).sum() > 0 and not c[:, :, 2:].any() for c in caches.values())
+    mlp = kiln.load(artifacts("mlp")).session()
+    x = np.random.default_rng(4).standard_normal((2, 64)).astype(np.float32)
+    np.testing.assert_array_equal(mlp.run({"x": memoryview(x)})["probs"], mlp.run({"x": x})["probs"])
