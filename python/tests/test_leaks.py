@@ -56,3 +56,24 @@ def test_string_outputs_do_not_leak(tmp_path):
     gc.collect()
     grown = rss_kib() - before
     assert grown < 512, f"RSS grew by {grown} KiB over 5,000 string runs"
+
+
+def test_generations_do_not_leak(artifacts):
+    from conftest import model_path
+
+    m = kiln.load(artifacts("gpt2", model_path("lm", "gpt2", "model.onnx"), max_context=64), threads=1)
+    tok = kiln.Tokenizer.from_file(model_path("lm", "gpt2", "tokenizer.json"))
+
+    def work(n):
+        for i in range(n):
+            gen = m.generator(tokenizer=tok)  # a generator (and its caches) made and dropped each time
+            text = gen.generate_text("Once upon", 8, temperature=0.7, seed=i)
+            assert isinstance(text, str)
+
+    work(50)
+    gc.collect()
+    before = rss_kib()
+    work(300)
+    gc.collect()
+    grown = rss_kib() - before
+    assert grown < 1024, f"RSS grew by {grown} KiB over 300 generations"
