@@ -498,7 +498,12 @@ struct Generator {
         invalid("a text prompt needs a tokenizer: model.generator(tokenizer=kiln.Tokenizer.from_file(...))");
       ids = tokenizer->encode(py::cast<std::string>(prompt), addSpecial, false);
     } else {
-      ids = py::cast<std::vector<int32_t>>(prompt);
+      try {
+        ids = py::cast<std::vector<int32_t>>(prompt);
+      } catch (const py::cast_error &) {
+        invalid("the prompt must be text or a sequence of token ids (int32), got " +
+                std::string(py::str(py::repr(prompt))).substr(0, 80));
+      }
     }
     if (maxNewTokens < 1)
       invalid("max_new_tokens must be >= 1, got " + std::to_string(maxNewTokens));

@@ -91,6 +91,10 @@ def test_context_limit_and_errors(lm):
         gen.generate("text", 4)  # no tokenizer
     with pytest.raises(kiln.InvalidArgumentError):
         gen.generate([1, 2], 0)
+    with pytest.raises(kiln.InvalidArgumentError, match="token ids"):
+        gen.generate([1, "two"], 4)
+    with pytest.raises(kiln.InvalidArgumentError):
+        gen.generate([], 4)  # an empty prompt
     with pytest.raises(kiln.InvalidArgumentError):
         gen.generate([1, 2], 4, top_p=1.5)
 
