@@ -35,7 +35,7 @@ from . import _runtime
 from ._profile import KernelStat, Profile, ProfileEvent
 from ._runtime import TensorInfo
 from ._runtime import Tokenizer
-from .compile import compile, compile_report, compiler_version, has_compiler, list_ops
+from .compiling import compile, compile_report, compiler_version, has_compiler, list_ops
 from .errors import (ArtifactIOError, BusyError, CompileError, Error, IncompatibleError, InternalError,
                      InvalidArgumentError, InvalidArtifactError, OutOfMemoryError, OutOfRangeError, RuntimeError)
 from .generation import Generator, Token

@@ -52,7 +52,7 @@ def cache_key(model_bytes: bytes, options: dict, version: str) -> str:
 def cached_compile(model_path: Optional[str], model_bytes: Optional[bytes], options: dict,
                    directory: Optional[str] = None) -> str:
     """The path of the cached artifact of the model, compiling it on a miss."""
-    from .compile import _compile, compiler_version
+    from .compiling import _compile, compiler_version
 
     if model_bytes is None:
         with open(model_path, "rb") as f:

@@ -47,7 +47,7 @@ PYBIND11_MODULE(_compiler, m) {
   m.doc() = "kiln's compiler (compiler/driver) in-process. Use kiln.compile, not this module.";
   m.attr("version") = kiln::driver::compilerVersion();
 
-  // options: kiln-compile's flags as CompileOptions field names (Python spells them in kiln/compile.py).
+  // options: kiln-compile's flags as CompileOptions field names (Python spells them in kiln/compiling.py).
   // Returns what the request printed (the op list, a report, IR); raises ValueError with the
   // driver's one-line message on failure, which kiln.compile turns into kiln.CompileError.
   m.def("compile", [](const py::dict &o) {

@@ -1,4 +1,5 @@
-"""``kiln.compile``: kiln's compiler in-process (the ``kiln`` wheel's ``kiln._compiler``)."""
+"""``kiln.compile``: kiln's compiler in-process (the ``kiln`` wheel's ``kiln._compiler``). The module
+is ``kiln.compiling`` so that the package attribute ``kiln.compile`` is always the function."""
 
 import os
 import shutil
