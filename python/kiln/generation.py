@@ -23,6 +23,7 @@ class Generator:
     def __init__(self, model, tokenizer=None, max_context: int = 0, threads: Optional[int] = None):
         self.model = model
         self._g = _runtime.Generator(model._handle_for(threads), max_context, tokenizer)
+        self._batch = None  # (finish reasons, stats) of the last generate_batch
 
     @property
     def tokenizer(self):
@@ -50,6 +51,7 @@ class Generator:
         ``next()`` runs one decode step with the GIL released.
         """
         stop_ids = None if stop is None else [int(s) for s in stop]
+        self._batch = None
         self._g._start(prompt, max_new_tokens, temperature, top_k, top_p, min_p, repetition_penalty,
                        seed, stop_ids, add_special)
         return self._tokens()
@@ -72,6 +74,33 @@ class Generator:
             raise ValueError("generate_text needs a tokenizer: model.generator(tokenizer=...)")
         return "".join(t.text for t in self.generate(prompt, max_new_tokens, **sampling))
 
+    def generate_batch(self, prompts: Sequence[Union[str, Sequence[int]]], max_new_tokens: int = 64, *,
+                       temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0,
+                       repetition_penalty: float = 1.0, seed: int = 0, stop: Optional[Iterable[int]] = None,
+                       add_special: bool = True) -> List[List[int]]:
+        """Decodes several prompts as one batch (left-padded, one model run per step for all of
+        them; the C API's ``kiln_generate``) and returns each sequence's new token ids. Text
+        prompts need a tokenizer. Sampling and ``stop`` as in :meth:`generate`;
+        ``finish_reasons`` and ``stats`` describe the batch afterwards. Not streamed: the whole
+        batch runs with the GIL released; ``cancel()`` from another thread stops it."""
+        ids = []
+        for p in prompts:
+            if isinstance(p, str):
+                if self.tokenizer is None:
+                    raise ValueError("a text prompt needs a tokenizer: model.generator(tokenizer=...)")
+                p = self.tokenizer.encode(p, add_special=add_special)
+            ids.append([int(t) for t in p])
+        stop_ids = None if stop is None else [int(s) for s in stop]
+        tokens, reasons, stats = self._g._generate_batch(ids, max_new_tokens, temperature, top_k, top_p, min_p,
+                                                         repetition_penalty, seed, stop_ids)
+        self._batch = (reasons, stats)
+        return tokens
+
+    @property
+    def finish_reasons(self) -> List[str]:
+        """Per sequence of the last :meth:`generate_batch`: 'stop_token', 'length', 'cancelled' or 'context'."""
+        return list(self._batch[0]) if self._batch else []
+
     def cancel(self) -> None:
         """Ends the current generation after its current step; safe from any thread."""
         self._g.cancel()
@@ -84,5 +113,8 @@ class Generator:
     @property
     def stats(self) -> dict:
         """prompt_tokens, new_tokens, steps, time_to_first_token_ms, decode_ms,
-        inter_token_median_ms, inter_token_p99_ms, tokens_per_second, finish_reason."""
+        inter_token_median_ms, inter_token_p99_ms, tokens_per_second (and finish_reason) of the
+        last generation or batch."""
+        if self._batch:
+            return dict(self._batch[1])
         return self._g.stats

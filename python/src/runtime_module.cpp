@@ -601,6 +601,74 @@ struct Generator {
     return std::make_pair(token, text);
   }
 
+  // A whole batch at once through kiln_generate (left-padded prompts, the C API's loop and
+  // statistics), the GIL released throughout. Returns (tokens per sequence, finish reason per
+  // sequence, stats).
+  py::tuple generateBatch(const std::vector<std::vector<int32_t>> &prompts, int32_t maxNewTokens, float temperature,
+                          int32_t topK, float topP, float minP, float repetitionPenalty, uint64_t seed,
+                          std::optional<std::vector<int32_t>> stopIds) {
+    if (prompts.empty())
+      invalid("generate_batch needs at least one prompt");
+    if (maxNewTokens < 1)
+      invalid("max_new_tokens must be >= 1, got " + std::to_string(maxNewTokens));
+    std::unique_lock<std::mutex> lock(busy, std::try_to_lock);
+    if (!lock)
+      throw KilnError{KILN_ERROR_BUSY, "the generator is in use by another thread"};
+    kiln_generate_options o;
+    kiln_generate_options_init(&o);
+    kiln_sampling_params_init(&o.sampling);
+    o.sampling.temperature = temperature;
+    o.sampling.top_k = topK;
+    o.sampling.top_p = topP;
+    o.sampling.min_p = minP;
+    o.sampling.repetition_penalty = repetitionPenalty;
+    o.sampling.seed = seed;
+    o.max_new_tokens = maxNewTokens;
+    std::vector<int32_t> stops;
+    if (stopIds)
+      stops = *stopIds;
+    else if (tokenizer && tokenizer->eos())
+      stops = {*tokenizer->eos()};
+    o.stop_tokens = stops.data();
+    o.stop_token_count = stops.size();
+    std::vector<const int32_t *> ptrs;
+    std::vector<size_t> lens;
+    for (const auto &p : prompts) {
+      ptrs.push_back(p.data());
+      lens.push_back(p.size());
+    }
+    active = false; // a step-by-step generation in progress ends here
+    kiln_generation *g = nullptr;
+    kiln_error *err = nullptr;
+    {
+      py::gil_scoped_release nogil;
+      err = kiln_generate(gen, ptrs.data(), lens.data(), prompts.size(), &o, &g);
+    }
+    check(err);
+    std::unique_ptr<kiln_generation, void (*)(kiln_generation *)> owner(g, kiln_generation_destroy);
+    static const char *reasons[] = {"none", "stop_token", "length", "cancelled", "context"};
+    py::list tokens, finish;
+    for (size_t i = 0; i < kiln_generation_batch(g); ++i) {
+      size_t n = 0;
+      const int32_t *ids = kiln_generation_tokens(g, i, &n);
+      tokens.append(py::cast(std::vector<int32_t>(ids, ids + n)));
+      const int r = int(kiln_generation_finish_reason(g, i));
+      finish.append(r >= 0 && r <= 4 ? reasons[r] : "none");
+    }
+    kiln_generation_stats st;
+    kiln_generation_stats_get(g, &st);
+    py::dict d;
+    d["prompt_tokens"] = st.prompt_tokens;
+    d["new_tokens"] = st.new_tokens;
+    d["steps"] = st.steps;
+    d["time_to_first_token_ms"] = st.time_to_first_token_ms;
+    d["decode_ms"] = st.decode_ms;
+    d["inter_token_median_ms"] = st.inter_token_median_ms;
+    d["inter_token_p99_ms"] = st.inter_token_p99_ms;
+    d["tokens_per_second"] = st.tokens_per_second;
+    return py::make_tuple(tokens, finish, d);
+  }
+
   void end(const char *reason) {
     active = false;
     finish = reason;
@@ -704,6 +772,7 @@ PYBIND11_MODULE(_runtime, m) {
            py::arg("max_context") = 0, py::arg("tokenizer") = nullptr)
       .def("_start", &Generator::start)
       .def("_next", &Generator::next)
+      .def("_generate_batch", &Generator::generateBatch)
       .def("cancel", [](Generator &g) {
         g.cancelled = true;
         kiln_generator_cancel(g.gen);

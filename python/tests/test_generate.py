@@ -129,3 +129,26 @@ def test_tokenizer(lm):
         kiln.Tokenizer.from_file("/nonexistent/tokenizer.json")
     with pytest.raises(kiln.InvalidArgumentError):
         kiln.Tokenizer.from_str("{not json")
+
+
+def test_batch_equals_kiln_run(lm, kiln_bin):
+    family, path, _ = lm
+    prompts = [[1, 2, 3, 4], [7, 8], [300, 5, 9]]
+    args = []
+    for p in prompts:
+        args += ["--prompt-ids", ",".join(map(str, p))]
+    out = kiln_run_generate(kiln_bin, path, *args, "--ids", "--max-new-tokens", "6", "--temperature", "0.7",
+                            "--seed", "3").decode()
+    want = [[] for _ in prompts]
+    for line in out.split("\n"):
+        if line.strip():
+            seq, tok = line.split()
+            want[int(seq.strip("[]"))].append(int(tok))
+    gen = kiln.load(path).generator()
+    got = gen.generate_batch(prompts, 6, temperature=0.7, seed=3)
+    assert got == want
+    assert gen.finish_reasons == ["length"] * 3
+    assert gen.stats["new_tokens"] == 18 and gen.stats["prompt_tokens"] == 9
+    # The stats of a later single generation are its own again.
+    gen.generate_ids([1, 2], 2)
+    assert gen.stats["new_tokens"] == 2
