@@ -25,6 +25,9 @@ def needed_and_runpath(data, tmp_path):
     so = tmp_path / "module.so"
     so.write_bytes(data)
     out = subprocess.run(["readelf", "-d", str(so)], capture_output=True, text=True, check=True).stdout
+    # kiln._compiler links objects built as position-independent executables (python/CMakeLists.txt):
+    # they must not have forced text relocations on the module.
+    assert "TEXTREL" not in out
     needed = [l.split("[", 1)[1].rstrip("]") for l in out.splitlines() if "(NEEDED)" in l]
     runpath = [l.split("[", 1)[1].rstrip("]") for l in out.splitlines() if "(RUNPATH)" in l or "(RPATH)" in l]
     return needed, runpath
