@@ -25,6 +25,9 @@ struct Session {
   std::shared_ptr<Model> model;
   kiln_session *session = nullptr;
   bool profiling = false;
+  // A call between its profiling switch and reading its profile. Only touched with the GIL held,
+  // so a second thread's call is refused here, before it could switch profiling under a run.
+  bool running = false;
   py::object profileFactory; // kiln._profile.Profile, looked up once
 
   explicit Session(std::shared_ptr<Model> m) : model(std::move(m)) {
@@ -153,6 +156,13 @@ struct Session {
       in.push_back(owned.back().get());
     }
     std::vector<kiln_tensor *> out(model->outputInfo.size(), nullptr);
+    if (running)
+      throw KilnError{KILN_ERROR_BUSY, "the session is already running on another thread (use one session per thread)"};
+    running = true;
+    struct Done {
+      bool &flag;
+      ~Done() { flag = false; }
+    } done{running};
     if (profile != profiling) {
       kiln_session_set_profiling(session, profile ? 1 : 0);
       profiling = profile;

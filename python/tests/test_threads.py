@@ -37,7 +37,8 @@ def test_concurrent_sessions_give_serial_results(artifacts):
 
 def test_gil_is_released_and_a_shared_session_is_busy(artifacts):
     """A second thread calling run on the same session while a long run is in progress gets
-    BusyError: it could only reach the runtime because the first run let go of the GIL."""
+    BusyError: it could only make that call while the first was inside the model because the first
+    let go of the GIL (with the GIL held, the second call would wait and then succeed)."""
     m = kiln.load(artifacts("cnn"), threads=1)
     s = m.session()
     big = np.random.default_rng(1).standard_normal((256, 3, 32, 32)).astype(np.float32)
