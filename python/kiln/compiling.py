@@ -83,8 +83,21 @@ def _options(model_path: str, out_path: str, emit: str, kwargs: dict) -> dict:
     return opts
 
 
-def compile(model, output: Optional[Union[str, "os.PathLike[str]"]] = None, *, emit: Optional[str] = None,
-            threads: int = 0, **options):
+def compile(model, output: Optional[Union[str, "os.PathLike[str]"]] = None, *,
+            target: str = "x86", target_cpu: Optional[str] = None, gpu_arch: Optional[str] = None,
+            precision: Optional[str] = None, quantize: Optional[str] = None, quantize_group: Optional[int] = None,
+            quantize_scale: Optional[str] = None, quantize_keep: Optional[Iterable[str]] = None,
+            max_context: Optional[int] = None, kv_cache: bool = True, fusion: bool = True,
+            memory_plan: bool = True, channels_last: bool = True, symbolic_input_dims: bool = False,
+            weights: Optional[str] = None, gpu_attention: Optional[str] = None,
+            gpu_attention_split_keys: Optional[int] = None, gpu_code: Optional[str] = None,
+            ptxas: Optional[str] = None, check_accuracy: bool = False, calibration=None,
+            calibration_tokens=None, calibration_seed: Optional[int] = None,
+            calibration_samples: Optional[int] = None, calibration_length: Optional[int] = None,
+            calibration_dims: Optional[Iterable[str]] = None, max_error: Optional[float] = None,
+            min_cosine: Optional[float] = None, min_top1: Optional[float] = None,
+            max_perplexity_ratio: Optional[float] = None, notes: bool = False, print_memory_plan: bool = False,
+            print_layouts: bool = False, emit: Optional[str] = None, threads: int = 0):
     """Compiles an ONNX model with kiln's compiler, in this process.
 
     ``model``: a path, the model's bytes, or an ``onnx.ModelProto`` (bytes are written to a
@@ -109,6 +122,9 @@ def compile(model, output: Optional[Union[str, "os.PathLike[str]"]] = None, *, e
     Raises :class:`kiln.CompileError` with the compiler's one-line message (an unsupported op
     names the op, its node and the opset) and ``TypeError`` for an unknown keyword.
     """
+    # Every keyword above but model, output, emit and threads is a compiler option (_OPTIONS).
+    arguments = dict(locals())
+    options = {k: v for k, v in arguments.items() if k in _OPTIONS}
     result, _ = _compile(model, output, emit, threads, options)
     return result
 
