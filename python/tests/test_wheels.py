@@ -81,7 +81,7 @@ def test_runtime_wheel_alone_in_a_fresh_venv(tmp_path, artifacts):
     venv = tmp_path / "venv"
     subprocess.run([sys.base_prefix + "/bin/python3", "-m", "venv", "--system-site-packages", str(venv)], check=True)
     py = str(venv / "bin" / "python")
-    subprocess.run([py, "-m", "pip", "install", "-q", "--no-index", "--disable-pip-version-check",
+    subprocess.run([py, "-m", "pip", "install", "-q", "--no-index", "--no-cache-dir", "--disable-pip-version-check",
                     wheel("kiln_runtime")], check=True)
     script = f"""
 import kiln, numpy as np
