@@ -22,9 +22,7 @@ inline void check(kiln_error *error) {
   throw e;
 }
 
-[[noreturn]] inline void invalid(const std::string &message) {
-  throw KilnError{KILN_ERROR_INVALID_ARGUMENT, message};
-}
+[[noreturn]] inline void invalid(const std::string &message) { throw KilnError{KILN_ERROR_INVALID_ARGUMENT, message}; }
 
 } // namespace kiln_python
 

@@ -3,9 +3,9 @@
 #define KILN_PYTHON_GENERATION_H
 
 #include "errors.h"
-#include "model.h"
 #include "kiln/kiln.h"
 #include "kiln/tokenizer.h"
+#include "model.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -55,8 +55,8 @@ struct Tokenizer {
   py::str decode(const std::vector<int32_t> &ids, bool skipSpecial) const {
     char *text = nullptr;
     size_t len = 0;
-    check(kiln_tokenizer_decode(tok.get(), ids.data(), ids.size(), skipSpecial ? KILN_TOKENIZER_SKIP_SPECIAL : 0,
-                                &text, &len));
+    check(kiln_tokenizer_decode(tok.get(), ids.data(), ids.size(), skipSpecial ? KILN_TOKENIZER_SKIP_SPECIAL : 0, &text,
+                                &len));
     py::str r(text, len);
     kiln_tokenizer_text_free(text);
     return r;

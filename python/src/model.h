@@ -24,7 +24,7 @@ struct TensorInfo {
   std::string name;
   std::string dtype; // the runtime's name: "float32", "bfloat16", "string", ...
   int dtypeCode = 0;
-  py::list shape;    // ints for static dims, the symbol (str) or None for symbolic ones
+  py::list shape; // ints for static dims, the symbol (str) or None for symbolic ones
 };
 
 inline TensorInfo toInfo(const kiln_tensor_info &i) {
@@ -57,7 +57,8 @@ struct Model {
   std::vector<py::str> inputNames, outputNames;
   std::vector<py::object> inputDtypes, outputDtypes; // numpy dtypes; None for strings
 
-  Model(const std::string &p, int32_t numThreads, std::optional<std::string> weightsDir) : path(p), threads(numThreads) {
+  Model(const std::string &p, int32_t numThreads, std::optional<std::string> weightsDir)
+      : path(p), threads(numThreads) {
     if (numThreads < 0)
       invalid("threads must be >= 0 (0: every core), got " + std::to_string(numThreads));
     kiln_model_options o;

@@ -67,7 +67,8 @@ PYBIND11_MODULE(_runtime, m) {
            "view the runtime's buffers. With profile=True returns (outputs, kiln.Profile).")
       .def_readonly("_model", &Session::model);
 
-  py::class_<Tokenizer, std::shared_ptr<Tokenizer>>(m, "Tokenizer",
+  py::class_<Tokenizer, std::shared_ptr<Tokenizer>>(
+      m, "Tokenizer",
       "A Hugging Face tokenizer.json with a byte-level BPE model (GPT-2, Llama 3, Qwen).\n\n"
       "Tokenizer.from_file(path) / Tokenizer.from_str(json); encode(text, add_special=True,\n"
       "parse_special=False) -> list[int]; decode(ids, skip_special=False) -> str; vocab_size;\n"
@@ -81,16 +82,23 @@ PYBIND11_MODULE(_runtime, m) {
       .def("decode", &Tokenizer::decode, py::arg("ids"), py::arg("skip_special") = false)
       .def_property_readonly("vocab_size", [](const Tokenizer &t) { return kiln_tokenizer_vocab_size(t.tok.get()); })
       .def_property_readonly("eos_id", &Tokenizer::eos)
-      .def("token_to_id", [](const Tokenizer &t, const std::string &s) -> std::optional<int32_t> {
-        int32_t id = kiln_tokenizer_token_to_id(t.tok.get(), s.c_str());
-        return id >= 0 ? std::optional<int32_t>(id) : std::nullopt;
-      }, py::arg("token"))
-      .def("id_to_token", [](const Tokenizer &t, int32_t id) -> std::optional<std::string> {
-        const char *s = kiln_tokenizer_id_to_token(t.tok.get(), id);
-        return s ? std::optional<std::string>(s) : std::nullopt;
-      }, py::arg("id"))
-      .def("is_special", [](const Tokenizer &t, int32_t id) { return kiln_tokenizer_is_special(t.tok.get(), id) != 0; },
-           py::arg("id"));
+      .def(
+          "token_to_id",
+          [](const Tokenizer &t, const std::string &s) -> std::optional<int32_t> {
+            int32_t id = kiln_tokenizer_token_to_id(t.tok.get(), s.c_str());
+            return id >= 0 ? std::optional<int32_t>(id) : std::nullopt;
+          },
+          py::arg("token"))
+      .def(
+          "id_to_token",
+          [](const Tokenizer &t, int32_t id) -> std::optional<std::string> {
+            const char *s = kiln_tokenizer_id_to_token(t.tok.get(), id);
+            return s ? std::optional<std::string>(s) : std::nullopt;
+          },
+          py::arg("id"))
+      .def(
+          "is_special", [](const Tokenizer &t, int32_t id) { return kiln_tokenizer_is_special(t.tok.get(), id) != 0; },
+          py::arg("id"));
 
   py::class_<Generator>(m, "Generator", "The C API's kiln_generator, stepped token by token; see kiln.Generator.")
       .def(py::init<std::shared_ptr<Model>, int64_t, std::shared_ptr<Tokenizer>>(), py::arg("model"),
@@ -98,10 +106,13 @@ PYBIND11_MODULE(_runtime, m) {
       .def("_start", &Generator::start)
       .def("_next", &Generator::next)
       .def("_generate_batch", &Generator::generateBatch)
-      .def("cancel", [](Generator &g) {
-        g.cancelled = true;
-        kiln_generator_cancel(g.gen);
-      }, "Stops the generation after its current step; safe from any thread.")
+      .def(
+          "cancel",
+          [](Generator &g) {
+            g.cancelled = true;
+            kiln_generator_cancel(g.gen);
+          },
+          "Stops the generation after its current step; safe from any thread.")
       .def_property_readonly("_active", [](const Generator &g) { return g.active; })
       .def_property_readonly("stats", &Generator::stats)
       .def_property_readonly("finish_reason", [](const Generator &g) { return g.finish; })
@@ -110,11 +121,14 @@ PYBIND11_MODULE(_runtime, m) {
       .def_property_readonly("position", [](const Generator &g) { return kiln_generator_position(g.gen); })
       .def_readonly("tokenizer", &Generator::tokenizer);
 
-  m.def("_tensor_data", [](py::object capsule) -> py::object {
-    if (!PyCapsule_IsValid(capsule.ptr(), kTensorCapsule))
-      return py::none();
-    auto *t = static_cast<kiln_tensor *>(PyCapsule_GetPointer(capsule.ptr(), kTensorCapsule));
-    return py::int_(reinterpret_cast<uintptr_t>(kiln_tensor_data(t)));
-  }, "The data address of the kiln_tensor an output array's base capsule owns (None for another object).");
+  m.def(
+      "_tensor_data",
+      [](py::object capsule) -> py::object {
+        if (!PyCapsule_IsValid(capsule.ptr(), kTensorCapsule))
+          return py::none();
+        auto *t = static_cast<kiln_tensor *>(PyCapsule_GetPointer(capsule.ptr(), kTensorCapsule));
+        return py::int_(reinterpret_cast<uintptr_t>(kiln_tensor_data(t)));
+      },
+      "The data address of the kiln_tensor an output array's base capsule owns (None for another object).");
   m.def("dtype_size", [](int code) { return kiln_dtype_size(kiln_dtype(code)); });
 }

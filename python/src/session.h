@@ -5,8 +5,8 @@
 
 #include "arrays.h"
 #include "errors.h"
-#include "model.h"
 #include "kiln/kiln.h"
+#include "model.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -48,7 +48,8 @@ struct Session {
                 std::string(py::str(py::type::of(value).attr("__name__"))));
       const char kind = a.dtype().kind();
       if (kind != 'O' && kind != 'U' && kind != 'S')
-        invalid("input '" + name + "': expected string (an object or str array), got " + std::string(py::str(a.dtype())));
+        invalid("input '" + name + "': expected string (an object or str array), got " +
+                std::string(py::str(a.dtype())));
       py::array flat = py::array::ensure(a.attr("ravel")());
       const py::ssize_t n = flat.size();
       std::vector<std::string> items;
@@ -89,8 +90,8 @@ struct Session {
       invalid("input '" + name + "': expected " + expected + ", got " + std::string(py::str(a.dtype())));
     }
     if (size_t(a.ndim()) != info.rank)
-      invalid("input '" + name + "': expected rank " + std::to_string(info.rank) + ", got " +
-              std::to_string(a.ndim()) + " (shape " + std::string(py::str(py::tuple(a.attr("shape")))) + ")");
+      invalid("input '" + name + "': expected rank " + std::to_string(info.rank) + ", got " + std::to_string(a.ndim()) +
+              " (shape " + std::string(py::str(py::tuple(a.attr("shape")))) + ")");
     // Wrapped in place when C-contiguous and aligned; otherwise one contiguous copy. A decoder's
     // KV caches are written in place by the run: a read-only array is copied rather than written.
     const int flags = py::detail::array_proxy(a.ptr())->flags;
@@ -98,7 +99,8 @@ struct Session {
     const bool aligned = (flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_) != 0;
     const bool writeable = (flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_) != 0;
     if (!contiguous || !aligned || (model->decoder && !writeable))
-      a = py::array::ensure(py::module_::import("numpy").attr("array")(a, py::arg("order") = "C", py::arg("copy") = true));
+      a = py::array::ensure(
+          py::module_::import("numpy").attr("array")(a, py::arg("order") = "C", py::arg("copy") = true));
     keep.push_back(a);
     std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
     const size_t bytes = size_t(a.nbytes());
@@ -186,8 +188,8 @@ struct Session {
     const kiln_profile_event *events = kiln_session_profile(session, &count);
     py::list rows;
     for (size_t i = 0; i < count; ++i)
-      rows.append(py::make_tuple(events[i].kernel_id, events[i].start_us, events[i].duration_us,
-                                 events[i].work_items, events[i].flops, events[i].bytes));
+      rows.append(py::make_tuple(events[i].kernel_id, events[i].start_us, events[i].duration_us, events[i].work_items,
+                                 events[i].flops, events[i].bytes));
     if (!profileFactory)
       profileFactory = py::module_::import("kiln._profile").attr("Profile");
     return py::make_tuple(result, profileFactory(py::cast(model->kernels()), rows));

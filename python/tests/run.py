@@ -31,8 +31,8 @@ def main() -> int:
         venv = os.path.join(work, "venv")
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv], check=True)
         py = os.path.join(venv, "bin", "python")
-        subprocess.run([py, "-m", "pip", "install", "-q", "--no-index", "--no-cache-dir", "--disable-pip-version-check", wheels[0]],
-                       check=True)
+        subprocess.run([py, "-m", "pip", "install", "-q", "--no-index", "--no-cache-dir",
+                        "--disable-pip-version-check", wheels[0]], check=True)
         env = dict(os.environ, KILN_SOURCE=source, KILN_BIN=os.path.join(build, "bin"),
                    KILN_DIST=os.path.join(build, "dist"), KILN_CACHE_DIR=os.path.join(work, "cache"),
                    PYTHONDONTWRITEBYTECODE="1")
