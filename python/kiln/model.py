@@ -104,7 +104,8 @@ class Model:
         return self.session().run(feeds, profile=profile)
 
     def __repr__(self) -> str:
-        return f"<kiln.Model {self._path!r} inputs={[i.name for i in self.inputs]} outputs={[o.name for o in self.outputs]}>"
+        ins, outs = [i.name for i in self.inputs], [o.name for o in self.outputs]
+        return f"<kiln.Model {self._path!r} inputs={ins} outputs={outs}>"
 
 
 def load(path: PathLike, threads: int = 0, weights_dir: Optional[PathLike] = None) -> Model:

@@ -62,8 +62,9 @@ def data_sets(model_dir):
         d = os.path.join(model_dir, entry)
         # input_10 sorts before input_2: order by the number.
         key = lambda p: int(p.rsplit("_", 1)[1].split(".")[0])
-        ins = [load_pb(os.path.join(d, f)) for f in sorted((f for f in os.listdir(d) if f.startswith("input_")), key=key)]
-        outs = [load_pb(os.path.join(d, f)) for f in sorted((f for f in os.listdir(d) if f.startswith("output_")), key=key)]
+        files = os.listdir(d)
+        ins = [load_pb(os.path.join(d, f)) for f in sorted((f for f in files if f.startswith("input_")), key=key)]
+        outs = [load_pb(os.path.join(d, f)) for f in sorted((f for f in files if f.startswith("output_")), key=key)]
         sets.append((ins, outs))
     assert sets, f"no test data sets in {model_dir}"
     return sets

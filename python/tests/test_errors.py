@@ -40,7 +40,8 @@ def test_wrong_dtype_names_the_input(mlp):
     _, wrong = load_pb(model_path("bad", "wrong_dtype_input.pb"))
     with pytest.raises(kiln.InvalidArgumentError, match="'x'"):
         s.run({"x": wrong})
-    with pytest.raises(kiln.InvalidArgumentError, match="'x': expected a numpy array \\(or a buffer-protocol object\\), got list"):
+    with pytest.raises(kiln.InvalidArgumentError,
+                       match="'x': expected a numpy array \\(or a buffer-protocol object\\), got list"):
         s.run({"x": [[0.0] * 64]})
 
 
