@@ -30,6 +30,11 @@ def needed_and_runpath(data, tmp_path):
     assert "TEXTREL" not in out
     needed = [l.split("[", 1)[1].rstrip("]") for l in out.splitlines() if "(NEEDED)" in l]
     runpath = [l.split("[", 1)[1].rstrip("]") for l in out.splitlines() if "(RUNPATH)" in l or "(RPATH)" in l]
+    # The module exports its PyInit_ function only (python/CMakeLists.txt's version scripts): not
+    # the C API of the runtime copy inside it.
+    syms = subprocess.run(["nm", "-D", "--defined-only", str(so)], capture_output=True, text=True, check=True).stdout
+    exported = [l.split()[-1] for l in syms.splitlines() if l.strip()]
+    assert len(exported) == 1 and exported[0].startswith("PyInit__"), exported
     return needed, runpath
 
 
