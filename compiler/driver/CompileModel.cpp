@@ -155,7 +155,7 @@ bool compileModel(const CompileRequest &request, CompileResult *result, std::str
     OpPrintingFlags flags;
     flags.elideLargeElementsAttrs(16);
     flags.elideLargeResourceString(64);
-    module->print(llvm::outs(), flags);
+    module->print(request.irOut ? *request.irOut : llvm::outs(), flags);
     return true;
   }
 
@@ -174,7 +174,7 @@ bool compileModel(const CompileRequest &request, CompileResult *result, std::str
   std::string &out = code.code;
   if (emit != Emit::Artifact) {
     done();
-    llvm::outs() << out;
+    (request.irOut ? *request.irOut : llvm::outs()) << out;
     return true;
   }
   report("writing the artifact");

@@ -15,6 +15,10 @@ namespace kiln {
 class TargetBackend;
 } // namespace kiln
 
+namespace llvm {
+class raw_ostream;
+}
+
 namespace kiln::driver {
 
 enum class Emit { Artifact, Graph, Linalg, Bufferized, MlirLlvm, LlvmIr, Assembly };
@@ -22,7 +26,10 @@ enum class Emit { Artifact, Graph, Linalg, Bufferized, MlirLlvm, LlvmIr, Assembl
 struct CompileRequest {
   std::string modelPath;
   std::string outPath;        // the artifact (Emit::Artifact only)
-  Emit emit = Emit::Artifact; // the others print the IR to stdout
+  Emit emit = Emit::Artifact; // the others print the IR to `irOut`
+  // Where an --emit phase's IR or code goes (compile()'s `out`, so that an in-process front end
+  // such as Python gets it back); null: stdout.
+  llvm::raw_ostream *irOut = nullptr;
   const TargetBackend *target = nullptr; // compiler/targets/TargetBackend.h
   std::string targetCpu = "host";        // the host program's CPU
   std::string ptxas; // GPU targets: the ptxas to use ("" = search, "none" = PTX only)

@@ -147,7 +147,8 @@ bool compile(const CompileOptions &options, llvm::raw_ostream &out, std::string 
     out << describePipeline(target, request.options);
     return true;
   }
-  const CompileRequest request = makeRequest(options, target);
+  CompileRequest request = makeRequest(options, target);
+  request.irOut = &out;
   if (!accuracyCheckRequested(options))
     return compileModel(request, nullptr, error);
   return compileChecked(options, request, out, error);
