@@ -1,0 +1,447 @@
+#!/usr/bin/python3
+"""End-to-end tests of kiln-serve over loopback, standard library only (plus numpy/onnx for the
+CNN's reference tensors). Usage: serve_test.py --bin BUILD/bin --artifacts DIR --models test/models
+DIR holds llama.kiln (--max-context 256) and cnn.kiln (test/CMakeLists.txt compiles them)."""
+import argparse, http.client, json, os, re, signal, socket, subprocess, sys, tempfile, threading, time
+
+import numpy as np
+from onnx import TensorProto, numpy_helper
+
+ARGS = None
+FAILS = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILS.append(what)
+        print("FAIL:", what, flush=True)
+    return cond
+
+
+class Server:
+    def __init__(self, extra, env=None):
+        self.trace_dir = tempfile.mkdtemp(prefix="kiln-serve-trace-")
+        a = ARGS.artifacts
+        cmd = [os.path.join(ARGS.bin, "kiln-serve"),
+               "--model", "llama=" + os.path.join(a, "llama.kiln"),
+               "--tokenizer", os.path.join(ARGS.models, "lm/llama/tokenizer.json"),
+               "--chat-template", "chatml", "--max-sequences", "2", "--max-queue", "62", "--threads", "1",
+               "--model", "cnn=" + os.path.join(a, "cnn.kiln"), "--max-sequences", "1", "--threads", "1",
+               "--host", "127.0.0.1", "--port", "0", "--trace-dir", self.trace_dir,
+               "--request-timeout", "20", "--max-body-bytes", "1000000"] + extra
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        self.lines = []
+        self.port = None
+        got = threading.Event()
+
+        def reader():
+            for line in self.proc.stderr:
+                self.lines.append(line)
+                m = re.search(r'"event":"listening".*"port":(\d+)', line)
+                if m:
+                    self.port = int(m.group(1))
+                    got.set()
+            got.set()
+        threading.Thread(target=reader, daemon=True).start()
+        if not got.wait(10) or self.port is None:
+            raise RuntimeError("kiln-serve did not start: " + "".join(self.lines))
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                if self.get("/health")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("kiln-serve never became healthy: " + "".join(self.lines))
+
+    def conn(self, timeout=30):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, raw=None, headers=None):
+        c = self.conn()
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        c.request(method, path, body=data, headers=headers or {"Content-Type": "application/json"})
+        r = c.getresponse()
+        out = r.read()
+        c.close()
+        return r.status, out, r
+
+    def get(self, path):
+        return self.request("GET", path)
+
+    def post(self, path, body):
+        st, out, r = self.request("POST", path, body)
+        try:
+            j = json.loads(out)
+        except ValueError:
+            j = None
+        return st, j, r
+
+    def metrics(self):
+        st, out, _ = self.get("/metrics")
+        assert st == 200
+        values = {}
+        for line in out.decode().splitlines():
+            if line.startswith("#") or not line.strip():
+                continue
+            name, v = line.rsplit(" ", 1)
+            values[name] = float(v)
+        return values
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def metric(m, name, model="llama", **labels):
+    key = name + '{model_name="%s"' % model + "".join(',%s="%s"' % kv for kv in labels.items()) + "}"
+    return m.get(key, 0.0)
+
+
+def stream_events(resp):
+    """Reads an SSE response to the end: the JSON events and whether [DONE] came."""
+    events, done = [], False
+    for raw in resp:
+        line = raw.decode().strip()
+        if not line.startswith("data: "):
+            continue
+        if line == "data: [DONE]":
+            done = True
+            continue
+        events.append(json.loads(line[6:]))
+    return events, done
+
+
+def kiln_run_ids(prompt_ids, n, sampling=()):
+    out = subprocess.run([os.path.join(ARGS.bin, "kiln-run"), "generate", os.path.join(ARGS.artifacts, "llama.kiln"),
+                          "--prompt-ids", ",".join(map(str, prompt_ids)), "--max-new-tokens", str(n), "--ids",
+                          "--no-eos", "--threads", "1"] + list(sampling),
+                         capture_output=True, text=True, check=True).stdout
+    return [int(t) for t in out.split()]
+
+
+def open_stream(srv, body):
+    """Sends a streaming request and returns (socket, file) once the response headers are in."""
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    data = json.dumps(body).encode()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(data) + data)
+    f = s.makefile("rb")
+    status = f.readline()
+    while f.readline() not in (b"\r\n", b""):
+        pass
+    return s, f, status
+
+
+def wait_for(pred, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return pred()
+
+
+def test_models_and_greedy(srv):
+    st, j, _ = srv.post("/v1/completions", None) if False else (None, None, None)
+    st, out, _ = srv.get("/v1/models")
+    ids = [m["id"] for m in json.loads(out)["data"]]
+    check(st == 200 and ids == ["llama", "cnn"], "/v1/models lists both models: %s" % ids)
+    # Greedy ids equal kiln-run generate's (the generator alone).
+    want = kiln_run_ids([292], 8)
+    st, j, r = srv.post("/v1/completions", {"model": "llama", "prompt": [292], "max_tokens": 8, "temperature": 0,
+                                            "ignore_eos": True, "return_token_ids": True})
+    check(st == 200, "greedy completion answers 200 (%s)" % st)
+    check(j["choices"][0]["token_ids"] == want, "greedy ids %s equal kiln-run's %s" % (j["choices"][0]["token_ids"], want))
+    check(j["usage"] == {"prompt_tokens": 1, "completion_tokens": 8, "total_tokens": 9}, "usage %s" % j["usage"])
+    check(j["choices"][0]["finish_reason"] == "length", "finish_reason length")
+    check(j["object"] == "text_completion" and isinstance(j["choices"][0]["text"], str), "completion shape")
+    timing = r.getheader("x-kiln-timing") or ""
+    check(all(s in timing for s in ("validate=", "queue=", "prefill=", "decode=", "return=")),
+          "x-kiln-timing has the five stages: %s" % timing)
+    # Sampling with a seed: the same ids as kiln-run with the same parameters.
+    samp = ["--temperature", "0.8", "--top-k", "40", "--top-p", "0.95", "--seed", "7"]
+    want = kiln_run_ids([292, 143], 12, samp)
+    st, j, _ = srv.post("/v1/completions", {"model": "llama", "prompt": [292, 143], "max_tokens": 12,
+                                            "temperature": 0.8, "top_k": 40, "top_p": 0.95, "seed": 7,
+                                            "ignore_eos": True, "return_token_ids": True})
+    check(st == 200 and j["choices"][0]["token_ids"] == want, "seeded sampling ids equal kiln-run's")
+
+
+def test_stream_equals_plain(srv):
+    body = {"model": "llama", "prompt": "The quick brown fox", "max_tokens": 20, "temperature": 0,
+            "return_token_ids": True}
+    st, plain, _ = srv.post("/v1/completions", body)
+    check(st == 200, "text completion 200")
+    c = srv.conn()
+    c.request("POST", "/v1/completions", json.dumps(dict(body, stream=True, stream_options={"include_usage": True})),
+              {"Content-Type": "application/json"})
+    r = c.getresponse()
+    check(r.status == 200 and r.getheader("Content-Type", "").startswith("text/event-stream"), "SSE content type")
+    events, done = stream_events(r)
+    c.close()
+    check(done, "stream ends with data: [DONE]")
+    text = "".join(e["choices"][0]["text"] for e in events if e["choices"])
+    ids = [i for e in events if e["choices"] for i in e["choices"][0].get("token_ids", [])]
+    check(text == plain["choices"][0]["text"], "streamed text equals the plain answer")
+    check(ids == plain["choices"][0]["token_ids"], "streamed ids equal the plain answer's")
+    finishes = [e["choices"][0]["finish_reason"] for e in events if e["choices"]]
+    check(finishes[-1] == plain["choices"][0]["finish_reason"] and all(f is None for f in finishes[:-1]),
+          "finish_reason only on the last choice chunk")
+    check(events[-1]["choices"] == [] and events[-1]["usage"] == plain["usage"], "include_usage chunk")
+    # Stop strings: the text ends before the stop string, finish_reason stop.
+    full = plain["choices"][0]["text"]
+    if len(full) > 6:
+        stop = full[3:6]
+        st, j, _ = srv.post("/v1/completions", dict(body, stop=[stop]))
+        check(st == 200 and j["choices"][0]["text"] == full[:full.find(stop)] and j["choices"][0]["finish_reason"] == "stop",
+              "stop string cuts the text: %r" % (j["choices"][0]["text"],))
+
+
+def test_chat(srv):
+    msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello there"}]
+    st, chat, _ = srv.post("/v1/chat/completions", {"model": "llama", "messages": msgs, "max_tokens": 6,
+                                                    "temperature": 0, "return_token_ids": True})
+    check(st == 200 and chat["object"] == "chat.completion" and chat["choices"][0]["message"]["role"] == "assistant",
+          "chat completion shape (%s)" % st)
+    # The ChatML rendering, written here independently, sent as a plain prompt, gives the same ids
+    # (the completions endpoint adds the post-processor's BOS, which this tokenizer has none of).
+    rendered = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n"
+    st, comp, _ = srv.post("/v1/completions", {"model": "llama", "prompt": rendered, "max_tokens": 6, "temperature": 0,
+                                               "return_token_ids": True})
+    check(chat["choices"][0]["prompt_token_ids"] == comp["choices"][0]["prompt_token_ids"], "chat prompt is ChatML")
+    check(chat["choices"][0]["message"]["content"] == comp["choices"][0]["text"], "chat answer equals the rendered prompt's")
+    c = srv.conn()
+    c.request("POST", "/v1/chat/completions", json.dumps({"model": "llama", "messages": msgs, "max_tokens": 6,
+                                                          "temperature": 0, "stream": True}),
+              {"Content-Type": "application/json"})
+    events, done = stream_events(c.getresponse())
+    check(done and events[0]["choices"][0]["delta"].get("role") == "assistant", "chat stream starts with the role")
+    text = "".join(e["choices"][0]["delta"].get("content", "") for e in events)
+    check(text == chat["choices"][0]["message"]["content"], "chat stream text equals the plain chat answer")
+    st, j, _ = srv.post("/v1/chat/completions", {"model": "llama", "messages": [{"role": "wizard", "content": "x"}]})
+    check(st == 400 and j["error"]["param"] == "messages[0].role", "unknown chat role is a 400 naming it")
+
+
+def test_concurrent_equal_alone(srv):
+    prompts = [[292], [292, 143], [5, 6, 7], [100], [42, 43], [311, 12, 9]]
+    seeds = [1, 2, 3, 4, 5, 6]
+    want = [kiln_run_ids(p, 16, ["--temperature", "0.9", "--seed", str(s)]) for p, s in zip(prompts, seeds)]
+    got = [None] * len(prompts)
+
+    def one(i):
+        st, j, _ = srv.post("/v1/completions", {"model": "llama", "prompt": prompts[i], "max_tokens": 16,
+                                                "temperature": 0.9, "seed": seeds[i], "ignore_eos": True,
+                                                "return_token_ids": True})
+        got[i] = j["choices"][0]["token_ids"] if st == 200 else st
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(len(prompts))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for i in range(len(prompts)):
+        check(got[i] == want[i], "concurrent request %d: %s equals decoding alone %s" % (i, got[i], want[i]))
+
+
+def test_errors(srv):
+    def err(body, status, param=None, raw=None, path="/v1/completions"):
+        st, out, r = srv.request("POST", path, body, raw=raw)
+        j = json.loads(out) if out else {}
+        ok = check(st == status, "%s -> %d (got %d: %s)" % (raw or json.dumps(body)[:80], status, st, out[:200]))
+        if ok and param is not None:
+            check(j.get("error", {}).get("param") == param, "error names %s: %s" % (param, j))
+        return j, r
+    err(None, 400, raw=b"{not json")
+    err(None, 400, raw=b"[1,2]")
+    err({"model": "llama", "prompt": [1], "bogus": 1}, 400, "bogus")
+    err({"model": "llama", "prompt": [1], "temperature": -1}, 400, "temperature")
+    err({"model": "llama", "prompt": [1], "temperature": "hot"}, 400, "temperature")
+    err({"model": "llama", "prompt": [1], "top_p": 1.5}, 400, "top_p")
+    err({"model": "llama", "prompt": [1], "max_tokens": 0}, 400, "max_tokens")
+    err({"model": "llama", "prompt": [1], "logprobs": 3}, 400, "logprobs")
+    err({"model": "llama", "prompt": [1], "n": 2}, 400, "n")
+    err({"model": "llama", "prompt": [1], "presence_penalty": 0.5}, 400, "presence_penalty")
+    err({"model": "llama", "prompt": [1], "stop": 5}, 400, "stop")
+    err({"model": "llama", "prompt": [999999]}, 400, "prompt")
+    err({"model": "llama", "prompt": []}, 400, "prompt")
+    err({"model": "llama", "prompt": {"a": 1}}, 400, "prompt")
+    err({"model": "llama"}, 400, "prompt")
+    j, _ = err({"model": "llama", "prompt": [5] * 300}, 400, "prompt")
+    check("300" in j["error"]["message"] and "256" in j["error"]["message"], "too-long prompt names both counts")
+    j, _ = err({"model": "llama", "prompt": [5] * 200, "max_tokens": 100}, 400, "max_tokens")
+    check("200" in j["error"]["message"] and "100" in j["error"]["message"], "too-long request names the counts")
+    err({"model": "nope", "prompt": [1]}, 404, "model")
+    err({"model": "cnn", "prompt": [1]}, 400, "model")
+    err({"model": "llama", "messages": "hi"}, 400, "messages", path="/v1/chat/completions")
+    err(None, 413, raw=b'{"prompt": "' + b"a" * 1100000 + b'"}')
+    st, _, _ = srv.get("/v1/nothing")
+    check(st == 404, "unknown route 404")
+    # The server is still fine.
+    st, j, _ = srv.post("/v1/completions", {"model": "llama", "prompt": [292], "max_tokens": 2})
+    check(st == 200, "server healthy after the error paths")
+
+
+def test_v2(srv):
+    check(srv.get("/v2/health/live")[0] == 200 and srv.get("/v2/health/ready")[0] == 200, "v2 health")
+    st, out, _ = srv.get("/v2/models/cnn")
+    meta = json.loads(out)
+    check(st == 200 and meta["name"] == "cnn" and meta["inputs"], "v2 model metadata")
+    check(srv.get("/v2/models/cnn/ready")[0] == 200, "v2 model ready")
+    check(srv.get("/v2/models/none/ready")[0] == 404, "v2 unknown model 404")
+    base = os.path.join(ARGS.models, "cnn")
+    for ds in sorted(d for d in os.listdir(base) if d.startswith("test_data_set")):
+        t = TensorProto()
+        t.ParseFromString(open(os.path.join(base, ds, "input_0.pb"), "rb").read())
+        x = numpy_helper.to_array(t)
+        o = TensorProto()
+        o.ParseFromString(open(os.path.join(base, ds, "output_0.pb"), "rb").read())
+        ref = numpy_helper.to_array(o)
+        inp = meta["inputs"][0]
+        body = {"id": "x1", "inputs": [{"name": inp["name"], "shape": list(x.shape), "datatype": "FP32",
+                                         "data": x.flatten().tolist()}]}
+        st, j, r = srv.post("/v2/models/cnn/infer", body)
+        check(st == 200 and j["id"] == "x1", "v2 infer 200 (%s %s)" % (st, j if st != 200 else ""))
+        if st == 200:
+            out = j["outputs"][0]
+            got = np.array(out["data"], dtype=np.float32).reshape(out["shape"])
+            check(got.shape == ref.shape and np.allclose(got, ref, rtol=1e-3, atol=1e-4),
+                  "v2 infer %s equals ONNX Runtime's reference (max diff %g)" %
+                  (ds, float(np.abs(got - ref).max()) if got.shape == ref.shape else -1))
+        check("forward=" in (r.getheader("x-kiln-timing") or ""), "v2 timing header has the forward stage")
+        bad = json.loads(json.dumps(body))
+        bad["inputs"][0]["shape"] = [1] + list(x.shape)
+        st, j, _ = srv.post("/v2/models/cnn/infer", bad)
+        check(st == 400 and inp["name"] in j["error"], "v2 wrong rank names the input: %s" % j)
+        bad = json.loads(json.dumps(body))
+        bad["inputs"][0]["datatype"] = "INT64"
+        st, j, _ = srv.post("/v2/models/cnn/infer", bad)
+        check(st == 400 and inp["name"] in j["error"], "v2 wrong datatype names the input")
+        bad = json.loads(json.dumps(body))
+        bad["inputs"][0]["data"] = bad["inputs"][0]["data"][:-1]
+        st, j, _ = srv.post("/v2/models/cnn/infer", bad)
+        check(st == 400 and "elements" in j["error"], "v2 short data is a 400")
+        st, j, _ = srv.post("/v2/models/cnn/infer", {"inputs": []})
+        check(st == 400 and "missing" in j["error"], "v2 missing input is a 400")
+        break
+
+
+def test_cancel_and_capacity(srv):
+    long_body = {"model": "llama", "prompt": [292], "max_tokens": 250, "temperature": 0, "ignore_eos": True,
+                 "stream": True}
+    before = srv.metrics()
+    # Mid-stream disconnect frees the slot.
+    s, f, status = open_stream(srv, long_body)
+    check(b"200" in status, "stream opened")
+    f.readline()
+    check(wait_for(lambda: metric(srv.metrics(), "kiln:num_requests_running") == 1, 2), "the stream holds a slot")
+    f.close()
+    s.close()
+    check(wait_for(lambda: metric(srv.metrics(), "kiln:num_requests_running") == 0, 2),
+          "a disconnected stream frees its slot")
+    m = srv.metrics()
+    check(metric(m, "kiln:request_failure_total", reason="client_disconnected") >
+          metric(before, "kiln:request_failure_total", reason="client_disconnected"), "disconnect counted")
+
+    # 64 open streams: 2 decoding, 62 queued; health and metrics still answer at once.
+    streams = [open_stream(srv, long_body) for _ in range(64)]
+    check(all(b"200" in st for _, _, st in streams), "64 streams admitted")
+    t0 = time.time()
+    ok = srv.get("/health")[0] == 200 and srv.get("/metrics")[0] == 200
+    check(ok and time.time() - t0 < 0.5, "health and metrics answer with 64 streams open (%.3f s)" % (time.time() - t0))
+    m = srv.metrics()
+    check(metric(m, "kiln:num_requests_running") == 2 and metric(m, "kiln:num_requests_waiting") == 62,
+          "2 running, 62 waiting: %s %s" % (metric(m, "kiln:num_requests_running"), metric(m, "kiln:num_requests_waiting")))
+    st, j, r = srv.post("/v1/completions", {"model": "llama", "prompt": [1], "max_tokens": 2})
+    check(st == 429 and r.getheader("Retry-After"), "a full queue answers 429 with Retry-After")
+    # A queued non-streaming client that disconnects is noticed.
+    c = socket.create_connection(("127.0.0.1", srv.port))
+    for s, f, _ in streams[-1:]:
+        f.close(), s.close()
+    check(wait_for(lambda: metric(srv.metrics(), "kiln:num_requests_waiting") == 61, 2), "a queued stream leaves")
+    data = json.dumps({"model": "llama", "prompt": [1], "max_tokens": 2}).encode()
+    c.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(data) + data)
+    check(wait_for(lambda: metric(srv.metrics(), "kiln:num_requests_waiting") == 62, 2), "plain request queued")
+    c.close()
+    check(wait_for(lambda: metric(srv.metrics(), "kiln:num_requests_waiting") == 61, 2),
+          "a queued plain client that disconnects leaves the queue")
+    for s, f, _ in streams[:-1]:
+        f.close(), s.close()
+    check(wait_for(lambda: metric(srv.metrics(), "kiln:num_requests_running") == 0 and
+                   metric(srv.metrics(), "kiln:num_requests_waiting") == 0, 3), "all slots free after disconnects")
+
+
+def test_metrics_and_traces(srv):
+    m = srv.metrics()
+    check(metric(m, "kiln:prompt_tokens_total") > 0 and metric(m, "kiln:generation_tokens_total") > 0, "token counters")
+    check(m.get('kiln:time_to_first_token_seconds_count{model_name="llama"}', 0) > 0, "ttft histogram")
+    check(m.get('kiln:inter_token_latency_seconds_count{model_name="llama"}', 0) > 0, "itl histogram")
+    check(m.get('kiln:e2e_request_latency_seconds_count{model_name="llama"}', 0) > 0, "e2e histogram")
+    check(m.get('kiln:request_queue_time_seconds_count{model_name="llama"}', 0) > 0, "queue histogram")
+    check(metric(m, "kiln:slots_total") == 2, "slots_total")
+    check(metric(m, "kiln:request_failure_total", reason="bad_request") > 0, "failures by reason")
+    before = metric(m, "kiln:generation_tokens_total")
+    srv.post("/v1/completions", {"model": "llama", "prompt": [292], "max_tokens": 3, "ignore_eos": True})
+    check(metric(srv.metrics(), "kiln:generation_tokens_total") == before + 3, "generation counter moves by 3")
+    files = [f for f in os.listdir(srv.trace_dir) if f.endswith(".json")]
+    check(len(files) > 10, "trace files written")
+    names = set()
+    for fn in files:
+        for e in json.load(open(os.path.join(srv.trace_dir, fn)))["traceEvents"]:
+            if e.get("ph") == "X":
+                names.add(e["name"])
+    check({"validate", "queue", "prefill", "decode", "return", "forward"} <= names, "trace stages: %s" % names)
+    logs = [json.loads(l) for l in srv.lines if l.startswith('{"event":"request"')]
+    check(logs and all("id" in l and "status" in l for l in logs), "one JSON log line per request")
+
+
+def test_drain(srv):
+    s, f, status = open_stream(srv, {"model": "llama", "prompt": [292], "max_tokens": 60, "temperature": 0,
+                                     "ignore_eos": True, "stream": True})
+    f.readline()
+    srv.proc.send_signal(signal.SIGTERM)
+    check(wait_for(lambda: srv.get("/health")[0] == 503, 2), "health is 503 while draining")
+    st, j, _ = srv.post("/v1/completions", {"model": "llama", "prompt": [1], "max_tokens": 2})
+    check(st == 503, "new requests refused while draining")
+    rest = f.read().decode()
+    check("data: [DONE]" in rest and '"finish_reason":"length"' in rest, "the in-flight stream finishes")
+    check(srv.proc.wait(10) == 0, "exit status 0 after the drain")
+
+
+def main():
+    global ARGS
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", required=True)
+    p.add_argument("--artifacts", required=True)
+    p.add_argument("--models", required=True)
+    ARGS = p.parse_args()
+    t0 = time.time()
+    srv = Server([])
+    try:
+        for t in (test_models_and_greedy, test_stream_equals_plain, test_chat, test_concurrent_equal_alone,
+                  test_errors, test_v2, test_cancel_and_capacity, test_metrics_and_traces, test_drain):
+            t1 = time.time()
+            try:
+                t(srv)
+            except Exception as e:  # a crash of one test is a failure, the others still run
+                import traceback
+                traceback.print_exc()
+                check(False, "%s raised %r" % (t.__name__, e))
+            print("%-32s %.2f s" % (t.__name__, time.time() - t1), flush=True)
+            check(srv.proc.poll() is None or t is test_drain, "server alive after " + t.__name__)
+    finally:
+        srv.stop()
+    # Startup refuses what it cannot run, with the runtime's message.
+    bad = tempfile.NamedTemporaryFile(suffix=".kiln", delete=False)
+    bad.write(b"not an artifact")
+    bad.close()
+    r = subprocess.run([os.path.join(ARGS.bin, "kiln-serve"), "--model", "x=" + bad.name, "--port", "0"],
+                       capture_output=True, text=True, timeout=10)
+    check(r.returncode == 1 and "startup_failed" in r.stderr and "model 'x'" in r.stderr, "bad artifact refused at startup")
+    print("%d failure(s), %.1f s" % (len(FAILS), time.time() - t0))
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
