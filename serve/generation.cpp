@@ -2,6 +2,7 @@
 #include "generation.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "metrics.h"
 #include "models.h"
@@ -77,10 +78,13 @@ bool GenerationJob::step(Slot &slot, bool first) {
     return false;
   }
   int32_t token = 0;
+  auto stepStart = Clock::now();
   if (kiln_error *e = kiln_generator_next(slot.generator, &token)) {
     finish("", takeError(e), "runtime_error");
     return false;
   }
+  if (params_.minStep.count() > 0)
+    std::this_thread::sleep_until(stepStart + params_.minStep);
   auto now = Clock::now();
   if (first) {
     trace_->begin("decode");

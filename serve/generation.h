@@ -25,6 +25,7 @@ struct GenerationParams {
   std::vector<std::string> stopStrings;
   bool ignoreEos = false;
   Clock::time_point deadline;
+  Clock::duration minStep{0}; // --min-step-ms
 };
 
 // What the waiting HTTP thread gets: the output since its last call.

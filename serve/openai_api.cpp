@@ -46,7 +46,8 @@ int64_t integer(const json &b, const char *key, int64_t lo, int64_t hi, int64_t 
   const json &v = b[key];
   if (!v.is_number_integer())
     throw badRequest(key, std::string(key) + ": expected an integer");
-  if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(hi) : (v.get<int64_t>() < lo || v.get<int64_t>() > hi))
+  if (v.is_number_unsigned() ? (v.get<uint64_t>() > uint64_t(hi) || (lo > 0 && v.get<uint64_t>() < uint64_t(lo)))
+                              : (v.get<int64_t>() < lo || v.get<int64_t>() > hi))
     throw badRequest(key, std::string(key) + ": " + v.dump() + " is outside [" + std::to_string(lo) + ", " +
                               std::to_string(hi) + "]");
   return v.get<int64_t>();
@@ -200,6 +201,7 @@ void parseCommon(ServerState &st, const json &b, Prepared &p, bool chat) {
                         " in the prompt, " + std::to_string(maxTokens) + " in " + lenKey + ")",
                     lenKey);
   g.maxTokens = int32_t(std::min<int64_t>(maxTokens, m.maxContext - promptLen));
+  g.minStep = std::chrono::microseconds(int64_t(st.options.minStepMs * 1000));
   g.deadline = Clock::now() + std::chrono::milliseconds(int64_t(st.options.requestTimeoutSeconds * 1000));
 }
 

@@ -30,7 +30,8 @@ const char *kUsage =
     "  --max-body-bytes N       request body limit (default 16 MiB)\n"
     "  --http-threads N         connection threads (default: slots + queues of all models + 16)\n"
     "  --trace-dir DIR          write one Chrome/Perfetto trace JSON per request\n"
-    "  --no-request-log         no JSON log line per request\n";
+    "  --no-request-log         no JSON log line per request\n"
+    "  --min-step-ms X          pad each decode step to X ms (testing: emulates a slower model)\n";
 
 long long toInt(const std::string &opt, const std::string &v, long long lo, long long hi) {
   char *end = nullptr;
@@ -161,6 +162,7 @@ ServerOptions parseOptions(int argc, char **argv) {
     else if (a == "--http-threads") o.httpThreads = int(toInt(a, value(), 4, 4096));
     else if (a == "--trace-dir") o.traceDir = value();
     else if (a == "--no-request-log") o.logRequests = false;
+    else if (a == "--min-step-ms") o.minStepMs = toSeconds(a, value());
     else
       throw std::runtime_error("unknown option '" + a + "' (see --help)");
   }

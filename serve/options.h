@@ -28,6 +28,9 @@ struct ServerOptions {
   int httpThreads = 0;         // 0 = enough for every slot and queue entry plus spares
   std::string traceDir;        // per-request Chrome trace JSON files ("" = none)
   bool logRequests = true;
+  // Pads every decode step to at least this long: emulates a larger model's step time with the
+  // tiny test models (load tests, the e2e tests' open streams). 0 in production.
+  double minStepMs = 0;
 };
 
 // Parses argv; throws std::runtime_error with a one-line message on bad options. Exits 0 on --help.

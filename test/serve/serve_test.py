@@ -28,7 +28,7 @@ class Server:
                "--chat-template", "chatml", "--max-sequences", "2", "--max-queue", "62", "--threads", "1",
                "--model", "cnn=" + os.path.join(a, "cnn.kiln"), "--max-sequences", "1", "--threads", "1",
                "--host", "127.0.0.1", "--port", "0", "--trace-dir", self.trace_dir,
-               "--request-timeout", "20", "--max-body-bytes", "1000000"] + extra
+               "--request-timeout", "20", "--max-body-bytes", "1000000", "--min-step-ms", "5"] + extra
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
         self.lines = []
         self.port = None
