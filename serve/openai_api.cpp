@@ -398,7 +398,7 @@ void handleGeneration(ServerState &st, const httplib::Request &req, httplib::Res
     }
     a->record(u);
     if (!u.error.empty()) {
-      if (a->timedOut)
+      if (call->failure == "timeout")
         throw HttpError(504, "timeout", "the request timed out after " + json(st.options.requestTimeoutSeconds).dump() + " s");
       if (call->failure == "client_disconnected")
         throw HttpError(499, "client_disconnected", "the client closed the connection");
@@ -466,8 +466,9 @@ void handleGeneration(ServerState &st, const httplib::Request &req, httplib::Res
             event(json::array(), &usage);
           }
         } else if (a->call->failure != "client_disconnected") {
-          std::string s = "data: " + errorBody(ErrorStyle::OpenAI, a->timedOut ? 504 : 500,
-                                               a->timedOut ? "the request timed out" : u.error, "") + "\n\n";
+          bool timeout = a->call->failure == "timeout";
+          std::string s = "data: " + errorBody(ErrorStyle::OpenAI, timeout ? 504 : 500,
+                                               timeout ? "the request timed out" : u.error, "") + "\n\n";
           sink.write(s.data(), s.size());
         }
         if (a->call->failure != "client_disconnected") {

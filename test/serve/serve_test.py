@@ -19,14 +19,15 @@ def check(cond, what):
 
 
 class Server:
-    def __init__(self, extra, env=None):
+    def __init__(self, extra, models=None):
         self.trace_dir = tempfile.mkdtemp(prefix="kiln-serve-trace-")
         a = ARGS.artifacts
-        cmd = [os.path.join(ARGS.bin, "kiln-serve"),
-               "--model", "llama=" + os.path.join(a, "llama.kiln"),
-               "--tokenizer", os.path.join(ARGS.models, "lm/llama/tokenizer.json"),
-               "--chat-template", "chatml", "--max-sequences", "2", "--max-queue", "62", "--threads", "1",
-               "--model", "cnn=" + os.path.join(a, "cnn.kiln"), "--max-sequences", "1", "--threads", "1",
+        if models is None:
+            models = ["--model", "llama=" + os.path.join(a, "llama.kiln"),
+                      "--tokenizer", os.path.join(ARGS.models, "lm/llama/tokenizer.json"),
+                      "--chat-template", "chatml", "--max-sequences", "2", "--max-queue", "62", "--threads", "1",
+                      "--model", "cnn=" + os.path.join(a, "cnn.kiln"), "--max-sequences", "1", "--threads", "1"]
+        cmd = [os.path.join(ARGS.bin, "kiln-serve")] + models + [
                "--host", "127.0.0.1", "--port", "0", "--trace-dir", self.trace_dir,
                "--request-timeout", "20", "--max-body-bytes", "1000000", "--min-step-ms", "5"] + extra
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
@@ -409,6 +410,105 @@ def test_drain(srv):
     check(srv.proc.wait(10) == 0, "exit status 0 after the drain")
 
 
+# Templates in the style of each family's tokenizer_config.json (written for this test), and the
+# text each must render for a system + user conversation.
+TEMPLATES = {
+    "llama3": ("{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + "
+               "'<|end_header_id|>\n\n' + message['content'] | trim + '<|eot_id|>' }}{% endfor %}"
+               "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}",
+               "<|begin_of_text|>",
+               "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+               "<|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>"
+               "<|start_header_id|>assistant<|end_header_id|>\n\n"),
+    "qwen": ("{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}"
+             "{% endif %}{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + "
+             "'<|im_end|>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}",
+             None,
+             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n"),
+    "llama2": ("{% for message in messages %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + "
+               "message['content'] + ' [/INST]' }}{% elif message['role'] == 'system' %}{{ '<<SYS>>\n' + "
+               "message['content'] + '\n<</SYS>>\n\n' }}{% endif %}{% endfor %}",
+               "<s>",
+               "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi there [/INST]"),
+    "gemma": ("{{ bos_token }}{% for message in messages %}{{ '<start_of_turn>' + message['role'] + '\n' + "
+              "message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{{ '<start_of_turn>model\n' }}",
+              "<bos>",
+              "<bos><start_of_turn>user\nBe brief.\n\nHi there<end_of_turn>\n<start_of_turn>model\n"),
+    "unknown": ("{% for m in messages %}{{ m['content'] }}{% endfor %}", None, None),
+}
+
+
+def test_chat_templates():
+    d = tempfile.mkdtemp(prefix="kiln-serve-chat-")
+    models = []
+    for name, (tpl, bos, _) in TEMPLATES.items():
+        cfg = {"chat_template": tpl}
+        if bos:
+            cfg["bos_token"] = bos
+        path = os.path.join(d, name + ".json")
+        json.dump(cfg, open(path, "w"))
+        models += ["--model", name + "=" + os.path.join(ARGS.artifacts, "llama.kiln"),
+                   "--tokenizer", os.path.join(ARGS.models, "lm/llama/tokenizer.json"),
+                   "--tokenizer-config", path, "--max-sequences", "1", "--max-queue", "4", "--threads", "1"]
+    srv = Server([], models)
+    try:
+        msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there"}]
+        for name, (_, _, want) in TEMPLATES.items():
+            st, chat, _ = srv.post("/v1/chat/completions", {"model": name, "messages": msgs, "max_tokens": 2,
+                                                            "temperature": 0, "return_token_ids": True})
+            if want is None:
+                check(st == 400 and "recognizes" in chat["error"]["message"], "unknown template refused clearly: %s" % chat)
+                continue
+            st2, comp, _ = srv.post("/v1/completions", {"model": name, "prompt": want, "max_tokens": 2, "temperature": 0,
+                                                        "return_token_ids": True})
+            check(st == 200 and st2 == 200 and
+                  chat["choices"][0]["prompt_token_ids"] == comp["choices"][0]["prompt_token_ids"],
+                  "%s template renders %r" % (name, want))
+        # Without a system message, the ChatML template's default system turn is written.
+        st, chat, _ = srv.post("/v1/chat/completions", {"model": "qwen", "messages": msgs[1:], "max_tokens": 2,
+                                                        "temperature": 0, "return_token_ids": True})
+        want = ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n"
+                "<|im_start|>assistant\n")
+        st2, comp, _ = srv.post("/v1/completions", {"model": "qwen", "prompt": want, "max_tokens": 2, "temperature": 0,
+                                                    "return_token_ids": True})
+        check(st == 200 and chat["choices"][0]["prompt_token_ids"] == comp["choices"][0]["prompt_token_ids"],
+              "ChatML default system turn")
+        lines = "".join(srv.lines)
+        for name, form in (("llama3", "llama3"), ("qwen", "chatml"), ("llama2", "llama2"), ("gemma", "gemma")):
+            check('"chat_template":"%s","event":"model_loaded"' % form in lines or
+                  re.search(r'"chat_template":"%s"[^\n]*"model":"%s"' % (form, name), lines),
+                  "%s recognized as %s" % (name, form))
+    finally:
+        srv.stop()
+
+
+def test_timeouts():
+    srv = Server(["--request-timeout", "0.3"], ["--model", "llama=" + os.path.join(ARGS.artifacts, "llama.kiln"),
+                                                "--max-sequences", "1", "--max-queue", "2", "--threads", "1"])
+    try:
+        body = {"prompt": [292], "max_tokens": 250, "temperature": 0, "ignore_eos": True}
+        res = [None, None]
+
+        def one(i):
+            res[i] = srv.post("/v1/completions", body)[:2]
+        ts = [threading.Thread(target=one, args=(i,)) for i in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        check([r[0] for r in res] == [504, 504], "running and queued requests past --request-timeout get 504: %s" %
+              [r[0] for r in res])
+        m = srv.metrics()
+        check(metric(m, "kiln:request_failure_total", reason="timeout") == 2, "timeouts counted")
+        check(metric(m, "kiln:num_requests_running") == 0, "timed-out sequence freed its slot")
+        st, j, _ = srv.post("/v1/completions", {"prompt": [292], "max_tokens": 4})
+        check(st == 200, "served after timeouts (the model is optional with one model served)")
+        st, j, _ = srv.post("/v1/completions", {"prompt": "text"})
+        check(st == 400 and j["error"]["param"] == "prompt", "text prompt without a tokenizer is a 400")
+    finally:
+        srv.stop()
+
+
 def main():
     global ARGS
     p = argparse.ArgumentParser()
@@ -432,6 +532,15 @@ def main():
             check(srv.proc.poll() is None or t is test_drain, "server alive after " + t.__name__)
     finally:
         srv.stop()
+    for t in (test_chat_templates, test_timeouts):
+        t1 = time.time()
+        try:
+            t()
+        except Exception as e:
+            import traceback
+            traceback.print_exc()
+            check(False, "%s raised %r" % (t.__name__, e))
+        print("%-32s %.2f s" % (t.__name__, time.time() - t1), flush=True)
     # Startup refuses what it cannot run, with the runtime's message.
     bad = tempfile.NamedTemporaryFile(suffix=".kiln", delete=False)
     bad.write(b"not an artifact")
