@@ -27,24 +27,32 @@ const char *statusType(int status) {
 } // namespace
 
 std::string errorBody(ErrorStyle style, int status, const std::string &message, const std::string &param) {
+  // Messages may quote what the client sent (a JSON parse error quotes its bytes): invalid UTF-8
+  // is replaced, never an exception.
+  auto dump = [](const nlohmann::json &j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); };
   if (style == ErrorStyle::KServe)
-    return nlohmann::json{{"error", message}}.dump();
+    return dump(nlohmann::json{{"error", message}});
   nlohmann::json e = {{"message", message}, {"type", statusType(status)}, {"code", status}};
   e["param"] = param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param);
-  return nlohmann::json{{"error", e}}.dump();
+  return dump(nlohmann::json{{"error", e}});
 }
 
 void sendJson(httplib::Response &res, int status, const nlohmann::json &body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
 }
 
 void finishCall(Call &call) {
   if (call.finished)
     return;
   call.finished = true;
-  call.trace->end();
   ServerState &st = *call.state;
+  // `active` drops however this ends: the drain waits for it.
+  struct Done {
+    ServerState &st;
+    ~Done() { st.active.fetch_sub(1); }
+  } done{st};
+  call.trace->end();
   if (!call.failure.empty()) {
     call.trace->reject(call.failure);
     st.metrics.requestFailed(call.model.empty() ? "-" : call.model, call.failure);
@@ -63,7 +71,6 @@ void finishCall(Call &call) {
     std::lock_guard<std::mutex> lock(logMutex);
     std::fprintf(stderr, "%s\n", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
-  st.active.fetch_sub(1);
 }
 
 HttpServer::HttpServer(ServerState &state) : state_(state) {
@@ -132,6 +139,10 @@ void HttpServer::wrap(const std::string &method, const std::string &pattern, Err
     call->trace->begin("validate");
     state_.active.fetch_add(1);
     res.set_header("x-request-id", call->id);
+    // The error, if any; the response is built after the catch blocks so that nothing the
+    // client sent (quoted in a message) can make the error path itself throw.
+    int status = 0, retryAfter = 0;
+    std::string reason, message, param;
     try {
       if (!state_.models.ready)
         throw HttpError(503, "loading", "the server is still loading its models");
@@ -140,28 +151,25 @@ void HttpServer::wrap(const std::string &method, const std::string &pattern, Err
       handler(req, res, call);
       call->status = res.status == -1 ? 200 : res.status;
     } catch (const HttpError &e) {
-      call->status = e.status;
-      call->failure = e.reason;
-      if (e.retryAfterSeconds > 0)
-        res.set_header("Retry-After", std::to_string(e.retryAfterSeconds));
-      res.status = e.status;
-      res.set_content(errorBody(style, e.status, e.what(), e.param), "application/json");
-      call->log["error"] = e.what();
+      status = e.status, reason = e.reason, message = e.what(), param = e.param, retryAfter = e.retryAfterSeconds;
     } catch (const nlohmann::json::exception &e) {
-      call->status = 400;
-      call->failure = "bad_request";
-      res.status = 400;
-      res.set_content(errorBody(style, 400, std::string("invalid JSON: ") + e.what(), ""), "application/json");
-      call->log["error"] = e.what();
+      status = 400, reason = "bad_request", message = std::string("invalid JSON: ") + e.what();
     } catch (const std::exception &e) {
-      call->status = 500;
-      call->failure = "internal";
-      res.status = 500;
-      res.set_content(errorBody(style, 500, std::string("internal error: ") + e.what(), ""), "application/json");
-      call->log["error"] = e.what();
+      status = 500, reason = "internal", message = std::string("internal error: ") + e.what();
+    } catch (...) {
+      status = 500, reason = "internal", message = "internal error";
     }
-    if (!res.has_header("x-kiln-timing"))
-      res.set_header("x-kiln-timing", call->trace->header());
+    if (status != 0) {
+      call->deferred = false; // a stream that failed before it started is answered here
+      call->status = status;
+      call->failure = reason;
+      call->log["error"] = message;
+      res.status = status;
+      if (retryAfter > 0)
+        res.set_header("Retry-After", std::to_string(retryAfter));
+      res.set_content(errorBody(style, status, message, param), "application/json");
+    }
+    res.set_header("x-kiln-timing", call->trace->header());
     if (!call->deferred)
       finishCall(*call);
   };
@@ -187,6 +195,8 @@ int HttpServer::bind() {
 }
 
 void HttpServer::listen() { server_.listen_after_bind(); }
+
+bool HttpServer::running() const { return server_.is_running(); }
 
 void HttpServer::stop() { server_.stop(); }
 

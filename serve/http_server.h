@@ -55,6 +55,7 @@ public:
   // Binds; returns the port (the chosen one for port 0) or throws.
   int bind();
   void listen(); // blocks until stop()
+  bool running() const;
   void stop();
 
 private:

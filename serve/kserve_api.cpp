@@ -92,11 +92,14 @@ float fromBf16(uint16_t b) {
   return f;
 }
 
-// Row-major leaves of `data` (flat or nested arrays, as the protocol allows).
-void flatten(const json &data, std::vector<const json *> &out, const std::string &at) {
+// Row-major leaves of `data` (flat or nested arrays, as the protocol allows). The depth is
+// bounded: a body of nested brackets must not exhaust the thread's stack.
+void flatten(const json &data, std::vector<const json *> &out, const std::string &at, int depth = 0) {
   if (data.is_array()) {
+    if (depth > 32)
+      throw badRequest(at, at + ": data is nested deeper than 32 levels");
     for (const json &e : data)
-      flatten(e, out, at);
+      flatten(e, out, at, depth + 1);
   } else {
     out.push_back(&data);
   }

@@ -1,4 +1,5 @@
 // kiln-serve: serves compiled kiln artifacts over HTTP (docs/serving.md).
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <thread>
@@ -55,7 +56,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   // Listening before loading: /health answers 503 until every model is loaded.
-  std::thread listener([&] { server.listen(); });
+  std::atomic<bool> listenReturned{false};
+  std::thread listener([&] {
+    server.listen();
+    listenReturned = true;
+  });
   logEvent({{"event", "listening"}, {"host", options.host}, {"port", port}});
 
   int status = 0;
@@ -107,6 +112,10 @@ int main(int argc, char **argv) {
     }
     logEvent({{"event", "drained"}, {"cancelled_in_flight", cancelled}});
   }
+  // httplib's stop() does nothing before its accept loop runs: wait for it (start-up failures can
+  // get here within microseconds of starting the listener).
+  while (!server.running() && !listenReturned)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   server.stop();
   listener.join();
   return status;

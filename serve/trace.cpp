@@ -93,7 +93,9 @@ bool RequestTrace::writeChrome(const std::string &dir, const std::string &model)
     std::ofstream out(tmp);
     if (!out)
       return false;
-    out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << '\n';
+    out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump(
+               -1, ' ', false, nlohmann::json::error_handler_t::replace)
+        << '\n';
     if (!out)
       return false;
   }

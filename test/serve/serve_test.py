@@ -373,6 +373,44 @@ def test_cancel_and_capacity(srv):
                    metric(srv.metrics(), "kiln:num_requests_waiting") == 0, 3), "all slots free after disconnects")
 
 
+def test_garbage(srv):
+    """Nothing a client sends crashes the server or gets a 5xx: mutated fields, random bytes,
+    deep nesting (seeded, so a failure reproduces)."""
+    import random
+    rng = random.Random(23)
+    values = [None, -1, 0, 1, 2, 0.5, 2 ** 63, -2 ** 63, 2 ** 64 + 5, 1e308, -1e308, "x", "", [], {}, [1, 2],
+              [[1]], True, False, {"a": [None]}, ["a", 1], "\u00ff\u4e2d", [-5], [10 ** 12]]
+    fields = ["model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop",
+              "repetition_penalty", "stream", "stream_options", "return_token_ids", "ignore_eos", "n", "logprobs",
+              "echo", "messages", "max_completion_tokens", "zzz"]
+    bad = []
+    for i in range(150):
+        body = {"model": "llama", "prompt": [292, 5], "max_tokens": 2}
+        for _ in range(rng.randint(1, 3)):
+            body[rng.choice(fields)] = rng.choice(values)
+        if body.get("max_tokens") not in (None, 0, 1, 2, -1) and not isinstance(body.get("max_tokens"), (str, list, dict, float)):
+            body["max_tokens"] = 2  # keep every accepted request short
+        path = rng.choice(["/v1/completions", "/v1/chat/completions"])
+        st, out, _ = srv.request("POST", path, body)
+        if st >= 500 or st not in (200, 400, 404):
+            bad.append((st, body, out[:120]))
+    for i in range(40):
+        raw = bytes(rng.randrange(256) for _ in range(rng.randint(0, 300)))
+        st, out, _ = srv.request("POST", rng.choice(["/v1/completions", "/v2/models/cnn/infer"]), raw=raw)
+        if st >= 500:
+            bad.append((st, raw[:40], out[:120]))
+    for path in ("/v1/completions", "/v2/models/cnn/infer"):
+        st, out, _ = srv.request("POST", path, raw=b"[" * 200000 + b"]" * 200000)
+        if st != 400:
+            bad.append((st, "deep nesting " + path, out[:120]))
+    st, out, _ = srv.request("POST", "/v2/models/cnn/infer", {"inputs": [{"name": "input", "datatype": "FP32",
+                             "shape": [1], "data": json.loads("[" * 40 + "1" + "]" * 40)}]})
+    if st != 400:
+        bad.append((st, "deep data", out[:120]))
+    check(not bad, "garbage gets 4xx, never 5xx: %s" % bad[:3])
+    check(srv.proc.poll() is None and srv.get("/health")[0] == 200, "server alive after garbage")
+
+
 def test_metrics_and_traces(srv):
     m = srv.metrics()
     check(metric(m, "kiln:prompt_tokens_total") > 0 and metric(m, "kiln:generation_tokens_total") > 0, "token counters")
@@ -520,7 +558,7 @@ def main():
     srv = Server([])
     try:
         for t in (test_models_and_greedy, test_stream_equals_plain, test_chat, test_concurrent_equal_alone,
-                  test_errors, test_v2, test_cancel_and_capacity, test_metrics_and_traces, test_drain):
+                  test_errors, test_v2, test_garbage, test_cancel_and_capacity, test_metrics_and_traces, test_drain):
             t1 = time.time()
             try:
                 t(srv)
