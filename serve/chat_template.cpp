@@ -77,7 +77,9 @@ ChatForm recognizeChatTemplate(const std::string &j) {
     return ChatForm::ChatML;
   if (has(j, "<start_of_turn>") && has(j, "<end_of_turn>"))
     return ChatForm::Gemma;
-  if (has(j, "[INST]") && has(j, "[/INST]"))
+  // Llama 2's, with its <<SYS>> block. Mistral's [INST] templates differ in spacing and system
+  // handling, so they are not taken for Llama 2's (they are refused as unknown).
+  if (has(j, "[INST]") && has(j, "[/INST]") && has(j, "<<SYS>>"))
     return ChatForm::Llama2;
   return ChatForm::None;
 }

@@ -83,6 +83,12 @@ HttpServer::HttpServer(ServerState &state) : state_(state) {
     threads = 16;
     for (const ModelOptions &m : o.models)
       threads += m.maxSequences + m.maxQueue;
+    // Beyond this, give --http-threads: a thread per queued request stops being cheap.
+    if (threads > 2048) {
+      std::fprintf(stderr, "{\"event\":\"warning\",\"message\":\"%d connection threads needed for every slot and queue "
+                           "entry; using 2048 (set --http-threads)\"}\n", threads);
+      threads = 2048;
+    }
   }
   server_.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
   server_.set_payload_max_length(o.maxBodyBytes);

@@ -586,6 +586,17 @@ def main():
     r = subprocess.run([os.path.join(ARGS.bin, "kiln-serve"), "--model", "x=" + bad.name, "--port", "0"],
                        capture_output=True, text=True, timeout=10)
     check(r.returncode == 1 and "startup_failed" in r.stderr and "model 'x'" in r.stderr, "bad artifact refused at startup")
+    # A valid artifact for CPU features this host lacks: refused with the runtime's message.
+    if "avx512f" in open("/proc/cpuinfo").read():
+        print("SKIPPED: incompatible-artifact check (this host has AVX-512)")
+    else:
+        spr = os.path.join(tempfile.mkdtemp(), "mlp-spr.kiln")
+        subprocess.run([os.path.join(ARGS.bin, "kiln-compile"), os.path.join(ARGS.models, "mlp/model.onnx"), "-o", spr,
+                        "--target-cpu=sapphirerapids"], check=True, capture_output=True, timeout=60)
+        r = subprocess.run([os.path.join(ARGS.bin, "kiln-serve"), "--model", "m=" + spr, "--port", "0"],
+                           capture_output=True, text=True, timeout=10)
+        check(r.returncode == 1 and "CPU features this host lacks" in r.stderr, "artifact for another CPU refused: %s" %
+              r.stderr[-200:])
     print("%d failure(s), %.1f s" % (len(FAILS), time.time() - t0))
     return 1 if FAILS else 0
 
