@@ -24,6 +24,13 @@ GenerationJob::GenerationJob(const ServedModel &model, GenerationParams params, 
 
 GenerationJob::~GenerationJob() { kiln_tokenizer_stream_destroy(stream_); }
 
+void GenerationJob::cancelledFinish() {
+  if (cancelReason() == "shutdown")
+    finish("", "the server is shutting down", "shutdown");
+  else
+    finish("", "cancelled", "cancelled");
+}
+
 void GenerationJob::dequeued() { trace_->begin("prefill"); }
 
 void GenerationJob::dropped(const std::string &reason) {
@@ -44,7 +51,7 @@ void GenerationJob::run(Slot &slot) {
 
 bool GenerationJob::begin(Slot &slot) {
   if (cancelled()) {
-    finish("", "cancelled", "cancelled");
+    cancelledFinish();
     return false;
   }
   if (model_.tokenizer)
@@ -65,7 +72,7 @@ bool GenerationJob::begin(Slot &slot) {
 bool GenerationJob::step(Slot &slot, bool first) {
   // Checked before every model run, so a cancelled or late sequence frees its slot within a step.
   if (cancelled()) {
-    finish("", "cancelled", "cancelled");
+    cancelledFinish();
     return false;
   }
   if (Clock::now() > params_.deadline) {

@@ -58,6 +58,7 @@ private:
   // The steps a batched engine would call separately (scheduler.h).
   bool begin(Slot &slot);               // prefill; false when it failed (finished)
   bool step(Slot &slot, bool first);    // one token; false when the sequence finished
+  void cancelledFinish();
   void finish(const std::string &reason, const std::string &error = "", const std::string &errorReason = "");
   void emit(const std::string &piece, int32_t id, bool final);
 

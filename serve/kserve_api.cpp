@@ -259,7 +259,7 @@ public:
   void run(Slot &slot) override {
     std::string error;
     if (cancelled()) {
-      error = "cancelled";
+      error = cancelReason() == "shutdown" ? "the server is shutting down" : "cancelled";
     } else {
       std::vector<const kiln_tensor *> in;
       for (const Tensor &t : inputs_)
@@ -272,7 +272,9 @@ public:
     }
     complete(error);
   }
-  void dropped(const std::string &reason) override { complete(reason); }
+  void dropped(const std::string &reason) override {
+    complete(reason == "shutdown" ? "the server is shutting down" : reason);
+  }
   // Waits for the result until `until`; true when done.
   bool wait(Clock::time_point until) {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -394,6 +396,8 @@ void infer(ServerState &st, const httplib::Request &req, httplib::Response &res,
     throw HttpError(499, "client_disconnected", "the client closed the connection");
   if (timedOut && !job->error().empty())
     throw HttpError(504, "timeout", "the request timed out");
+  if (job->error() == "the server is shutting down")
+    throw HttpError(503, "shutdown", job->error());
   if (!job->error().empty())
     throw HttpError(job->invalid() ? 400 : 500, job->invalid() ? "bad_request" : "runtime_error", job->error());
 

@@ -402,6 +402,8 @@ void handleGeneration(ServerState &st, const httplib::Request &req, httplib::Res
         throw HttpError(504, "timeout", "the request timed out after " + json(st.options.requestTimeoutSeconds).dump() + " s");
       if (call->failure == "client_disconnected")
         throw HttpError(499, "client_disconnected", "the client closed the connection");
+      if (call->failure == "shutdown")
+        throw HttpError(503, "shutdown", u.error);
       throw HttpError(500, call->failure, u.error);
     }
     json choice = {{"index", 0}, {"finish_reason", u.finishReason}};
@@ -467,7 +469,8 @@ void handleGeneration(ServerState &st, const httplib::Request &req, httplib::Res
           }
         } else if (a->call->failure != "client_disconnected") {
           bool timeout = a->call->failure == "timeout";
-          std::string s = "data: " + errorBody(ErrorStyle::OpenAI, timeout ? 504 : 500,
+          int code = timeout ? 504 : a->call->failure == "shutdown" ? 503 : 500;
+          std::string s = "data: " + errorBody(ErrorStyle::OpenAI, code,
                                                timeout ? "the request timed out" : u.error, "") + "\n\n";
           sink.write(s.data(), s.size());
         }

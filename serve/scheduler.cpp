@@ -99,12 +99,12 @@ void Scheduler::cancelAll() {
     removed.swap(queue_);
     for (auto &j : runningJobs_)
       if (j)
-        j->cancel();
+        j->cancel("shutdown");
     publish();
   }
   for (auto &j : removed) {
-    j->cancel();
-    j->dropped("cancelled");
+    j->cancel("shutdown");
+    j->dropped("shutdown");
   }
 }
 

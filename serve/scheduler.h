@@ -51,12 +51,21 @@ public:
   // Called when the job leaves the queue for a slot (trace: queue stage ends).
   virtual void dequeued() {}
 
-  void cancel() { cancelled_.store(true, std::memory_order_relaxed); }
-  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+  // `why`: "cancelled" (the client went away or timed out) or "shutdown" (the drain's grace
+  // period ended); a static string.
+  void cancel(const char *why = "cancelled") {
+    const char *none = nullptr;
+    cancelled_.compare_exchange_strong(none, why, std::memory_order_relaxed);
+  }
+  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed) != nullptr; }
+  std::string cancelReason() const {
+    const char *why = cancelled_.load(std::memory_order_relaxed);
+    return why ? why : "";
+  }
   Clock::time_point enqueuedAt;
 
 private:
-  std::atomic<bool> cancelled_{false};
+  std::atomic<const char *> cancelled_{nullptr};
 };
 
 class Scheduler {
@@ -76,7 +85,7 @@ public:
   void cancel(const std::shared_ptr<Job> &job);
   // Stops admitting (submit() answers Draining).
   void stopAdmitting();
-  // Cancels every queued and running job.
+  // Cancels every queued and running job (reason "shutdown").
   void cancelAll();
   bool idle() const;
   size_t running() const;

@@ -136,6 +136,23 @@ def open_stream(srv, body):
     return s, f, status
 
 
+def read_to_end(f):
+    """The rest of a chunked response read from a raw socket: up to its last (empty) chunk, or
+    until the server closes the connection."""
+    out = b""
+    while not out.endswith(b"\r\n0\r\n\r\n"):
+        line = f.readline()
+        if not line:
+            break
+        out += line
+    return out.decode()
+
+
+def ends_with_error_then_done(rest, code):
+    events = [l for l in rest.splitlines() if l.startswith("data: ")]
+    return len(events) >= 2 and '"code":%d' % code in events[-2] and events[-1] == "data: [DONE]"
+
+
 def wait_for(pred, seconds):
     deadline = time.time() + seconds
     while time.time() < deadline:
@@ -443,7 +460,7 @@ def test_drain(srv):
     check(wait_for(lambda: srv.get("/health")[0] == 503, 2), "health is 503 while draining")
     st, j, _ = srv.post("/v1/completions", {"model": "llama", "prompt": [1], "max_tokens": 2})
     check(st == 503, "new requests refused while draining")
-    rest = f.read().decode()
+    rest = read_to_end(f)
     check("data: [DONE]" in rest and '"finish_reason":"length"' in rest, "the in-flight stream finishes")
     check(srv.proc.wait(10) == 0, "exit status 0 after the drain")
 
@@ -538,11 +555,42 @@ def test_timeouts():
               [r[0] for r in res])
         m = srv.metrics()
         check(metric(m, "kiln:request_failure_total", reason="timeout") == 2, "timeouts counted")
+        check(metric(m, "kiln:num_requests_running") == 0, "timed-out sequences freed their slot")
         check(metric(m, "kiln:num_requests_running") == 0, "timed-out sequence freed its slot")
+        s, f, status = open_stream(srv, dict(body, stream=True))
+        rest = read_to_end(f)
+        check(ends_with_error_then_done(rest, 504),
+              "a stream past the timeout ends with an error event and [DONE]: %r" % rest[-200:])
+        f.close(), s.close()
         st, j, _ = srv.post("/v1/completions", {"prompt": [292], "max_tokens": 4})
         check(st == 200, "served after timeouts (the model is optional with one model served)")
         st, j, _ = srv.post("/v1/completions", {"prompt": "text"})
         check(st == 400 and j["error"]["param"] == "prompt", "text prompt without a tokenizer is a 400")
+    finally:
+        srv.stop()
+
+
+def test_drain_grace_expires():
+    srv = Server(["--drain-timeout", "0.3"], ["--model", "llama=" + os.path.join(ARGS.artifacts, "llama.kiln"),
+                                              "--max-sequences", "1", "--max-queue", "2", "--threads", "1"])
+    try:
+        body = {"prompt": [292], "max_tokens": 250, "temperature": 0, "ignore_eos": True}
+        s, f, _ = open_stream(srv, dict(body, stream=True))
+        f.readline()
+        res = []
+        queued = threading.Thread(target=lambda: res.append(srv.post("/v1/completions", body)[:2]))
+        queued.start()
+        check(wait_for(lambda: metric(srv.metrics(), "kiln:num_requests_waiting") == 1, 2), "second request queued")
+        t0 = time.time()
+        srv.proc.send_signal(signal.SIGTERM)
+        rest = read_to_end(f)
+        queued.join(5)
+        check(ends_with_error_then_done(rest, 503) and "shutting down" in rest,
+              "a stream cut by the drain ends with a 503 error event and [DONE]: %r" % rest[-200:])
+        check(res and res[0][0] == 503, "a queued request cut by the drain gets 503: %s" % res)
+        check(srv.proc.wait(10) == 0 and time.time() - t0 < 3, "exit 0 soon after the grace period (%.2f s)" %
+              (time.time() - t0))
+        f.close(), s.close()
     finally:
         srv.stop()
 
@@ -570,7 +618,7 @@ def main():
             check(srv.proc.poll() is None or t is test_drain, "server alive after " + t.__name__)
     finally:
         srv.stop()
-    for t in (test_chat_templates, test_timeouts):
+    for t in (test_chat_templates, test_timeouts, test_drain_grace_expires):
         t1 = time.time()
         try:
             t()
