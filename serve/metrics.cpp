@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace kiln::serve {
@@ -25,8 +26,17 @@ std::string escape(const std::string &v) {
 std::string number(double v) {
   if (std::isinf(v))
     return v > 0 ? "+Inf" : "-Inf";
+  // The shortest form that reads back as the same double (0.0025, not 0.0025000000000000001).
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
+  if (v == std::floor(v) && std::fabs(v) < 1e15) { // counts and whole buckets: 80, not 8e+01
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return buf;
+  }
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v)
+      break;
+  }
   return buf;
 }
 
