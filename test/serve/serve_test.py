@@ -595,6 +595,56 @@ def test_drain_grace_expires():
         srv.stop()
 
 
+def test_loading_then_refused():
+    """/health is 503 while a model loads: the artifact is a FIFO, whose open() blocks until a
+    writer comes (the runtime then refuses it as no regular file, and start-up fails)."""
+    d = tempfile.mkdtemp()
+    fifo = os.path.join(d, "slow.kiln")
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([os.path.join(ARGS.bin, "kiln-serve"), "--model", "slow=" + fifo, "--port", "0"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        port = int(re.search(r'"port":(\d+)', line).group(1))
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        c.request("GET", "/health")
+        r = c.getresponse()
+        check(r.status == 503 and json.loads(r.read())["status"] == "loading", "/health is 503 while loading")
+        c.request("GET", "/v1/models")
+        r = c.getresponse()
+        check(r.status == 503 and "loading" in r.read().decode(), "model routes are 503 while loading")
+        c.close()
+        os.close(os.open(fifo, os.O_WRONLY))  # lets the runtime's open() return
+        rest = proc.stderr.read()
+        check(proc.wait(10) == 1 and "not a regular file" in rest, "start-up fails with the runtime's message")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_config_file():
+    d = tempfile.mkdtemp()
+    cfg = os.path.join(d, "kiln-serve.json")
+    json.dump({"request_timeout": 30, "models": [
+        {"name": "lm", "path": os.path.join(ARGS.artifacts, "llama.kiln"),
+         "tokenizer": os.path.join(ARGS.models, "lm/llama/tokenizer.json"), "max_sequences": 1, "threads": 1},
+        {"name": "vision", "path": os.path.join(ARGS.artifacts, "cnn.kiln"), "max_sequences": 1, "threads": 1}]},
+        open(cfg, "w"))
+    srv = Server([], ["--config", cfg])
+    try:
+        st, out, _ = srv.get("/v1/models")
+        check(st == 200 and [m["id"] for m in json.loads(out)["data"]] == ["lm", "vision"], "config file models")
+        st, out, _ = srv.get("/v2/models/vision")
+        check(st == 200, "config file: forward model served")
+        st, j, _ = srv.post("/v1/completions", {"model": "lm", "prompt": "Hello", "max_tokens": 3, "temperature": 0})
+        check(st == 200 and j["usage"]["completion_tokens"] >= 1, "config file: decoder served")
+        st, j, _ = srv.post("/v1/completions", {"prompt": "Hello"})
+        check(st == 400 and j["error"]["param"] == "model", "model required with several models")
+    finally:
+        srv.stop()
+
+
 def main():
     global ARGS
     p = argparse.ArgumentParser()
@@ -618,7 +668,7 @@ def main():
             check(srv.proc.poll() is None or t is test_drain, "server alive after " + t.__name__)
     finally:
         srv.stop()
-    for t in (test_chat_templates, test_timeouts, test_drain_grace_expires):
+    for t in (test_chat_templates, test_timeouts, test_drain_grace_expires, test_loading_then_refused, test_config_file):
         t1 = time.time()
         try:
             t()
