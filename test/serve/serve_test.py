@@ -595,6 +595,81 @@ def test_drain_grace_expires():
         srv.stop()
 
 
+def load_pb(path):
+    t = TensorProto()
+    t.ParseFromString(open(path, "rb").read())
+    return numpy_helper.to_array(t)
+
+
+def json_float(v):
+    v = float(v)
+    return "NaN" if v != v else "Infinity" if v == float("inf") else "-Infinity" if v == -float("inf") else v
+
+
+def from_json_float(v):
+    return float({"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}.get(v, v)) if isinstance(v, str) else float(v)
+
+
+def to_json_data(x, datatype):
+    """A numpy array as the protocol's flat data for `datatype` (the model's); JSON has no NaN or
+    infinity, which kiln-serve takes and gives as strings."""
+    if datatype == "BF16":  # these test files hold bfloat16 as its uint16 bits
+        x = (x.astype(np.uint32) << 16).view(np.float32) if x.dtype == np.uint16 else x
+        return [json_float(v) for v in x.astype(np.float32).flatten()]
+    if datatype == "BYTES":
+        return [v.decode() if isinstance(v, bytes) else str(v) for v in x.flatten()]
+    if datatype in ("FP16", "FP32", "FP64"):
+        return [json_float(v) for v in x.astype(np.float64).flatten()]
+    return x.flatten().tolist()
+
+
+def test_v2_dtypes():
+    """Every dtype through /v2 infer: ONNX node tests compiled by the build, their reference
+    inputs in, their reference outputs compared (exactly, floats within 1e-6)."""
+    if not ARGS.dtype_artifacts:
+        print("SKIPPED: test_v2_dtypes (no --dtype-artifacts)")
+        return
+    names = sorted(f[:-5] for f in os.listdir(ARGS.dtype_artifacts) if f.endswith(".kiln"))
+    models = []
+    for n in names:
+        models += ["--model", n + "=" + os.path.join(ARGS.dtype_artifacts, n + ".kiln"), "--max-sequences", "1",
+                   "--max-queue", "2", "--threads", "1"]
+    srv = Server([], models)
+    seen_in, seen_out = set(), set()
+    try:
+        for n in names:
+            st, out, _ = srv.get("/v2/models/" + n)
+            meta = json.loads(out)
+            data_dir = os.path.join(ARGS.onnx_node_data, n, "test_data_set_0")
+            inputs = []
+            for k, inp in enumerate(meta["inputs"]):
+                x = load_pb(os.path.join(data_dir, "input_%d.pb" % k))
+                inputs.append({"name": inp["name"], "shape": list(x.shape), "datatype": inp["datatype"],
+                               "data": to_json_data(x, inp["datatype"])})
+                seen_in.add(inp["datatype"])
+            st, j, _ = srv.post("/v2/models/%s/infer" % n, {"inputs": inputs})
+            if not check(st == 200, "%s: infer 200 (%s %s)" % (n, st, j)):
+                continue
+            for k, o in enumerate(j["outputs"]):
+                ref = load_pb(os.path.join(data_dir, "output_%d.pb" % k))
+                seen_out.add(o["datatype"])
+                ok = o["shape"] == list(ref.shape)
+                if o["datatype"] == "BYTES":
+                    ok = ok and o["data"] == to_json_data(ref, "BYTES")
+                elif o["datatype"] in ("FP16", "FP32", "FP64", "BF16"):
+                    got = np.array([from_json_float(v) for v in o["data"]], dtype=np.float64)
+                    ok = ok and np.allclose(got, ref.astype(np.float64).flatten(), rtol=1e-6, atol=0, equal_nan=True)
+                else:
+                    ok = ok and o["data"] == ref.flatten().tolist()
+                check(ok and o["datatype"] == meta["outputs"][k]["datatype"], "%s: output %s (%s) equals the reference"
+                      % (n, o["name"], o["datatype"]))
+        every = {"BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP16", "FP32",
+                 "FP64", "BF16", "BYTES"}
+        check(seen_in | seen_out == every, "every datatype covered: missing %s" % (every - (seen_in | seen_out)))
+    finally:
+        srv.stop()
+
+
 def test_loading_then_refused():
     """/health is 503 while a model loads: the artifact is a FIFO, whose open() blocks until a
     writer comes (the runtime then refuses it as no regular file, and start-up fails)."""
@@ -651,6 +726,8 @@ def main():
     p.add_argument("--bin", required=True)
     p.add_argument("--artifacts", required=True)
     p.add_argument("--models", required=True)
+    p.add_argument("--dtype-artifacts", help="ONNX node tests compiled for the v2 dtype checks")
+    p.add_argument("--onnx-node-data", default="/usr/share/libonnx-testdata/data/node")
     ARGS = p.parse_args()
     t0 = time.time()
     srv = Server([])
@@ -668,7 +745,8 @@ def main():
             check(srv.proc.poll() is None or t is test_drain, "server alive after " + t.__name__)
     finally:
         srv.stop()
-    for t in (test_chat_templates, test_timeouts, test_drain_grace_expires, test_loading_then_refused, test_config_file):
+    for t in (test_chat_templates, test_timeouts, test_drain_grace_expires, test_loading_then_refused, test_config_file,
+              test_v2_dtypes):
         t1 = time.time()
         try:
             t()

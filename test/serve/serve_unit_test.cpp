@@ -16,6 +16,9 @@
 #include "metrics.h"
 #include "options.h"
 #include "scheduler.h"
+#include "tensor_json.h"
+
+#include <cmath>
 
 using namespace kiln::serve;
 
@@ -285,4 +288,60 @@ TEST(Options, RefusesBadInput) {
     EXPECT_NE(std::string(e.what()).find("max_sequence"), std::string::npos);
   }
   std::remove(path.c_str());
+}
+
+TEST(TensorJson, HalfAndBfloat16RoundTripAndRound) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+    if (!nan)
+      ASSERT_EQ(floatToHalf(halfToFloat(uint16_t(h))), h) << std::hex << h;
+    else
+      ASSERT_TRUE(std::isnan(halfToFloat(uint16_t(h))));
+    bool bnan = (h & 0x7f80) == 0x7f80 && (h & 0x7f);
+    if (!bnan)
+      ASSERT_EQ(floatToBf16(bf16ToFloat(uint16_t(h))), h) << std::hex << h;
+  }
+  // Nearest even at ties, overflow to infinity, subnormals.
+  EXPECT_EQ(floatToHalf(1.0f + 1.0f / 2048), 0x3c00);     // tie: down to even
+  EXPECT_EQ(floatToHalf(1.0f + 3.0f / 2048), 0x3c02);     // tie: up to even
+  EXPECT_EQ(floatToHalf(65519.0f), 0x7bff);
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00);
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -24)), 0x0001);
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000);  // tie: to even (zero)
+  EXPECT_EQ(floatToHalf(std::ldexp(3.0f, -26)), 0x0001);
+  EXPECT_EQ(floatToHalf(-2.0f), 0xc000);
+  EXPECT_EQ(floatToBf16(1.0f + 1.0f / 256), 0x3f80);       // tie: down to even
+  EXPECT_EQ(floatToBf16(1.0f + 3.0f / 256), 0x3f82);
+  EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBf16(std::nanf("")))));
+  EXPECT_STREQ(v2DtypeName(KILN_DTYPE_BFLOAT16), "BF16");
+  EXPECT_STREQ(v2DtypeName(KILN_DTYPE_STRING), "BYTES");
+}
+
+TEST(TensorJson, ChecksShapeTypeAndRange) {
+  int64_t dims[2] = {-1, 2};
+  const char *syms[2] = {"n", ""};
+  kiln_tensor_info info{"x", KILN_DTYPE_INT8, 2, dims, syms};
+  auto in = [](const char *text) { return nlohmann::json::parse(text); };
+  OwnedTensor t;
+  tensorFromJson(in(R"({"name":"x","datatype":"INT8","shape":[2,2],"data":[[1,-128],[127,0]]})"), info, t, "input 'x'");
+  ASSERT_NE(t.t, nullptr);
+  EXPECT_EQ(tensorDataToJson(t.t), in("[1,-128,127,0]"));
+  auto refused = [&](const char *text, const char *needle) {
+    OwnedTensor u;
+    try {
+      tensorFromJson(in(text), info, u, "input 'x'");
+      ADD_FAILURE() << text;
+    } catch (const HttpError &e) {
+      EXPECT_EQ(e.status, 400);
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind("input 'x'", 0), 0u) << e.what();
+    }
+  };
+  refused(R"({"datatype":"INT8","shape":[1,2],"data":[1,128]})", "element 1");
+  refused(R"({"datatype":"INT8","shape":[1,2],"data":[1,1.5]})", "element 1");
+  refused(R"({"datatype":"FP32","shape":[1,2],"data":[1,1]})", "INT8");
+  refused(R"({"datatype":"INT8","shape":[1,3],"data":[1,1,1]})", "dim 1");
+  refused(R"({"datatype":"INT8","shape":[2],"data":[1,1]})", "rank");
+  refused(R"({"datatype":"INT8","shape":[2,2],"data":[1,1]})", "elements");
+  refused(R"({"datatype":"INT8","shape":[-1,2],"data":[]})", "non-negative");
 }
