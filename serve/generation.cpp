@@ -37,19 +37,31 @@ void GenerationJob::dropped(const std::string &reason) {
   finish("", reason == "cancelled" ? "cancelled before it started" : "the server is shutting down", reason);
 }
 
+// Today's engine: this sequence alone on its slot's generator, one model run per token.
 void GenerationJob::run(Slot &slot) {
   try {
-    if (!begin(slot))
+    if (!begin() || !prefill(slot))
       return;
-    for (bool first = true;; first = false)
-      if (!step(slot, first))
+    for (bool first = true;; first = false) {
+      if (!mayContinue(kiln_generator_position(slot.generator), kiln_generator_max_context(slot.generator), first))
         return;
+      int32_t token = 0;
+      auto stepStart = Clock::now();
+      if (kiln_error *e = kiln_generator_next(slot.generator, &token)) {
+        finish("", takeError(e), "runtime_error");
+        return;
+      }
+      if (params_.minStep.count() > 0)
+        std::this_thread::sleep_until(stepStart + params_.minStep);
+      if (!acceptToken(token, first))
+        return;
+    }
   } catch (const std::exception &e) {
     finish("", std::string("internal error: ") + e.what(), "runtime_error");
   }
 }
 
-bool GenerationJob::begin(Slot &slot) {
+bool GenerationJob::begin() {
   if (cancelled()) {
     cancelledFinish();
     return false;
@@ -59,6 +71,10 @@ bool GenerationJob::begin(Slot &slot) {
       finish("", takeError(e), "runtime_error");
       return false;
     }
+  return true;
+}
+
+bool GenerationJob::prefill(Slot &slot) {
   const int32_t *prompt = params_.prompt.data();
   size_t length = params_.prompt.size();
   if (kiln_error *e = kiln_generator_start(slot.generator, &prompt, &length, 1, &params_.sampling)) {
@@ -69,7 +85,7 @@ bool GenerationJob::begin(Slot &slot) {
   return true;
 }
 
-bool GenerationJob::step(Slot &slot, bool first) {
+bool GenerationJob::mayContinue(int64_t position, int64_t capacity, bool first) {
   // Checked before every model run, so a cancelled or late sequence frees its slot within a step.
   if (cancelled()) {
     cancelledFinish();
@@ -80,18 +96,14 @@ bool GenerationJob::step(Slot &slot, bool first) {
     return false;
   }
   // As kiln_generate: after the first token, a full cache ends the sequence ("length").
-  if (!first && kiln_generator_position(slot.generator) + 1 > kiln_generator_max_context(slot.generator)) {
+  if (!first && position + 1 > capacity) {
     finish("length");
     return false;
   }
-  int32_t token = 0;
-  auto stepStart = Clock::now();
-  if (kiln_error *e = kiln_generator_next(slot.generator, &token)) {
-    finish("", takeError(e), "runtime_error");
-    return false;
-  }
-  if (params_.minStep.count() > 0)
-    std::this_thread::sleep_until(stepStart + params_.minStep);
+  return true;
+}
+
+bool GenerationJob::acceptToken(int32_t token, bool first) {
   auto now = Clock::now();
   if (first) {
     trace_->begin("decode");

@@ -54,10 +54,18 @@ public:
   size_t completionTokens() const;
   double ttftSeconds() const; // -1 before the first token
 
+  // The engine's side, kept apart so that a batched engine (scheduler.h) drives many jobs with
+  // one model run per step: begin() before anything runs; prefill() is the part such an engine
+  // replaces (it runs the prompt itself); then per step, mayContinue() before the model run
+  // (cancellation, deadline, room in the cache: `position`/`capacity` of this sequence) and
+  // acceptToken() with the token sampled for this sequence. Each returns false once the
+  // sequence has finished (the job is then done).
+  bool begin();
+  bool prefill(Slot &slot); // today: kiln_generator_start on the slot's own generator
+  bool mayContinue(int64_t position, int64_t capacity, bool first);
+  bool acceptToken(int32_t token, bool first);
+
 private:
-  // The steps a batched engine would call separately (scheduler.h).
-  bool begin(Slot &slot);               // prefill; false when it failed (finished)
-  bool step(Slot &slot, bool first);    // one token; false when the sequence finished
   void cancelledFinish();
   void finish(const std::string &reason, const std::string &error = "", const std::string &errorReason = "");
   void emit(const std::string &piece, int32_t id, bool final);

@@ -14,8 +14,9 @@
 // next step, and a Job reports its own tokens. A step-function engine (one decode step for all
 // active sequences, admission of queued jobs between steps, chunked prefill) replaces the worker
 // loop in scheduler.cpp and the per-slot generator (Slot) with one batched generator; Job::run()
-// then becomes per-step callbacks (prefill chunk, token), which GenerationJob already keeps apart
-// (generation.cpp: begin(), step(), finish()).
+// then becomes per-step calls, which GenerationJob already offers apart from its own loop
+// (generation.h: begin(), mayContinue() before each step, acceptToken() with each sampled token;
+// only prefill() and the model run itself are the engine's).
 #pragma once
 #include <atomic>
 #include <condition_variable>
