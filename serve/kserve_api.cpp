@@ -76,6 +76,9 @@ ServedModel &modelOf(ServerState &st, const httplib::Request &req, Call &call) {
   ServedModel *m = st.models.find(name);
   if (!m)
     throw HttpError(404, "model_not_found", "model '" + name + "' is not served here");
+  // Each model has one version, "1" (the protocol's optional /versions/{v} path segment).
+  if (req.matches.size() > 2 && req.matches[2].matched && req.matches[2].str() != "1")
+    throw HttpError(404, "model_not_found", "model '" + name + "' has no version '" + req.matches[2].str() + "' (only 1)");
   call.model = name;
   return *m;
 }
@@ -207,7 +210,7 @@ void registerKServeRoutes(HttpServer &server, ServerState &state) {
   server.get("/v2", ErrorStyle::KServe, [](const httplib::Request &, httplib::Response &res, std::shared_ptr<Call>) {
     sendJson(res, 200, {{"name", "kiln-serve"}, {"version", kiln_runtime_version()}, {"extensions", json::array()}});
   });
-  server.get(R"(/v2/models/([A-Za-z0-9_.\-]+))", ErrorStyle::KServe,
+  server.get(R"(/v2/models/([A-Za-z0-9_.\-]+)(?:/versions/([A-Za-z0-9_.\-]+))?)", ErrorStyle::KServe,
              [&state](const httplib::Request &req, httplib::Response &res, std::shared_ptr<Call> call) {
                ServedModel &m = modelOf(state, req, *call);
                json inputs = json::array(), outputs = json::array();
@@ -224,12 +227,12 @@ void registerKServeRoutes(HttpServer &server, ServerState &state) {
                sendJson(res, 200, {{"name", m.name()}, {"versions", json::array({"1"})}, {"platform", "kiln"},
                                    {"inputs", inputs}, {"outputs", outputs}});
              });
-  server.get(R"(/v2/models/([A-Za-z0-9_.\-]+)/ready)", ErrorStyle::KServe,
+  server.get(R"(/v2/models/([A-Za-z0-9_.\-]+)(?:/versions/([A-Za-z0-9_.\-]+))?/ready)", ErrorStyle::KServe,
              [&state](const httplib::Request &req, httplib::Response &res, std::shared_ptr<Call> call) {
                modelOf(state, req, *call);
                sendJson(res, 200, {{"name", call->model}, {"ready", true}});
              });
-  server.post(R"(/v2/models/([A-Za-z0-9_.\-]+)/infer)", ErrorStyle::KServe,
+  server.post(R"(/v2/models/([A-Za-z0-9_.\-]+)(?:/versions/([A-Za-z0-9_.\-]+))?/infer)", ErrorStyle::KServe,
               [&state](const httplib::Request &req, httplib::Response &res, std::shared_ptr<Call> call) {
                 infer(state, req, res, call);
               });

@@ -308,6 +308,8 @@ def test_v2(srv):
     check(st == 200 and meta["name"] == "cnn" and meta["inputs"], "v2 model metadata")
     check(srv.get("/v2/models/cnn/ready")[0] == 200, "v2 model ready")
     check(srv.get("/v2/models/none/ready")[0] == 404, "v2 unknown model 404")
+    check(srv.get("/v2/models/cnn/versions/1/ready")[0] == 200, "v2 version 1 ready")
+    check(srv.get("/v2/models/cnn/versions/2")[0] == 404, "v2 unknown version 404")
     base = os.path.join(ARGS.models, "cnn")
     for ds in sorted(d for d in os.listdir(base) if d.startswith("test_data_set")):
         t = TensorProto()
