@@ -110,6 +110,12 @@ void readConfig(const std::string &file, ServerOptions &o) {
           else if (mk == "threads") mo.threads = int(num(mv, mk, 0, 1024));
           else throw std::runtime_error("--config " + file + ": unknown model key '" + mk + "'");
         }
+        // Relative paths are the config file's neighbours, so a directory holding the config, the
+        // artifacts and the tokenizers can be mounted anywhere (KServe mounts it at /mnt/models).
+        std::string dir = file.find('/') == std::string::npos ? "" : file.substr(0, file.find_last_of('/') + 1);
+        for (std::string *p : {&mo.path, &mo.tokenizer, &mo.tokenizerConfig})
+          if (!p->empty() && (*p)[0] != '/')
+            *p = dir + *p;
         o.models.push_back(mo);
       }
     } else {

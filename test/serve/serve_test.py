@@ -47,7 +47,7 @@ class Server:
         if not got.wait(10) or self.port is None:
             raise RuntimeError("kiln-serve did not start: " + "".join(self.lines))
         deadline = time.time() + 20
-        while time.time() < deadline:
+        while time.time() < deadline and self.proc.poll() is None:
             try:
                 if self.get("/health")[0] == 200:
                     return
@@ -703,10 +703,12 @@ def test_loading_then_refused():
 def test_config_file():
     d = tempfile.mkdtemp()
     cfg = os.path.join(d, "kiln-serve.json")
+    os.symlink(os.path.abspath(os.path.join(ARGS.artifacts, "llama.kiln")), os.path.join(d, "lm.kiln"))
     json.dump({"request_timeout": 30, "models": [
-        {"name": "lm", "path": os.path.join(ARGS.artifacts, "llama.kiln"),
-         "tokenizer": os.path.join(ARGS.models, "lm/llama/tokenizer.json"), "max_sequences": 1, "threads": 1},
-        {"name": "vision", "path": os.path.join(ARGS.artifacts, "cnn.kiln"), "max_sequences": 1, "threads": 1}]},
+        {"name": "lm", "path": "lm.kiln",  # relative: beside the config file
+         "tokenizer": os.path.abspath(os.path.join(ARGS.models, "lm/llama/tokenizer.json")), "max_sequences": 1,
+         "threads": 1},
+        {"name": "vision", "path": os.path.abspath(os.path.join(ARGS.artifacts, "cnn.kiln")), "max_sequences": 1, "threads": 1}]},
         open(cfg, "w"))
     srv = Server([], ["--config", cfg])
     try:
