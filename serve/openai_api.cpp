@@ -182,7 +182,8 @@ void parseCommon(ServerState &st, const json &b, Prepared &p, bool chat) {
         throw badRequest("stream_options." + k, "stream_options." + k + ": unsupported");
     p.includeUsage = boolean(so, "include_usage", false);
   }
-  p.returnIds = boolean(b, "return_token_ids", false);
+  // Without a tokenizer the ids are the only output, so they are always returned.
+  p.returnIds = boolean(b, "return_token_ids", !m.tokenizer);
 
   // Length: the prompt must leave room for one new token; an explicit max_tokens must fit too.
   int64_t promptLen = int64_t(g.prompt.size());
