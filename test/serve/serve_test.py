@@ -29,7 +29,7 @@ class Server:
                       "--model", "cnn=" + os.path.join(a, "cnn.kiln"), "--max-sequences", "1", "--threads", "1"]
         cmd = [os.path.join(ARGS.bin, "kiln-serve")] + models + [
                "--host", "127.0.0.1", "--port", "0", "--trace-dir", self.trace_dir,
-               "--request-timeout", "20", "--max-body-bytes", "1000000", "--min-step-ms", "5"] + extra
+               "--request-timeout", "20", "--max-body-bytes", "1000000", "--min-step-ms", "20"] + extra
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
         self.lines = []
         self.port = None
