@@ -175,7 +175,8 @@ void HttpServer::wrap(const std::string &method, const std::string &pattern, Err
         res.set_header("Retry-After", std::to_string(retryAfter));
       res.set_content(errorBody(style, status, message, param), "application/json");
     }
-    res.set_header("x-kiln-timing", call->trace->header());
+    if (!res.has_header("x-kiln-timing")) // the handlers set it just before their answer
+      res.set_header("x-kiln-timing", call->trace->header());
     if (!call->deferred)
       finishCall(*call);
   };
