@@ -189,8 +189,7 @@ void GenerationJob::emit(const std::string &piece, int32_t id, bool final) {
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    text_ += release;
-    ids_.push_back(id);
+    tokens_.push_back({id, release});
   }
   changed_.notify_all();
   if (stopped)
@@ -213,10 +212,9 @@ void GenerationJob::finish(const std::string &reason, const std::string &error, 
 
 GenerationUpdate GenerationJob::wait(Clock::time_point until) {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait_until(lock, until, [&] { return done_ || !text_.empty() || !ids_.empty(); });
+  changed_.wait_until(lock, until, [&] { return done_ || !tokens_.empty(); });
   GenerationUpdate u;
-  u.text.swap(text_);
-  u.ids.swap(ids_);
+  u.tokens.swap(tokens_);
   u.done = done_;
   u.finishReason = finishReason_;
   u.error = error_;

@@ -30,8 +30,14 @@ struct GenerationParams {
 
 // What the waiting HTTP thread gets: the output since its last call.
 struct GenerationUpdate {
-  std::string text;             // new text (complete UTF-8, stop strings removed)
-  std::vector<int32_t> ids;     // new token ids
+  // Per new token, in order: its id and the text it released (complete UTF-8, stop strings
+  // removed; empty while a character or a possible stop string is held back). A stream sends
+  // one event per token, as OpenAI's API does, even when several arrived since the last call.
+  struct Token {
+    int32_t id;
+    std::string text;
+  };
+  std::vector<Token> tokens;
   bool done = false;
   std::string finishReason;     // stop, length (when done, no error)
   std::string error;            // when done with an error: its message
@@ -80,8 +86,7 @@ private:
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::string text_;            // released text not yet taken by wait()
-  std::vector<int32_t> ids_;    // ids not yet taken
+  std::vector<GenerationUpdate::Token> tokens_; // not yet taken by wait()
   size_t generated_ = 0;
   bool done_ = false;
   std::string finishReason_, error_, errorReason_;

@@ -392,8 +392,10 @@ void handleGeneration(ServerState &st, const httplib::Request &req, httplib::Res
     GenerationUpdate u;
     for (;;) {
       u = a->poll();
-      a->text += u.text;
-      a->ids.insert(a->ids.end(), u.ids.begin(), u.ids.end());
+      for (const auto &t : u.tokens) {
+        a->text += t.text;
+        a->ids.push_back(t.id);
+      }
       if (u.done)
         break;
     }
@@ -451,11 +453,15 @@ void handleGeneration(ServerState &st, const httplib::Request &req, httplib::Res
         GenerationUpdate u;
         for (;;) {
           u = a->poll();
-          if (!u.text.empty() || !u.ids.empty()) {
-            if (!event(json::array({a->choiceChunk(u.text, u.ids, nullptr)}), nullptr)) {
+          for (const auto &t : u.tokens) {
+            // A token whose text is held back has nothing to say unless the client wants ids.
+            if (t.text.empty() && !a->prepared.returnIds)
+              continue;
+            if (!event(json::array({a->choiceChunk(t.text, {t.id}, nullptr)}), nullptr)) {
               // The write failed: the client is gone. Stop its sequence, then collect the end.
               a->model->scheduler->cancel(a->job);
               a->call->log["client"] = "disconnected";
+              break;
             }
           }
           if (u.done)

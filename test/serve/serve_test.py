@@ -205,6 +205,8 @@ def test_stream_equals_plain(srv):
     ids = [i for e in events if e["choices"] for i in e["choices"][0].get("token_ids", [])]
     check(text == plain["choices"][0]["text"], "streamed text equals the plain answer")
     check(ids == plain["choices"][0]["token_ids"], "streamed ids equal the plain answer's")
+    per_event = [len(e["choices"][0].get("token_ids", [])) for e in events if e["choices"]]
+    check(per_event[:-1] == [1] * (len(per_event) - 1) and per_event[-1] == 0, "one token per event: %s" % per_event)
     finishes = [e["choices"][0]["finish_reason"] for e in events if e["choices"]]
     check(finishes[-1] == plain["choices"][0]["finish_reason"] and all(f is None for f in finishes[:-1]),
           "finish_reason only on the last choice chunk")
