@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages kiln needs to build and test, when missing.
 set -e
 PKGS="llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 liblld-22-dev libonnx-dev
-libprotobuf-dev protobuf-compiler libonnx-testdata libgtest-dev cmake ninja-build python3 zlib1g-dev libzstd-dev nlohmann-json3-dev
+libprotobuf-dev protobuf-compiler libonnx-testdata libcpp-httplib-dev python3-yaml libgtest-dev cmake ninja-build python3 zlib1g-dev libzstd-dev nlohmann-json3-dev
 python3-onnx python3-numpy ccache python3-dev pybind11-dev python3-venv python3-pytest python3-pip"
 missing=""
 for p in $PKGS; do
