@@ -54,6 +54,10 @@ if(KILN_PCH)
   # on any kiln library (it depends on nothing but the installed headers).
   add_library(KilnMlirPch OBJECT ${PROJECT_SOURCE_DIR}/cmake/pch_owner.cpp)
   target_precompile_headers(KilnMlirPch PRIVATE ${KILN_PCH_HEADERS})
+  # Without this clang records every input header's modification time in the PCH, so a fresh clone
+  # (new mtimes for the dialect headers and the generated .inc files) makes a PCH with other bytes,
+  # and ccache misses every object that includes it: a warm cache would rebuild the whole compiler.
+  target_compile_options(KilnMlirPch PRIVATE -Xclang -fno-pch-timestamp)
   # The dialect headers include what mlir-tblgen generates (targets defined in dialects/, later).
   add_dependencies(KilnMlirPch KilnGraphIncGen KilnCpuIncGen KilnKernelIncGen)
   message(STATUS "kiln: precompiled LLVM/MLIR headers for the compiler libraries (KILN_PCH)")
