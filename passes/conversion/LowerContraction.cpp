@@ -616,59 +616,69 @@ static Value zeroPadNhwc(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> 
   return tensor::PadOp::create(b, loc, Type(), x, low, high, scalarConstant(b, loc, et, 0));
 }
 
-/// Patch rows col[n, oh, ow, kh, kw, c] = x[n, oh*s + kh*d, ow*s + kw*d, c]
-/// of a padded NHWC `x` as vector copies: work items (n, oh), each copying its
-/// [OW, kh, kw, C] rows in vectors of 8 channels (masked at the end of a
-/// channel run). LLVM does not vectorize the scalar copy (it cannot prove
-/// source and destination apart). Null for fewer than 8 channels, where the
-/// runs are too short for vectors (the scalar copy does).
-static Value channelsLastPatchRows(OpBuilder &b, Location loc, Value x, RankedTensorType colType,
-                                   ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations) {
-  int64_t oh = colType.getDimSize(1), ow = colType.getDimSize(2), kh = colType.getDimSize(3),
-          kw = colType.getDimSize(4), channels = colType.getDimSize(5);
-  if (channels < 8)
-    return {};
-  Type et = colType.getElementType();
-  auto vecType = VectorType::get({8}, et);
-  auto c = [&](OpBuilder &nb, int64_t v) -> Value { return arith::ConstantIndexOp::create(nb, loc, v); };
-  Value init = emptyTensor(b, loc, colType,
-                           {dimValue(b, loc, x, 0), c(b, oh), c(b, ow), c(b, kh), c(b, kw), c(b, channels)});
-  SmallVector<OpFoldResult> ubs = {tensor::getMixedSize(b, loc, init, 0), b.getIndexAttr(oh)};
-  SmallVector<bool> inBounds = {channels % 8 == 0};
-  return forallBlocks(b, loc, init, ubs, {ow, kh, kw, channels}, [&](OpBuilder &fb, ValueRange ivs, Value block) {
-    Value n = ivs[0], ioh = ivs[1];
-    Value pad = arith::ConstantOp::create(fb, loc, fb.getZeroAttr(et));
-    auto cols = scf::ForOp::create(fb, loc, c(fb, 0), c(fb, ow), c(fb, 1), ValueRange{block});
-    OpBuilder ob = OpBuilder::atBlockBegin(cols.getBody());
-    Value iow = cols.getInductionVar();
-    Value acc = cols.getRegionIterArg(0);
-    for (int64_t i = 0; i < kh; ++i) {
-      Value r = arith::AddIOp::create(ob, loc, arith::MulIOp::create(ob, loc, ioh, c(ob, strides[0])),
-                                      c(ob, i * dilations[0]));
-      for (int64_t j = 0; j < kw; ++j) {
-        Value col = arith::AddIOp::create(ob, loc, arith::MulIOp::create(ob, loc, iow, c(ob, strides[1])),
-                                          c(ob, j * dilations[1]));
-        auto run = scf::ForOp::create(ob, loc, c(ob, 0), c(ob, channels), c(ob, 8), ValueRange{acc});
-        OpBuilder rb = OpBuilder::atBlockBegin(run.getBody());
-        Value ch = run.getInductionVar();
-        Value v = vector::TransferReadOp::create(rb, loc, vecType, x, ValueRange{n, r, col, ch}, pad, inBounds);
-        Value w = vector::TransferWriteOp::create(rb, loc, v, run.getRegionIterArg(0),
-                                                  ValueRange{iow, c(rb, i), c(rb, j), ch}, inBounds)
-                      .getResult();
-        scf::YieldOp::create(rb, loc, w);
-        acc = run.getResult(0);
-      }
-    }
-    scf::YieldOp::create(ob, loc, acc);
-    return cols.getResult(0);
-  });
+/// The implicit-GEMM product of a channels-last convolution: out[n, oh, ow,
+/// p, j] += x[n, oh*s + kh*d, ow*s + kw*d, c] * w[p, kh, kw, c, j] over the
+/// zero-padded NHWC input `x` and the weight's panels [Cout/B, K, B] (K in
+/// kh, kw, c order). The rows of the product are read from the input where
+/// they lie, so no patch matrix is written (a 3x3 convolution's patch rows are
+/// 9 copies of its input, and streaming them from L3 made the products with
+/// 512 channels run at half speed). Without dilation along W a window row's
+/// taps and channels are one contiguous run of KW*C floats: the input is
+/// viewed as [N, Hp, Wp*C] and the weight as [Cout/B, KH, KW*C, B], with
+/// iteration dims (n, oh, ow, panel, kh, kwc, column), so the inner loop
+/// runs over KW*C steps (21 for an RGB 7x7 stem, where C alone would be 3);
+/// with dilation (n, oh, ow, panel, kh, kw, c, column). Marked
+/// kiln.implicit_conv (and kiln.packed_rhs): kiln-tile-contractions takes
+/// whole output rows and one panel per tile, and kiln-vectorize-contractions'
+/// microkernel walks the tile's (oh, ow) positions as one run of rows.
+/// Returns [N, OH, OW, Cout/B, B].
+static Value implicitConvProduct(OpBuilder &b, Location loc, Value x, Value w, ArrayRef<int64_t> kernel,
+                                 ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations, int64_t oh, int64_t ow,
+                                 Type et) {
+  MLIRContext *ctx = b.getContext();
+  auto xt = cast<RankedTensorType>(x.getType()), wt = cast<RankedTensorType>(w.getType());
+  int64_t channels = xt.getDimSize(3), panels = wt.getDimSize(0), width = wt.getDimSize(2);
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  bool merged = dilations[1] == 1;
+  int64_t numDims = merged ? 7 : 8;
+  SmallVector<AffineMap> maps;
+  if (merged) {
+    x = tensor::CollapseShapeOp::create(b, loc, x, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+    w = tensor::ExpandShapeOp::create(b, loc,
+                                      RankedTensorType::get({panels, kernel[0], kernel[1] * channels, width}, et), w,
+                                      SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}});
+    maps = {AffineMap::get(7, 0, {d(0), d(1) * strides[0] + d(4) * dilations[0], d(2) * (strides[1] * channels) + d(5)},
+                           ctx),
+            AffineMap::get(7, 0, {d(3), d(4), d(5), d(6)}, ctx),
+            AffineMap::get(7, 0, {d(0), d(1), d(2), d(3), d(6)}, ctx)};
+  } else {
+    w = tensor::ExpandShapeOp::create(b, loc,
+                                      RankedTensorType::get({panels, kernel[0], kernel[1], channels, width}, et), w,
+                                      SmallVector<ReassociationIndices>{{0}, {1, 2, 3}, {4}});
+    maps = {AffineMap::get(8, 0,
+                           {d(0), d(1) * strides[0] + d(4) * dilations[0], d(2) * strides[1] + d(5) * dilations[1], d(6)},
+                           ctx),
+            AffineMap::get(8, 0, {d(3), d(4), d(5), d(6), d(7)}, ctx),
+            AffineMap::get(8, 0, {d(0), d(1), d(2), d(3), d(7)}, ctx)};
+  }
+  SmallVector<IteratorType> iters(numDims, IteratorType::reduction);
+  for (int64_t i : {0, 1, 2, 3})
+    iters[i] = IteratorType::parallel;
+  iters.back() = IteratorType::parallel;
+  auto productType = RankedTensorType::get({xt.getDimSize(0), oh, ow, panels, width}, et);
+  auto c = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value init = filledTensor(b, loc, productType, {dimValue(b, loc, x, 0), c(oh), c(ow), c(panels), c(width)},
+                            scalarConstant(b, loc, et, 0));
+  Value product = contraction(b, loc, x, w, init, maps, iters);
+  product.getDefiningOp()->setAttr("kiln.packed_rhs", b.getUnitAttr());
+  product.getDefiningOp()->setAttr("kiln.implicit_conv", b.getUnitAttr());
+  return product;
 }
 
-/// A channels-last packed_conv: patch rows col[n, oh, ow, kh, kw, c] =
-/// x[n, oh*s + kh*d, ow*s + kw*d, c], each window a few contiguous runs of
-/// channels (a 1x1 convolution reads x itself as [N, H*W, C]), times the
-/// panels of the HWIO weight; the product [N, OH*OW, Cout/B, B] is written
-/// NHWC with the bias, channel blocks innermost on both sides.
+/// A channels-last packed_conv: the implicit product over the padded input
+/// (above), or (a dilated window of fewer than 8 channels) patch rows col[n,
+/// oh, ow, kh, kw, c] = x[n, oh*s + kh*d, ow*s + kw*d, c] times the panels;
+/// the result is written NHWC with the bias, channel blocks innermost.
 static Value channelsLastPackedConv(OpBuilder &b, Location loc, PackedConvOp op, Value x, Value w, Value bias) {
   MLIRContext *ctx = b.getContext();
   auto rt = cast<RankedTensorType>(op.getType());
@@ -683,38 +693,45 @@ static Value channelsLastPackedConv(OpBuilder &b, Location loc, PackedConvOp op,
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
   Value batch = dimValue(b, loc, x, 0);
   auto rowsType = RankedTensorType::get({n0, oh * ow, reduction}, et);
-  Value col;
-  bool pointwise = kernel[0] == 1 && kernel[1] == 1 && strides[0] == 1 && strides[1] == 1 &&
-                   llvm::all_of(pads, [](int64_t p) { return p == 0; });
-  if (pointwise) {
-    col = tensor::CollapseShapeOp::create(b, loc, rowsType, x, SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}});
+  Value col, product;
+  // A 1x1 convolution is the implicit product too (its input unpadded, one
+  // tap): its result is then in the shape the bias and activation read, and
+  // they run in its tiles. A dilated window with fewer than 8 channels has
+  // runs of channels too short for the implicit product's inner loop: patch
+  // rows then.
+  bool implicit = channels >= 8 || dilations[1] == 1;
+  if (implicit) {
+    product = implicitConvProduct(b, loc, zeroPadNhwc(b, loc, x, pads, et), w, kernel, strides, dilations, oh,
+                                  ow, et);
   } else {
     x = zeroPadNhwc(b, loc, x, pads, et);
     auto colType = RankedTensorType::get({n0, oh, ow, kernel[0], kernel[1], channels}, et);
-    col = channelsLastPatchRows(b, loc, x, colType, strides, dilations);
-    if (!col) {
-      SmallVector<AffineMap> maps = {
-          AffineMap::get(
-              6, 0, {d(0), d(1) * strides[0] + d(3) * dilations[0], d(2) * strides[1] + d(4) * dilations[1], d(5)},
-              ctx),
-          AffineMap::getMultiDimIdentityMap(6, ctx)};
-      col = linalg::GenericOp::create(
-                b, loc, colType, ValueRange{x},
-                ValueRange{emptyTensor(b, loc, colType, {batch, c(oh), c(ow), c(kernel[0]), c(kernel[1]), c(channels)})},
-                maps, SmallVector<IteratorType>(6, IteratorType::parallel),
-                [](OpBuilder &nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, args[0]); })
-                .getResult(0);
-    }
+    // Patch rows (few channels, dilated): a plain copy of each window.
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(6, 0,
+                       {d(0), d(1) * strides[0] + d(3) * dilations[0], d(2) * strides[1] + d(4) * dilations[1], d(5)},
+                       ctx),
+        AffineMap::getMultiDimIdentityMap(6, ctx)};
+    col = linalg::GenericOp::create(
+              b, loc, colType, ValueRange{x},
+              ValueRange{emptyTensor(b, loc, colType, {batch, c(oh), c(ow), c(kernel[0]), c(kernel[1]), c(channels)})},
+              maps, SmallVector<IteratorType>(6, IteratorType::parallel),
+              [](OpBuilder &nb, Location l, ValueRange args) { linalg::YieldOp::create(nb, l, args[0]); })
+              .getResult(0);
     col = tensor::CollapseShapeOp::create(b, loc, rowsType, col,
                                           SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4, 5}});
   }
-  Value product = packedProduct(b, loc, col, w, et); // [N, OH*OW, Cout/B, B]
+  if (!implicit)
+    product = packedProduct(b, loc, col, w, et); // [N, OH*OW, Cout/B, B]
   int64_t width = cast<RankedTensorType>(w.getType()).getDimSize(2);
   // out[n, oh, ow, cb, cw] = product[n, oh*OW + ow, cb, cw] (+ bias[cb*B + cw]),
-  // then viewed as [N, OH, OW, Cout].
+  // then viewed as [N, OH, OW, Cout]. The implicit product is already
+  // [N, OH, OW, Cout/B, B]: read element for element, this is an epilogue
+  // that kiln-fuse-epilogues moves into the product's tiles.
   auto blockedType = RankedTensorType::get({n0, oh, ow, cout / width, width}, et);
   SmallVector<Value> inputs = {product};
-  SmallVector<AffineMap> maps = {AffineMap::get(5, 0, {d(0), d(1) * ow + d(2), d(3), d(4)}, ctx)};
+  SmallVector<AffineMap> maps = {implicit ? AffineMap::getMultiDimIdentityMap(5, ctx)
+                                          : AffineMap::get(5, 0, {d(0), d(1) * ow + d(2), d(3), d(4)}, ctx)};
   if (bias) {
     inputs.push_back(tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({cout / width, width}, et), bias,
                                                    SmallVector<ReassociationIndices>{{0, 1}}));
@@ -767,11 +784,13 @@ struct NhwcConvPattern : OpConversionPattern<NhwcConvOp> {
         return vector::BroadcastOp::create(nb, loc, vecType, zero);
       return vector::TransferReadOp::create(nb, loc, vecType, bias, ValueRange{ch}, zero, ArrayRef<bool>{exact});
     };
-    window.step = [&](OpBuilder &nb, Value acc, Value xv, int64_t kh, int64_t kw, Value ch) -> Value {
-      Value wv = vector::TransferReadOp::create(nb, loc, vecType, w3,
-                                                ValueRange{arith::ConstantIndexOp::create(nb, loc, kh),
-                                                           arith::ConstantIndexOp::create(nb, loc, kw), ch},
-                                                zero, ArrayRef<bool>{exact});
+    window.tap = [&](OpBuilder &nb, int64_t kh, int64_t kw, Value ch) -> Value {
+      return vector::TransferReadOp::create(nb, loc, vecType, w3,
+                                            ValueRange{arith::ConstantIndexOp::create(nb, loc, kh),
+                                                       arith::ConstantIndexOp::create(nb, loc, kw), ch},
+                                            zero, ArrayRef<bool>{exact});
+    };
+    window.step = [&](OpBuilder &nb, Value acc, Value xv, Value wv) -> Value {
       return vector::FMAOp::create(nb, loc, xv, wv, acc);
     };
     rewriter.replaceOp(op, channelWindowKernel(rewriter, loc, x, rt, window));

@@ -1170,7 +1170,7 @@ struct NhwcPoolPattern : OpConversionPattern<NhwcPoolOp> {
     window.strides = strides;
     window.dilations = dilations;
     window.start = [&](OpBuilder &nb, Value) -> Value { return vector::BroadcastOp::create(nb, loc, vecType, padValue); };
-    window.step = [&](OpBuilder &nb, Value acc, Value v, int64_t, int64_t, Value) -> Value {
+    window.step = [&](OpBuilder &nb, Value acc, Value v, Value) -> Value {
       return isMax ? maxValues(nb, loc, v, acc) : addValues(nb, loc, acc, v);
     };
     // Outside the `if`: the lambda reads it when the kernel is built, below.

@@ -255,37 +255,72 @@ Value channelWindowKernel(OpBuilder &b, Location loc, Value padded, RankedTensor
   Value init = emptyTensor(b, loc, rt, {dimValue(b, loc, padded, 0), c(b, oh), c(b, ow), c(b, channels)});
   SmallVector<OpFoldResult> ubs = {tensor::getMixedSize(b, loc, init, 0), b.getIndexAttr(oh)};
   bool exact = channels % w.width == 0;
-  return forallBlocks(b, loc, init, ubs, {ow, channels}, [&](OpBuilder &fb, ValueRange ivs, Value row) {
+  // Output positions per block: a tap's per-channel value (a depthwise
+  // weight vector) is taken once for all of them, and their accumulators are
+  // independent chains, where one position at a time waited on each FMA's
+  // latency (9 in a row for a 3x3 window) and loaded a weight per FMA.
+  int64_t positions = std::min<int64_t>(w.positions, ow);
+  Value result = forallBlocks(b, loc, init, ubs, {ow, channels}, [&](OpBuilder &fb, ValueRange ivs, Value row) {
     Value n = ivs[0], ioh = ivs[1];
     Value pad = arith::ConstantOp::create(fb, loc, fb.getZeroAttr(et));
     SmallVector<bool> inBounds = {exact};
-    auto cols = scf::ForOp::create(fb, loc, c(fb, 0), c(fb, ow), c(fb, 1), ValueRange{row});
-    OpBuilder ob = OpBuilder::atBlockBegin(cols.getBody());
-    Value iow = cols.getInductionVar();
-    auto blocks = scf::ForOp::create(ob, loc, c(ob, 0), c(ob, channels), c(ob, w.width),
-                                     ValueRange{cols.getRegionIterArg(0)});
+    // Channel blocks outermost: the block's per-tap values stay in registers
+    // (or L1) while the row's positions run under them.
+    auto blocks = scf::ForOp::create(fb, loc, c(fb, 0), c(fb, channels), c(fb, w.width), ValueRange{row});
     OpBuilder cb = OpBuilder::atBlockBegin(blocks.getBody());
     Value ch = blocks.getInductionVar();
-    Value acc = w.start(cb, ch);
-    for (int64_t kh = 0; kh < w.kernel[0]; ++kh) {
-      Value r = arith::AddIOp::create(cb, loc, arith::MulIOp::create(cb, loc, ioh, c(cb, w.strides[0])),
-                                      c(cb, kh * w.dilations[0]));
-      for (int64_t kw = 0; kw < w.kernel[1]; ++kw) {
-        Value col = arith::AddIOp::create(cb, loc, arith::MulIOp::create(cb, loc, iow, c(cb, w.strides[1])),
-                                          c(cb, kw * w.dilations[1]));
-        Value x = vector::TransferReadOp::create(cb, loc, vecType, padded, ValueRange{n, r, col, ch}, pad, inBounds);
-        acc = w.step(cb, acc, x, kh, kw, ch);
+    // Positions [lb, ub) in blocks of `count`.
+    auto emitPositions = [&](Value lb, Value ub, int64_t count, Value carried) -> Value {
+      auto cols = scf::ForOp::create(cb, loc, lb, ub, c(cb, count), ValueRange{carried});
+      OpBuilder ob = OpBuilder::atBlockBegin(cols.getBody());
+      Value ow0 = cols.getInductionVar();
+      SmallVector<Value> iows, accs;
+      for (int64_t p = 0; p < count; ++p) {
+        iows.push_back(arith::AddIOp::create(ob, loc, ow0, c(ob, p)));
+        accs.push_back(w.start(ob, ch));
       }
-    }
-    if (w.finish)
-      acc = w.finish(cb, acc, ch);
-    Value written = vector::TransferWriteOp::create(cb, loc, acc, blocks.getRegionIterArg(0), ValueRange{iow, ch},
-                                                    inBounds)
-                        .getResult();
-    scf::YieldOp::create(cb, loc, written);
-    scf::YieldOp::create(ob, loc, blocks.getResult(0));
-    return cols.getResult(0);
+      for (int64_t kh = 0; kh < w.kernel[0]; ++kh) {
+        Value r = arith::AddIOp::create(ob, loc, arith::MulIOp::create(ob, loc, ioh, c(ob, w.strides[0])),
+                                        c(ob, kh * w.dilations[0]));
+        for (int64_t kw = 0; kw < w.kernel[1]; ++kw) {
+          Value tap = w.tap ? w.tap(ob, kh, kw, ch) : Value();
+          for (int64_t p = 0; p < count; ++p) {
+            Value col = arith::AddIOp::create(ob, loc, arith::MulIOp::create(ob, loc, iows[p], c(ob, w.strides[1])),
+                                              c(ob, kw * w.dilations[1]));
+            Value x =
+                vector::TransferReadOp::create(ob, loc, vecType, padded, ValueRange{n, r, col, ch}, pad, inBounds);
+            accs[p] = w.step(ob, accs[p], x, tap);
+          }
+        }
+      }
+      Value written = cols.getRegionIterArg(0);
+      for (int64_t p = 0; p < count; ++p) {
+        Value acc = w.finish ? w.finish(ob, accs[p], ch) : accs[p];
+        written = vector::TransferWriteOp::create(ob, loc, acc, written, ValueRange{iows[p], ch}, inBounds).getResult();
+      }
+      scf::YieldOp::create(ob, loc, written);
+      return cols.getResult(0);
+    };
+    int64_t whole = ow / positions * positions;
+    Value done = emitPositions(c(cb, 0), c(cb, whole), positions, blocks.getRegionIterArg(0));
+    if (whole < ow)
+      done = emitPositions(c(cb, whole), c(cb, ow), 1, done);
+    scf::YieldOp::create(cb, loc, done);
+    return blocks.getResult(0);
   });
+  // Its rows are tiles that an elementwise consumer (a depthwise
+  // convolution's ReLU6) can finish while they are in cache: kiln-fuse-epilogues.
+  // The consumer is tiled like the row's slice of the result, so the row is
+  // inserted as a [1, 1, OW, C] slice, not a rank-reduced [OW, C] one (the
+  // tiled consumer would get a tile of the wrong rank).
+  auto loop = result.getDefiningOp<scf::ForallOp>();
+  auto insert = cast<tensor::ParallelInsertSliceOp>(*loop.getTerminator().getYieldingOps().begin());
+  OpBuilder eb(loop.getTerminator());
+  Value full = tensor::ExpandShapeOp::create(eb, loc, RankedTensorType::get({1, 1, ow, channels}, et),
+                                             insert.getSource(), SmallVector<ReassociationIndices>{{0, 1, 2}, {3}});
+  insert.getSourceMutable().assign(full);
+  loop->setAttr("kiln.epilogue_tiles", b.getUnitAttr());
+  return result;
 }
 
 Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type,

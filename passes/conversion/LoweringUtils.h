@@ -84,19 +84,21 @@ mlir::Value forallBlocks(
 /// A channels-last window kernel (depthwise convolution, pooling) as vector
 /// code: `padded` [N, Hp, Wp, C], result `rt` [N, OH, OW, C] (static OH, OW,
 /// C). Work items are (n, oh); each computes its [OW, C] row in vectors of
-/// `width` channels, the accumulator in registers across the window's taps:
-/// acc = start(cb); per tap (kh, kw) acc = step(acc, x[n, oh*s + kh*d,
-/// ow*s + kw*d, cb:cb+width], kh, kw, cb); then finish(acc, cb). A channel
-/// count that `width` does not divide gets a masked last vector. LLVM does
-/// not vectorize the equivalent scalar loops (it cannot prove the input and
-/// output apart), so the vectors are explicit.
+/// `width` channels, channel block by channel block, `positions` output
+/// positions at a time, their accumulators in registers across the window's
+/// taps: acc = start(cb); per tap (kh, kw), t = tap(kh, kw, cb) once for the
+/// positions (a depthwise weight vector; optional) and acc = step(acc,
+/// x[n, oh*s + kh*d, ow*s + kw*d, cb:cb+width], t) for each; then
+/// finish(acc, cb). A channel count that `width` does not divide gets a
+/// masked last vector. LLVM does not vectorize the equivalent scalar loops
+/// (it cannot prove the input and output apart), so the vectors are explicit.
 struct ChannelWindow {
   llvm::ArrayRef<int64_t> kernel, strides, dilations;
   int64_t width = 8;
+  int64_t positions = 4;
   std::function<mlir::Value(mlir::OpBuilder &, mlir::Value cb)> start;
-  std::function<mlir::Value(mlir::OpBuilder &, mlir::Value acc, mlir::Value x, int64_t kh, int64_t kw,
-                            mlir::Value cb)>
-      step;
+  std::function<mlir::Value(mlir::OpBuilder &, int64_t kh, int64_t kw, mlir::Value cb)> tap;
+  std::function<mlir::Value(mlir::OpBuilder &, mlir::Value acc, mlir::Value x, mlir::Value tap)> step;
   std::function<mlir::Value(mlir::OpBuilder &, mlir::Value acc, mlir::Value cb)> finish;
 };
 mlir::Value channelWindowKernel(mlir::OpBuilder &b, mlir::Location loc, mlir::Value padded,

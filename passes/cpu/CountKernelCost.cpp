@@ -168,6 +168,15 @@ struct CostBuilder {
           if (auto c = getConstantIntValue(operand))
             span = arith::SubIOp::create(b, loc, index(*c), mlb);
     }
+    if (!span) {
+      // A chunk [lb, min(lb + C, n)) of a reduction split into chunks (the
+      // microkernel's cache blocking): C bounds it.
+      if (auto min = ub.getDefiningOp<arith::MinSIOp>())
+        for (Value operand : min->getOperands())
+          if (auto sum = operand.getDefiningOp<arith::AddIOp>(); sum && sum.getLhs() == lb)
+            if (auto c = getConstantIntValue(sum.getRhs()))
+              span = index(*c);
+    }
     if (!span)
       return index(1);
     Value trip = arith::CeilDivSIOp::create(b, loc, span, st);

@@ -106,7 +106,9 @@ struct PackMatmulWeightsPass : impl::PackMatmulWeightsPassBase<PackMatmulWeights
     // (one vector per row of the register block) rather than leaving the
     // channels-last segment.
     int64_t cout = t.getDimSize(3);
-    return cout % 16 == 0 ? widthFor(cout) : cout % 8 == 0 ? 8 : 0;
+    if (cout % 16 == 0)
+      return cout % convPanel == 0 ? convPanel : widthFor(cout);
+    return cout % 8 == 0 ? 8 : 0;
   }
 
   /// Channels-last convs reading `arg` become channels-last graph.packed_conv

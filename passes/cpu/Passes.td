@@ -19,7 +19,10 @@ def TileContractionsPass : Pass<"kiln-tile-contractions", "::mlir::func::FuncOp"
     Option<"innerTile", "inner-tile", "int64_t", "64", "Tile of the innermost parallel dim">,
     Option<"outerTile", "outer-tile", "int64_t", "16", "Tile of the parallel dim before it">,
     Option<"packedRows", "packed-rows", "int64_t", "64",
-           "Rows per tile of a product with a panel-packed weight (kiln.packed_rhs)">
+           "Rows per tile of a product with a panel-packed weight (kiln.packed_rhs)">,
+    Option<"rowBlock", "row-block", "int64_t", "6",
+           "The microkernel's register block rows, which an implicit convolution's tile of output "
+           "positions should fill">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::affine::AffineDialect",
                            "::mlir::tensor::TensorDialect"];
@@ -38,7 +41,13 @@ def VectorizeContractionsPass : Pass<"kiln-vectorize-contractions", "::mlir::fun
   }];
   let options = [
     Option<"rows", "rows", "int64_t", "4", "Register block: rows (the outer parallel dim)">,
-    Option<"columns", "columns", "int64_t", "16", "Register block: columns (the contiguous dim)">
+    Option<"columns", "columns", "int64_t", "16", "Register block: columns (the contiguous dim)">,
+    Option<"reductionChunk", "reduction-chunk", "int64_t", "0",
+           "Split reductions longer than twice this into chunks of it, each run over all rows of "
+           "the tile (cache blocking of the reduction); 0 never splits">,
+    Option<"convInnerChunk", "conv-inner-chunk", "int64_t", "0",
+           "The same for an implicit convolution's innermost reduction (a window row's taps and "
+           "channels; each chunk over every window row)">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
                            "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect"];
@@ -204,7 +213,10 @@ def PackMatmulWeightsPass : Pass<"kiln-pack-matmul-weights", "::mlir::ModuleOp">
     graph.packed_conv. Runs after kiln-outline-weights.
   }];
   let options = [
-    Option<"panel", "panel", "int64_t", "64", "Widest panel in columns (a power of two)">
+    Option<"panel", "panel", "int64_t", "64", "Widest panel in columns (a power of two)">,
+    Option<"convPanel", "conv-panel", "int64_t", "64",
+           "Panel width of channels-last convolution weights when it divides Cout (the "
+           "microkernel's column block: a wider panel's rows are strided in cache)">
   ];
 }
 

@@ -16,8 +16,17 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// The product's loop: an scf.forall made by kiln-tile-contractions (its tile carries kiln.tile_sizes).
+/// The product's loop: an scf.forall made by kiln-tile-contractions (its tile carries kiln.tile_sizes),
+/// or one a lowering marked kiln.epilogue_tiles (a depthwise convolution's rows).
 bool isTiledContraction(scf::ForallOp loop) {
+  if (loop->hasAttr("kiln.epilogue_tiles")) {
+    // Its tiles must have the result's rank: the consumer is tiled like them.
+    for (Operation &op : loop.getTerminator().getYieldingOps())
+      if (auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(&op);
+          !insert || insert.getSourceType().getRank() != insert.getDestType().getRank())
+        return false;
+    return loop->getNumResults() == 1;
+  }
   bool found = false;
   loop.getBody()->walk([&](linalg::GenericOp op) { found = found || op->hasAttr("kiln.tile_sizes"); });
   return found && loop->getNumResults() == 1;

@@ -3,7 +3,7 @@
 models ship, for kiln's channels-last layout (passes/cpu/ChooseChannelsLast.cpp) and its
 fallbacks, with ONNX Runtime's outputs as references.
 
-    /usr/bin/python3 test/models/gen_convnets.py          # needs bench/setup.sh (onnxruntime-node)
+    /usr/bin/python3 test/models/gen_convnets.py [NAME...] # needs bench/setup.sh (onnxruntime-node)
 
 - depthwise: MobileNet-style inverted residual blocks: 1x1 expand + Clip (ReLU6), depthwise
   3x3 stride 1 and 5x5 stride 2 (pads 2), HardSwish, 1x1 project with a residual Add, global
@@ -18,6 +18,11 @@ fallbacks, with ONNX Runtime's outputs as references.
   padding not counted, Sigmoid.
 - fpn: FPN-style top-down path: 1x1 laterals, nearest Resize x2 by scales and to fixed sizes
   (batch 1: the sizes name it), Add, a 3x3 conv with 8 outputs (padded to 16), Sigmoid.
+- implicit_windows: the implicit-GEMM convolution's cases (passes/conversion/LowerContraction.cpp)
+  and the depthwise kernel's position blocks: a 7x7 stride-2 stem on 3 channels (window rows of
+  21 floats), max pooling, a dilated 3x3 on 3 channels (patch rows), a dilated 3x3 on 16 channels
+  (taps one by one), 1x1 convs with ReLU and a residual Add in their epilogue, a depthwise 3x3 on
+  output rows of 6 (a block of 4 positions, then 2 one by one) and of 4, odd sizes (13x11).
 The others have a symbolic batch and two data sets (batch 1 and 3). Deterministic (fixed seeds).
 """
 import os
@@ -155,9 +160,26 @@ def fpn():
     g.save("fpn", [1, 3, 32, 32], y, [1, 8, 32, 32], batches=(1,))
 
 
+def implicit_windows():
+    g = Graph(2105)
+    x = g.node("Relu", [g.conv("x", 3, 16, 7, stride=2)])      # 26x22 -> 13x11
+    x = g.node("MaxPool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    d = g.conv("x", 3, 16, 3, stride=2, dilation=2)            # dilated, 3 channels: 13x11
+    x = g.node("Add", [x, d])
+    x = g.conv(x, 16, 16, 3, dilation=2)                       # dilated, 16 channels
+    h = g.node("Relu", [g.conv(x, 16, 32, 1)])                 # 1x1 + ReLU
+    h = g.relu6(g.conv(h, 32, 32, 3, stride=2, group=32))      # depthwise: 13x11 -> 7x6
+    h = g.conv(h, 32, 32, 1)
+    h = g.node("Add", [h, g.conv(h, 32, 32, 3)])               # residual
+    h = g.relu6(g.conv(h, 32, 32, 3, stride=1, pad=0, group=32))  # 7x6 -> 5x4
+    y = g.conv(h, 32, 16, 1)
+    g.save("implicit_windows", ["batch", 3, 26, 22], y, ["batch", 16, 5, 4])
+
+
 def main():
-    for build in (depthwise, se_concat, odd_channels, fpn):
-        build()
+    names = sys.argv[1:] or ["depthwise", "se_concat", "odd_channels", "fpn", "implicit_windows"]
+    for name in names:
+        globals()[name]()
     print("wrote", OUT)
 
 

@@ -49,7 +49,15 @@ public:
     case Phase::Graph: {
       GraphPhaseSteps steps;
       // Column panels suit the microkernels (cuBLASLt and the GPU's loops read [K, N]).
-      steps.afterOutline = [](OpPassManager &p) { p.addPass(createPackMatmulWeightsPass()); };
+      // Channels-last convolution weights in panels one AVX2 register block
+      // wide (16 columns): a 64-column panel's rows, 256 bytes apart, filled
+      // a quarter of the L1 sets it used (resnet18 1 thread: 49.9 -> 47.3 ms,
+      // its 7x7 stage 3.8 -> 2.6 ms). AVX-512 keeps 64 (its 6 x 64 block).
+      steps.afterOutline = [vectorBits = options.vectorBits](OpPassManager &p) {
+        PackMatmulWeightsPassOptions packing;
+        packing.convPanel = vectorBits >= 512 ? 64 : 16;
+        p.addPass(createPackMatmulWeightsPass(packing));
+      };
       steps.afterQuantize = [&options](OpPassManager &p) {
         p.addPass(createPadProductColumnsPass());
         if (options.channelsLast) {
@@ -68,7 +76,9 @@ public:
       pm.addPass(createConvertGraphToLinalgPass(lowering));
       addCleanup(pm);
       addElementwiseFusion(pm, options);
-      pm.addNestedPass<func::FuncOp>(createTileContractionsPass());
+      TileContractionsPassOptions tiles;
+      tiles.rowBlock = options.vectorBits >= 512 ? 8 : 6; // the microkernel's rows below
+      pm.addNestedPass<func::FuncOp>(createTileContractionsPass(tiles));
       addCleanup(pm);
       if (options.fuse) {
         pm.addNestedPass<func::FuncOp>(createFuseEpiloguesPass());
@@ -77,6 +87,13 @@ public:
       VectorizeContractionsPassOptions microkernel;
       microkernel.rows = options.vectorBits >= 512 ? 8 : 6;
       microkernel.columns = options.vectorBits >= 512 ? 32 : 16;
+      // Reductions over more than 256 steps run in chunks of about 128 (an
+      // implicit convolution's window rows, over 384, in chunks of about 192:
+      // 64 channels of a 3-wide window), so that the rows' operands and the
+      // panel's chunk stay in cache across the tile's row blocks
+      // (docs/performance.md: resnet's 512-channel convolutions).
+      microkernel.reductionChunk = 128;
+      microkernel.convInnerChunk = 192;
       pm.addNestedPass<func::FuncOp>(createVectorizeContractionsPass(microkernel));
       addCleanup(pm);
       return;

@@ -64,19 +64,23 @@ func.func @packed_conv(%x: tensor<?x8x16x16xf32>, %w: tensor<3x72x32xf32>, %b: t
 
 // -----
 
-// A channels-last packed convolution: patch rows col[n, oh, ow, kh, kw, c]
-// (channels innermost: copied in vectors of 8, 9 taps per output position)
-// viewed as [N, OH*OW, K], the packed product with the HWIO weight's panels,
-// then NHWC in channel blocks [N, OH, OW, Cout/B, B] with the bias, viewed as
-// [N, OH, OW, Cout].
-// CHECK-DAG: #[[BLOCKS:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 * 8 + d2, d3, d4)>
+// A channels-last packed convolution: an implicit product that reads the
+// zero-padded input in place, viewed as [N, Hp, Wp*C] so that a window row's
+// 3 taps x 8 channels are one run of 24 floats (at ow*2*8 for stride 2), times
+// the weight's panels viewed [Cout/B, kh, kw*C, B]; its result is already NHWC
+// in channel blocks [N, OH, OW, Cout/B, B], so the bias reads it element for
+// element (an epilogue the tiles take in), viewed as [N, OH, OW, Cout].
+// CHECK-DAG: #[[X:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 * 2 + d4, d2 * 16 + d5)>
+// CHECK-DAG: #[[W:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d3, d4, d5, d6)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3, d6)>
+// CHECK-DAG: #[[ID5:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
 // CHECK-LABEL: func @packed_conv_channels_last
 // CHECK: tensor.pad
-// CHECK: scf.forall
-// CHECK-COUNT-9: vector.transfer_read {{.*}} : tensor<?x18x18x8xf32>, vector<8xf32>
-// CHECK: tensor.collapse_shape {{.*}} {{\[}}[0], [1, 2], [3, 4, 5]] : tensor<?x8x8x3x3x8xf32> into tensor<?x64x72xf32>
-// CHECK: linalg.generic {{.*}}ins(%{{.*}}, %{{.*}} : tensor<?x64x72xf32>, tensor<3x72x32xf32>) outs(%{{.*}} : tensor<?x64x3x32xf32>) attrs = {kiln.packed_rhs}
-// CHECK: linalg.generic {indexing_maps = [#[[BLOCKS]], {{.*}}outs(%{{.*}} : tensor<?x8x8x3x32xf32>)
+// CHECK: } : tensor<?x16x16x8xf32> to tensor<?x18x18x8xf32>
+// CHECK: tensor.collapse_shape {{.*}} {{\[}}[0], [1], [2, 3]] : tensor<?x18x18x8xf32> into tensor<?x18x144xf32>
+// CHECK: tensor.expand_shape {{.*}} : tensor<3x72x32xf32> into tensor<3x3x24x32xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[X]], #[[W]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%{{.*}}, %{{.*}} : tensor<?x18x144xf32>, tensor<3x3x24x32xf32>) outs(%{{.*}} : tensor<?x8x8x3x32xf32>) attrs = {kiln.implicit_conv, kiln.packed_rhs}
+// CHECK: linalg.generic {indexing_maps = [#[[ID5]], {{.*}}outs(%{{.*}} : tensor<?x8x8x3x32xf32>)
 // CHECK: arith.addf
 // CHECK: tensor.collapse_shape {{.*}} {{\[}}[0], [1], [2], [3, 4]] : tensor<?x8x8x3x32xf32> into tensor<?x8x8x96xf32>
 func.func @packed_conv_channels_last(%x: tensor<?x16x16x8xf32>, %w: tensor<3x72x32xf32>, %b: tensor<96xf32>) -> tensor<?x8x8x96xf32> {
@@ -87,11 +91,13 @@ func.func @packed_conv_channels_last(%x: tensor<?x16x16x8xf32>, %w: tensor<3x72x
 
 // -----
 
-// A 1x1 channels-last convolution reads the input itself as patch rows.
+// A 1x1 channels-last convolution is the implicit product too, over the
+// unpadded input (one tap: its window row is the C channels); its result is
+// [N, OH, OW, panels, B], the shape the bias and activation read.
 // CHECK-LABEL: func @pointwise_channels_last
 // CHECK-NOT: tensor.pad
-// CHECK: tensor.collapse_shape %arg0 {{\[}}[0], [1, 2], [3]] : tensor<1x4x4x8xf32> into tensor<1x16x8xf32>
-// CHECK: attrs = {kiln.packed_rhs}
+// CHECK: tensor.collapse_shape %arg0 {{\[}}[0], [1], [2, 3]] : tensor<1x4x4x8xf32> into tensor<1x4x32xf32>
+// CHECK: ins(%{{.*}}, %{{.*}} : tensor<1x4x32xf32>, tensor<1x1x8x16xf32>) outs(%{{.*}} : tensor<1x4x4x1x16xf32>) attrs = {kiln.implicit_conv, kiln.packed_rhs}
 func.func @pointwise_channels_last(%x: tensor<1x4x4x8xf32>, %w: tensor<1x8x16xf32>) -> tensor<1x4x4x16xf32> {
   %0 = graph.packed_conv %x, %w {kernel_shape = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, channels_last}
       : (tensor<1x4x4x8xf32>, tensor<1x8x16xf32>) -> tensor<1x4x4x16xf32>
@@ -100,22 +106,47 @@ func.func @pointwise_channels_last(%x: tensor<1x4x4x8xf32>, %w: tensor<1x8x16xf3
 
 // -----
 
-// A depthwise nhwc_conv: work items (n, oh), each row in vectors of 8
-// channels accumulated across the 3x3 taps (9 reads of the input and the
-// weight, 9 FMAs), starting from the bias; 12 channels: a masked last vector.
+// A depthwise nhwc_conv: work items (n, oh), each row channel block by
+// channel block (vectors of 8; 12 channels: a masked last vector), 4 output
+// positions at a time with independent accumulators starting from the bias:
+// per tap one weight read, then 4 input reads and 4 FMAs (36 for the 3x3
+// window); 8 positions leave no remainder loop. The loop is marked for
+// kiln-fuse-epilogues.
 // CHECK-LABEL: func @depthwise_channels_last
 // CHECK: tensor.pad {{.*}} low[0, 2, 2, 0] high[0, 2, 2, 0]
 // CHECK: tensor.collapse_shape %arg1 {{\[}}[0], [1], [2, 3]] : tensor<3x3x1x12xf32> into tensor<3x3x12xf32>
 // CHECK: scf.forall
-// CHECK: scf.for
 // CHECK: scf.for {{.*}} step %c8
-// CHECK: vector.transfer_read %arg2{{.*}} : tensor<12xf32>, vector<8xf32>
-// CHECK-COUNT-9: vector.fma
-// CHECK: vector.transfer_write {{.*}} : vector<8xf32>, tensor<8x12xf32>
+// CHECK: scf.for {{.*}} step %c4
+// CHECK-COUNT-4: vector.transfer_read %arg2{{.*}} : tensor<12xf32>, vector<8xf32>
+// CHECK: vector.transfer_read {{.*}} : tensor<3x3x12xf32>, vector<8xf32>
+// CHECK-COUNT-4: vector.fma
+// CHECK: vector.transfer_read {{.*}} : tensor<3x3x12xf32>, vector<8xf32>
+// CHECK-COUNT-32: vector.fma
+// CHECK-COUNT-4: vector.transfer_write {{.*}} : vector<8xf32>, tensor<8x12xf32>
+// CHECK-NOT: scf.for %
+// CHECK: } {kiln.epilogue_tiles}
 func.func @depthwise_channels_last(%x: tensor<1x8x8x12xf32>, %w: tensor<3x3x1x12xf32>, %b: tensor<12xf32>) -> tensor<1x8x8x12xf32> {
   %0 = graph.nhwc_conv %x, %w, %b {group = 12 : i64, pads = array<i64: 2, 2, 2, 2>, strides = array<i64: 1, 1>, dilations = array<i64: 2, 2>}
       : (tensor<1x8x8x12xf32>, tensor<3x3x1x12xf32>, tensor<12xf32>) -> tensor<1x8x8x12xf32>
   return %0 : tensor<1x8x8x12xf32>
+}
+
+// -----
+
+// 6 output positions per row: one block of 4, then the other 2 one at a time.
+// CHECK-LABEL: func @depthwise_position_remainder
+// CHECK: scf.for {{.*}} step %c8
+// CHECK: scf.for {{.*}} step %c4
+// CHECK-COUNT-36: vector.fma
+// CHECK: scf.for {{.*}} step %c1
+// CHECK-COUNT-9: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: } {kiln.epilogue_tiles}
+func.func @depthwise_position_remainder(%x: tensor<1x6x6x16xf32>, %w: tensor<3x3x1x16xf32>, %b: tensor<16xf32>) -> tensor<1x6x6x16xf32> {
+  %0 = graph.nhwc_conv %x, %w, %b {group = 16 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<1x6x6x16xf32>, tensor<3x3x1x16xf32>, tensor<16xf32>) -> tensor<1x6x6x16xf32>
+  return %0 : tensor<1x6x6x16xf32>
 }
 
 // -----
@@ -617,4 +648,32 @@ func.func @einsum(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) -> tensor<2x3x5x
 func.func @einsum_broadcast(%a: tensor<2x1x4x5xf32>, %b: tensor<3x5x2xf32>) -> tensor<2x3x4x2xf32> {
   %0 = graph.einsum %a, %b {equation = "...ij,...jk->...ik"} : (tensor<2x1x4x5xf32>, tensor<3x5x2xf32>) -> tensor<2x3x4x2xf32>
   return %0 : tensor<2x3x4x2xf32>
+}
+
+// -----
+
+// Dilated along W, a window row's taps are not one run: the implicit product
+// keeps kh, kw and c apart (8 dims), the input read at (oh + 2*kh, ow + 2*kw).
+// CHECK-DAG: #[[XD:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 + d4 * 2, d2 + d5 * 2, d6)>
+// CHECK-LABEL: func @dilated_channels_last
+// CHECK: tensor.expand_shape {{.*}} : tensor<1x72x16xf32> into tensor<1x3x3x8x16xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[XD]], {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction", "parallel"]} ins(%{{.*}}, %{{.*}} : tensor<1x8x8x8xf32>, tensor<1x3x3x8x16xf32>) outs(%{{.*}} : tensor<1x4x4x1x16xf32>) attrs = {kiln.implicit_conv, kiln.packed_rhs}
+func.func @dilated_channels_last(%x: tensor<1x8x8x8xf32>, %w: tensor<1x72x16xf32>) -> tensor<1x4x4x16xf32> {
+  %0 = graph.packed_conv %x, %w {kernel_shape = array<i64: 3, 3>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, dilations = array<i64: 2, 2>, channels_last}
+      : (tensor<1x8x8x8xf32>, tensor<1x72x16xf32>) -> tensor<1x4x4x16xf32>
+  return %0 : tensor<1x4x4x16xf32>
+}
+
+// -----
+
+// Dilated with fewer than 8 channels: patch rows col[n, oh, ow, kh, kw, c]
+// (a copy of the window) times the panels, the packed product's tiling.
+// CHECK-LABEL: func @dilated_few_channels
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x4x4x3x3x4xf32>)
+// CHECK: tensor.collapse_shape {{.*}} : tensor<1x4x4x3x3x4xf32> into tensor<1x16x36xf32>
+// CHECK: ins(%{{.*}}, %{{.*}} : tensor<1x16x36xf32>, tensor<1x36x16xf32>) outs(%{{.*}} : tensor<1x16x1x16xf32>) attrs = {kiln.packed_rhs}
+func.func @dilated_few_channels(%x: tensor<1x8x8x4xf32>, %w: tensor<1x36x16xf32>) -> tensor<1x4x4x16xf32> {
+  %0 = graph.packed_conv %x, %w {kernel_shape = array<i64: 3, 3>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, dilations = array<i64: 2, 2>, channels_last}
+      : (tensor<1x8x8x4xf32>, tensor<1x36x16xf32>) -> tensor<1x4x4x16xf32>
+  return %0 : tensor<1x4x4x16xf32>
 }

@@ -187,3 +187,37 @@ func.func @main(%a: memref<4x128xf32>) {
   }
   return
 }
+
+// -----
+
+// A reduction in chunks (kiln-vectorize-contractions' cache blocking): the
+// inner loop runs [k0, min(k0 + 96, 288)), bounded by the chunk's 96 steps;
+// 3 chunks x 96 steps x one vector<16xf32> fma (32 flops) = 9216 = 2 * 288 * 16.
+// Bytes: a 288*16*4 = 18432 + out 64 = 18496.
+// CHECK-LABEL: func @main
+// CHECK-DAG: %[[F:[^ ]+]] = arith.constant 9216 : i64
+// CHECK-DAG: %[[B:[^ ]+]] = arith.constant 18496 : i64
+// CHECK: kiln_cpu.launch %{{[^ ]+}}, %{{[^ ]+}} flops(%[[F]]) bytes(%[[B]])
+func.func @main(%a: memref<288x16xf32>, %out: memref<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c96 = arith.constant 96 : index
+  %c288 = arith.constant 288 : index
+  %pad = arith.constant 0.0 : f32
+  scf.parallel (%t) = (%c0) to (%c1) step (%c1) {
+    %init = vector.transfer_read %out[%c0], %pad {in_bounds = [true]} : memref<16xf32>, vector<16xf32>
+    %sum = scf.for %k0 = %c0 to %c288 step %c96 iter_args(%acc0 = %init) -> (vector<16xf32>) {
+      %end = arith.addi %k0, %c96 : index
+      %ub = arith.minsi %end, %c288 : index
+      %part = scf.for %k = %k0 to %ub step %c1 iter_args(%acc = %acc0) -> (vector<16xf32>) {
+        %v = vector.transfer_read %a[%k, %c0], %pad {in_bounds = [true]} : memref<288x16xf32>, vector<16xf32>
+        %y = vector.fma %v, %v, %acc : vector<16xf32>
+        scf.yield %y : vector<16xf32>
+      }
+      scf.yield %part : vector<16xf32>
+    }
+    vector.transfer_write %sum, %out[%c0] {in_bounds = [true]} : vector<16xf32>, memref<16xf32>
+    scf.reduce
+  }
+  return
+}

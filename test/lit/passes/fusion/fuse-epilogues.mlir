@@ -102,3 +102,80 @@ func.func @transposed_consumer(%a: tensor<64x128xf32>, %b: tensor<128x64xf32>, %
   } -> tensor<64x64xf32>
   return %1 : tensor<64x64xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// A loop a lowering marked kiln.epilogue_tiles (a depthwise convolution's
+// rows, whose tiles are not a tiled linalg product) takes its elementwise
+// consumer (a ReLU6's clamp here) into each row; the same loop unmarked keeps
+// it outside.
+// CHECK-LABEL: func @marked_rows
+// CHECK: scf.forall
+// CHECK: arith.maximumf
+// CHECK: arith.minimumf
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @marked_rows(%x: tensor<4x8xf32>, %init: tensor<4x8xf32>, %d: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = scf.forall (%i) in (4) shared_outs(%o = %init) -> (tensor<4x8xf32>) {
+    %row = tensor.extract_slice %x[%i, 0] [1, 8] [1, 1] : tensor<4x8xf32> to tensor<1x8xf32>
+    %dst = tensor.extract_slice %o[%i, 0] [1, 8] [1, 1] : tensor<4x8xf32> to tensor<1x8xf32>
+    %neg = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%row : tensor<1x8xf32>) outs(%dst : tensor<1x8xf32>) {
+    ^bb0(%a: f32, %b: f32):
+      %n = arith.negf %a : f32
+      linalg.yield %n : f32
+    } -> tensor<1x8xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %neg into %o[%i, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<4x8xf32>
+    }
+  } {kiln.epilogue_tiles}
+  %1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%0 : tensor<4x8xf32>) outs(%d : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %zero = arith.constant 0.0 : f32
+    %six = arith.constant 6.0 : f32
+    %lo = arith.maximumf %a, %zero : f32
+    %hi = arith.minimumf %lo, %six : f32
+    linalg.yield %hi : f32
+  } -> tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func @unmarked_rows
+// CHECK: %[[LOOP:.*]] = scf.forall
+// CHECK-NOT: arith.minimumf
+// CHECK: scf.forall.in_parallel
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[LOOP]]
+// CHECK: arith.minimumf
+func.func @unmarked_rows(%x: tensor<4x8xf32>, %init: tensor<4x8xf32>, %d: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = scf.forall (%i) in (4) shared_outs(%o = %init) -> (tensor<4x8xf32>) {
+    %row = tensor.extract_slice %x[%i, 0] [1, 8] [1, 1] : tensor<4x8xf32> to tensor<1x8xf32>
+    %dst = tensor.extract_slice %o[%i, 0] [1, 8] [1, 1] : tensor<4x8xf32> to tensor<1x8xf32>
+    %neg = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%row : tensor<1x8xf32>) outs(%dst : tensor<1x8xf32>) {
+    ^bb0(%a: f32, %b: f32):
+      %n = arith.negf %a : f32
+      linalg.yield %n : f32
+    } -> tensor<1x8xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %neg into %o[%i, 0] [1, 8] [1, 1] : tensor<1x8xf32> into tensor<4x8xf32>
+    }
+  }
+  %1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%0 : tensor<4x8xf32>) outs(%d : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %zero = arith.constant 0.0 : f32
+    %six = arith.constant 6.0 : f32
+    %lo = arith.maximumf %a, %zero : f32
+    %hi = arith.minimumf %lo, %six : f32
+    linalg.yield %hi : f32
+  } -> tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
