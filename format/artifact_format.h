@@ -48,6 +48,10 @@ struct KvCacheInfo {
   uint32_t input = 0; // index into inputs: a float cache with room for the whole context along `axis`
   uint32_t axis = 0;
 };
+// The name kiln-kv-cache-in-place gives the decoder's [batch] int64 input holding each row's own
+// length (where the row appends); found by name, so the decoder section's layout is unchanged.
+inline constexpr const char *kRowPositionsInput = "kiln.row_positions";
+
 struct DecoderInfo {
   bool present = false;
   uint32_t positionInput = 0; // index into inputs: int64 scalar, entries already in every cache

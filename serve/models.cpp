@@ -71,13 +71,15 @@ void ModelRegistry::load(const ModelOptions &o, Metrics &metrics) {
   kiln_model *model = m->model;
   bool decoder = m->decoder;
   int64_t maxContext = o.maxContext;
-  auto make = [model, decoder, maxContext, name = o.name](int index) {
+  int sequences = o.maxSequences;
+  auto make = [model, decoder, maxContext, sequences, name = o.name](int index) {
     Slot s;
     s.index = index;
     if (decoder) {
       kiln_generator_options go;
       kiln_generator_options_init(&go);
       go.max_context = maxContext;
+      go.max_sequences = sequences; // one generator decodes all of them, batched
       check(kiln_generator_create(model, &go, &s.generator), "model '" + name + "' generator");
     } else {
       check(kiln_session_create(model, &s.session), "model '" + name + "' session");
@@ -90,7 +92,8 @@ void ModelRegistry::load(const ModelOptions &o, Metrics &metrics) {
     s.generator = nullptr;
     s.session = nullptr;
   };
-  m->scheduler = std::make_unique<Scheduler>(o.name, o.maxSequences, o.maxQueue, make, destroy, metrics);
+  m->scheduler = std::make_unique<Scheduler>(o.name, o.maxSequences, o.maxQueue, make, destroy, metrics, decoder,
+                                             size_t(o.prefillChunk));
   if (decoder) {
     m->maxContext = kiln_generator_max_context(m->scheduler->slot(0).generator);
     m->vocab = kiln_generator_vocab_size(m->scheduler->slot(0).generator);

@@ -194,6 +194,50 @@ struct KvCacheAppendPattern : OpConversionPattern<KvCacheAppendOp> {
     Value fits = arith::AndIOp::create(
         rewriter, loc, arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sle, end, capacity),
         arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sge, pos, idx(rewriter, loc, 0)));
+    Value length = arith::SelectOp::create(rewriter, loc, fits, end,
+                                           arith::MinSIOp::create(rewriter, loc, pos, capacity));
+    length = arith::MaxSIOp::create(rewriter, loc, length, idx(rewriter, loc, 0));
+    if (Value rows = adaptor.getRowPositions()) {
+      // Each row r at its own position: a loop over the batch writing one row slice at a
+      // time, in place. A row is written only where [p, p + n) lies in the view [0, length)
+      // (position + n when that fits the capacity), so a bad row position neither writes outside
+      // the buffer nor where another step's view would not see it.
+      Value n = dimValue(rewriter, loc, update, axis);
+      Value batch = arith::MinSIOp::create(rewriter, loc, dimValue(rewriter, loc, update, 0),
+                                           dimValue(rewriter, loc, cache, 0));
+      Value rowsN = dimValue(rewriter, loc, rows, 0);
+      batch = arith::MinSIOp::create(rewriter, loc, batch, rowsN);
+      Value limit = length;
+      auto loop = scf::ForOp::create(rewriter, loc, idx(rewriter, loc, 0), batch, idx(rewriter, loc, 1), ValueRange{cache});
+      {
+        OpBuilder::InsertionGuard g(rewriter);
+        rewriter.setInsertionPointToStart(loop.getBody());
+        Value r = loop.getInductionVar(), acc = loop.getRegionIterArg(0);
+        Value p = tensor::ExtractOp::create(rewriter, loc, rows, ValueRange{r});
+        p = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(), p);
+        Value rowEnd = arith::AddIOp::create(rewriter, loc, p, n);
+        Value rowFits = arith::AndIOp::create(
+            rewriter, loc, arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sle, rowEnd, limit),
+            arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sge, p, idx(rewriter, loc, 0)));
+        SmallVector<OpFoldResult> rowOffsets(ct.getRank(), rewriter.getIndexAttr(0));
+        SmallVector<OpFoldResult> rowSizes = sizes;
+        rowOffsets[0] = r;
+        rowSizes[0] = rewriter.getIndexAttr(1);
+        auto w = scf::IfOp::create(
+            rewriter, loc, rowFits,
+            [&](OpBuilder &b, Location l) {
+              Value slice = tensor::ExtractSliceOp::create(b, l, update, rowOffsets, rowSizes, strides);
+              SmallVector<OpFoldResult> at = rowOffsets;
+              at[axis] = p;
+              Value written = tensor::InsertSliceOp::create(b, l, slice, acc, at, rowSizes, strides);
+              scf::YieldOp::create(b, l, written);
+            },
+            [&](OpBuilder &b, Location l) { scf::YieldOp::create(b, l, acc); });
+        scf::YieldOp::create(rewriter, loc, w.getResult(0));
+      }
+      rewriter.replaceOp(op, cachePrefix(rewriter, loc, loop.getResult(0), axis, length, op.getType()));
+      return success();
+    }
     auto write = scf::IfOp::create(
         rewriter, loc, fits,
         [&](OpBuilder &b, Location l) {
@@ -201,9 +245,6 @@ struct KvCacheAppendPattern : OpConversionPattern<KvCacheAppendOp> {
           scf::YieldOp::create(b, l, w);
         },
         [&](OpBuilder &b, Location l) { scf::YieldOp::create(b, l, cache); });
-    Value length = arith::SelectOp::create(rewriter, loc, fits, end,
-                                           arith::MinSIOp::create(rewriter, loc, pos, capacity));
-    length = arith::MaxSIOp::create(rewriter, loc, length, idx(rewriter, loc, 0));
     rewriter.replaceOp(op, cachePrefix(rewriter, loc, write.getResult(0), axis, length, op.getType()));
     return success();
   }

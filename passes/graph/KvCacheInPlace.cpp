@@ -74,12 +74,36 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
     if (failed(main.insertArgument(posIndex, posType, posAttrs, main.getLoc())))
       return signalPassFailure();
     Value pos = main.getArgument(posIndex);
+    // And one [batch] input says where each row appends (its own length), so a batch of
+    // sequences of different lengths is written without left padding: the read extent stays
+    // `kiln.past_length` (the longest row), the rest of a shorter row is masked by the caller.
+    // Only when every cache has its batch at dim 0 and appends elsewhere (the HF layout).
+    Value rowPos;
+    bool rowWise = llvm::all_of(caches, [&](const CacheUse &c) {
+      auto t = cast<RankedTensorType>(main.getArgument(c.arg).getType());
+      return c.axis != 0 && t.getRank() >= 2;
+    });
+    if (rowWise) {
+      Attribute batchName = b.getStringAttr("batch");
+      if (auto names = main.getArgAttrOfType<ArrayAttr>(caches.front().arg, attrs::kDims))
+        if (!names.empty() && isa<StringAttr>(names[0]) && !cast<StringAttr>(names[0]).getValue().empty())
+          batchName = names[0];
+      auto rowType = RankedTensorType::get({cast<RankedTensorType>(main.getArgument(caches.front().arg).getType()).getDimSize(0)},
+                                           b.getI64Type());
+      auto rowAttrs = b.getDictionaryAttr({b.getNamedAttr(attrs::kName, b.getStringAttr("kiln.row_positions")),
+                                           b.getNamedAttr(attrs::kDtype, b.getI64IntegerAttr(7)),
+                                           b.getNamedAttr(attrs::kDims, b.getArrayAttr({batchName})),
+                                           b.getNamedAttr(attrs::kKvRowPositions, b.getUnitAttr())});
+      if (failed(main.insertArgument(posIndex + 1, rowType, rowAttrs, main.getLoc())))
+        return signalPassFailure();
+      rowPos = main.getArgument(posIndex + 1);
+    }
 
     llvm::BitVector dropResults(main.getNumResults());
     for (CacheUse &c : caches) {
       BlockArgument cache = main.getArgument(c.arg);
       b.setInsertionPoint(c.concat);
-      auto append = graph::KvCacheAppendOp::create(b, c.concat.getLoc(), cache, c.concat.getInputs()[1], pos,
+      auto append = graph::KvCacheAppendOp::create(b, c.concat.getLoc(), cache, c.concat.getInputs()[1], pos, rowPos,
                                                    b.getI64IntegerAttr(c.axis));
       if (append.getType() != c.concat.getType()) {
         append.erase();

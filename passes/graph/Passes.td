@@ -56,11 +56,15 @@ def KvCacheInPlacePass : Pass<"kiln-kv-cache-in-place", "::mlir::ModuleOp"> {
     output and also consumed by the graph), this pass makes the input a cache
     buffer with room for the whole context (its axis becomes the symbol
     `kv_capacity`), adds one scalar input `kiln.past_length` (entries already
-    in every cache), writes the new entries in place with
+    in every cache, the read extent), and, where every cache has its batch at
+    dim 0, one `kiln.row_positions` input [batch] (where each row appends: its
+    own length, so sequences of different lengths share a step without left
+    padding), writes the new entries in place with
     `graph.kv_cache_append` (which also views the valid prefix for the
     attention) and drops the `present` outputs. Other readers of `past` get
     `graph.kv_cache_prefix`. The runtime owns the caches and advances the
-    position; inputs are marked `kiln.kv_cache` / `kiln.kv_position`.
+    positions; inputs are marked `kiln.kv_cache` / `kiln.kv_position` /
+    `kiln.kv_row_positions`.
   }];
 }
 

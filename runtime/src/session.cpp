@@ -74,6 +74,26 @@ std::string checkCachePosition(const kiln::artifact::Metadata &meta, const kiln_
       return "input '" + meta.inputs[d.positionInput].name + "' is " + std::to_string(past) +
              ", outside the capacity of cache '" + meta.inputs[c.input].name + "' (" + std::to_string(capacity) + ")";
   }
+  // Each row's own length (kiln.row_positions) lies within the capacity. A row appends there when
+  // that is within the read extent [0, past]; a row past it sits the run out (nothing written).
+  int64_t capacity = INT64_MAX;
+  for (const auto &c : d.caches)
+    capacity = std::min(capacity, inputs[c.input]->shape[c.axis]);
+  for (size_t i = 0; i < meta.inputs.size(); ++i) {
+    if (meta.inputs[i].name != kiln::artifact::kRowPositionsInput)
+      continue;
+    const kiln_tensor *rows = inputs[i];
+    if (rows->device)
+      return "input '" + meta.inputs[i].name + "' must be in host memory (the runtime checks it)";
+    const int64_t n = rows->shape.empty() ? 0 : rows->shape[0];
+    for (int64_t r = 0; r < n; ++r) {
+      int64_t p = 0;
+      std::memcpy(&p, static_cast<const char *>(rows->data) + r * sizeof p, sizeof p);
+      if (p < 0 || p > capacity)
+        return "input '" + meta.inputs[i].name + "' row " + std::to_string(r) + " is " + std::to_string(p) +
+               ", outside the caches' capacity [0, " + std::to_string(capacity) + "]";
+    }
+  }
   return {};
 }
 

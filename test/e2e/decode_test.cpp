@@ -426,7 +426,7 @@ TEST_P(DecodeTest, SessionRefusesAPastLengthOutsideTheCache) {
   const int64_t capacity = 8;
   std::vector<std::vector<char>> storage;
   std::vector<kiln_tensor *> owned;
-  int64_t *pastLength = nullptr;
+  int64_t *pastLength = nullptr, *rowPositions = nullptr;
   for (size_t i = 0; i < kiln_model_input_count(model); ++i) {
     kiln_tensor_info info;
     Error ie{kiln_model_input_info(model, i, &info)};
@@ -445,6 +445,8 @@ TEST_P(DecodeTest, SessionRefusesAPastLengthOutsideTheCache) {
     owned.push_back(t);
     if (name == "kiln.past_length")
       pastLength = reinterpret_cast<int64_t *>(storage.back().data());
+    if (name == "kiln.row_positions")
+      rowPositions = reinterpret_cast<int64_t *>(storage.back().data());
   }
   ASSERT_NE(pastLength, nullptr);
   std::vector<const kiln_tensor *> inputs(owned.begin(), owned.end());
@@ -457,6 +459,14 @@ TEST_P(DecodeTest, SessionRefusesAPastLengthOutsideTheCache) {
         << re.message();
   }
   *pastLength = 1; // 1 cached + 1 new token = the mask's 2 columns
+  ASSERT_NE(rowPositions, nullptr);
+  *rowPositions = capacity + 1;
+  {
+    Error re{kiln_session_run(session, inputs.data(), inputs.size(), outputs.data(), outputs.size())};
+    EXPECT_EQ(re.code(), KILN_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(re.message().find("input 'kiln.row_positions' row 0 is 9"), std::string::npos) << re.message();
+  }
+  *rowPositions = 1;
   Error ok{kiln_session_run(session, inputs.data(), inputs.size(), outputs.data(), outputs.size())};
   EXPECT_FALSE(ok) << ok.message();
   for (kiln_tensor *t : outputs)
@@ -465,6 +475,230 @@ TEST_P(DecodeTest, SessionRefusesAPastLengthOutsideTheCache) {
     kiln_tensor_destroy(t);
   kiln_session_destroy(session);
   kiln_model_destroy(model);
+}
+
+// The sequence API: one generator, sequences joining and leaving between steps.
+struct SequenceDecoder {
+  SequenceDecoder(const std::string &family, int32_t maxSequences, int64_t maxContext = 0) {
+    kiln_model_options mo;
+    kiln_model_options_init(&mo);
+    mo.num_threads = 2; // the kernels' parallel split must not change a row's bits either
+    Error e{kiln_model_load(artifactFor(family).c_str(), &mo, &model)};
+    if (e)
+      ADD_FAILURE() << e.message();
+    kiln_generator_options go;
+    kiln_generator_options_init(&go);
+    go.max_sequences = maxSequences;
+    go.max_context = maxContext;
+    Error g{kiln_generator_create(model, &go, &gen)};
+    if (g)
+      ADD_FAILURE() << g.message();
+  }
+  ~SequenceDecoder() {
+    kiln_generator_destroy(gen);
+    kiln_model_destroy(model);
+  }
+  kiln_model *model = nullptr;
+  kiln_generator *gen = nullptr;
+};
+
+// What one sequence saw: its tokens and the logits they were sampled from, step by step.
+struct Trace {
+  std::vector<int32_t> tokens;
+  std::vector<std::vector<float>> logits;
+};
+
+constexpr size_t kChunk = 5; // prompt chunk of the tests' prefills
+
+void prefillAll(kiln_generator *gen, int64_t id) {
+  size_t left = 1;
+  while (left > 0) {
+    Error e{kiln_generator_prefill(gen, id, kChunk, &left)};
+    ASSERT_FALSE(e) << e.message();
+  }
+}
+
+Trace decodeAlone(const std::string &family, const std::vector<int32_t> &prompt, size_t steps,
+                  const kiln_sampling_params &sampling) {
+  SequenceDecoder d(family, 1);
+  Trace t;
+  int64_t id = 0;
+  Error a{kiln_generator_add_sequence(d.gen, prompt.data(), prompt.size(), &sampling, &id)};
+  EXPECT_FALSE(a) << a.message();
+  prefillAll(d.gen, id);
+  const int32_t vocab = kiln_generator_vocab_size(d.gen);
+  for (size_t s = 0; s < steps; ++s) {
+    int32_t token = -1;
+    Error e{kiln_generator_step(d.gen, &id, 1, &token)};
+    EXPECT_FALSE(e) << e.message();
+    const float *l = kiln_generator_sequence_logits(d.gen, id);
+    t.logits.emplace_back(l, l + vocab);
+    t.tokens.push_back(token);
+  }
+  return t;
+}
+
+std::vector<std::vector<int32_t>> raggedPrompts() {
+  return {{5, 17, 300, 42, 99, 7, 256, 11, 3, 64, 9, 120, 33},
+          {72},
+          {101, 108, 108, 111, 44, 32},
+          {200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221},
+          {50, 60, 70}};
+}
+
+// Continuous batching: sequences of different lengths join at different steps, one leaves and
+// another takes its row (over the first's stale entries), and every step's logits of every
+// sequence equal bit for bit those of decoding it alone.
+TEST_P(DecodeTest, RaggedContinuousBatchIsBitwiseEqualToDecodingAlone) {
+  const std::string family = GetParam();
+  auto prompts = raggedPrompts();
+  const size_t steps = 10;
+  kiln_sampling_params sampling;
+  kiln_sampling_params_init(&sampling);
+  sampling.temperature = 0.8f; // seeded sampling: the tokens depend on the logits' bits too
+  sampling.seed = 3;
+  std::vector<Trace> alone;
+  for (auto &p : prompts)
+    alone.push_back(decodeAlone(family, p, steps, sampling));
+
+  SequenceDecoder d(family, 4);
+  ASSERT_NE(d.gen, nullptr);
+  const int32_t vocab = kiln_generator_vocab_size(d.gen);
+  // Sequence i joins before step join[i] of the batch; sequence 1 leaves early (after 4 of its
+  // tokens) and sequence 4 takes its row.
+  const std::vector<size_t> join = {0, 0, 2, 3, 6};
+  std::vector<int64_t> ids(prompts.size(), 0);
+  std::vector<Trace> batched(prompts.size());
+  std::vector<bool> done(prompts.size(), false);
+  for (size_t step = 0; step < 40; ++step) {
+    for (size_t i = 0; i < prompts.size(); ++i)
+      if (join[i] == step) {
+        Error a{kiln_generator_add_sequence(d.gen, prompts[i].data(), prompts[i].size(), &sampling, &ids[i])};
+        ASSERT_FALSE(a) << "sequence " << i << ": " << a.message();
+        prefillAll(d.gen, ids[i]);
+      }
+    std::vector<int64_t> live;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < prompts.size(); ++i)
+      if (ids[i] != 0 && !done[i]) {
+        live.push_back(ids[i]);
+        which.push_back(i);
+      }
+    if (live.empty())
+      break;
+    std::vector<int32_t> tokens(live.size());
+    Error e{kiln_generator_step(d.gen, live.data(), live.size(), tokens.data())};
+    ASSERT_FALSE(e) << e.message();
+    for (size_t k = 0; k < live.size(); ++k) {
+      size_t i = which[k];
+      const float *l = kiln_generator_sequence_logits(d.gen, ids[i]);
+      ASSERT_NE(l, nullptr);
+      batched[i].logits.emplace_back(l, l + vocab);
+      batched[i].tokens.push_back(tokens[k]);
+      size_t want = i == 1 ? 4 : steps;
+      if (batched[i].tokens.size() == want) {
+        done[i] = true;
+        Error r{kiln_generator_remove_sequence(d.gen, ids[i])};
+        ASSERT_FALSE(r) << r.message();
+      }
+    }
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE("sequence " + std::to_string(i));
+    size_t n = batched[i].tokens.size();
+    ASSERT_EQ(n, i == 1 ? 4u : steps);
+    for (size_t s = 0; s < n; ++s) {
+      ASSERT_EQ(batched[i].tokens[s], alone[i].tokens[s]) << "step " << s;
+      ASSERT_EQ(std::memcmp(batched[i].logits[s].data(), alone[i].logits[s].data(), sizeof(float) * vocab), 0)
+          << "step " << s << ": logits differ from decoding alone";
+    }
+  }
+}
+
+// start()'s batch of prompts of different lengths: each row's logits are bitwise those of the
+// prompt decoded alone (start() prefills each prompt on its own, so no chunking here).
+TEST_P(DecodeTest, RaggedStartBatchIsBitwiseEqualToDecodingAlone) {
+  const std::string family = GetParam();
+  auto prompts = raggedPrompts();
+  const size_t steps = 6;
+  auto run = [&](const std::vector<size_t> &which) {
+    Decoder d(family);
+    Prompts p;
+    for (size_t i : which)
+      p.add(prompts[i]);
+    kiln_sampling_params greedy;
+    kiln_sampling_params_init(&greedy);
+    Error e{kiln_generator_start(d.gen, p.ptrs.data(), p.lens.data(), which.size(), &greedy)};
+    EXPECT_FALSE(e) << e.message();
+    const int32_t vocab = kiln_generator_vocab_size(d.gen);
+    std::vector<std::vector<float>> out(which.size());
+    std::vector<int32_t> tokens(which.size());
+    for (size_t s = 0; s < steps; ++s) {
+      Error n{kiln_generator_next(d.gen, tokens.data())};
+      EXPECT_FALSE(n) << n.message();
+      const float *l = kiln_generator_logits(d.gen);
+      for (size_t b = 0; b < which.size(); ++b)
+        out[b].insert(out[b].end(), l + b * vocab, l + (b + 1) * vocab);
+    }
+    return out;
+  };
+  std::vector<size_t> all = {0, 1, 2, 3, 4};
+  auto together = run(all);
+  for (size_t i : all) {
+    auto alone = run({i});
+    ASSERT_EQ(together[i].size(), alone[0].size());
+    EXPECT_EQ(std::memcmp(together[i].data(), alone[0].data(), alone[0].size() * sizeof(float)), 0)
+        << "prompt " << i << ": batched logits differ from decoding alone";
+  }
+}
+
+TEST_P(DecodeTest, SequenceApiRefusesBadRequests) {
+  SequenceDecoder d(GetParam(), 2, 16);
+  ASSERT_NE(d.gen, nullptr);
+  std::vector<int32_t> p = {1, 2, 3};
+  int64_t a = 0, b = 0, c = 0;
+  Error ea{kiln_generator_add_sequence(d.gen, p.data(), p.size(), nullptr, &a)};
+  ASSERT_FALSE(ea) << ea.message();
+  int32_t token = 0;
+  Error early{kiln_generator_step(d.gen, &a, 1, &token)};
+  EXPECT_EQ(early.code(), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(early.message().find("prompt tokens left to prefill"), std::string::npos) << early.message();
+  Error eb{kiln_generator_add_sequence(d.gen, p.data(), p.size(), nullptr, &b)};
+  ASSERT_FALSE(eb) << eb.message();
+  Error full{kiln_generator_add_sequence(d.gen, p.data(), p.size(), nullptr, &c)};
+  EXPECT_EQ(full.code(), KILN_ERROR_OUT_OF_RANGE);
+  EXPECT_NE(full.message().find("max_sequences"), std::string::npos) << full.message();
+  prefillAll(d.gen, a);
+  int64_t twice[2] = {a, a};
+  int32_t two[2];
+  Error dup{kiln_generator_step(d.gen, twice, 2, two)};
+  EXPECT_NE(dup.message().find("listed twice"), std::string::npos) << dup.message();
+  int64_t unknown = 999;
+  Error unk{kiln_generator_step(d.gen, &unknown, 1, &token)};
+  EXPECT_NE(unk.message().find("not one of this generator's"), std::string::npos) << unk.message();
+  std::vector<int32_t> tooLong(16, 1);
+  Error tl{kiln_generator_remove_sequence(d.gen, b)};
+  ASSERT_FALSE(tl);
+  Error lng{kiln_generator_add_sequence(d.gen, tooLong.data(), tooLong.size(), nullptr, &c)};
+  EXPECT_EQ(lng.code(), KILN_ERROR_OUT_OF_RANGE);
+  std::vector<int32_t> badId = {1, -4};
+  Error bad{kiln_generator_add_sequence(d.gen, badId.data(), badId.size(), nullptr, &c)};
+  EXPECT_EQ(bad.code(), KILN_ERROR_INVALID_ARGUMENT);
+  // The context fills: 3 prompt tokens, then steps until 16 entries; then a clear error.
+  kiln_generator_cache_stats st;
+  st.struct_size = sizeof st;
+  kiln_generator_cache_stats_get(d.gen, &st);
+  EXPECT_EQ(st.rows, 2);
+  EXPECT_EQ(st.sequences, 1);
+  EXPECT_EQ(st.tokens_cached, 3);
+  EXPECT_GT(st.bytes_per_token, 0);
+  EXPECT_EQ(st.bytes_reserved, 2 * 16 * st.bytes_per_token);
+  kiln_error *last = nullptr;
+  for (int i = 0; i < 20 && !last; ++i)
+    last = kiln_generator_step(d.gen, &a, 1, &token);
+  Error fullCache{last};
+  EXPECT_EQ(fullCache.code(), KILN_ERROR_OUT_OF_RANGE);
+  EXPECT_EQ(kiln_generator_sequence_length(d.gen, a), 16);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DecodeTest, ::testing::Values("gpt2", "llama"));

@@ -18,12 +18,24 @@ def Graph_KvCacheAppendOp : Graph_Op<"kv_cache_append"> {
     `concat(cache[0:position], update)` without copying the cache: the
     buffer is written in place and only the new entries move.
 
+    With `row_positions` (one entry per row of dim 0, the batch), row r
+    writes its update at [row_positions[r], row_positions[r] + n) instead:
+    each sequence of a batch is appended at its own length, so a batch of
+    sequences of different lengths needs no left padding. `position` is then
+    the longest row's length: the view still covers [0, position + n), and
+    the entries past a row's own length are the caller's to mask. A row
+    whose write would leave the view (a row position past `position`: a
+    row that sits the step out) is not written.
+
     ```mlir
     %kv = graph.kv_cache_append %cache, %new, %pos {axis = 2 : i64}
         : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<i64>) -> tensor<?x2x?x16xf32>
+    %kv2 = graph.kv_cache_append %cache, %new, %pos, %rows {axis = 2 : i64}
+        : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<i64>, tensor<?xi64>) -> tensor<?x2x?x16xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$cache, AnyRankedTensor:$update, 0DTensorOf<[I64]>:$position, I64Attr:$axis);
+  let arguments = (ins AnyRankedTensor:$cache, AnyRankedTensor:$update, 0DTensorOf<[I64]>:$position,
+                       Optional<1DTensorOf<[I64]>>:$row_positions, I64Attr:$axis);
   let results = (outs AnyRankedTensor:$result);
 }
 

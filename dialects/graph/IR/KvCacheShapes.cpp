@@ -27,6 +27,9 @@ LogicalResult KvCacheAppendOp::inferReturnTypes(MLIRContext *, std::optional<Loc
   for (int64_t i = 0; i < c.getRank(); ++i)
     if (i != axis && c.getDimSize(i) != kDyn && u.getDimSize(i) != kDyn && c.getDimSize(i) != u.getDimSize(i))
       return fail(loc, "kv cache update differs from the cache in dimension " + Twine(i));
+  // Per-row positions index dim 0, the batch: it cannot also be the appended axis.
+  if (adaptor.getRowPositions() && (axis == 0 || c.getRank() < 2))
+    return fail(loc, "kv cache row positions need a batch dimension 0 that is not the cache axis");
   return inferCacheView(loc, adaptor.getCache(), axis, types);
 }
 

@@ -542,3 +542,12 @@ func.func @packed_conv_channels_last_rows(%x: tensor<1x8x8x16xf32>, %p: tensor<1
       : (tensor<1x8x8x16xf32>, tensor<1x100x64xf32>) -> tensor<1x8x8x64xf32>
   return %0 : tensor<1x8x8x64xf32>
 }
+
+// -----
+
+func.func @kv_cache_rows_on_the_batch_axis(%c: tensor<?x4xf32>, %n: tensor<?x4xf32>, %p: tensor<i64>, %r: tensor<?xi64>) -> tensor<?x4xf32> {
+  // expected-error @+2 {{kv cache row positions need a batch dimension 0 that is not the cache axis}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.kv_cache_append %c, %n, %p, %r {axis = 0 : i64} : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<i64>, tensor<?xi64>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
