@@ -50,6 +50,8 @@ Scheduler::~Scheduler() {
     t.join();
   for (auto &j : queue_)
     j->dropped("shutdown");
+  for (auto &[j, index] : admitted_)
+    j->dropped("shutdown");
   for (Slot &s : slots_)
     destroy_(s);
 }
@@ -72,7 +74,15 @@ Scheduler::Admission Scheduler::submit(std::shared_ptr<Job> job) {
   if (queue_.size() >= capacity_ + free)
     return Admission::QueueFull;
   job->enqueuedAt = Clock::now();
-  queue_.push_back(std::move(job));
+  if (batched_ && slotFree) {
+    size_t index = 0;
+    while (runningJobs_[index])
+      ++index;
+    runningJobs_[index] = job;
+    admitted_.emplace_back(std::move(job), index);
+  } else {
+    queue_.push_back(std::move(job));
+  }
   publish();
   wake_.notify_one();
   return Admission::Admitted;
@@ -220,9 +230,12 @@ void Scheduler::engine() {
     std::vector<std::pair<std::shared_ptr<StepJob>, size_t>> admitted;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !active.empty(); });
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !admitted_.empty() || !active.empty(); });
       if (stopping_)
         break;
+      for (auto &[job, index] : admitted_)
+        admitted.emplace_back(std::dynamic_pointer_cast<StepJob>(job), index);
+      admitted_.clear();
       while (!queue_.empty() && active.size() + admitted.size() < runningJobs_.size()) {
         auto job = std::dynamic_pointer_cast<StepJob>(queue_.front());
         queue_.pop_front();
@@ -238,6 +251,11 @@ void Scheduler::engine() {
         publish();
     }
     for (auto &[job, index] : admitted) {
+      if (!job) { // not a decoder's job: never submitted here
+        std::lock_guard<std::mutex> lock(mutex_);
+        runningJobs_[index].reset();
+        continue;
+      }
       Active a;
       a.job = job;
       a.index = index;

@@ -132,6 +132,9 @@ private:
   bool stopping_ = false;
   double meanJobSeconds_ = 1.0;
   bool batched_ = false;
+  // Jobs given a free slot at submit() that the engine has not started yet (batched mode): a
+  // slot is taken at once, as a slot worker would, so the gauges count it as running.
+  std::vector<std::pair<std::shared_ptr<Job>, size_t>> admitted_;
   size_t prefillChunk_ = 0;
 };
 

@@ -166,6 +166,7 @@ struct RunInputs {
   size_t first = 0, count = 0;
   int64_t len = 0, past = 0;
   std::vector<int64_t> tokens, positionIds, rowPositions, mask; // [count][len] x2, [count], [count][past+len]
+  std::vector<bool> sitsOut; // per row: its outputs are dropped (its logits stay those of its own last run)
 };
 
 kiln_error *runModel(kiln_generator &g, RunInputs &in) {
@@ -230,8 +231,9 @@ kiln_error *runModel(kiln_generator &g, RunInputs &in) {
   const float *data = static_cast<const float *>(kiln_tensor_data_const(logits));
   g.logits.resize(g.rows.size() * size_t(g.vocab));
   for (int64_t s = 0; s < b; ++s)
-    std::memcpy(&g.logits[(in.first + size_t(s)) * g.vocab], data + (s * rows + rows - 1) * g.vocab,
-                sizeof(float) * g.vocab);
+    if (in.sitsOut.empty() || !in.sitsOut[size_t(s)])
+      std::memcpy(&g.logits[(in.first + size_t(s)) * g.vocab], data + (s * rows + rows - 1) * g.vocab,
+                  sizeof(float) * g.vocab);
   return nullptr;
 }
 
@@ -286,6 +288,7 @@ kiln_error *decodeRows(kiln_generator &g, const std::vector<size_t> &rowIdx, con
   in.tokens.assign(count, 0);
   in.positionIds.assign(count, 0);
   in.rowPositions.assign(count, past + 1);
+  in.sitsOut.assign(count, true);
   in.mask.assign(count * size_t(total), 0);
   for (size_t r = 0; r < count; ++r) {
     const int64_t own = std::min(g.rows[r].length, past);
@@ -296,6 +299,7 @@ kiln_error *decodeRows(kiln_generator &g, const std::vector<size_t> &rowIdx, con
     size_t r = rowIdx[i];
     in.tokens[r] = tokens[i];
     in.rowPositions[r] = g.rows[r].length;
+    in.sitsOut[r] = false;
   }
   if (kiln_error *e = runModel(g, in))
     return e;
