@@ -71,6 +71,7 @@ public:
   bool acceptToken(int32_t token, bool first) override;
   void fail(const std::string &message) override { finish("", message, "runtime_error"); }
   Clock::duration minStep() const override { return params_.minStep; }
+  size_t maxCacheTokens() const override { return params_.prompt.size() + size_t(std::max(params_.maxTokens, 0)); }
 
 private:
   void cancelledFinish();

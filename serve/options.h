@@ -17,6 +17,8 @@ struct ModelOptions {
   int64_t maxContext = 0;      // KV cache per sequence; 0 = the artifact's
   int threads = 0;             // kernel threads of the model; 0 = the runtime's default
   int prefillChunk = 256;      // prompt tokens per prefill run between decode steps; 0 = whole prompts
+  int64_t kvCacheBlocks = 0;   // paged artifacts (kiln-compile --kv-block-size): blocks in the KV pool;
+                               // 0 = every sequence at full context
 };
 
 struct ServerOptions {

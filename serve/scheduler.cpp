@@ -181,9 +181,14 @@ void Scheduler::publishCache() {
   kiln_generator_cache_stats_get(slots_[0].generator, &st);
   metrics_.setGauge("kiln:kv_cache_tokens", model_, double(st.tokens_cached));
   metrics_.setGauge("kiln:kv_cache_bytes_in_use", model_, double(st.bytes_in_use));
+  const bool paged = kiln_generator_kv_block_size(slots_[0].generator) > 0;
+  metrics_.setGauge("kiln:kv_cache_blocks_total", model_, paged ? double(st.blocks_total) : 0.0);
+  metrics_.setGauge("kiln:kv_cache_blocks_in_use", model_, paged ? double(st.blocks_in_use) : 0.0);
+  metrics_.setGauge("kiln:kv_cache_blocks_reserved", model_, double(reservedBlocks_));
   // Rows are allocated at the first sequence; until then the reservation is what they will take.
-  double total = double(std::max<int64_t>(st.rows, st.max_sequences)) *
-                 double(kiln_generator_max_context(slots_[0].generator)) * double(st.bytes_per_token);
+  double total = paged ? double(st.blocks_total) * double(st.block_size) * double(st.bytes_per_token)
+                       : double(std::max<int64_t>(st.rows, st.max_sequences)) *
+                             double(kiln_generator_max_context(slots_[0].generator)) * double(st.bytes_per_token);
   metrics_.setGauge("kiln:kv_cache_bytes_total", model_, total);
   metrics_.setGauge("kiln:kv_cache_usage_perc", model_, total > 0 ? double(st.bytes_in_use) / total : 0.0);
 }
@@ -205,19 +210,40 @@ std::string takeMessage(kiln_error *e) {
 void Scheduler::engine() {
   kiln_generator *gen = slots_[0].generator;
   const int64_t capacity = kiln_generator_max_context(gen);
+  // A paged cache: a sequence is admitted only when the pool has the blocks it may take at most
+  // (prompt + max tokens) unreserved, so a running sequence never finds the pool empty (the
+  // runtime's KILN_ERROR_OUT_OF_RANGE would fail the whole step). Without paging every slot
+  // holds a whole row, and the slots alone bound admission.
+  const int64_t blockSize = kiln_generator_kv_block_size(gen);
+  int64_t poolBlocks = 0;
+  if (blockSize > 0) {
+    kiln_generator_cache_stats st;
+    st.struct_size = sizeof st;
+    kiln_generator_cache_stats_get(gen, &st);
+    poolBlocks = st.blocks_total;
+  }
+  auto worstBlocks = [&](const StepJob &job) -> int64_t {
+    int64_t tokens = int64_t(job.maxCacheTokens());
+    tokens = tokens <= 0 ? capacity : std::min(tokens, capacity);
+    return (tokens + blockSize - 1) / blockSize;
+  };
   struct Active {
     std::shared_ptr<StepJob> job;
     size_t index = 0; // into runningJobs_
     int64_t sequence = 0;
     bool prefilling = true;
     bool first = true;
+    int64_t blocks = 0; // reserved in the paged pool
     Clock::time_point start;
   };
   std::vector<Active> active;
+  std::vector<int64_t> admittedBlocks; // per entry of `admitted` below
   auto retire = [&](Active &a) {
     if (a.sequence != 0)
       if (kiln_error *e = kiln_generator_remove_sequence(gen, a.sequence))
         kiln_error_free(e);
+    reservedBlocks_ -= a.blocks;
+    a.blocks = 0;
     double seconds = std::chrono::duration<double>(Clock::now() - a.start).count();
     metrics_.observe("kiln:request_inference_time_seconds", model_, seconds);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -228,29 +254,74 @@ void Scheduler::engine() {
   for (;;) {
     // Admission between steps.
     std::vector<std::pair<std::shared_ptr<StepJob>, size_t>> admitted;
+    admittedBlocks.clear();
+    std::vector<std::pair<std::shared_ptr<StepJob>, int64_t>> tooLarge; // can never fit the pool
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !admitted_.empty() || !active.empty(); });
       if (stopping_)
         break;
-      for (auto &[job, index] : admitted_)
-        admitted.emplace_back(std::dynamic_pointer_cast<StepJob>(job), index);
+      // 1: admit with these blocks reserved; 0: wait for blocks; -1: more than the whole pool.
+      int64_t pending = 0, need = 0;
+      auto fits = [&](const std::shared_ptr<StepJob> &job) {
+        need = 0;
+        if (blockSize <= 0 || !job)
+          return 1;
+        need = worstBlocks(*job);
+        if (need > poolBlocks)
+          return -1;
+        if (reservedBlocks_ + pending + need > poolBlocks)
+          return 0;
+        pending += need;
+        return 1;
+      };
+      std::deque<std::shared_ptr<Job>> wait;
+      for (auto &[j, index] : admitted_) {
+        auto job = std::dynamic_pointer_cast<StepJob>(j);
+        int f = fits(job);
+        if (f == 1) {
+          admitted.emplace_back(job, index);
+          admittedBlocks.push_back(need);
+          continue;
+        }
+        runningJobs_[index].reset(); // it gives its slot back while it waits, or fails
+        if (f == 0)
+          wait.push_back(j);
+        else
+          tooLarge.emplace_back(job, need);
+      }
       admitted_.clear();
+      queue_.insert(queue_.begin(), wait.begin(), wait.end()); // ahead of later arrivals
       while (!queue_.empty() && active.size() + admitted.size() < runningJobs_.size()) {
         auto job = std::dynamic_pointer_cast<StepJob>(queue_.front());
+        int f = fits(job);
+        if (f == 0)
+          break; // first come, first served: later jobs wait behind it
         queue_.pop_front();
         if (!job)
           continue; // not a decoder's job: never submitted here
+        if (f < 0) {
+          tooLarge.emplace_back(job, need);
+          continue;
+        }
         size_t index = 0;
         while (runningJobs_[index])
           ++index;
         runningJobs_[index] = job;
         admitted.emplace_back(job, index);
+        admittedBlocks.push_back(need);
       }
-      if (!admitted.empty())
-        publish();
+      publish();
     }
-    for (auto &[job, index] : admitted) {
+    for (auto &[job, need] : tooLarge) {
+      job->dequeued();
+      if (job->begin())
+        job->fail("the request needs up to " + std::to_string(need) + " KV cache blocks of " +
+                  std::to_string(blockSize) + " tokens (prompt + max tokens), more than the pool's " +
+                  std::to_string(poolBlocks) + " (--kv-cache-blocks)");
+    }
+    for (size_t k = 0; k < admitted.size(); ++k) {
+      auto &[job, index] = admitted[k];
       if (!job) { // not a decoder's job: never submitted here
         std::lock_guard<std::mutex> lock(mutex_);
         runningJobs_[index].reset();
@@ -259,6 +330,8 @@ void Scheduler::engine() {
       Active a;
       a.job = job;
       a.index = index;
+      a.blocks = admittedBlocks[k];
+      reservedBlocks_ += a.blocks;
       a.start = Clock::now();
       metrics_.observe("kiln:request_queue_time_seconds", model_,
                        std::chrono::duration<double>(a.start - job->enqueuedAt).count());

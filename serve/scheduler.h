@@ -80,6 +80,9 @@ public:
   virtual bool acceptToken(int32_t token, bool first) = 0;
   virtual void fail(const std::string &message) = 0;
   virtual Clock::duration minStep() const { return Clock::duration(0); }
+  // The most cache entries this sequence can take (prompt + new tokens); 0: the whole context.
+  // A paged KV cache admits the sequence only when the pool has that many blocks unreserved.
+  virtual size_t maxCacheTokens() const { return 0; }
 };
 
 class Scheduler {
@@ -136,6 +139,8 @@ private:
   // slot is taken at once, as a slot worker would, so the gauges count it as running.
   std::vector<std::pair<std::shared_ptr<Job>, size_t>> admitted_;
   size_t prefillChunk_ = 0;
+  // Paged KV caches: blocks the engine's running sequences may take at most (engine thread only).
+  int64_t reservedBlocks_ = 0;
 };
 
 } // namespace kiln::serve

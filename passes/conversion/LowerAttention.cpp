@@ -4,6 +4,7 @@
 #include "dialects/graph/IR/Graph.h"
 #include "dialects/kernel/IR/Kernel.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -60,6 +61,22 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
     if (!isa<FloatType>(et))
       return rewriter.notifyMatchFailure(op, "attention on non-float tensors");
     int64_t rank = qt.getRank(), nb = rank - 2;
+    // Keys and values viewed from a paged KV cache: read from the pool (the write's result).
+    Value kPool, vPool, pagedTable;
+    int64_t keyTile = kKeyTile;
+    auto kView = op.getKey().getDefiningOp<graph::KvCachePagedViewOp>();
+    auto vView = op.getValue().getDefiningOp<graph::KvCachePagedViewOp>();
+    bool paged = kView && vView && rank == 4 && kView.getAxis() == rank - 2 && vView.getAxis() == rank - 2 &&
+                 kView.getBlockTable() == vView.getBlockTable();
+    if (paged) {
+      kPool = rewriter.getRemappedValue(kView.getPool());
+      vPool = rewriter.getRemappedValue(vView.getPool());
+      pagedTable = rewriter.getRemappedValue(kView.getBlockTable());
+      int64_t kb = kPool ? cast<RankedTensorType>(kPool.getType()).getDimSize(rank - 2) : 0;
+      int64_t vb = vPool ? cast<RankedTensorType>(vPool.getType()).getDimSize(rank - 2) : 0;
+      paged = pagedTable && kb > 0 && kb == vb;
+      keyTile = paged ? kb : kKeyTile;
+    }
     auto c = [&](int64_t x) -> Value { return arith::ConstantIndexOp::create(b, loc, x); };
     auto minIdx = [&](Value x, Value y) -> Value { return arith::MinSIOp::create(b, loc, x, y); };
     auto fc = [&](double x) { return scalarConstant(b, loc, et, x); };
@@ -149,6 +166,25 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
       return tensor::ExtractSliceOp::create(b, loc, type, t, offsets, sizes, unit(rank));
     };
 
+    // Keys and values of a paged KV cache (kiln-kv-cache-in-place with a block size): each key
+    // tile is one block, sliced straight from the pool at the block the sequence's table names,
+    // instead of the gathered view (left dead). Tiles start at multiples of the block wherever
+    // the blocks lie, so a sequence's keys are reduced in the same order in any batch.
+    auto pagedTile = [&](Value pool, ArrayRef<OpFoldResult> batch, Value k0, Value rows, OpFoldResult cols) -> Value {
+      Value col = arith::DivUIOp::create(b, loc, k0, c(keyTile));
+      Value bi = getValueOrCreateConstantIndexOp(b, loc, batch[0]);
+      Value id = tensor::ExtractOp::create(b, loc, pagedTable, ValueRange{bi, col});
+      Value blk = arith::IndexCastOp::create(b, loc, b.getIndexType(), id);
+      Value last = arith::SubIOp::create(b, loc, dimValue(b, loc, pool, 0), c(1));
+      blk = arith::MaxSIOp::create(b, loc, minIdx(blk, last), c(0));
+      SmallVector<OpFoldResult> offsets = {blk}, sizes = unit(nb);
+      offsets.append(batch.begin() + 1, batch.end());
+      offsets.append({b.getIndexAttr(0), b.getIndexAttr(0)});
+      sizes.append({rows, cols});
+      auto type = RankedTensorType::get({ShapedType::kDynamic, staticSize(cols)}, et);
+      return tensor::ExtractSliceOp::create(b, loc, type, pool, offsets, sizes, unit(rank));
+    };
+
     SmallVector<OpFoldResult> maskBatch;
     for (int64_t jm = 0; jm < mrank && jm + rank - mrank < nb; ++jm)
       maskBatch.push_back(mt.getDimSize(jm) == 1 ? OpFoldResult(b.getIndexAttr(0))
@@ -169,7 +205,7 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
     Value acc0 = linalg::FillOp::create(b, loc, zero, tensor::EmptyOp::create(b, loc, accType0, accDyn).getResult()).getResult(0);
     // Scratch for the score tile and a per-row vector, reused by every key
     // tile (loop-carried, so bufferization allocates them once per item).
-    Value scores0 = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{kQueryBlock, kKeyTile}, et);
+    Value scores0 = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{kQueryBlock, keyTile}, et);
     Value rowScratch0 = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{kQueryBlock}, et);
 
     AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx), e = getAffineDimExpr(2, ctx);
@@ -203,16 +239,16 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
       return loopOp.getResult(0);
     };
 
-    auto loop = scf::ForOp::create(b, loc, c(0), sk, c(kKeyTile), ValueRange{m0, l0, acc0, scores0, rowScratch0});
+    auto loop = scf::ForOp::create(b, loc, c(0), sk, c(keyTile), ValueRange{m0, l0, acc0, scores0, rowScratch0});
     {
       OpBuilder::InsertionGuard loopGuard(b);
       b.setInsertionPointToStart(loop.getBody());
       Value k0 = loop.getInductionVar();
       Value m = loop.getRegionIterArg(0), l = loop.getRegionIterArg(1), acc = loop.getRegionIterArg(2);
       Value scoresBuf = loop.getRegionIterArg(3), rowBuf = loop.getRegionIterArg(4);
-      Value kn = minIdx(c(kKeyTile), arith::SubIOp::create(b, loc, sk, k0));
-      Value kTile = tile2d(k, kBatch, k0, kn, dSize);
-      Value vTile = tile2d(v, vBatch, k0, kn, dvSize);
+      Value kn = minIdx(c(keyTile), arith::SubIOp::create(b, loc, sk, k0));
+      Value kTile = paged ? pagedTile(kPool, kBatch, k0, kn, dSize) : tile2d(k, kBatch, k0, kn, dSize);
+      Value vTile = paged ? pagedTile(vPool, vBatch, k0, kn, dvSize) : tile2d(v, vBatch, k0, kn, dvSize);
       SmallVector<OpFoldResult> zero2 = {b.getIndexAttr(0), b.getIndexAttr(0)};
       auto sType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, et);
       Value s = tensor::ExtractSliceOp::create(b, loc, sType, scoresBuf, zero2, SmallVector<OpFoldResult>{rows, kn}, unit(2));

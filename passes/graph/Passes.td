@@ -65,7 +65,20 @@ def KvCacheInPlacePass : Pass<"kiln-kv-cache-in-place", "::mlir::ModuleOp"> {
     `graph.kv_cache_prefix`. The runtime owns the caches and advances the
     positions; inputs are marked `kiln.kv_cache` / `kiln.kv_position` /
     `kiln.kv_row_positions`.
+
+    With `block-size` N > 0 the caches are paged (vLLM's PagedAttention): each
+    becomes a pool of blocks of N entries, `[kv_blocks, .., N, ..]`, and one
+    input `kiln.block_table` [batch, kv_blocks_per_sequence] says which block
+    holds each sequence's entries [N * i, N * (i + 1)).
+    `graph.kv_cache_paged_write` appends, `graph.kv_cache_paged_view` gives the
+    attention (and other readers of `past`) each sequence's entries. With 0,
+    each sequence's cache is one contiguous row of a `[batch, .., kv_capacity,
+    ..]` buffer: the one-block case, its table implicit (row r is block r).
   }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "0",
+           "Entries per block of a paged cache; 0: one contiguous row per sequence">
+  ];
 }
 
 #endif

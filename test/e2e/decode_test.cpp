@@ -87,11 +87,10 @@ struct Prompts {
 class DecodeTest : public ::testing::TestWithParam<std::string> {};
 
 // Every reference run: tokens equal ORT's at every step, logits within tolerance at every step.
-TEST_P(DecodeTest, GreedyTokensAndLogitsMatchOnnxRuntime) {
-  const std::string family = GetParam();
+void checkAgainstOnnxRuntime(const std::string &family, const std::string &artifact) {
   nlohmann::json index = readIndex(family);
   const int vocab = index["vocab_size"];
-  Decoder d(family);
+  Decoder d(artifact);
   ASSERT_NE(d.gen, nullptr);
   ASSERT_EQ(kiln_generator_vocab_size(d.gen), vocab);
   for (const auto &run : index["runs"]) {
@@ -124,8 +123,17 @@ TEST_P(DecodeTest, GreedyTokensAndLogitsMatchOnnxRuntime) {
         }
       }
     }
-    RecordProperty(run["name"].get<std::string>() + "_max_abs_logit_error", std::to_string(worst));
+    ::testing::Test::RecordProperty(artifact + "_" + run["name"].get<std::string>() + "_max_abs_logit_error",
+                                    std::to_string(worst));
   }
+}
+
+TEST_P(DecodeTest, GreedyTokensAndLogitsMatchOnnxRuntime) { checkAgainstOnnxRuntime(GetParam(), GetParam()); }
+
+// The paged KV cache (kiln-compile --kv-block-size 16): ORT's greedy tokens and logits, in every
+// reference run (batches of prompts of different lengths included).
+TEST_P(DecodeTest, PagedCacheMatchesOnnxRuntime) {
+  checkAgainstOnnxRuntime(GetParam(), GetParam() + "_paged16");
 }
 
 // A decode step writes the new entries into the generator's cache and leaves every cached entry
@@ -479,7 +487,7 @@ TEST_P(DecodeTest, SessionRefusesAPastLengthOutsideTheCache) {
 
 // The sequence API: one generator, sequences joining and leaving between steps.
 struct SequenceDecoder {
-  SequenceDecoder(const std::string &family, int32_t maxSequences, int64_t maxContext = 0) {
+  SequenceDecoder(const std::string &family, int32_t maxSequences, int64_t maxContext = 0, int64_t poolBlocks = 0) {
     kiln_model_options mo;
     kiln_model_options_init(&mo);
     mo.num_threads = 2; // the kernels' parallel split must not change a row's bits either
@@ -490,6 +498,7 @@ struct SequenceDecoder {
     kiln_generator_options_init(&go);
     go.max_sequences = maxSequences;
     go.max_context = maxContext;
+    go.kv_cache_blocks = poolBlocks;
     Error g{kiln_generator_create(model, &go, &gen)};
     if (g)
       ADD_FAILURE() << g.message();
@@ -548,21 +557,42 @@ std::vector<std::vector<int32_t>> raggedPrompts() {
 
 // Continuous batching: sequences of different lengths join at different steps, one leaves and
 // another takes its row (over the first's stale entries), and every step's logits of every
-// sequence equal bit for bit those of decoding it alone.
-TEST_P(DecodeTest, RaggedContinuousBatchIsBitwiseEqualToDecodingAlone) {
-  const std::string family = GetParam();
+// sequence equal bit for bit those of decoding it alone (on the same artifact).
+// The traces of that batch, per sequence (sequence 1 leaves after 4 tokens).
+std::vector<Trace> raggedContinuousBatch(const std::string &family, const kiln_sampling_params &sampling,
+                                         int64_t poolBlocks = 0);
+kiln_sampling_params raggedSampling();
+
+void checkRaggedContinuousBatch(const std::string &family) {
   auto prompts = raggedPrompts();
   const size_t steps = 10;
-  kiln_sampling_params sampling;
-  kiln_sampling_params_init(&sampling);
-  sampling.temperature = 0.8f; // seeded sampling: the tokens depend on the logits' bits too
-  sampling.seed = 3;
+  const kiln_sampling_params sampling = raggedSampling();
   std::vector<Trace> alone;
   for (auto &p : prompts)
     alone.push_back(decodeAlone(family, p, steps, sampling));
+  std::vector<Trace> batched = raggedContinuousBatch(family, sampling);
+  ASSERT_EQ(batched.size(), prompts.size());
+  const size_t vocab = alone[0].logits.empty() ? 0 : alone[0].logits[0].size();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE("sequence " + std::to_string(i));
+    size_t n = batched[i].tokens.size();
+    ASSERT_EQ(n, i == 1 ? 4u : steps);
+    for (size_t s = 0; s < n; ++s) {
+      ASSERT_EQ(batched[i].tokens[s], alone[i].tokens[s]) << "step " << s;
+      ASSERT_EQ(std::memcmp(batched[i].logits[s].data(), alone[i].logits[s].data(), sizeof(float) * vocab), 0)
+          << "step " << s << ": logits differ from decoding alone";
+    }
+  }
+}
 
-  SequenceDecoder d(family, 4);
-  ASSERT_NE(d.gen, nullptr);
+std::vector<Trace> raggedContinuousBatch(const std::string &family, const kiln_sampling_params &sampling,
+                                         int64_t poolBlocks) {
+  auto prompts = raggedPrompts();
+  const size_t steps = 10;
+  SequenceDecoder d(family, 4, 0, poolBlocks);
+  EXPECT_NE(d.gen, nullptr);
+  if (!d.gen)
+    return {};
   const int32_t vocab = kiln_generator_vocab_size(d.gen);
   // Sequence i joins before step join[i] of the batch; sequence 1 leaves early (after 4 of its
   // tokens) and sequence 4 takes its row.
@@ -574,7 +604,9 @@ TEST_P(DecodeTest, RaggedContinuousBatchIsBitwiseEqualToDecodingAlone) {
     for (size_t i = 0; i < prompts.size(); ++i)
       if (join[i] == step) {
         Error a{kiln_generator_add_sequence(d.gen, prompts[i].data(), prompts[i].size(), &sampling, &ids[i])};
-        ASSERT_FALSE(a) << "sequence " << i << ": " << a.message();
+        EXPECT_FALSE(a) << "sequence " << i << ": " << a.message();
+        if (a)
+          return {};
         prefillAll(d.gen, ids[i]);
       }
     std::vector<int64_t> live;
@@ -588,31 +620,161 @@ TEST_P(DecodeTest, RaggedContinuousBatchIsBitwiseEqualToDecodingAlone) {
       break;
     std::vector<int32_t> tokens(live.size());
     Error e{kiln_generator_step(d.gen, live.data(), live.size(), tokens.data())};
-    ASSERT_FALSE(e) << e.message();
+    EXPECT_FALSE(e) << e.message();
+    if (e)
+      return {};
     for (size_t k = 0; k < live.size(); ++k) {
       size_t i = which[k];
       const float *l = kiln_generator_sequence_logits(d.gen, ids[i]);
-      ASSERT_NE(l, nullptr);
+      EXPECT_NE(l, nullptr);
+      if (!l)
+        return {};
       batched[i].logits.emplace_back(l, l + vocab);
       batched[i].tokens.push_back(tokens[k]);
       size_t want = i == 1 ? 4 : steps;
       if (batched[i].tokens.size() == want) {
         done[i] = true;
         Error r{kiln_generator_remove_sequence(d.gen, ids[i])};
-        ASSERT_FALSE(r) << r.message();
+        EXPECT_FALSE(r) << r.message();
       }
     }
   }
-  for (size_t i = 0; i < prompts.size(); ++i) {
+  return batched;
+}
+
+kiln_sampling_params raggedSampling() {
+  kiln_sampling_params sampling;
+  kiln_sampling_params_init(&sampling);
+  sampling.temperature = 0.8f; // seeded sampling: the tokens depend on the logits' bits too
+  sampling.seed = 3;
+  return sampling;
+}
+
+TEST_P(DecodeTest, RaggedContinuousBatchIsBitwiseEqualToDecodingAlone) { checkRaggedContinuousBatch(GetParam()); }
+
+// The same with paged caches: a sequence's blocks lie anywhere in the pool (the leaving
+// sequence's blocks go to the one that takes its row, and others), and its logits are still
+// bitwise those of decoding it alone on the same artifact.
+TEST_P(DecodeTest, PagedRaggedContinuousBatchIsBitwiseEqualToDecodingAlone) {
+  checkRaggedContinuousBatch(GetParam() + "_paged16");
+  checkRaggedContinuousBatch(GetParam() + "_paged64");
+}
+
+// Blocks of 64 entries are the attention's key tiles: the paged cache computes what the
+// contiguous one does, bit for bit, whichever blocks the pool hands out. Blocks of 16 reduce the
+// keys in other groupings: the same tokens, logits within rounding.
+TEST_P(DecodeTest, PagedDecodeEqualsContiguousDecode) {
+  const kiln_sampling_params sampling = raggedSampling();
+  std::vector<Trace> contiguous = raggedContinuousBatch(GetParam(), sampling);
+  // A pool of 20 blocks of 64 (the default would be 4 x 4): ids handed out differ from row order.
+  std::vector<Trace> paged64 = raggedContinuousBatch(GetParam() + "_paged64", sampling, 20);
+  std::vector<Trace> paged16 = raggedContinuousBatch(GetParam() + "_paged16", sampling);
+  ASSERT_EQ(contiguous.size(), raggedPrompts().size());
+  ASSERT_EQ(paged64.size(), contiguous.size());
+  ASSERT_EQ(paged16.size(), contiguous.size());
+  for (size_t i = 0; i < contiguous.size(); ++i) {
     SCOPED_TRACE("sequence " + std::to_string(i));
-    size_t n = batched[i].tokens.size();
-    ASSERT_EQ(n, i == 1 ? 4u : steps);
-    for (size_t s = 0; s < n; ++s) {
-      ASSERT_EQ(batched[i].tokens[s], alone[i].tokens[s]) << "step " << s;
-      ASSERT_EQ(std::memcmp(batched[i].logits[s].data(), alone[i].logits[s].data(), sizeof(float) * vocab), 0)
-          << "step " << s << ": logits differ from decoding alone";
+    ASSERT_EQ(paged64[i].tokens, contiguous[i].tokens);
+    ASSERT_EQ(paged16[i].tokens, contiguous[i].tokens);
+    for (size_t s = 0; s < contiguous[i].logits.size(); ++s) {
+      const auto &want = contiguous[i].logits[s];
+      ASSERT_EQ(std::memcmp(paged64[i].logits[s].data(), want.data(), want.size() * sizeof(float)), 0)
+          << "step " << s << ": paged (64) logits differ from the contiguous cache's";
+      for (size_t v = 0; v < want.size(); ++v)
+        ASSERT_NEAR(paged16[i].logits[s][v], want[v], 1e-4 + 1e-4 * std::fabs(want[v])) << "step " << s << " id " << v;
     }
   }
+}
+
+// A pool smaller than every sequence at full context: blocks are taken as sequences grow, a
+// sequence that needs a block when none is free gets KILN_ERROR_OUT_OF_RANGE (its state
+// unchanged, nothing crashes), and removing a sequence returns its blocks.
+TEST_P(DecodeTest, PagedPoolExhaustionIsAClearError) {
+  SequenceDecoder d(GetParam() + "_paged16", 3, 0, 4); // 4 blocks of 16 tokens for 3 sequences
+  ASSERT_NE(d.gen, nullptr);
+  EXPECT_EQ(kiln_generator_kv_block_size(d.gen), 16);
+  auto stats = [&] {
+    kiln_generator_cache_stats st;
+    st.struct_size = sizeof st;
+    kiln_generator_cache_stats_get(d.gen, &st);
+    return st;
+  };
+  std::vector<int32_t> p20(20), p12(12);
+  for (size_t i = 0; i < p20.size(); ++i)
+    p20[i] = int32_t(7 + 3 * i);
+  for (size_t i = 0; i < p12.size(); ++i)
+    p12[i] = int32_t(100 + i);
+  int64_t a = 0, b = 0, c = 0;
+  Error ea{kiln_generator_add_sequence(d.gen, p20.data(), p20.size(), nullptr, &a)};
+  ASSERT_FALSE(ea) << ea.message();
+  prefillAll(d.gen, a); // 20 tokens: 2 blocks
+  EXPECT_EQ(stats().blocks_total, 4);
+  EXPECT_EQ(stats().blocks_in_use, 2);
+  Error eb{kiln_generator_add_sequence(d.gen, p12.data(), p12.size(), nullptr, &b)};
+  ASSERT_FALSE(eb) << eb.message();
+  prefillAll(d.gen, b); // 12 tokens: 1 block
+  EXPECT_EQ(stats().blocks_in_use, 3);
+  Error ec{kiln_generator_add_sequence(d.gen, p20.data(), p20.size(), nullptr, &c)};
+  ASSERT_FALSE(ec) << ec.message();
+  size_t left = 0;
+  Error full{kiln_generator_prefill(d.gen, c, 0, &left)}; // needs 2 blocks, 1 is free
+  EXPECT_EQ(full.code(), KILN_ERROR_OUT_OF_RANGE);
+  EXPECT_NE(full.message().find("the KV cache pool is full"), std::string::npos) << full.message();
+  EXPECT_EQ(kiln_generator_sequence_length(d.gen, c), 0);
+  EXPECT_EQ(stats().blocks_in_use, 3); // nothing taken by the failed prefill
+  // b decodes into its first block until it holds 16 tokens, then takes the last free block.
+  int32_t token = 0;
+  for (int i = 0; i < 6; ++i) {
+    Error s{kiln_generator_step(d.gen, &b, 1, &token)};
+    ASSERT_FALSE(s) << s.message();
+  }
+  EXPECT_EQ(kiln_generator_sequence_length(d.gen, b), 17);
+  EXPECT_EQ(stats().blocks_in_use, 4);
+  // a (20 tokens) fills its second block up to 32 tokens; the step for its 33rd entry fails.
+  kiln_error *last = nullptr;
+  int steps = 0;
+  for (; steps < 20 && !last; ++steps)
+    last = kiln_generator_step(d.gen, &a, 1, &token);
+  Error exhausted{last};
+  EXPECT_EQ(exhausted.code(), KILN_ERROR_OUT_OF_RANGE);
+  EXPECT_NE(exhausted.message().find("the KV cache pool is full"), std::string::npos) << exhausted.message();
+  EXPECT_EQ(kiln_generator_sequence_length(d.gen, a), 32);
+  // A step of a and b together fails as a whole, taking no block.
+  int64_t both[2] = {a, b};
+  int32_t two[2];
+  Error together{kiln_generator_step(d.gen, both, 2, two)};
+  EXPECT_EQ(together.code(), KILN_ERROR_OUT_OF_RANGE);
+  EXPECT_EQ(kiln_generator_sequence_length(d.gen, b), 17);
+  EXPECT_EQ(stats().blocks_in_use, 4);
+  // Removing b frees its 2 blocks: c's prompt fits now, and a can go on.
+  Error rb{kiln_generator_remove_sequence(d.gen, b)};
+  ASSERT_FALSE(rb) << rb.message();
+  EXPECT_EQ(stats().blocks_in_use, 2);
+  prefillAll(d.gen, c);
+  EXPECT_EQ(kiln_generator_sequence_length(d.gen, c), 20);
+  EXPECT_EQ(stats().blocks_in_use, 4);
+  Error ra{kiln_generator_remove_sequence(d.gen, a)};
+  ASSERT_FALSE(ra);
+  Error again{kiln_generator_step(d.gen, &c, 1, &token)};
+  EXPECT_FALSE(again) << again.message();
+  EXPECT_EQ(stats().blocks_in_use, 2);
+}
+
+// kv_cache_blocks is for paged artifacts; on a contiguous one it is refused, not ignored.
+TEST_P(DecodeTest, PoolSizeNeedsAPagedArtifact) {
+  kiln_model *model = nullptr;
+  Error e{kiln_model_load(artifactFor(GetParam()).c_str(), nullptr, &model)};
+  ASSERT_FALSE(e) << e.message();
+  kiln_generator_options go;
+  kiln_generator_options_init(&go);
+  go.kv_cache_blocks = 8;
+  kiln_generator *gen = nullptr;
+  Error g{kiln_generator_create(model, &go, &gen)};
+  EXPECT_EQ(g.code(), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(g.message().find("not paged"), std::string::npos) << g.message();
+  EXPECT_EQ(gen, nullptr);
+  EXPECT_EQ(kiln_generator_kv_block_size(gen), 0);
+  kiln_model_destroy(model);
 }
 
 // start()'s batch of prompts of different lengths: each row's logits are bitwise those of the

@@ -246,6 +246,10 @@ typedef struct kiln_generator_options {
   int64_t max_context; /* cache capacity in tokens per sequence (prompt + new); 0: the artifact's,
                           which is also the most it may be (kiln-compile --max-context) */
   int32_t max_sequences; /* cache rows of the sequence API (kiln_generator_add_sequence); 0: 1 */
+  int64_t kv_cache_blocks; /* paged caches (kiln-compile --kv-block-size): blocks in the pool, shared by
+                              all sequences; 0: enough for every sequence at max_context. Fewer bound
+                              the memory: a sequence that needs a block when none is free fails
+                              with KILN_ERROR_OUT_OF_RANGE */
 } kiln_generator_options;
 KILN_API void kiln_generator_options_init(kiln_generator_options *options);
 
@@ -257,6 +261,9 @@ KILN_API void kiln_generator_destroy(kiln_generator *generator);
 /* The vocabulary size (the logits' last dim) and the cache capacity in tokens. */
 KILN_API int32_t kiln_generator_vocab_size(const kiln_generator *generator);
 KILN_API int64_t kiln_generator_max_context(const kiln_generator *generator);
+/* Tokens per block of a paged KV cache (kiln-compile --kv-block-size N); 0: not paged (one
+   contiguous row of max_context tokens per sequence). */
+KILN_API int64_t kiln_generator_kv_block_size(const kiln_generator *generator);
 
 typedef struct kiln_sampling_params {
   float temperature;        /* 0: greedy (argmax, lowest id on ties) */
@@ -325,8 +332,12 @@ typedef struct kiln_generator_cache_stats {
   int64_t sequences;       /* rows held by a sequence */
   int64_t tokens_cached;   /* over those sequences */
   int64_t bytes_per_token; /* one token of one sequence, all layers */
-  int64_t bytes_in_use;    /* tokens_cached * bytes_per_token */
-  int64_t bytes_reserved;  /* rows * max_context * bytes_per_token: what is allocated */
+  int64_t bytes_in_use;    /* the blocks the sequences hold: blocks_in_use * block_size * bytes_per_token */
+  int64_t bytes_reserved;  /* what is allocated: blocks_total * block_size * bytes_per_token */
+  int64_t block_size;      /* tokens per block (kiln-compile --kv-block-size; without paging, max_context) */
+  int64_t blocks_total;    /* blocks in the pool (without paging: rows); paged, before the first
+                              sequence: the pool the sequence API will allocate */
+  int64_t blocks_in_use;   /* held by sequences; freed when a sequence is removed */
 } kiln_generator_cache_stats;
 KILN_API void kiln_generator_cache_stats_get(const kiln_generator *generator, kiln_generator_cache_stats *out_stats);
 

@@ -73,11 +73,37 @@ kiln_error *configure(kiln_generator &g, const kiln_generator_options *options) 
       return invalid(std::string(kiln::artifact::kRowPositionsInput) + " must be int64 [batch]");
     fed[g.rowPositionsInput] = true;
   }
+  g.blockTableInput = findInput(m, kiln::artifact::kBlockTableInput);
+  if (g.blockTableInput >= 0) {
+    const auto &ts = m.inputs[g.blockTableInput];
+    if (ts.dtype != 7 || ts.dims.size() != 2 || g.rowPositionsInput < 0)
+      return invalid("kiln.block_table must be int64 [batch, blocks], with kiln.row_positions");
+    fed[g.blockTableInput] = true;
+  }
   for (const auto &c : m.decoder.caches) {
     CacheSlot slot;
     slot.input = c.input;
     slot.axis = c.axis;
     const auto &sig = m.inputs[c.input];
+    if (g.blockTableInput >= 0) {
+      // A pool [blocks, .., block, ..]: every dim but the blocks static.
+      if (c.axis == 0 || c.axis >= sig.dims.size() || sig.dims[c.axis].size <= 0)
+        return invalid("paged cache input '" + sig.name + "' has no static block size");
+      if (g.blockSize != 0 && g.blockSize != sig.dims[c.axis].size)
+        return invalid("paged cache inputs differ in their block size");
+      g.blockSize = sig.dims[c.axis].size;
+      for (size_t d = 0; d < sig.dims.size(); ++d) {
+        if (d == 0)
+          slot.dims.push_back(-3);
+        else if (sig.dims[d].size >= 0)
+          slot.dims.push_back(sig.dims[d].size);
+        else
+          return invalid("paged cache input '" + sig.name + "' has symbolic dim " + std::to_string(d));
+      }
+      fed[c.input] = true;
+      g.caches.push_back(std::move(slot));
+      continue;
+    }
     for (size_t d = 0; d < sig.dims.size(); ++d) {
       if (d == c.axis)
         slot.dims.push_back(-2);
@@ -123,6 +149,20 @@ kiln_error *configure(kiln_generator &g, const kiln_generator_options *options) 
   if (g.capacity < 1 || g.capacity > m.decoder.maxContext)
     return invalid("max_context " + std::to_string(g.capacity) + " is outside [1, " +
                    std::to_string(m.decoder.maxContext) + "], the context the artifact was compiled for");
+  const int64_t blocksOption =
+      options && options->struct_size >= offsetof(kiln_generator_options, kv_cache_blocks) + sizeof(int64_t)
+          ? options->kv_cache_blocks
+          : 0;
+  if (blocksOption < 0 || blocksOption > (int64_t(1) << 32))
+    return invalid("kv_cache_blocks " + std::to_string(blocksOption) + " is outside [0, 2^32]");
+  if (g.blockSize > 0) {
+    g.blocksPerSequence = (g.capacity + g.blockSize - 1) / g.blockSize;
+    g.poolBlocks = blocksOption;
+  } else if (blocksOption != 0) {
+    // Silently ignoring it would leave the caller believing the memory is bounded.
+    return invalid("kv_cache_blocks is set but the artifact's KV cache is not paged (compile it with "
+                   "kiln-compile --kv-block-size N)");
+  }
   return nullptr;
 }
 
@@ -197,7 +237,25 @@ kiln_error *runModel(kiln_generator &g, RunInputs &in) {
     e = wrap(g.positionInput, KILN_DTYPE_INT64, {}, &past, 8);
   if (!e && g.rowPositionsInput >= 0)
     e = wrap(size_t(g.rowPositionsInput), KILN_DTYPE_INT64, {b}, in.rowPositions.data(), in.rowPositions.size() * 8);
+  std::vector<int64_t> table;
+  if (g.blockTableInput >= 0) {
+    // Each row's blocks; -1 past them (a write there is skipped, a read clamped and masked).
+    table.assign(size_t(b * g.blocksPerSequence), -1);
+    for (int64_t s = 0; s < b; ++s) {
+      const auto &blocks = g.rows[in.first + size_t(s)].blocks;
+      std::copy(blocks.begin(), blocks.end(), table.begin() + s * g.blocksPerSequence);
+    }
+    if (!e)
+      e = wrap(size_t(g.blockTableInput), KILN_DTYPE_INT64, {b, g.blocksPerSequence}, table.data(), table.size() * 8);
+  }
   for (CacheSlot &c : g.caches) {
+    if (g.blockTableInput >= 0) { // the whole pool: the table says where each row's entries are
+      if (!e)
+        e = wrap(c.input, KILN_DTYPE_FLOAT32, c.shape, c.data.get(), c.elements * sizeof(float));
+      if (!e)
+        owned[c.input].t->device = !g.model->device->hostMemory();
+      continue;
+    }
     // Rows [first, first + count) of the cache: contiguous, the batch being dim 0.
     std::vector<int64_t> shape = c.shape;
     shape[0] = b;
@@ -237,6 +295,38 @@ kiln_error *runModel(kiln_generator &g, RunInputs &in) {
   return nullptr;
 }
 
+// Blocks in a paged pool for `rows` sequences.
+int64_t poolBlocks(const kiln_generator &g, size_t rows) {
+  return g.poolBlocks > 0 ? g.poolBlocks : int64_t(rows) * g.blocksPerSequence;
+}
+
+// Paged caches: gives row `r` the blocks for `length` entries from the pool, all or none.
+kiln_error *reserveBlocks(kiln_generator &g, size_t r, int64_t length) {
+  if (g.blockSize == 0)
+    return nullptr;
+  auto &blocks = g.rows[r].blocks;
+  const size_t need = size_t((length + g.blockSize - 1) / g.blockSize);
+  if (need <= blocks.size())
+    return nullptr;
+  if (need - blocks.size() > g.freeBlocks.size())
+    return makeError(KILN_ERROR_OUT_OF_RANGE, "the KV cache pool is full: sequence " + std::to_string(g.rows[r].id) +
+                                                  " needs " + std::to_string(need - blocks.size()) +
+                                                  " more blocks of " + std::to_string(g.blockSize) + " tokens, " +
+                                                  std::to_string(g.freeBlocks.size()) + " of " +
+                                                  std::to_string(poolBlocks(g, g.rows.size())) + " are free");
+  while (blocks.size() < need) {
+    blocks.push_back(g.freeBlocks.back());
+    g.freeBlocks.pop_back();
+  }
+  return nullptr;
+}
+
+void releaseBlocks(kiln_generator &g, kiln::runtime::CacheRow &row) {
+  for (auto it = row.blocks.rbegin(); it != row.blocks.rend(); ++it)
+    g.freeBlocks.push_back(*it);
+  row.blocks.clear();
+}
+
 // Runs up to `maxTokens` more of row `r`'s prompt (0: all of it) as a batch of one on that row:
 // the same computation as prefilling the sequence alone, wherever its row is.
 kiln_error *prefillRow(kiln_generator &g, size_t r, size_t maxTokens) {
@@ -256,6 +346,8 @@ kiln_error *prefillRow(kiln_generator &g, size_t r, size_t maxTokens) {
     in.positionIds.push_back(row.length + int64_t(i));
   in.rowPositions = {row.length};
   in.mask.assign(size_t(row.length) + n, 1);
+  if (kiln_error *e = reserveBlocks(g, r, row.length + int64_t(n)))
+    return e;
   if (kiln_error *e = runModel(g, in))
     return e;
   row.length += int64_t(n);
@@ -295,6 +387,21 @@ kiln_error *decodeRows(kiln_generator &g, const std::vector<size_t> &rowIdx, con
     in.positionIds[r] = own;
     std::fill(in.mask.begin() + r * total, in.mask.begin() + r * total + own + 1, 1);
   }
+  // Paged: the blocks for each listed row's new entry, all or none (a full pool fails the step).
+  std::vector<size_t> held;
+  for (size_t r : rowIdx)
+    held.push_back(g.rows[r].blocks.size());
+  for (size_t r : rowIdx)
+    if (kiln_error *e = reserveBlocks(g, r, g.rows[r].length + 1)) {
+      for (size_t i = 0; i < rowIdx.size(); ++i) {
+        auto &blocks = g.rows[rowIdx[i]].blocks;
+        while (blocks.size() > held[i]) {
+          g.freeBlocks.push_back(blocks.back());
+          blocks.pop_back();
+        }
+      }
+      return e;
+    }
   for (size_t i = 0; i < rowIdx.size(); ++i) {
     size_t r = rowIdx[i];
     in.tokens[r] = tokens[i];
@@ -346,7 +453,7 @@ kiln_error *allocateRows(kiln_generator &g, size_t n) {
     c.shape.clear();
     size_t elements = 1;
     for (int64_t d : c.dims) {
-      int64_t v = d == -1 ? int64_t(n) : d == -2 ? g.capacity : d;
+      int64_t v = d == -1 ? int64_t(n) : d == -2 ? g.capacity : d == -3 ? poolBlocks(g, n) : d;
       c.shape.push_back(v);
       elements *= size_t(v);
     }
@@ -357,6 +464,10 @@ kiln_error *allocateRows(kiln_generator &g, size_t n) {
   }
   g.rows.resize(n);
   g.logits.assign(n * size_t(g.vocab), 0.0f);
+  g.freeBlocks.clear();
+  if (g.blockSize > 0)
+    for (int64_t blk = poolBlocks(g, n); blk-- > 0;)
+      g.freeBlocks.push_back(blk);
   return nullptr;
 }
 
@@ -575,6 +686,8 @@ void kiln_generator_destroy(kiln_generator *generator) { delete generator; }
 
 int32_t kiln_generator_vocab_size(const kiln_generator *g) { return g ? g->vocab : 0; }
 int64_t kiln_generator_max_context(const kiln_generator *g) { return g ? g->capacity : 0; }
+
+int64_t kiln_generator_kv_block_size(const kiln_generator *g) { return g ? g->blockSize : 0; }
 int64_t kiln_generator_position(const kiln_generator *g) { return g && g->batch > 0 ? longestRow(*g) : 0; }
 const float *kiln_generator_logits(const kiln_generator *g) {
   return g && g->batch > 0 && !g->logits.empty() ? g->logits.data() : nullptr;
@@ -776,7 +889,8 @@ kiln_error *kiln_generator_remove_sequence(kiln_generator *g, int64_t sequence) 
     return invalid("kiln_generator_remove_sequence: sequence " + std::to_string(sequence) +
                    " is not one of this generator's");
   // The row's cache entries stay as they are: the next sequence in the row writes from 0 and
-  // masks what lies past its own length.
+  // masks what lies past its own length. A paged cache's blocks go back to the pool.
+  releaseBlocks(*g, g->rows[size_t(r)]);
   g->rows[size_t(r)] = kiln::runtime::CacheRow{};
   return nullptr;
 }
@@ -806,8 +920,11 @@ void kiln_generator_cache_stats_get(const kiln_generator *g, kiln_generator_cach
   if (g) {
     int64_t perToken = 0;
     for (const auto &c : g->caches)
-      perToken += g->capacity > 0 ? int64_t(c.rowElements * sizeof(float)) / g->capacity : 0;
+      perToken += g->blockSize > 0 ? int64_t(c.elements / std::max<size_t>(1, size_t(poolBlocks(*g, g->rows.size()))) *
+                                             sizeof(float)) / g->blockSize
+                  : g->capacity > 0 ? int64_t(c.rowElements * sizeof(float)) / g->capacity : 0;
     s.bytes_per_token = perToken;
+    s.block_size = g->blockSize > 0 ? g->blockSize : g->capacity;
     s.rows = int64_t(g->rows.size());
     s.max_sequences = g->maxSequences;
     for (const auto &r : g->rows)
@@ -815,8 +932,20 @@ void kiln_generator_cache_stats_get(const kiln_generator *g, kiln_generator_cach
         ++s.sequences;
         s.tokens_cached += r.length;
       }
-    s.bytes_in_use = s.tokens_cached * perToken;
-    s.bytes_reserved = s.rows * g->capacity * perToken;
+    if (g->blockSize > 0) {
+      // What the sequences hold: whole blocks, so a sequence's last block counts in full.
+      // Before the first sequence: the pool the sequence API will allocate (max_sequences rows).
+      s.blocks_total = poolBlocks(*g, g->rows.empty() ? size_t(g->maxSequences) : g->rows.size());
+      s.blocks_in_use = g->rows.empty() ? 0 : s.blocks_total - int64_t(g->freeBlocks.size());
+      s.bytes_in_use = s.blocks_in_use * g->blockSize * perToken;
+      s.bytes_reserved = g->rows.empty() ? 0 : s.blocks_total * g->blockSize * perToken;
+    } else {
+      // One block of the whole context per row: a row in use holds all of it.
+      s.blocks_total = s.rows;
+      s.blocks_in_use = s.sequences;
+      s.bytes_in_use = s.sequences * g->capacity * perToken;
+      s.bytes_reserved = s.rows * g->capacity * perToken;
+    }
   }
   std::memcpy(out, &s, s.struct_size);
 }

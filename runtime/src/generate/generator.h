@@ -17,7 +17,7 @@ namespace kiln::runtime {
 struct CacheSlot {
   size_t input = 0;
   size_t axis = 0;
-  std::vector<int64_t> dims; // -1: the batch; -2: the capacity
+  std::vector<int64_t> dims; // -1: the batch; -2: the capacity; -3: the pool's blocks (paged)
   std::vector<int64_t> shape;
   size_t elements = 0;
   size_t rowElements = 0;      // one row of the batch (dim 0): one sequence's cache
@@ -34,6 +34,7 @@ struct CacheRow {
   std::vector<int32_t> prompt;    // the prompt ...
   size_t prefilled = 0;           // ... and how much of it has run
   std::vector<int32_t> history;   // prompt + tokens, for the repetition penalty
+  std::vector<int64_t> blocks;    // paged caches: the pool blocks holding entries [block * i, block * (i + 1))
   std::optional<kiln::Sampler> sampler;
   int32_t last = -1;              // the last token sampled, fed by the next step
   bool logitsFresh = false;       // logits not yet sampled (after a prefill or a feed)
@@ -50,6 +51,13 @@ struct kiln_generator {
   size_t idsInput = 0, maskInput = 0, positionInput = 0;
   long positionIdsInput = -1; // optional
   long rowPositionsInput = -1; // kiln.row_positions; absent in artifacts of older compilers
+  // Paged caches (kiln.block_table present): pools of blocks of `blockSize` entries, handed to
+  // sequences as they grow and back when they end.
+  long blockTableInput = -1;
+  int64_t blockSize = 0;
+  int64_t blocksPerSequence = 0; // the table's width: ceil(capacity / blockSize)
+  int64_t poolBlocks = 0;        // option kv_cache_blocks; 0: every sequence at full context
+  std::vector<int64_t> freeBlocks; // a stack, lowest id on top
   size_t logitsOutput = 0;
   std::vector<kiln::runtime::CacheSlot> caches;
   std::atomic<bool> cancelled{false};
