@@ -28,6 +28,7 @@ Scheduler::Scheduler(std::string model, int slots, int queueCapacity, SlotFactor
     publish();
   }
   if (batched_) {
+    blockSize_ = kiln_generator_kv_block_size(slots_[0].generator);
     publishCache();
     workers_.emplace_back([this] { engine(); });
   } else {
@@ -74,7 +75,9 @@ Scheduler::Admission Scheduler::submit(std::shared_ptr<Job> job) {
   if (queue_.size() >= capacity_ + free)
     return Admission::QueueFull;
   job->enqueuedAt = Clock::now();
-  if (batched_ && slotFree) {
+  // A paged cache admits by free blocks too, which only the engine knows: the job waits in the
+  // queue until the engine admits it between steps.
+  if (batched_ && slotFree && blockSize_ == 0) {
     size_t index = 0;
     while (runningJobs_[index])
       ++index;
@@ -181,7 +184,7 @@ void Scheduler::publishCache() {
   kiln_generator_cache_stats_get(slots_[0].generator, &st);
   metrics_.setGauge("kiln:kv_cache_tokens", model_, double(st.tokens_cached));
   metrics_.setGauge("kiln:kv_cache_bytes_in_use", model_, double(st.bytes_in_use));
-  const bool paged = kiln_generator_kv_block_size(slots_[0].generator) > 0;
+  const bool paged = blockSize_ > 0;
   metrics_.setGauge("kiln:kv_cache_blocks_total", model_, paged ? double(st.blocks_total) : 0.0);
   metrics_.setGauge("kiln:kv_cache_blocks_in_use", model_, paged ? double(st.blocks_in_use) : 0.0);
   metrics_.setGauge("kiln:kv_cache_blocks_reserved", model_, double(reservedBlocks_));
@@ -214,7 +217,7 @@ void Scheduler::engine() {
   // (prompt + max tokens) unreserved, so a running sequence never finds the pool empty (the
   // runtime's KILN_ERROR_OUT_OF_RANGE would fail the whole step). Without paging every slot
   // holds a whole row, and the slots alone bound admission.
-  const int64_t blockSize = kiln_generator_kv_block_size(gen);
+  const int64_t blockSize = blockSize_;
   int64_t poolBlocks = 0;
   if (blockSize > 0) {
     kiln_generator_cache_stats st;

@@ -141,6 +141,7 @@ private:
   size_t prefillChunk_ = 0;
   // Paged KV caches: blocks the engine's running sequences may take at most (engine thread only).
   int64_t reservedBlocks_ = 0;
+  int64_t blockSize_ = 0; // tokens per block of a paged KV cache; 0: not paged
 };
 
 } // namespace kiln::serve
