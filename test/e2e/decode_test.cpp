@@ -485,6 +485,94 @@ TEST_P(DecodeTest, SessionRefusesAPastLengthOutsideTheCache) {
   kiln_model_destroy(model);
 }
 
+// kiln_session_run on a paged artifact: the caller's block table says where each row's entries
+// go (a write lands in the named block only), and a block id past the pool is refused, naming it.
+TEST_P(DecodeTest, SessionWritesThroughTheBlockTable) {
+  kiln_model *model = nullptr;
+  Error e{kiln_model_load(artifactFor(GetParam() + "_paged16").c_str(), nullptr, &model)};
+  ASSERT_FALSE(e) << e.message();
+  kiln_session *session = nullptr;
+  Error se{kiln_session_create(model, &session)};
+  ASSERT_FALSE(se) << se.message();
+  std::vector<std::vector<char>> storage;
+  std::vector<kiln_tensor *> owned;
+  int64_t *pastLength = nullptr, *rowPositions = nullptr, *table = nullptr;
+  std::vector<float *> pools;
+  size_t poolFloats = 0, heads = 0, dim = 0;
+  for (size_t i = 0; i < kiln_model_input_count(model); ++i) {
+    kiln_tensor_info info;
+    Error ie{kiln_model_input_info(model, i, &info)};
+    ASSERT_FALSE(ie);
+    std::string name = info.name;
+    const bool pool = name.rfind("past_key_values", 0) == 0;
+    std::vector<int64_t> shape;
+    for (size_t d = 0; d < info.rank; ++d) // batch 1, 1 new token after 1 cached, pools of 2 blocks
+      shape.push_back(info.dims[d] >= 0 ? info.dims[d] : name == "attention_mask" && d == 1 ? 2 : pool ? 2 : 1);
+    size_t count = 1;
+    for (int64_t x : shape)
+      count *= size_t(x);
+    storage.emplace_back(count * kiln_dtype_size(info.dtype), 0);
+    kiln_tensor *t = nullptr;
+    Error we{kiln_tensor_wrap(info.dtype, shape.data(), shape.size(), storage.back().data(), storage.back().size(), &t)};
+    ASSERT_FALSE(we) << we.message();
+    owned.push_back(t);
+    char *data = storage.back().data();
+    if (name == "kiln.past_length")
+      pastLength = reinterpret_cast<int64_t *>(data);
+    if (name == "kiln.row_positions")
+      rowPositions = reinterpret_cast<int64_t *>(data);
+    if (name == "kiln.block_table")
+      table = reinterpret_cast<int64_t *>(data);
+    if (pool) {
+      pools.push_back(reinterpret_cast<float *>(data));
+      poolFloats = count;
+      ASSERT_EQ(shape.size(), 4u);
+      ASSERT_EQ(shape[2], 16);
+      heads = size_t(shape[1]);
+      dim = size_t(shape[3]);
+    }
+  }
+  ASSERT_TRUE(pastLength && rowPositions && table);
+  ASSERT_EQ(pools.size(), 4u);
+  std::vector<const kiln_tensor *> inputs(owned.begin(), owned.end());
+  std::vector<kiln_tensor *> outputs(kiln_model_output_count(model), nullptr);
+  *pastLength = 1;
+  *rowPositions = 1;
+  *table = 2; // the pool has blocks 0 and 1
+  {
+    Error re{kiln_session_run(session, inputs.data(), inputs.size(), outputs.data(), outputs.size())};
+    EXPECT_EQ(re.code(), KILN_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(re.message().find("input 'kiln.block_table' names block 2"), std::string::npos) << re.message();
+  }
+  *table = 1;
+  Error ok{kiln_session_run(session, inputs.data(), inputs.size(), outputs.data(), outputs.size())};
+  ASSERT_FALSE(ok) << ok.message();
+  // Pools [2 blocks, heads, 16, dim]: the new entry is position 1 of block 1; block 0 stays zero.
+  ASSERT_EQ(poolFloats, 2 * heads * 16 * dim);
+  for (float *p : pools) {
+    size_t inBlock0 = 0, atEntry = 0, elsewhere = 0;
+    for (size_t k = 0; k < poolFloats; ++k) {
+      const bool nonzero = p[k] != 0.0f;
+      const size_t blk = k / (heads * 16 * dim), pos = (k / dim) % 16;
+      if (blk == 0)
+        inBlock0 += nonzero;
+      else if (pos == 1)
+        atEntry += nonzero;
+      else
+        elsewhere += nonzero;
+    }
+    EXPECT_EQ(inBlock0, 0u);
+    EXPECT_GT(atEntry, heads * dim / 2); // every head's new entry, mostly nonzero
+    EXPECT_EQ(elsewhere, 0u);
+  }
+  for (kiln_tensor *t : outputs)
+    kiln_tensor_destroy(t);
+  for (kiln_tensor *t : owned)
+    kiln_tensor_destroy(t);
+  kiln_session_destroy(session);
+  kiln_model_destroy(model);
+}
+
 // The sequence API: one generator, sequences joining and leaving between steps.
 struct SequenceDecoder {
   SequenceDecoder(const std::string &family, int32_t maxSequences, int64_t maxContext = 0, int64_t poolBlocks = 0) {
