@@ -5,6 +5,7 @@ alone, same server, same prompts, same run.
     bench/serve.py --bin build/bin                                  # tiny llama (test/decode)
     bench/serve.py --bin build/bin --clients 16 --max-sequences 8 --max-tokens 128
     bench/serve.py --url http://127.0.0.1:8080 --model lm           # a server already running
+    bench/serve.py --artifact build/test/decode/llama_paged16.kiln --kv-cache-blocks 64   # paged cache
 
 Starts `kiln-serve --model bench=ARTIFACT --max-sequences S --port 0` (unless --url), warms it up,
 then runs two phases, each with fixed prompts (ids (1 + 13*i + 7*r) % 500, --prompt-len long, a
@@ -102,6 +103,8 @@ def main():
     p.add_argument("--prompt-len", type=int, default=16)
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--min-step-ms", type=float, default=0, help="kiln-serve --min-step-ms (emulated step time)")
+    p.add_argument("--kv-cache-blocks", type=int, default=0,
+                   help="kiln-serve --kv-cache-blocks (a paged artifact's pool; 0: the default)")
     p.add_argument("--json", action="store_true", help="print one JSON object only")
     a = p.parse_args()
 
@@ -115,6 +118,8 @@ def main():
                "--threads", str(a.threads), "--port", "0", "--no-request-log"]
         if a.min_step_ms:
             cmd += ["--min-step-ms", str(a.min_step_ms)]
+        if a.kv_cache_blocks:
+            cmd += ["--kv-cache-blocks", str(a.kv_cache_blocks)]
         proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
         host, port = "127.0.0.1", None
         for line in proc.stderr:
@@ -139,7 +144,8 @@ def main():
             proc.wait(30)
     out = {"config": {"clients": a.clients, "requests_per_client": a.requests, "prompt_len": a.prompt_len,
                       "max_tokens": a.max_tokens, "max_sequences": a.max_sequences or a.clients, "threads": a.threads,
-                      "min_step_ms": a.min_step_ms, "cores": os.cpu_count()},
+                      "min_step_ms": a.min_step_ms, "kv_cache_blocks": a.kv_cache_blocks,
+                      "artifact": os.path.basename(a.artifact) if not a.url else None, "cores": os.cpu_count()},
            "single": single, "concurrent": conc,
            "speedup_tokens_per_s": round(conc["tokens_per_s"] / single["tokens_per_s"], 2) if single["tokens_per_s"] else None}
     if a.json:

@@ -480,11 +480,25 @@ bool checkMetadata(const Metadata &m, uint64_t weightsSize, std::string *error) 
       *error = "decoder has no caches or a max context below 1";
       return false;
     }
+    // A paged cache (kiln-compile --kv-block-size) is a pool [blocks, .., block, ..]: its axis holds
+    // one block, a static size, and a [batch, blocks] int64 table says where each sequence's are.
+    bool paged = false;
+    for (const auto &t : m.inputs)
+      if (t.name == kBlockTableInput) {
+        if (t.dtype != 7 || t.dims.size() != 2) {
+          *error = std::string("decoder input ") + kBlockTableInput + " is not an int64 [batch, blocks] input";
+          return false;
+        }
+        paged = true;
+      }
     for (const KvCacheInfo &c : d.caches) {
-      if (c.input >= m.inputs.size() || c.input == d.positionInput || m.inputs[c.input].dtype != 1 ||
-          c.axis >= m.inputs[c.input].dims.size() || m.inputs[c.input].dims[c.axis].size != -1) {
-        *error = "kv cache input " + std::to_string(c.input) + " (axis " + std::to_string(c.axis) +
-                 ") is not a float32 input with a symbolic dim on that axis";
+      const bool shaped = c.input < m.inputs.size() && c.axis < m.inputs[c.input].dims.size();
+      const int64_t size = shaped ? m.inputs[c.input].dims[c.axis].size : 0;
+      if (!shaped || c.input == d.positionInput || m.inputs[c.input].dtype != 1 ||
+          (paged ? c.axis == 0 || size < 1 : size != -1)) {
+        *error = "kv cache input " + std::to_string(c.input) + " (axis " + std::to_string(c.axis) + ") is not a " +
+                 (paged ? "float32 pool with a static block size on that axis"
+                        : "float32 input with a symbolic dim on that axis");
         return false;
       }
     }

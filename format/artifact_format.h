@@ -48,6 +48,13 @@ struct KvCacheInfo {
   uint32_t input = 0; // index into inputs: a float cache with room for the whole context along `axis`
   uint32_t axis = 0;
 };
+// The name kiln-kv-cache-in-place gives the decoder's [batch] int64 input holding each row's own
+// length (where the row appends); found by name, so the decoder section's layout is unchanged.
+inline constexpr const char *kRowPositionsInput = "kiln.row_positions";
+// Paged caches' [batch, blocks per sequence] int64 input: the pool block of each sequence's
+// entries [block * i, block * (i + 1)), the block being the caches' static size along their axis.
+inline constexpr const char *kBlockTableInput = "kiln.block_table";
+
 struct DecoderInfo {
   bool present = false;
   uint32_t positionInput = 0; // index into inputs: int64 scalar, entries already in every cache

@@ -1,8 +1,7 @@
-// GenerationJob: decoding one sequence on a slot's generator.
+// GenerationJob: one sequence as the decoders' engine decodes it: stop rules, detokenizing, streaming.
 #include "generation.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "metrics.h"
 #include "models.h"
@@ -37,30 +36,6 @@ void GenerationJob::dropped(const std::string &reason) {
   finish("", reason == "cancelled" ? "cancelled before it started" : "the server is shutting down", reason);
 }
 
-// Today's engine: this sequence alone on its slot's generator, one model run per token.
-void GenerationJob::run(Slot &slot) {
-  try {
-    if (!begin() || !prefill(slot))
-      return;
-    for (bool first = true;; first = false) {
-      if (!mayContinue(kiln_generator_position(slot.generator), kiln_generator_max_context(slot.generator), first))
-        return;
-      int32_t token = 0;
-      auto stepStart = Clock::now();
-      if (kiln_error *e = kiln_generator_next(slot.generator, &token)) {
-        finish("", takeError(e), "runtime_error");
-        return;
-      }
-      if (params_.minStep.count() > 0)
-        std::this_thread::sleep_until(stepStart + params_.minStep);
-      if (!acceptToken(token, first))
-        return;
-    }
-  } catch (const std::exception &e) {
-    finish("", std::string("internal error: ") + e.what(), "runtime_error");
-  }
-}
-
 bool GenerationJob::begin() {
   if (cancelled()) {
     cancelledFinish();
@@ -74,16 +49,7 @@ bool GenerationJob::begin() {
   return true;
 }
 
-bool GenerationJob::prefill(Slot &slot) {
-  const int32_t *prompt = params_.prompt.data();
-  size_t length = params_.prompt.size();
-  if (kiln_error *e = kiln_generator_start(slot.generator, &prompt, &length, 1, &params_.sampling)) {
-    finish("", takeError(e), "runtime_error");
-    return false;
-  }
-  metrics_.addPromptTokens(model_.name(), double(length));
-  return true;
-}
+void GenerationJob::prefilled() { metrics_.addPromptTokens(model_.name(), double(params_.prompt.size())); }
 
 bool GenerationJob::mayContinue(int64_t position, int64_t capacity, bool first) {
   // Checked before every model run, so a cancelled or late sequence frees its slot within a step.

@@ -1,5 +1,5 @@
-// One text generation request as a scheduler job: prefill, decode token by token on its slot,
-// detokenize, apply stop tokens and stop strings, and hand the output to the HTTP thread that
+// One text generation request as a step job of the decoders' engine (scheduler.h): the engine
+// prefills and decodes it batched with others; the job detokenizes, apply stop tokens and stop strings, and hand the output to the HTTP thread that
 // waits for it (plain response or SSE stream).
 #pragma once
 #include <condition_variable>
@@ -44,12 +44,11 @@ struct GenerationUpdate {
   std::string errorReason;      // timeout, cancelled, runtime_error
 };
 
-class GenerationJob : public Job {
+class GenerationJob : public StepJob {
 public:
   GenerationJob(const ServedModel &model, GenerationParams params, std::shared_ptr<RequestTrace> trace,
                 Metrics &metrics);
   ~GenerationJob() override;
-  void run(Slot &slot) override;
   void dropped(const std::string &reason) override;
   void dequeued() override;
 
@@ -60,16 +59,19 @@ public:
   size_t completionTokens() const;
   double ttftSeconds() const; // -1 before the first token
 
-  // The engine's side, kept apart so that a batched engine (scheduler.h) drives many jobs with
-  // one model run per step: begin() before anything runs; prefill() is the part such an engine
-  // replaces (it runs the prompt itself); then per step, mayContinue() before the model run
-  // (cancellation, deadline, room in the cache: `position`/`capacity` of this sequence) and
-  // acceptToken() with the token sampled for this sequence. Each returns false once the
-  // sequence has finished (the job is then done).
-  bool begin();
-  bool prefill(Slot &slot); // today: kiln_generator_start on the slot's own generator
-  bool mayContinue(int64_t position, int64_t capacity, bool first);
-  bool acceptToken(int32_t token, bool first);
+  // The engine's side (StepJob): begin() before anything runs; prefilled() once the prompt has
+  // run; per step, mayContinue() before the model run (cancellation, deadline, room in the cache:
+  // `position`/`capacity` of this sequence) and acceptToken() with the token sampled for this
+  // sequence. Each returns false once the sequence has finished (the job is then done).
+  bool begin() override;
+  const std::vector<int32_t> &prompt() const override { return params_.prompt; }
+  const kiln_sampling_params &sampling() const override { return params_.sampling; }
+  void prefilled() override;
+  bool mayContinue(int64_t position, int64_t capacity, bool first) override;
+  bool acceptToken(int32_t token, bool first) override;
+  void fail(const std::string &message) override { finish("", message, "runtime_error"); }
+  Clock::duration minStep() const override { return params_.minStep; }
+  size_t maxCacheTokens() const override { return params_.prompt.size() + size_t(std::max(params_.maxTokens, 0)); }
 
 private:
   void cancelledFinish();

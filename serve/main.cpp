@@ -70,7 +70,8 @@ int main(int argc, char **argv) {
       const ServedModel &sm = *models.find(m.name);
       logEvent({{"event", "model_loaded"}, {"model", m.name}, {"path", m.path},
                 {"kind", sm.decoder ? "decoder" : "forward"}, {"slots", m.maxSequences}, {"queue", m.maxQueue},
-                {"max_context", sm.maxContext}, {"chat_template", chatFormName(sm.chat.form)}});
+                {"max_context", sm.maxContext}, {"kv_block_size", sm.kvBlockSize},
+                {"kv_cache_blocks", sm.kvPoolBlocks}, {"chat_template", chatFormName(sm.chat.form)}});
     }
     models.ready = true;
     logEvent({{"event", "ready"}, {"models", options.models.size()}});

@@ -58,6 +58,16 @@ Metrics::Metrics() {
   def("kiln:num_requests_waiting", "gauge", "Requests queued for a slot.");
   def("kiln:slots_in_use", "gauge", "Decode slots in use.");
   def("kiln:slots_total", "gauge", "Decode slots (--max-sequences).");
+  def("kiln:kv_cache_tokens", "gauge", "Tokens held in the KV cache by running sequences.");
+  def("kiln:kv_cache_bytes_in_use", "gauge", "KV cache bytes the running sequences' tokens take.");
+  def("kiln:kv_cache_bytes_total", "gauge",
+      "KV cache bytes allocated (one max-context row per slot; paged: the block pool).");
+  def("kiln:kv_cache_blocks_total", "gauge", "Blocks of the paged KV cache pool (0: not paged).");
+  def("kiln:kv_cache_blocks_in_use", "gauge", "Paged KV cache blocks held by running sequences.");
+  def("kiln:kv_cache_blocks_reserved", "gauge",
+      "Paged KV cache blocks the running sequences may take at most (admission reserves them).");
+  def("kiln:kv_cache_usage_perc", "gauge", "KV cache bytes in use over bytes allocated (0 to 1).");
+  def("kiln:decode_batch_size", "gauge", "Sequences in the last batched decode step.");
   def("kiln:prompt_tokens_total", "counter", "Prompt tokens prefilled.");
   def("kiln:generation_tokens_total", "counter", "Tokens generated.");
   def("kiln:request_success_total", "counter", "Requests finished, by finish reason.");

@@ -71,13 +71,17 @@ void ModelRegistry::load(const ModelOptions &o, Metrics &metrics) {
   kiln_model *model = m->model;
   bool decoder = m->decoder;
   int64_t maxContext = o.maxContext;
-  auto make = [model, decoder, maxContext, name = o.name](int index) {
+  int sequences = o.maxSequences;
+  int64_t blocks = o.kvCacheBlocks;
+  auto make = [model, decoder, maxContext, sequences, blocks, name = o.name](int index) {
     Slot s;
     s.index = index;
     if (decoder) {
       kiln_generator_options go;
       kiln_generator_options_init(&go);
       go.max_context = maxContext;
+      go.max_sequences = sequences; // one generator decodes all of them, batched
+      go.kv_cache_blocks = blocks;  // paged artifacts only (the generator refuses it otherwise)
       check(kiln_generator_create(model, &go, &s.generator), "model '" + name + "' generator");
     } else {
       check(kiln_session_create(model, &s.session), "model '" + name + "' session");
@@ -90,10 +94,18 @@ void ModelRegistry::load(const ModelOptions &o, Metrics &metrics) {
     s.generator = nullptr;
     s.session = nullptr;
   };
-  m->scheduler = std::make_unique<Scheduler>(o.name, o.maxSequences, o.maxQueue, make, destroy, metrics);
+  m->scheduler = std::make_unique<Scheduler>(o.name, o.maxSequences, o.maxQueue, make, destroy, metrics, decoder,
+                                             size_t(o.prefillChunk));
   if (decoder) {
     m->maxContext = kiln_generator_max_context(m->scheduler->slot(0).generator);
     m->vocab = kiln_generator_vocab_size(m->scheduler->slot(0).generator);
+    m->kvBlockSize = kiln_generator_kv_block_size(m->scheduler->slot(0).generator);
+    if (m->kvBlockSize > 0) {
+      kiln_generator_cache_stats cs;
+      cs.struct_size = sizeof cs;
+      kiln_generator_cache_stats_get(m->scheduler->slot(0).generator, &cs);
+      m->kvPoolBlocks = cs.blocks_total;
+    }
   }
   models_.push_back(std::move(m));
 }

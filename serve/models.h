@@ -21,6 +21,8 @@ struct ServedModel {
   kiln_tokenizer *tokenizer = nullptr; // null: token-id prompts only, no text
   bool decoder = false;
   int64_t maxContext = 0;              // decoders: KV cache tokens per sequence
+  int64_t kvBlockSize = 0;             // paged KV cache: tokens per block (0: not paged)
+  int64_t kvPoolBlocks = 0;            // paged KV cache: blocks shared by all sequences
   int32_t vocab = 0;
   std::vector<int32_t> stopIds;        // the tokenizer's special end tokens
   ChatTemplate chat;

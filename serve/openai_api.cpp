@@ -202,6 +202,19 @@ void parseCommon(ServerState &st, const json &b, Prepared &p, bool chat) {
                         " in the prompt, " + std::to_string(maxTokens) + " in " + lenKey + ")",
                     lenKey);
   g.maxTokens = int32_t(std::min<int64_t>(maxTokens, m.maxContext - promptLen));
+  // A paged cache admits a sequence when the pool has the blocks it may take at most: one that
+  // needs more than the whole pool could never run.
+  if (m.kvBlockSize > 0) {
+    const int64_t need = (promptLen + g.maxTokens + m.kvBlockSize - 1) / m.kvBlockSize;
+    if (need > m.kvPoolBlocks)
+      throw HttpError(400, "kv_cache_too_small",
+                      "the request may take " + std::to_string(promptLen + g.maxTokens) + " tokens (" +
+                          std::to_string(promptLen) + " in the prompt, " + std::to_string(g.maxTokens) + " new): " +
+                          std::to_string(need) + " KV cache blocks of " + std::to_string(m.kvBlockSize) +
+                          " tokens, more than the pool's " + std::to_string(m.kvPoolBlocks) +
+                          " (kiln-serve --kv-cache-blocks)",
+                      lenKey);
+  }
   g.minStep = std::chrono::microseconds(int64_t(st.options.minStepMs * 1000));
   g.deadline = Clock::now() + std::chrono::milliseconds(int64_t(st.options.requestTimeoutSeconds * 1000));
 }

@@ -18,9 +18,12 @@ const char *kUsage =
     "  --tokenizer FILE         tokenizer.json (text prompts, chat, stop strings)\n"
     "  --tokenizer-config FILE  tokenizer_config.json holding chat_template (default: beside the tokenizer)\n"
     "  --chat-template FORM     llama3, chatml, llama2 or gemma instead of recognizing the config's\n"
-    "  --max-sequences N        decode slots: sequences decoded at the same time (default 4)\n"
+    "  --max-sequences N        decode slots: sequences batched in one decode step (default 4)\n"
+    "  --prefill-chunk N        prompt tokens per prefill run between decode steps; 0: whole (default 256)\n"
     "  --max-queue N            requests waiting for a slot before 429 (default 64)\n"
     "  --max-context N          KV cache tokens per sequence (default: the artifact's)\n"
+    "  --kv-cache-blocks N      paged artifacts: KV cache blocks shared by all sequences (default: enough\n"
+    "                           for every slot at full context); sequences are admitted by free blocks\n"
     "  --threads N              kernel threads of the model (default: all cores)\n"
     "server options:\n"
     "  --host ADDR              listen address (default 127.0.0.1)\n"
@@ -108,6 +111,8 @@ void readConfig(const std::string &file, ServerOptions &o) {
           else if (mk == "max_queue") mo.maxQueue = int(num(mv, mk, 0, 100000));
           else if (mk == "max_context") mo.maxContext = num(mv, mk, 1, 1ll << 24);
           else if (mk == "threads") mo.threads = int(num(mv, mk, 0, 1024));
+          else if (mk == "prefill_chunk") mo.prefillChunk = int(num(mv, mk, 0, 1 << 20));
+          else if (mk == "kv_cache_blocks") mo.kvCacheBlocks = num(mv, mk, 0, 1ll << 32);
           else throw std::runtime_error("--config " + file + ": unknown model key '" + mk + "'");
         }
         // Relative paths are the config file's neighbours, so a directory holding the config, the
@@ -160,6 +165,8 @@ ServerOptions parseOptions(int argc, char **argv) {
     else if (a == "--max-queue") model().maxQueue = int(toInt(a, value(), 0, 100000));
     else if (a == "--max-context") model().maxContext = toInt(a, value(), 1, 1ll << 24);
     else if (a == "--threads") model().threads = int(toInt(a, value(), 0, 1024));
+    else if (a == "--prefill-chunk") model().prefillChunk = int(toInt(a, value(), 0, 1 << 20));
+    else if (a == "--kv-cache-blocks") model().kvCacheBlocks = toInt(a, value(), 0, 1ll << 32);
     else if (a == "--host") o.host = value();
     else if (a == "--port") o.port = int(toInt(a, value(), 0, 65535));
     else if (a == "--request-timeout") o.requestTimeoutSeconds = toSeconds(a, value());

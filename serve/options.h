@@ -12,10 +12,13 @@ struct ModelOptions {
   std::string tokenizer;       // tokenizer.json ("" = none: token-id prompts only)
   std::string tokenizerConfig; // tokenizer_config.json with chat_template ("" = beside the tokenizer, if any)
   std::string chatTemplate;    // force a known form: llama3, chatml, llama2, gemma ("" = recognize)
-  int maxSequences = 4;        // decode slots (concurrent sequences)
+  int maxSequences = 4;        // decode slots: sequences batched in one decode step
   int maxQueue = 64;           // waiting requests beyond the slots
   int64_t maxContext = 0;      // KV cache per sequence; 0 = the artifact's
   int threads = 0;             // kernel threads of the model; 0 = the runtime's default
+  int prefillChunk = 256;      // prompt tokens per prefill run between decode steps; 0 = whole prompts
+  int64_t kvCacheBlocks = 0;   // paged artifacts (kiln-compile --kv-block-size): blocks in the KV pool;
+                               // 0 = every sequence at full context
 };
 
 struct ServerOptions {

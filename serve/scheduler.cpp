@@ -1,32 +1,40 @@
-// Bounded queue and slot workers (see scheduler.h for what this is and is not).
+// Bounded queue, the decoders' continuous-batching engine and the forward models' slot workers (see scheduler.h).
 #include "scheduler.h"
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include "metrics.h"
 
 namespace kiln::serve {
 
 Scheduler::Scheduler(std::string model, int slots, int queueCapacity, SlotFactory make, SlotDestroyer destroy,
-                     Metrics &metrics)
-    : model_(std::move(model)), capacity_(size_t(queueCapacity)), destroy_(std::move(destroy)), metrics_(metrics) {
+                     Metrics &metrics, bool batchedDecoder, size_t prefillChunk)
+    : model_(std::move(model)), capacity_(size_t(queueCapacity)), destroy_(std::move(destroy)), metrics_(metrics),
+      batched_(batchedDecoder), prefillChunk_(prefillChunk) {
   try {
-    for (int i = 0; i < slots; ++i)
+    for (int i = 0; i < (batched_ ? 1 : slots); ++i)
       slots_.push_back(make(i));
   } catch (...) {
     for (Slot &s : slots_)
       destroy_(s);
     throw;
   }
-  runningJobs_.resize(slots_.size());
+  runningJobs_.resize(size_t(slots));
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    metrics_.setGauge("kiln:slots_total", model_, double(slots_.size()));
+    metrics_.setGauge("kiln:slots_total", model_, double(slots));
     publish();
   }
-  for (size_t i = 0; i < slots_.size(); ++i)
-    workers_.emplace_back([this, i] { work(i); });
+  if (batched_) {
+    blockSize_ = kiln_generator_kv_block_size(slots_[0].generator);
+    publishCache();
+    workers_.emplace_back([this] { engine(); });
+  } else {
+    for (size_t i = 0; i < slots_.size(); ++i)
+      workers_.emplace_back([this, i] { work(i); });
+  }
 }
 
 Scheduler::~Scheduler() {
@@ -42,6 +50,8 @@ Scheduler::~Scheduler() {
   for (auto &t : workers_)
     t.join();
   for (auto &j : queue_)
+    j->dropped("shutdown");
+  for (auto &[j, index] : admitted_)
     j->dropped("shutdown");
   for (Slot &s : slots_)
     destroy_(s);
@@ -65,7 +75,17 @@ Scheduler::Admission Scheduler::submit(std::shared_ptr<Job> job) {
   if (queue_.size() >= capacity_ + free)
     return Admission::QueueFull;
   job->enqueuedAt = Clock::now();
-  queue_.push_back(std::move(job));
+  // A paged cache admits by free blocks too, which only the engine knows: the job waits in the
+  // queue until the engine admits it between steps.
+  if (batched_ && slotFree && blockSize_ == 0) {
+    size_t index = 0;
+    while (runningJobs_[index])
+      ++index;
+    runningJobs_[index] = job;
+    admitted_.emplace_back(std::move(job), index);
+  } else {
+    queue_.push_back(std::move(job));
+  }
   publish();
   wake_.notify_one();
   return Admission::Admitted;
@@ -125,7 +145,7 @@ size_t Scheduler::waiting() const {
 
 int Scheduler::retryAfterSeconds() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  double s = std::ceil(meanJobSeconds_ * double(queue_.size() + 1) / double(std::max<size_t>(1, slots_.size())));
+  double s = std::ceil(meanJobSeconds_ * double(queue_.size() + 1) / double(std::max<size_t>(1, runningJobs_.size())));
   return int(std::clamp(s, 1.0, 60.0));
 }
 
@@ -155,6 +175,261 @@ void Scheduler::work(size_t slotIndex) {
       meanJobSeconds_ = 0.8 * meanJobSeconds_ + 0.2 * seconds;
       publish();
     }
+  }
+}
+
+void Scheduler::publishCache() {
+  kiln_generator_cache_stats st;
+  st.struct_size = sizeof st;
+  kiln_generator_cache_stats_get(slots_[0].generator, &st);
+  metrics_.setGauge("kiln:kv_cache_tokens", model_, double(st.tokens_cached));
+  metrics_.setGauge("kiln:kv_cache_bytes_in_use", model_, double(st.bytes_in_use));
+  const bool paged = blockSize_ > 0;
+  metrics_.setGauge("kiln:kv_cache_blocks_total", model_, paged ? double(st.blocks_total) : 0.0);
+  metrics_.setGauge("kiln:kv_cache_blocks_in_use", model_, paged ? double(st.blocks_in_use) : 0.0);
+  metrics_.setGauge("kiln:kv_cache_blocks_reserved", model_, double(reservedBlocks_));
+  // Rows are allocated at the first sequence; until then the reservation is what they will take.
+  double total = paged ? double(st.blocks_total) * double(st.block_size) * double(st.bytes_per_token)
+                       : double(std::max<int64_t>(st.rows, st.max_sequences)) *
+                             double(kiln_generator_max_context(slots_[0].generator)) * double(st.bytes_per_token);
+  metrics_.setGauge("kiln:kv_cache_bytes_total", model_, total);
+  metrics_.setGauge("kiln:kv_cache_usage_perc", model_, total > 0 ? double(st.bytes_in_use) / total : 0.0);
+}
+
+namespace {
+
+std::string takeMessage(kiln_error *e) {
+  std::string m = kiln_error_message(e);
+  kiln_error_free(e);
+  return m;
+}
+
+} // namespace
+
+// The decoders' engine. Per iteration: admit queued jobs into free rows; check every sequence
+// (cancelled, timed out, cache full) so a client that left frees its row within one step; run one
+// prompt chunk of the oldest sequence still prefilling; run one decode step for all the others
+// together; retire the finished ones.
+void Scheduler::engine() {
+  kiln_generator *gen = slots_[0].generator;
+  const int64_t capacity = kiln_generator_max_context(gen);
+  // A paged cache: a sequence is admitted only when the pool has the blocks it may take at most
+  // (prompt + max tokens) unreserved, so a running sequence never finds the pool empty (the
+  // runtime's KILN_ERROR_OUT_OF_RANGE would fail the whole step). Without paging every slot
+  // holds a whole row, and the slots alone bound admission.
+  const int64_t blockSize = blockSize_;
+  int64_t poolBlocks = 0;
+  if (blockSize > 0) {
+    kiln_generator_cache_stats st;
+    st.struct_size = sizeof st;
+    kiln_generator_cache_stats_get(gen, &st);
+    poolBlocks = st.blocks_total;
+  }
+  auto worstBlocks = [&](const StepJob &job) -> int64_t {
+    int64_t tokens = int64_t(job.maxCacheTokens());
+    tokens = tokens <= 0 ? capacity : std::min(tokens, capacity);
+    return (tokens + blockSize - 1) / blockSize;
+  };
+  struct Active {
+    std::shared_ptr<StepJob> job;
+    size_t index = 0; // into runningJobs_
+    int64_t sequence = 0;
+    bool prefilling = true;
+    bool first = true;
+    int64_t blocks = 0; // reserved in the paged pool
+    Clock::time_point start;
+  };
+  std::vector<Active> active;
+  std::vector<int64_t> admittedBlocks; // per entry of `admitted` below
+  auto retire = [&](Active &a) {
+    if (a.sequence != 0)
+      if (kiln_error *e = kiln_generator_remove_sequence(gen, a.sequence))
+        kiln_error_free(e);
+    reservedBlocks_ -= a.blocks;
+    a.blocks = 0;
+    double seconds = std::chrono::duration<double>(Clock::now() - a.start).count();
+    metrics_.observe("kiln:request_inference_time_seconds", model_, seconds);
+    std::lock_guard<std::mutex> lock(mutex_);
+    runningJobs_[a.index].reset();
+    meanJobSeconds_ = 0.8 * meanJobSeconds_ + 0.2 * seconds;
+    publish();
+  };
+  for (;;) {
+    // Admission between steps.
+    std::vector<std::pair<std::shared_ptr<StepJob>, size_t>> admitted;
+    admittedBlocks.clear();
+    std::vector<std::pair<std::shared_ptr<StepJob>, int64_t>> tooLarge; // can never fit the pool
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !admitted_.empty() || !active.empty(); });
+      if (stopping_)
+        break;
+      // 1: admit with these blocks reserved; 0: wait for blocks; -1: more than the whole pool.
+      int64_t pending = 0, need = 0;
+      auto fits = [&](const std::shared_ptr<StepJob> &job) {
+        need = 0;
+        if (blockSize <= 0 || !job)
+          return 1;
+        need = worstBlocks(*job);
+        if (need > poolBlocks)
+          return -1;
+        if (reservedBlocks_ + pending + need > poolBlocks)
+          return 0;
+        pending += need;
+        return 1;
+      };
+      std::deque<std::shared_ptr<Job>> wait;
+      for (auto &[j, index] : admitted_) {
+        auto job = std::dynamic_pointer_cast<StepJob>(j);
+        int f = fits(job);
+        if (f == 1) {
+          admitted.emplace_back(job, index);
+          admittedBlocks.push_back(need);
+          continue;
+        }
+        runningJobs_[index].reset(); // it gives its slot back while it waits, or fails
+        if (f == 0)
+          wait.push_back(j);
+        else
+          tooLarge.emplace_back(job, need);
+      }
+      admitted_.clear();
+      queue_.insert(queue_.begin(), wait.begin(), wait.end()); // ahead of later arrivals
+      while (!queue_.empty() && active.size() + admitted.size() < runningJobs_.size()) {
+        auto job = std::dynamic_pointer_cast<StepJob>(queue_.front());
+        int f = fits(job);
+        if (f == 0)
+          break; // first come, first served: later jobs wait behind it
+        queue_.pop_front();
+        if (!job)
+          continue; // not a decoder's job: never submitted here
+        if (f < 0) {
+          tooLarge.emplace_back(job, need);
+          continue;
+        }
+        size_t index = 0;
+        while (runningJobs_[index])
+          ++index;
+        runningJobs_[index] = job;
+        admitted.emplace_back(job, index);
+        admittedBlocks.push_back(need);
+      }
+      publish();
+    }
+    for (auto &[job, need] : tooLarge) {
+      job->dequeued();
+      if (job->begin())
+        job->fail("the request needs up to " + std::to_string(need) + " KV cache blocks of " +
+                  std::to_string(blockSize) + " tokens (prompt + max tokens), more than the pool's " +
+                  std::to_string(poolBlocks) + " (--kv-cache-blocks)");
+    }
+    for (size_t k = 0; k < admitted.size(); ++k) {
+      auto &[job, index] = admitted[k];
+      if (!job) { // not a decoder's job: never submitted here
+        std::lock_guard<std::mutex> lock(mutex_);
+        runningJobs_[index].reset();
+        continue;
+      }
+      Active a;
+      a.job = job;
+      a.index = index;
+      a.blocks = admittedBlocks[k];
+      reservedBlocks_ += a.blocks;
+      a.start = Clock::now();
+      metrics_.observe("kiln:request_queue_time_seconds", model_,
+                       std::chrono::duration<double>(a.start - job->enqueuedAt).count());
+      job->dequeued();
+      if (!job->begin()) {
+        retire(a);
+        continue;
+      }
+      const auto &prompt = job->prompt();
+      if (kiln_error *e = kiln_generator_add_sequence(gen, prompt.data(), prompt.size(), &job->sampling(), &a.sequence)) {
+        job->fail(takeMessage(e));
+        retire(a);
+        continue;
+      }
+      active.push_back(std::move(a));
+    }
+
+    // Checks before any model run: cancellation, deadline, a full cache.
+    Clock::duration minStep(0);
+    for (size_t i = 0; i < active.size();) {
+      Active &a = active[i];
+      // A sequence still prefilling is checked for cancellation and its deadline only.
+      bool keep = a.prefilling ? a.job->mayContinue(0, capacity, true)
+                               : a.job->mayContinue(kiln_generator_sequence_length(gen, a.sequence), capacity, a.first);
+      if (!keep) {
+        retire(a);
+        active.erase(active.begin() + long(i));
+        continue;
+      }
+      minStep = std::max(minStep, a.job->minStep());
+      ++i;
+    }
+    if (active.empty()) {
+      publishCache();
+      continue;
+    }
+    auto stepStart = Clock::now();
+
+    // One prompt chunk of the oldest sequence still prefilling.
+    for (size_t i = 0; i < active.size(); ++i) {
+      Active &a = active[i];
+      if (!a.prefilling)
+        continue;
+      size_t left = 0;
+      if (kiln_error *e = kiln_generator_prefill(gen, a.sequence, prefillChunk_, &left)) {
+        a.job->fail(takeMessage(e));
+        retire(a);
+        active.erase(active.begin() + long(i));
+      } else if (left == 0) {
+        a.prefilling = false;
+        a.job->prefilled();
+      }
+      break;
+    }
+
+    // One decode step for every sequence whose prompt has run.
+    std::vector<int64_t> sequences;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < active.size(); ++i)
+      if (!active[i].prefilling) {
+        sequences.push_back(active[i].sequence);
+        which.push_back(i);
+      }
+    std::vector<bool> finished(active.size(), false);
+    if (!sequences.empty()) {
+      std::vector<int32_t> tokens(sequences.size());
+      kiln_error *e = kiln_generator_step(gen, sequences.data(), sequences.size(), tokens.data());
+      if (minStep.count() > 0)
+        std::this_thread::sleep_until(stepStart + minStep);
+      metrics_.setGauge("kiln:decode_batch_size", model_, double(sequences.size()));
+      std::string error = e ? takeMessage(e) : "";
+      for (size_t k = 0; k < which.size(); ++k) {
+        Active &a = active[which[k]];
+        if (!error.empty()) {
+          a.job->fail(error);
+          finished[which[k]] = true;
+          continue;
+        }
+        bool more = a.job->acceptToken(tokens[k], a.first);
+        a.first = false;
+        finished[which[k]] = !more;
+      }
+    }
+    for (size_t i = active.size(); i-- > 0;)
+      if (finished[i]) {
+        retire(active[i]);
+        active.erase(active.begin() + long(i));
+      }
+    publishCache();
+  }
+  // Shutting down: every sequence still running ends.
+  for (Active &a : active) {
+    a.job->cancel("shutdown");
+    a.job->mayContinue(0, capacity, true);
+    retire(a);
   }
 }
 

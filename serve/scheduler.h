@@ -1,22 +1,18 @@
 // The per-model scheduler: a bounded FIFO queue in front of a fixed number of slots.
 //
-// What it does today: each slot owns its own runtime state (a kiln_generator with batch 1 for a
-// decoder, a kiln_session for a forward model) and a worker thread that takes the oldest queued
-// job and runs it to completion on that slot: prefill, then one kiln_generator_next() per token.
-// So up to --max-sequences sequences decode at once, each in its own generator, concurrently on
-// the model's shared kernel thread pool; a new request starts as soon as any slot frees, without
-// waiting for the others. This is NOT continuous batching: the sequences are not batched into one
-// model run per step (the runtime's generator decodes a static, left-padded batch that starts
-// together), so each step of each sequence is its own model run.
+// Two engines behind one interface:
+// - Decoders: continuous batching. One engine thread owns one kiln_generator with --max-sequences
+//   cache rows. Each iteration it admits queued jobs into free rows, runs one prompt chunk of one
+//   sequence that is still prefilling (--prefill-chunk tokens, so a long prompt does not stall the
+//   others), then one decode step for every sequence whose prompt has run, all in one model run
+//   (kiln_generator_step), and retires finished or cancelled sequences, freeing their rows for the
+//   next step. The runtime computes each sequence of a step as it would alone, so batching never
+//   changes a token.
+// - Forward models: each slot owns a kiln_session and a worker thread that runs the oldest queued
+//   job to completion on it.
 //
-// The interface is what a continuous-batching engine needs too: submit() admits or refuses
-// before any work (bounded queue), cancel() removes a queued job or stops a running one before its
-// next step, and a Job reports its own tokens. A step-function engine (one decode step for all
-// active sequences, admission of queued jobs between steps, chunked prefill) replaces the worker
-// loop in scheduler.cpp and the per-slot generator (Slot) with one batched generator; Job::run()
-// then becomes per-step calls, which GenerationJob already offers apart from its own loop
-// (generation.h: begin(), mayContinue() before each step, acceptToken() with each sampled token;
-// only prefill() and the model run itself are the engine's).
+// submit() admits or refuses before any work (bounded queue), cancel() removes a queued job or
+// stops a running one before its next step.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -69,14 +65,37 @@ private:
   std::atomic<const char *> cancelled_{nullptr};
 };
 
+// A job the decoders' engine drives step by step (GenerationJob). Each call returns false once
+// the sequence has finished (the job is then done and its row is freed).
+class StepJob : public Job {
+public:
+  void run(Slot &) override {} // not used: the engine calls the steps below
+  virtual bool begin() = 0;    // before anything runs
+  virtual const std::vector<int32_t> &prompt() const = 0;
+  virtual const kiln_sampling_params &sampling() const = 0;
+  virtual void prefilled() = 0; // the whole prompt has run
+  // Before every step that would run the model or sample (cancellation, deadline, room in
+  // this sequence's cache); `first`: the token from the prompt's logits comes next.
+  virtual bool mayContinue(int64_t position, int64_t capacity, bool first) = 0;
+  virtual bool acceptToken(int32_t token, bool first) = 0;
+  virtual void fail(const std::string &message) = 0;
+  virtual Clock::duration minStep() const { return Clock::duration(0); }
+  // The most cache entries this sequence can take (prompt + new tokens); 0: the whole context.
+  // A paged KV cache admits the sequence only when the pool has that many blocks unreserved.
+  virtual size_t maxCacheTokens() const { return 0; }
+};
+
 class Scheduler {
 public:
   using SlotFactory = std::function<Slot(int index)>; // throws std::runtime_error
   using SlotDestroyer = std::function<void(Slot &)>;
   // Creates every slot's runtime state now (so a model that cannot run fails at startup, and
   // memory use is fixed before the first request) and starts one worker per slot.
+  // With `batchedDecoder`, make(0) is called once for a slot whose generator has `slots`
+  // sequences, and one engine thread decodes them together (continuous batching); jobs must be
+  // StepJobs. `prefillChunk`: prompt tokens per prefill run (0: whole prompts).
   Scheduler(std::string model, int slots, int queueCapacity, SlotFactory make, SlotDestroyer destroy,
-            Metrics &metrics);
+            Metrics &metrics, bool batchedDecoder = false, size_t prefillChunk = 0);
   ~Scheduler();
 
   enum class Admission { Admitted, QueueFull, Draining };
@@ -91,13 +110,15 @@ public:
   bool idle() const;
   size_t running() const;
   size_t waiting() const;
-  int slots() const { return int(slots_.size()); }
+  int slots() const { return int(runningJobs_.size()); }
   const Slot &slot(int i) const { return slots_[size_t(i)]; }
   // Seconds a refused client should wait: the queue ahead over the slots times a job's mean time.
   int retryAfterSeconds() const;
 
 private:
   void work(size_t slotIndex);
+  void engine(); // the decoders' continuous-batching loop
+  void publishCache(); // KV cache gauges, from the engine thread
   void publish(); // gauges; called with mutex_ held
 
   std::string model_;
@@ -113,6 +134,14 @@ private:
   bool admitting_ = true;
   bool stopping_ = false;
   double meanJobSeconds_ = 1.0;
+  bool batched_ = false;
+  // Jobs given a free slot at submit() that the engine has not started yet (batched mode): a
+  // slot is taken at once, as a slot worker would, so the gauges count it as running.
+  std::vector<std::pair<std::shared_ptr<Job>, size_t>> admitted_;
+  size_t prefillChunk_ = 0;
+  // Paged KV caches: blocks the engine's running sequences may take at most (engine thread only).
+  int64_t reservedBlocks_ = 0;
+  int64_t blockSize_ = 0; // tokens per block of a paged KV cache; 0: not paged
 };
 
 } // namespace kiln::serve

@@ -68,6 +68,10 @@ cl::opt<bool> kvCache("kv-cache",
                       cl::desc("Give decoders with past key/values a runtime-owned KV cache written in "
                                "place (default true; false keeps the present outputs)"),
                       cl::init(true), cl::cat(category));
+cl::opt<int64_t> kvBlockSize("kv-block-size",
+                             cl::desc("Entries per block of the paged KV cache (default 0: one contiguous "
+                                      "row of the whole context per sequence)"),
+                             cl::init(0), cl::cat(category));
 cl::opt<int64_t> maxContext("max-context",
                             cl::desc("Default KV cache capacity in tokens, stored in the artifact "
                                      "(the runtime may choose another; default 2048)"),
@@ -194,6 +198,7 @@ CompileOptions parseCommandLine(int argc, char **argv, const char *version) {
   o.progress = !quiet && isatty(STDERR_FILENO);
   o.notes = !quiet;
   o.kvCache = kvCache;
+  o.kvBlockSize = kvBlockSize;
   o.maxContext = maxContext;
   o.fusion = fuse;
   o.memoryPlan = planMemory;

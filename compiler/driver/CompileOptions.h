@@ -30,6 +30,7 @@ struct CompileOptions {
   bool progress = false;     // a progress line on stderr
   bool notes = false;        // with --quantize: how many products were quantized, which stayed f32
   bool kvCache = true;
+  int64_t kvBlockSize = 0;   // paged KV cache: entries per block; 0 (default): one contiguous row per sequence
   int64_t maxContext = 2048;
   bool fusion = true;
   bool memoryPlan = true;

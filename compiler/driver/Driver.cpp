@@ -42,6 +42,7 @@ CompileRequest makeRequest(const CompileOptions &o, const TargetBackend &target)
   p.printIrAfter = o.printIrAfter;
   p.dumpIrDir = o.dumpIrDir;
   p.kvCache = o.kvCache;
+  p.kvBlockSize = o.kvBlockSize;
   p.fuse = o.fusion;
   p.planMemory = o.memoryPlan;
   p.printMemoryPlan = o.printMemoryPlan;

@@ -50,6 +50,9 @@ struct PipelineOptions {
   /// Decoders with past key/values get a runtime-owned, in-place KV cache
   /// (kiln-kv-cache-in-place) instead of present outputs.
   bool kvCache = true;
+  /// Entries per block of a paged KV cache (kiln-kv-cache-in-place's block-size); 0: one
+  /// contiguous row of the whole context per sequence.
+  int64_t kvBlockSize = 0;
   /// Graph pattern fusions (norms, GELU, SiLU, attention) and elementwise
   /// fusion; false keeps one kernel per ONNX-level op (to compare plans and
   /// bisect fusion bugs).

@@ -59,7 +59,9 @@ void addGraphPhase(OpPassManager &pm, const PipelineOptions &options, const Grap
       pm.addPass(createFuseAttentionPass());
   }
   if (options.kvCache) {
-    pm.addPass(createKvCacheInPlacePass());
+    KvCacheInPlacePassOptions kv;
+    kv.blockSize = steps.pagedKvCache ? options.kvBlockSize : 0;
+    pm.addPass(createKvCacheInPlacePass(kv));
     pm.addPass(createLastPositionLogitsPass());
   }
   addQuantizeWeights(pm, options);

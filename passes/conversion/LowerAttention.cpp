@@ -4,6 +4,7 @@
 #include "dialects/graph/IR/Graph.h"
 #include "dialects/kernel/IR/Kernel.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -60,6 +61,32 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
     if (!isa<FloatType>(et))
       return rewriter.notifyMatchFailure(op, "attention on non-float tensors");
     int64_t rank = qt.getRank(), nb = rank - 2;
+    // Keys and values viewed from a paged KV cache: read from the pool (the write's result).
+    Value kPool, vPool, pagedTable;
+    int64_t keyTile = kKeyTile, blockSize = 0;
+    auto kView = op.getKey().getDefiningOp<graph::KvCachePagedViewOp>();
+    auto vView = op.getValue().getDefiningOp<graph::KvCachePagedViewOp>();
+    bool paged = kView && vView && rank == 4 && kView.getAxis() == rank - 2 && vView.getAxis() == rank - 2 &&
+                 kView.getBlockTable() == vView.getBlockTable();
+    if (paged) {
+      kPool = rewriter.getRemappedValue(kView.getPool());
+      vPool = rewriter.getRemappedValue(vView.getPool());
+      pagedTable = rewriter.getRemappedValue(kView.getBlockTable());
+      int64_t kb = kPool ? cast<RankedTensorType>(kPool.getType()).getDimSize(rank - 2) : 0;
+      int64_t vb = vPool ? cast<RankedTensorType>(vPool.getType()).getDimSize(rank - 2) : 0;
+      paged = pagedTable && kb > 0 && kb == vb;
+      blockSize = paged ? kb : 0;
+      // Blocks that divide the key tile (gathered into one tile: static, equal head sizes), or
+      // that it divides, keep the contiguous cache's tiles, so paged decoding is bitwise the
+      // contiguous one's; other sizes make a tile of one block.
+      const int64_t width = kt.getDimSize(rank - 1);
+      const bool gatherable = kKeyTile % kb == 0 && width != ShapedType::kDynamic &&
+                              width == vt.getDimSize(rank - 1) && width == qt.getDimSize(rank - 1);
+      if (paged && kb % kKeyTile != 0 && !gatherable)
+        keyTile = kb;
+    }
+    // Small blocks: a key tile gathers kKeyTile / block blocks into a scratch tile.
+    const bool gatherTiles = paged && blockSize < keyTile;
     auto c = [&](int64_t x) -> Value { return arith::ConstantIndexOp::create(b, loc, x); };
     auto minIdx = [&](Value x, Value y) -> Value { return arith::MinSIOp::create(b, loc, x, y); };
     auto fc = [&](double x) { return scalarConstant(b, loc, et, x); };
@@ -149,6 +176,57 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
       return tensor::ExtractSliceOp::create(b, loc, type, t, offsets, sizes, unit(rank));
     };
 
+    // Keys and values of a paged KV cache (kiln-kv-cache-in-place with a block size) are read
+    // from the pool at the blocks the sequence's table names, instead of the gathered view (left
+    // dead). Tiles start at multiples of the key tile wherever the blocks lie, so a sequence's
+    // keys are reduced in the same order in any batch, and as in the contiguous cache.
+    // `rows` entries from position k0 of one block (k0's block, from k0 % block on).
+    auto blockSlice = [&](OpBuilder &ob, Location l, Value pool, ArrayRef<OpFoldResult> batch, Value k0, Value rows,
+                          OpFoldResult cols) -> Value {
+      Value col = arith::DivUIOp::create(ob, l, k0, arith::ConstantIndexOp::create(ob, l, blockSize));
+      Value off = arith::RemUIOp::create(ob, l, k0, arith::ConstantIndexOp::create(ob, l, blockSize));
+      Value bi = getValueOrCreateConstantIndexOp(ob, l, batch[0]);
+      Value id = tensor::ExtractOp::create(ob, l, pagedTable, ValueRange{bi, col});
+      Value blk = arith::IndexCastOp::create(ob, l, ob.getIndexType(), id);
+      Value last = arith::SubIOp::create(ob, l, dimValue(ob, l, pool, 0), arith::ConstantIndexOp::create(ob, l, 1));
+      blk = arith::MaxSIOp::create(ob, l, arith::MinSIOp::create(ob, l, blk, last),
+                                   arith::ConstantIndexOp::create(ob, l, 0));
+      SmallVector<OpFoldResult> offsets = {blk}, sizes(nb, ob.getIndexAttr(1));
+      offsets.append(batch.begin() + 1, batch.end());
+      offsets.append({off, ob.getIndexAttr(0)});
+      sizes.append({rows, cols});
+      auto type = RankedTensorType::get({ShapedType::kDynamic, staticSize(cols)}, et);
+      return tensor::ExtractSliceOp::create(ob, l, type, pool, offsets, sizes,
+                                            SmallVector<OpFoldResult>(rank, ob.getIndexAttr(1)));
+    };
+    // Blocks smaller than the key tile: the tile [k0, k0 + rows)'s blocks copied into `scratch`
+    // from its row `row0` on; returns the updated scratch.
+    auto gatherBlocks = [&](Value pool, ArrayRef<OpFoldResult> batch, Value k0, Value rows, OpFoldResult cols,
+                            Value scratch, int64_t row0) -> Value {
+      Value n = arith::CeilDivUIOp::create(b, loc, rows, c(blockSize));
+      auto copy = scf::ForOp::create(b, loc, c(0), n, c(1), ValueRange{scratch});
+      {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(copy.getBody());
+        Value j = copy.getInductionVar();
+        Value first = arith::MulIOp::create(b, loc, j, c(blockSize));
+        Value part = minIdx(c(blockSize), arith::SubIOp::create(b, loc, rows, first));
+        Value slice = blockSlice(b, loc, pool, batch, arith::AddIOp::create(b, loc, k0, first), part, cols);
+        Value at = arith::AddIOp::create(b, loc, first, c(row0));
+        Value into = tensor::InsertSliceOp::create(b, loc, slice, copy.getRegionIterArg(0),
+                                                   SmallVector<OpFoldResult>{at, b.getIndexAttr(0)},
+                                                   SmallVector<OpFoldResult>{part, cols}, unit(2));
+        scf::YieldOp::create(b, loc, ValueRange{into});
+      }
+      return copy.getResult(0);
+    };
+    auto scratchTile = [&](Value scratch, int64_t row0, Value rows, OpFoldResult cols) -> Value {
+      auto type = RankedTensorType::get({ShapedType::kDynamic, staticSize(cols)}, et);
+      return tensor::ExtractSliceOp::create(b, loc, type, scratch,
+                                            SmallVector<OpFoldResult>{b.getIndexAttr(row0), b.getIndexAttr(0)},
+                                            SmallVector<OpFoldResult>{rows, cols}, unit(2));
+    };
+
     SmallVector<OpFoldResult> maskBatch;
     for (int64_t jm = 0; jm < mrank && jm + rank - mrank < nb; ++jm)
       maskBatch.push_back(mt.getDimSize(jm) == 1 ? OpFoldResult(b.getIndexAttr(0))
@@ -169,8 +247,15 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
     Value acc0 = linalg::FillOp::create(b, loc, zero, tensor::EmptyOp::create(b, loc, accType0, accDyn).getResult()).getResult(0);
     // Scratch for the score tile and a per-row vector, reused by every key
     // tile (loop-carried, so bufferization allocates them once per item).
-    Value scores0 = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{kQueryBlock, kKeyTile}, et);
+    Value scores0 = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{kQueryBlock, keyTile}, et);
     Value rowScratch0 = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{kQueryBlock}, et);
+    // Paged caches with blocks smaller than the key tile: the tile's keys (rows [0, tile)) and
+    // values (rows [tile, 2 tile)) gathered from their blocks into one loop-carried scratch. One
+    // buffer, not two: two equal empty tensors would be merged into one value by CSE, and the
+    // value tile would then be copied over the key tile before the scores read it.
+    SmallVector<Value> loopInits = {m0, l0, acc0, scores0, rowScratch0};
+    if (gatherTiles)
+      loopInits.push_back(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{2 * keyTile, staticSize(dSize)}, et));
 
     AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx), e = getAffineDimExpr(2, ctx);
     auto map = [&](ArrayRef<AffineExpr> exprs, unsigned dims) { return AffineMap::get(dims, 0, exprs, ctx); };
@@ -203,16 +288,28 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
       return loopOp.getResult(0);
     };
 
-    auto loop = scf::ForOp::create(b, loc, c(0), sk, c(kKeyTile), ValueRange{m0, l0, acc0, scores0, rowScratch0});
+    auto loop = scf::ForOp::create(b, loc, c(0), sk, c(keyTile), loopInits);
     {
       OpBuilder::InsertionGuard loopGuard(b);
       b.setInsertionPointToStart(loop.getBody());
       Value k0 = loop.getInductionVar();
       Value m = loop.getRegionIterArg(0), l = loop.getRegionIterArg(1), acc = loop.getRegionIterArg(2);
       Value scoresBuf = loop.getRegionIterArg(3), rowBuf = loop.getRegionIterArg(4);
-      Value kn = minIdx(c(kKeyTile), arith::SubIOp::create(b, loc, sk, k0));
-      Value kTile = tile2d(k, kBatch, k0, kn, dSize);
-      Value vTile = tile2d(v, vBatch, k0, kn, dvSize);
+      Value kn = minIdx(c(keyTile), arith::SubIOp::create(b, loc, sk, k0));
+      Value kTile, vTile, scratch;
+      if (gatherTiles) {
+        // Both copies before either tile is read: the reads never see a later write.
+        scratch = gatherBlocks(kPool, kBatch, k0, kn, dSize, loop.getRegionIterArg(5), 0);
+        scratch = gatherBlocks(vPool, vBatch, k0, kn, dvSize, scratch, keyTile);
+        kTile = scratchTile(scratch, 0, kn, dSize);
+        vTile = scratchTile(scratch, keyTile, kn, dvSize);
+      } else if (paged) {
+        kTile = blockSlice(b, loc, kPool, kBatch, k0, kn, dSize);
+        vTile = blockSlice(b, loc, vPool, vBatch, k0, kn, dvSize);
+      } else {
+        kTile = tile2d(k, kBatch, k0, kn, dSize);
+        vTile = tile2d(v, vBatch, k0, kn, dvSize);
+      }
       SmallVector<OpFoldResult> zero2 = {b.getIndexAttr(0), b.getIndexAttr(0)};
       auto sType = RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, et);
       Value s = tensor::ExtractSliceOp::create(b, loc, sType, scoresBuf, zero2, SmallVector<OpFoldResult>{rows, kn}, unit(2));
@@ -403,7 +500,10 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
       Value scoresNext = tensor::InsertSliceOp::create(b, loc, p, scoresBuf, zero2, SmallVector<OpFoldResult>{rows, kn}, unit(2));
       Value rowNext = tensor::InsertSliceOp::create(b, loc, alpha, rowBuf, SmallVector<OpFoldResult>{b.getIndexAttr(0)},
                                                     SmallVector<OpFoldResult>{rows}, unit(1));
-      scf::YieldOp::create(b, loc, ValueRange{mNew, lNew, accNew, scoresNext, rowNext});
+      SmallVector<Value> yields = {mNew, lNew, accNew, scoresNext, rowNext};
+      if (gatherTiles)
+        yields.push_back(scratch);
+      scf::YieldOp::create(b, loc, yields);
     }
     // out = acc / l; with no keys at all the product with an empty V is 0 (while a
     // row whose keys are all -inf stays 0 / 0 = NaN, as the unfused graph gives).

@@ -194,6 +194,50 @@ struct KvCacheAppendPattern : OpConversionPattern<KvCacheAppendOp> {
     Value fits = arith::AndIOp::create(
         rewriter, loc, arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sle, end, capacity),
         arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sge, pos, idx(rewriter, loc, 0)));
+    Value length = arith::SelectOp::create(rewriter, loc, fits, end,
+                                           arith::MinSIOp::create(rewriter, loc, pos, capacity));
+    length = arith::MaxSIOp::create(rewriter, loc, length, idx(rewriter, loc, 0));
+    if (Value rows = adaptor.getRowPositions()) {
+      // Each row r at its own position: a loop over the batch writing one row slice at a
+      // time, in place. A row is written only where [p, p + n) lies in the view [0, length)
+      // (position + n when that fits the capacity), so a bad row position neither writes outside
+      // the buffer nor where another step's view would not see it.
+      Value n = dimValue(rewriter, loc, update, axis);
+      Value batch = arith::MinSIOp::create(rewriter, loc, dimValue(rewriter, loc, update, 0),
+                                           dimValue(rewriter, loc, cache, 0));
+      Value rowsN = dimValue(rewriter, loc, rows, 0);
+      batch = arith::MinSIOp::create(rewriter, loc, batch, rowsN);
+      Value limit = length;
+      auto loop = scf::ForOp::create(rewriter, loc, idx(rewriter, loc, 0), batch, idx(rewriter, loc, 1), ValueRange{cache});
+      {
+        OpBuilder::InsertionGuard g(rewriter);
+        rewriter.setInsertionPointToStart(loop.getBody());
+        Value r = loop.getInductionVar(), acc = loop.getRegionIterArg(0);
+        Value p = tensor::ExtractOp::create(rewriter, loc, rows, ValueRange{r});
+        p = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(), p);
+        Value rowEnd = arith::AddIOp::create(rewriter, loc, p, n);
+        Value rowFits = arith::AndIOp::create(
+            rewriter, loc, arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sle, rowEnd, limit),
+            arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sge, p, idx(rewriter, loc, 0)));
+        SmallVector<OpFoldResult> rowOffsets(ct.getRank(), rewriter.getIndexAttr(0));
+        SmallVector<OpFoldResult> rowSizes = sizes;
+        rowOffsets[0] = r;
+        rowSizes[0] = rewriter.getIndexAttr(1);
+        auto w = scf::IfOp::create(
+            rewriter, loc, rowFits,
+            [&](OpBuilder &b, Location l) {
+              Value slice = tensor::ExtractSliceOp::create(b, l, update, rowOffsets, rowSizes, strides);
+              SmallVector<OpFoldResult> at = rowOffsets;
+              at[axis] = p;
+              Value written = tensor::InsertSliceOp::create(b, l, slice, acc, at, rowSizes, strides);
+              scf::YieldOp::create(b, l, written);
+            },
+            [&](OpBuilder &b, Location l) { scf::YieldOp::create(b, l, acc); });
+        scf::YieldOp::create(rewriter, loc, w.getResult(0));
+      }
+      rewriter.replaceOp(op, cachePrefix(rewriter, loc, loop.getResult(0), axis, length, op.getType()));
+      return success();
+    }
     auto write = scf::IfOp::create(
         rewriter, loc, fits,
         [&](OpBuilder &b, Location l) {
@@ -201,9 +245,6 @@ struct KvCacheAppendPattern : OpConversionPattern<KvCacheAppendOp> {
           scf::YieldOp::create(b, l, w);
         },
         [&](OpBuilder &b, Location l) { scf::YieldOp::create(b, l, cache); });
-    Value length = arith::SelectOp::create(rewriter, loc, fits, end,
-                                           arith::MinSIOp::create(rewriter, loc, pos, capacity));
-    length = arith::MaxSIOp::create(rewriter, loc, length, idx(rewriter, loc, 0));
     rewriter.replaceOp(op, cachePrefix(rewriter, loc, write.getResult(0), axis, length, op.getType()));
     return success();
   }
@@ -217,6 +258,129 @@ struct KvCachePrefixPattern : OpConversionPattern<KvCachePrefixOp> {
     Location loc = op.getLoc();
     Value pos = cachePosition(rewriter, loc, adaptor.getPosition());
     rewriter.replaceOp(op, cachePrefix(rewriter, loc, adaptor.getCache(), op.getAxis(), pos, op.getType()));
+    return success();
+  }
+};
+
+/// The entries a paged view covers: position (+ the update's n), within the table's capacity
+/// (blocks per sequence x block) and 0 for an empty pool (nothing to read).
+Value pagedLength(OpBuilder &b, Location loc, Value pool, Value table, Value position, Value update, int64_t axis) {
+  int64_t block = cast<RankedTensorType>(pool.getType()).getDimSize(axis);
+  Value length = cachePosition(b, loc, position);
+  if (update)
+    length = arith::AddIOp::create(b, loc, length, dimValue(b, loc, update, axis));
+  Value capacity = arith::MulIOp::create(b, loc, dimValue(b, loc, table, 1), idx(b, loc, block));
+  length = arith::MinSIOp::create(b, loc, length, capacity);
+  length = arith::MaxSIOp::create(b, loc, length, idx(b, loc, 0));
+  Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, dimValue(b, loc, pool, 0), idx(b, loc, 0));
+  return arith::SelectOp::create(b, loc, empty, idx(b, loc, 0), length);
+}
+
+/// kv_cache_paged_write: per row, per new token, one slice [1, .., 1, ..] of the update into
+/// its block and offset, in place. A row is written only where its positions lie in the view
+/// [0, position + n) (a row past it sits the step out); a token whose block id is outside the
+/// pool is skipped, so a bad table never writes outside the buffer.
+struct KvCachePagedWritePattern : OpConversionPattern<KvCachePagedWriteOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(KvCachePagedWriteOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Value pool = adaptor.getPool(), update = adaptor.getUpdate(), rows = adaptor.getRowPositions(),
+          table = adaptor.getBlockTable();
+    auto pt = cast<RankedTensorType>(pool.getType());
+    int64_t axis = op.getAxis(), rank = pt.getRank();
+    Value block = idx(b, loc, pt.getDimSize(axis));
+    Value n = dimValue(b, loc, update, axis);
+    Value limit = pagedLength(b, loc, pool, table, adaptor.getPosition(), update, axis);
+    Value blocks = dimValue(b, loc, pool, 0);
+    Value batch = arith::MinSIOp::create(b, loc, dimValue(b, loc, update, 0), dimValue(b, loc, rows, 0));
+    batch = arith::MinSIOp::create(b, loc, batch, dimValue(b, loc, table, 0));
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, update), strides(rank, b.getIndexAttr(1));
+    sizes[0] = b.getIndexAttr(1);
+    sizes[axis] = b.getIndexAttr(1);
+    auto rowLoop = scf::ForOp::create(b, loc, idx(b, loc, 0), batch, idx(b, loc, 1), ValueRange{pool});
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(rowLoop.getBody());
+      Value r = rowLoop.getInductionVar(), acc = rowLoop.getRegionIterArg(0);
+      Value p = arith::IndexCastOp::create(b, loc, b.getIndexType(), tensor::ExtractOp::create(b, loc, rows, ValueRange{r}));
+      Value fits = arith::AndIOp::create(
+          b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, arith::AddIOp::create(b, loc, p, n), limit),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, p, idx(b, loc, 0)));
+      auto ifRow = scf::IfOp::create(
+          b, loc, fits,
+          [&](OpBuilder &tb, Location l) {
+            auto tokens = scf::ForOp::create(tb, l, idx(tb, l, 0), n, idx(tb, l, 1), ValueRange{acc});
+            {
+              OpBuilder::InsertionGuard g2(tb);
+              tb.setInsertionPointToStart(tokens.getBody());
+              Value t = tokens.getInductionVar(), cur = tokens.getRegionIterArg(0);
+              Value q = arith::AddIOp::create(tb, l, p, t);
+              Value col = arith::DivUIOp::create(tb, l, q, block);
+              Value off = arith::RemUIOp::create(tb, l, q, block);
+              Value id = tensor::ExtractOp::create(tb, l, table, ValueRange{r, col});
+              Value blk = arith::IndexCastOp::create(tb, l, tb.getIndexType(), id);
+              Value inPool = arith::AndIOp::create(
+                  tb, l, arith::CmpIOp::create(tb, l, arith::CmpIPredicate::sge, blk, idx(tb, l, 0)),
+                  arith::CmpIOp::create(tb, l, arith::CmpIPredicate::slt, blk, blocks));
+              auto ifToken = scf::IfOp::create(
+                  tb, l, inPool,
+                  [&](OpBuilder &ib, Location il) {
+                    SmallVector<OpFoldResult> from(rank, ib.getIndexAttr(0)), to(rank, ib.getIndexAttr(0));
+                    from[0] = r;
+                    from[axis] = t;
+                    to[0] = blk;
+                    to[axis] = off;
+                    Value slice = tensor::ExtractSliceOp::create(ib, il, update, from, sizes, strides);
+                    Value w = tensor::InsertSliceOp::create(ib, il, slice, cur, to, sizes, strides);
+                    scf::YieldOp::create(ib, il, w);
+                  },
+                  [&](OpBuilder &ib, Location il) { scf::YieldOp::create(ib, il, cur); });
+              scf::YieldOp::create(tb, l, ifToken.getResult(0));
+            }
+            scf::YieldOp::create(tb, l, tokens.getResult(0));
+          },
+          [&](OpBuilder &tb, Location l) { scf::YieldOp::create(tb, l, acc); });
+      scf::YieldOp::create(b, loc, ifRow.getResult(0));
+    }
+    rewriter.replaceOp(op, rowLoop.getResult(0));
+    return success();
+  }
+};
+
+/// kv_cache_paged_view: the gather view[r, .., j, ..] = pool[table[r, j / block], .., j % block, ..]
+/// for j < length (block ids clamped into the pool). The fused attention reads the pool through
+/// the table itself (LowerAttention), which leaves this gather dead there.
+struct KvCachePagedViewPattern : OpConversionPattern<KvCachePagedViewOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(KvCachePagedViewOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Value pool = adaptor.getPool(), table = adaptor.getBlockTable();
+    auto pt = cast<RankedTensorType>(pool.getType());
+    auto rt = cast<RankedTensorType>(op.getType());
+    int64_t axis = op.getAxis(), rank = rt.getRank();
+    Value length = pagedLength(b, loc, pool, table, adaptor.getPosition(), adaptor.getUpdate(), axis);
+    Value block = idx(b, loc, pt.getDimSize(axis));
+    Value lastBlock = arith::SubIOp::create(b, loc, dimValue(b, loc, pool, 0), idx(b, loc, 1));
+    SmallVector<Value> dims;
+    for (int64_t i = 0; i < rank; ++i)
+      dims.push_back(i == 0 ? dimValue(b, loc, table, 0) : i == axis ? length : dimValue(b, loc, pool, i));
+    Value view = generate(b, loc, rt, dims, [&](OpBuilder &gb, Location l, ArrayRef<Value> at) -> Value {
+      Value j = at[axis];
+      Value id = tensor::ExtractOp::create(gb, l, table, ValueRange{at[0], arith::DivUIOp::create(gb, l, j, block)});
+      Value blk = arith::IndexCastOp::create(gb, l, gb.getIndexType(), id);
+      blk = arith::MaxSIOp::create(gb, l, arith::MinSIOp::create(gb, l, blk, lastBlock), idx(gb, l, 0));
+      SmallVector<Value> from(at.begin(), at.end());
+      from[0] = blk;
+      from[axis] = arith::RemUIOp::create(gb, l, j, block);
+      return tensor::ExtractOp::create(gb, l, pool, from);
+    });
+    rewriter.replaceOp(op, view);
     return success();
   }
 };
@@ -784,7 +948,7 @@ void populateShapeLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ConstantPattern, ReshapePattern, RegroupPattern<FlattenOp>,
                RegroupPattern<SqueezeOp>, RegroupPattern<UnsqueezeOp>,
                TransposePattern, ConcatPattern, GatherPattern, SlicePattern, DynamicSlicePattern,
-               ShapePattern, ConstantOfShapePattern, RangePattern, DynamicExpandPattern, KvCacheAppendPattern, KvCachePrefixPattern, PadPattern, TriluPattern, GatherElementsPattern, TilePattern, OneHotPattern>(
+               ShapePattern, ConstantOfShapePattern, RangePattern, DynamicExpandPattern, KvCacheAppendPattern, KvCachePrefixPattern, KvCachePagedWritePattern, KvCachePagedViewPattern, PadPattern, TriluPattern, GatherElementsPattern, TilePattern, OneHotPattern>(
       patterns.getContext());
 }
 

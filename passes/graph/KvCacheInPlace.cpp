@@ -25,6 +25,8 @@ struct CacheUse {
 };
 
 struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
+  using KvCacheInPlacePassBase::KvCacheInPlacePassBase;
+
   /// The concat that extends `arg` and is returned, when there is exactly one.
   static std::optional<CacheUse> findCache(func::FuncOp main, func::ReturnOp ret, unsigned i) {
     BlockArgument arg = main.getArgument(i);
@@ -47,6 +49,56 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
       found = CacheUse{i, concat, axis};
     }
     return found;
+  }
+
+  /// The paged form of one cache: the input becomes a pool of blocks, written through the
+  /// table and viewed per sequence.
+  void pageCache(OpBuilder &b, func::FuncOp main, func::ReturnOp ret, CacheUse &c, Value pos, Value rowPos,
+                 Value table, llvm::BitVector &dropResults) {
+    BlockArgument cache = main.getArgument(c.arg);
+    auto old = cast<RankedTensorType>(cache.getType());
+    SmallVector<int64_t> poolShape(old.getShape());
+    poolShape[0] = ShapedType::kDynamic;
+    poolShape[c.axis] = blockSize;
+    cache.setType(old.clone(poolShape));
+    b.setInsertionPoint(c.concat);
+    Value update = c.concat.getInputs()[1];
+    auto write = graph::KvCachePagedWriteOp::create(b, c.concat.getLoc(), cache, update, pos, rowPos, table,
+                                                     b.getI64IntegerAttr(c.axis));
+    auto view = graph::KvCachePagedViewOp::create(b, c.concat.getLoc(), write.getResult(), table, pos, update,
+                                                   b.getI64IntegerAttr(c.axis));
+    for (OpOperand &use : c.concat.getResult().getUses())
+      if (use.getOwner() == ret)
+        dropResults.set(use.getOperandNumber());
+    // The view is [batch, .., ?, ..] as the concat was (same batch dim as the table's).
+    if (view.getType() != c.concat.getType()) {
+      c.concat.emitError("paged KV cache: the view ") << view.getType() << " differs from the concat's type "
+                                                      << c.concat.getType();
+      return signalPassFailure();
+    }
+    c.concat.getResult().replaceAllUsesWith(view.getResult());
+    c.concat.erase();
+    if (!llvm::all_of(cache.getUsers(), [&](Operation *u) { return u == write; })) {
+      b.setInsertionPointToStart(&main.getBody().front());
+      auto prefix = graph::KvCachePagedViewOp::create(b, cache.getLoc(), cache, table, pos, Value(),
+                                                       b.getI64IntegerAttr(c.axis));
+      Value past = prefix.getResult();
+      if (past.getType() != old) {
+        emitError(cache.getLoc(), "paged KV cache: the past view ") << past.getType() << " differs from " << old;
+        return signalPassFailure();
+      }
+      cache.replaceUsesWithIf(past, [&](OpOperand &u) { return u.getOwner() != write && u.getOwner() != prefix; });
+    }
+    SmallVector<Attribute> dims;
+    if (auto names = main.getArgAttrOfType<ArrayAttr>(c.arg, attrs::kDims))
+      dims.assign(names.begin(), names.end());
+    if ((int64_t)dims.size() > c.axis) {
+      dims[0] = b.getStringAttr("kv_blocks");
+      dims[c.axis] = b.getStringAttr("");
+    }
+    main.setArgAttr(c.arg, attrs::kDims, b.getArrayAttr(dims));
+    main.setArgAttr(c.arg, attrs::kKvCache, b.getI64IntegerAttr(c.axis));
+    main.setArgAttr(c.arg, "bufferization.writable", b.getBoolAttr(true));
   }
 
   void runOnOperation() override {
@@ -74,12 +126,73 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
     if (failed(main.insertArgument(posIndex, posType, posAttrs, main.getLoc())))
       return signalPassFailure();
     Value pos = main.getArgument(posIndex);
+    // And one [batch] input says where each row appends (its own length), so a batch of
+    // sequences of different lengths is written without left padding: the read extent stays
+    // `kiln.past_length` (the longest row), the rest of a shorter row is masked by the caller.
+    // Only when every cache has its batch at dim 0 and appends elsewhere (the HF layout).
+    Value rowPos;
+    bool rowWise = llvm::all_of(caches, [&](const CacheUse &c) {
+      auto t = cast<RankedTensorType>(main.getArgument(c.arg).getType());
+      return c.axis != 0 && t.getRank() >= 2;
+    });
+    if (rowWise) {
+      Attribute batchName = b.getStringAttr("batch");
+      if (auto names = main.getArgAttrOfType<ArrayAttr>(caches.front().arg, attrs::kDims))
+        if (!names.empty() && isa<StringAttr>(names[0]) && !cast<StringAttr>(names[0]).getValue().empty())
+          batchName = names[0];
+      auto rowType = RankedTensorType::get({cast<RankedTensorType>(main.getArgument(caches.front().arg).getType()).getDimSize(0)},
+                                           b.getI64Type());
+      auto rowAttrs = b.getDictionaryAttr({b.getNamedAttr(attrs::kName, b.getStringAttr("kiln.row_positions")),
+                                           b.getNamedAttr(attrs::kDtype, b.getI64IntegerAttr(7)),
+                                           b.getNamedAttr(attrs::kDims, b.getArrayAttr({batchName})),
+                                           b.getNamedAttr(attrs::kKvRowPositions, b.getUnitAttr())});
+      if (failed(main.insertArgument(posIndex + 1, rowType, rowAttrs, main.getLoc())))
+        return signalPassFailure();
+      rowPos = main.getArgument(posIndex + 1);
+    }
+    // Paged: a [batch, blocks per sequence] table of block ids, read by the writes and the views.
+    Value table;
+    const bool paged = rowWise && blockSize > 0;
+    if (blockSize < 0) {
+      getOperation().emitError("kiln-kv-cache-in-place: block-size ") << blockSize << " is negative";
+      return signalPassFailure();
+    }
+    // A pool's blocks are allocated by the runtime from the artifact's signature: every dim but
+    // the blocks must be known (heads and head size are, in exported decoders).
+    if (paged)
+      for (const CacheUse &c : caches) {
+        auto t = cast<RankedTensorType>(main.getArgument(c.arg).getType());
+        for (int64_t d = 1; d < t.getRank(); ++d)
+          if (d != c.axis && t.isDynamicDim(d)) {
+            emitError(main.getArgument(c.arg).getLoc(), "paged KV cache: dim ")
+                << d << " of cache input " << c.arg << " is dynamic; a pool of blocks needs static sizes besides the "
+                << "batch and the sequence (compile without --kv-block-size)";
+            return signalPassFailure();
+          }
+      }
+    if (paged) {
+      Attribute batchName = cast<DictionaryAttr>(main.getArgAttrDict(posIndex + 1)).getAs<ArrayAttr>(attrs::kDims)[0];
+      auto tableType = RankedTensorType::get({cast<RankedTensorType>(rowPos.getType()).getDimSize(0), ShapedType::kDynamic},
+                                             b.getI64Type());
+      auto tableAttrs = b.getDictionaryAttr({b.getNamedAttr(attrs::kName, b.getStringAttr("kiln.block_table")),
+                                             b.getNamedAttr(attrs::kDtype, b.getI64IntegerAttr(7)),
+                                             b.getNamedAttr(attrs::kDims, b.getArrayAttr({batchName, b.getStringAttr("kv_blocks_per_sequence")})),
+                                             b.getNamedAttr(attrs::kKvBlockTable, b.getUnitAttr())});
+      if (failed(main.insertArgument(posIndex + 2, tableType, tableAttrs, main.getLoc())))
+        return signalPassFailure();
+      table = main.getArgument(posIndex + 2);
+      getOperation()->setAttr(attrs::kKvBlockSize, b.getI64IntegerAttr(blockSize));
+    }
 
     llvm::BitVector dropResults(main.getNumResults());
     for (CacheUse &c : caches) {
       BlockArgument cache = main.getArgument(c.arg);
+      if (paged) {
+        pageCache(b, main, ret, c, pos, rowPos, table, dropResults);
+        continue;
+      }
       b.setInsertionPoint(c.concat);
-      auto append = graph::KvCacheAppendOp::create(b, c.concat.getLoc(), cache, c.concat.getInputs()[1], pos,
+      auto append = graph::KvCacheAppendOp::create(b, c.concat.getLoc(), cache, c.concat.getInputs()[1], pos, rowPos,
                                                    b.getI64IntegerAttr(c.axis));
       if (append.getType() != c.concat.getType()) {
         append.erase();
@@ -122,6 +235,11 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
               getOperation()->setAttr(attrs::kMaxPositions, b.getI64IntegerAttr(rows));
           }
     }
+    // Paged caches changed their arguments' types.
+    SmallVector<Type> argTypes;
+    for (BlockArgument a : main.getArguments())
+      argTypes.push_back(a.getType());
+    main.setType(FunctionType::get(ctx, argTypes, main.getResultTypes()));
     // The present outputs are the caches themselves now.
     ret->eraseOperands(dropResults);
     if (failed(main.eraseResults(dropResults)))

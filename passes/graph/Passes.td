@@ -56,12 +56,29 @@ def KvCacheInPlacePass : Pass<"kiln-kv-cache-in-place", "::mlir::ModuleOp"> {
     output and also consumed by the graph), this pass makes the input a cache
     buffer with room for the whole context (its axis becomes the symbol
     `kv_capacity`), adds one scalar input `kiln.past_length` (entries already
-    in every cache), writes the new entries in place with
+    in every cache, the read extent), and, where every cache has its batch at
+    dim 0, one `kiln.row_positions` input [batch] (where each row appends: its
+    own length, so sequences of different lengths share a step without left
+    padding), writes the new entries in place with
     `graph.kv_cache_append` (which also views the valid prefix for the
     attention) and drops the `present` outputs. Other readers of `past` get
     `graph.kv_cache_prefix`. The runtime owns the caches and advances the
-    position; inputs are marked `kiln.kv_cache` / `kiln.kv_position`.
+    positions; inputs are marked `kiln.kv_cache` / `kiln.kv_position` /
+    `kiln.kv_row_positions`.
+
+    With `block-size` N > 0 the caches are paged (vLLM's PagedAttention): each
+    becomes a pool of blocks of N entries, `[kv_blocks, .., N, ..]`, and one
+    input `kiln.block_table` [batch, kv_blocks_per_sequence] says which block
+    holds each sequence's entries [N * i, N * (i + 1)).
+    `graph.kv_cache_paged_write` appends, `graph.kv_cache_paged_view` gives the
+    attention (and other readers of `past`) each sequence's entries. With 0,
+    each sequence's cache is one contiguous row of a `[batch, .., kv_capacity,
+    ..]` buffer: the one-block case, its table implicit (row r is block r).
   }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "0",
+           "Entries per block of a paged cache; 0: one contiguous row per sequence">
+  ];
 }
 
 #endif

@@ -68,11 +68,52 @@ std::string checkCachePosition(const kiln::artifact::Metadata &meta, const kiln_
     return "input '" + meta.inputs[d.positionInput].name + "' must be in host memory (the runtime checks it)";
   int64_t past = 0;
   std::memcpy(&past, pos->data, sizeof past);
+  // A paged cache holds, per sequence, as many blocks as its table row has.
+  long tableInput = -1;
+  for (size_t i = 0; i < meta.inputs.size(); ++i)
+    if (meta.inputs[i].name == kiln::artifact::kBlockTableInput)
+      tableInput = long(i);
+  const kiln_tensor *table = tableInput >= 0 ? inputs[tableInput] : nullptr;
+  if (table && table->device)
+    return "input '" + meta.inputs[size_t(tableInput)].name + "' must be in host memory (the runtime checks it)";
   for (const auto &c : d.caches) {
-    const int64_t capacity = inputs[c.input]->shape[c.axis];
+    const int64_t capacity = table ? table->shape[1] * inputs[c.input]->shape[c.axis] : inputs[c.input]->shape[c.axis];
     if (past < 0 || past > capacity)
       return "input '" + meta.inputs[d.positionInput].name + "' is " + std::to_string(past) +
              ", outside the capacity of cache '" + meta.inputs[c.input].name + "' (" + std::to_string(capacity) + ")";
+  }
+  // Each row's own length (kiln.row_positions) lies within the capacity. A row appends there when
+  // that is within the read extent [0, past]; a row past it sits the run out (nothing written).
+  int64_t capacity = INT64_MAX;
+  for (const auto &c : d.caches) {
+    capacity = std::min(capacity, table ? table->shape[1] * inputs[c.input]->shape[c.axis]
+                                        : inputs[c.input]->shape[c.axis]);
+    // Block ids name blocks of the pool (or are negative: none yet; never written, never read
+    // as a sequence's own entries).
+    if (table) {
+      const int64_t blocks = inputs[c.input]->shape[0];
+      const int64_t *ids = static_cast<const int64_t *>(table->data);
+      for (int64_t k = 0; k < table->shape[0] * table->shape[1]; ++k)
+        if (ids[k] >= blocks)
+          return "input '" + meta.inputs[size_t(tableInput)].name + "' names block " + std::to_string(ids[k]) +
+                 ", outside the pool of cache '" + meta.inputs[c.input].name + "' (" + std::to_string(blocks) +
+                 " blocks)";
+    }
+  }
+  for (size_t i = 0; i < meta.inputs.size(); ++i) {
+    if (meta.inputs[i].name != kiln::artifact::kRowPositionsInput)
+      continue;
+    const kiln_tensor *rows = inputs[i];
+    if (rows->device)
+      return "input '" + meta.inputs[i].name + "' must be in host memory (the runtime checks it)";
+    const int64_t n = rows->shape.empty() ? 0 : rows->shape[0];
+    for (int64_t r = 0; r < n; ++r) {
+      int64_t p = 0;
+      std::memcpy(&p, static_cast<const char *>(rows->data) + r * sizeof p, sizeof p);
+      if (p < 0 || p > capacity)
+        return "input '" + meta.inputs[i].name + "' row " + std::to_string(r) + " is " + std::to_string(p) +
+               ", outside the caches' capacity [0, " + std::to_string(capacity) + "]";
+    }
   }
   return {};
 }

@@ -31,6 +31,7 @@ OWN_MODELS = [
     ("test/models/quantized/qdq/conv_per_channel", []),
     ("test/models/bad/external_ok", []),
     ("test/models/lm/gpt2", ["--max-context", "256"]),
+    ("test/models/lm/llama", ["--max-context", "256", "--kv-block-size", "16"]),  # a paged KV cache
     # A decoder's accuracy report (perplexities, top-1 agreement) measured on 1 core and on all.
     ("test/models/lm/gpt2", ["--quantize=int4", "--quantize-group=32", "--check-accuracy",
                              "--calibration-samples=1"]),

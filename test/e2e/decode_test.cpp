@@ -87,11 +87,10 @@ struct Prompts {
 class DecodeTest : public ::testing::TestWithParam<std::string> {};
 
 // Every reference run: tokens equal ORT's at every step, logits within tolerance at every step.
-TEST_P(DecodeTest, GreedyTokensAndLogitsMatchOnnxRuntime) {
-  const std::string family = GetParam();
+void checkAgainstOnnxRuntime(const std::string &family, const std::string &artifact) {
   nlohmann::json index = readIndex(family);
   const int vocab = index["vocab_size"];
-  Decoder d(family);
+  Decoder d(artifact);
   ASSERT_NE(d.gen, nullptr);
   ASSERT_EQ(kiln_generator_vocab_size(d.gen), vocab);
   for (const auto &run : index["runs"]) {
@@ -124,8 +123,17 @@ TEST_P(DecodeTest, GreedyTokensAndLogitsMatchOnnxRuntime) {
         }
       }
     }
-    RecordProperty(run["name"].get<std::string>() + "_max_abs_logit_error", std::to_string(worst));
+    ::testing::Test::RecordProperty(artifact + "_" + run["name"].get<std::string>() + "_max_abs_logit_error",
+                                    std::to_string(worst));
   }
+}
+
+TEST_P(DecodeTest, GreedyTokensAndLogitsMatchOnnxRuntime) { checkAgainstOnnxRuntime(GetParam(), GetParam()); }
+
+// The paged KV cache (kiln-compile --kv-block-size 16): ORT's greedy tokens and logits, in every
+// reference run (batches of prompts of different lengths included).
+TEST_P(DecodeTest, PagedCacheMatchesOnnxRuntime) {
+  checkAgainstOnnxRuntime(GetParam(), GetParam() + "_paged16");
 }
 
 // A decode step writes the new entries into the generator's cache and leaves every cached entry
@@ -426,7 +434,7 @@ TEST_P(DecodeTest, SessionRefusesAPastLengthOutsideTheCache) {
   const int64_t capacity = 8;
   std::vector<std::vector<char>> storage;
   std::vector<kiln_tensor *> owned;
-  int64_t *pastLength = nullptr;
+  int64_t *pastLength = nullptr, *rowPositions = nullptr;
   for (size_t i = 0; i < kiln_model_input_count(model); ++i) {
     kiln_tensor_info info;
     Error ie{kiln_model_input_info(model, i, &info)};
@@ -445,6 +453,8 @@ TEST_P(DecodeTest, SessionRefusesAPastLengthOutsideTheCache) {
     owned.push_back(t);
     if (name == "kiln.past_length")
       pastLength = reinterpret_cast<int64_t *>(storage.back().data());
+    if (name == "kiln.row_positions")
+      rowPositions = reinterpret_cast<int64_t *>(storage.back().data());
   }
   ASSERT_NE(pastLength, nullptr);
   std::vector<const kiln_tensor *> inputs(owned.begin(), owned.end());
@@ -457,6 +467,14 @@ TEST_P(DecodeTest, SessionRefusesAPastLengthOutsideTheCache) {
         << re.message();
   }
   *pastLength = 1; // 1 cached + 1 new token = the mask's 2 columns
+  ASSERT_NE(rowPositions, nullptr);
+  *rowPositions = capacity + 1;
+  {
+    Error re{kiln_session_run(session, inputs.data(), inputs.size(), outputs.data(), outputs.size())};
+    EXPECT_EQ(re.code(), KILN_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(re.message().find("input 'kiln.row_positions' row 0 is 9"), std::string::npos) << re.message();
+  }
+  *rowPositions = 1;
   Error ok{kiln_session_run(session, inputs.data(), inputs.size(), outputs.data(), outputs.size())};
   EXPECT_FALSE(ok) << ok.message();
   for (kiln_tensor *t : outputs)
@@ -465,6 +483,472 @@ TEST_P(DecodeTest, SessionRefusesAPastLengthOutsideTheCache) {
     kiln_tensor_destroy(t);
   kiln_session_destroy(session);
   kiln_model_destroy(model);
+}
+
+// kiln_session_run on a paged artifact: the caller's block table says where each row's entries
+// go (a write lands in the named block only), and a block id past the pool is refused, naming it.
+TEST_P(DecodeTest, SessionWritesThroughTheBlockTable) {
+  kiln_model *model = nullptr;
+  Error e{kiln_model_load(artifactFor(GetParam() + "_paged16").c_str(), nullptr, &model)};
+  ASSERT_FALSE(e) << e.message();
+  kiln_session *session = nullptr;
+  Error se{kiln_session_create(model, &session)};
+  ASSERT_FALSE(se) << se.message();
+  std::vector<std::vector<char>> storage;
+  std::vector<kiln_tensor *> owned;
+  int64_t *pastLength = nullptr, *rowPositions = nullptr, *table = nullptr;
+  std::vector<float *> pools;
+  size_t poolFloats = 0, heads = 0, dim = 0;
+  for (size_t i = 0; i < kiln_model_input_count(model); ++i) {
+    kiln_tensor_info info;
+    Error ie{kiln_model_input_info(model, i, &info)};
+    ASSERT_FALSE(ie);
+    std::string name = info.name;
+    const bool pool = name.rfind("past_key_values", 0) == 0;
+    std::vector<int64_t> shape;
+    for (size_t d = 0; d < info.rank; ++d) // batch 1, 1 new token after 1 cached, pools of 2 blocks
+      shape.push_back(info.dims[d] >= 0 ? info.dims[d] : name == "attention_mask" && d == 1 ? 2 : pool ? 2 : 1);
+    size_t count = 1;
+    for (int64_t x : shape)
+      count *= size_t(x);
+    storage.emplace_back(count * kiln_dtype_size(info.dtype), 0);
+    kiln_tensor *t = nullptr;
+    Error we{kiln_tensor_wrap(info.dtype, shape.data(), shape.size(), storage.back().data(), storage.back().size(), &t)};
+    ASSERT_FALSE(we) << we.message();
+    owned.push_back(t);
+    char *data = storage.back().data();
+    if (name == "kiln.past_length")
+      pastLength = reinterpret_cast<int64_t *>(data);
+    if (name == "kiln.row_positions")
+      rowPositions = reinterpret_cast<int64_t *>(data);
+    if (name == "kiln.block_table")
+      table = reinterpret_cast<int64_t *>(data);
+    if (pool) {
+      pools.push_back(reinterpret_cast<float *>(data));
+      poolFloats = count;
+      ASSERT_EQ(shape.size(), 4u);
+      ASSERT_EQ(shape[2], 16);
+      heads = size_t(shape[1]);
+      dim = size_t(shape[3]);
+    }
+  }
+  ASSERT_TRUE(pastLength && rowPositions && table);
+  ASSERT_EQ(pools.size(), 4u);
+  std::vector<const kiln_tensor *> inputs(owned.begin(), owned.end());
+  std::vector<kiln_tensor *> outputs(kiln_model_output_count(model), nullptr);
+  *pastLength = 1;
+  *rowPositions = 1;
+  *table = 2; // the pool has blocks 0 and 1
+  {
+    Error re{kiln_session_run(session, inputs.data(), inputs.size(), outputs.data(), outputs.size())};
+    EXPECT_EQ(re.code(), KILN_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(re.message().find("input 'kiln.block_table' names block 2"), std::string::npos) << re.message();
+  }
+  *table = 1;
+  Error ok{kiln_session_run(session, inputs.data(), inputs.size(), outputs.data(), outputs.size())};
+  ASSERT_FALSE(ok) << ok.message();
+  // Pools [2 blocks, heads, 16, dim]: the new entry is position 1 of block 1; block 0 stays zero.
+  ASSERT_EQ(poolFloats, 2 * heads * 16 * dim);
+  for (float *p : pools) {
+    size_t inBlock0 = 0, atEntry = 0, elsewhere = 0;
+    for (size_t k = 0; k < poolFloats; ++k) {
+      const bool nonzero = p[k] != 0.0f;
+      const size_t blk = k / (heads * 16 * dim), pos = (k / dim) % 16;
+      if (blk == 0)
+        inBlock0 += nonzero;
+      else if (pos == 1)
+        atEntry += nonzero;
+      else
+        elsewhere += nonzero;
+    }
+    EXPECT_EQ(inBlock0, 0u);
+    EXPECT_GT(atEntry, heads * dim / 2); // every head's new entry, mostly nonzero
+    EXPECT_EQ(elsewhere, 0u);
+  }
+  for (kiln_tensor *t : outputs)
+    kiln_tensor_destroy(t);
+  for (kiln_tensor *t : owned)
+    kiln_tensor_destroy(t);
+  kiln_session_destroy(session);
+  kiln_model_destroy(model);
+}
+
+// The sequence API: one generator, sequences joining and leaving between steps.
+struct SequenceDecoder {
+  SequenceDecoder(const std::string &family, int32_t maxSequences, int64_t maxContext = 0, int64_t poolBlocks = 0) {
+    kiln_model_options mo;
+    kiln_model_options_init(&mo);
+    mo.num_threads = 2; // the kernels' parallel split must not change a row's bits either
+    Error e{kiln_model_load(artifactFor(family).c_str(), &mo, &model)};
+    if (e)
+      ADD_FAILURE() << e.message();
+    kiln_generator_options go;
+    kiln_generator_options_init(&go);
+    go.max_sequences = maxSequences;
+    go.max_context = maxContext;
+    go.kv_cache_blocks = poolBlocks;
+    Error g{kiln_generator_create(model, &go, &gen)};
+    if (g)
+      ADD_FAILURE() << g.message();
+  }
+  ~SequenceDecoder() {
+    kiln_generator_destroy(gen);
+    kiln_model_destroy(model);
+  }
+  kiln_model *model = nullptr;
+  kiln_generator *gen = nullptr;
+};
+
+// What one sequence saw: its tokens and the logits they were sampled from, step by step.
+struct Trace {
+  std::vector<int32_t> tokens;
+  std::vector<std::vector<float>> logits;
+};
+
+constexpr size_t kChunk = 5; // prompt chunk of the tests' prefills
+
+void prefillAll(kiln_generator *gen, int64_t id) {
+  size_t left = 1;
+  while (left > 0) {
+    Error e{kiln_generator_prefill(gen, id, kChunk, &left)};
+    ASSERT_FALSE(e) << e.message();
+  }
+}
+
+Trace decodeAlone(const std::string &family, const std::vector<int32_t> &prompt, size_t steps,
+                  const kiln_sampling_params &sampling) {
+  SequenceDecoder d(family, 1);
+  Trace t;
+  int64_t id = 0;
+  Error a{kiln_generator_add_sequence(d.gen, prompt.data(), prompt.size(), &sampling, &id)};
+  EXPECT_FALSE(a) << a.message();
+  prefillAll(d.gen, id);
+  const int32_t vocab = kiln_generator_vocab_size(d.gen);
+  for (size_t s = 0; s < steps; ++s) {
+    int32_t token = -1;
+    Error e{kiln_generator_step(d.gen, &id, 1, &token)};
+    EXPECT_FALSE(e) << e.message();
+    const float *l = kiln_generator_sequence_logits(d.gen, id);
+    t.logits.emplace_back(l, l + vocab);
+    t.tokens.push_back(token);
+  }
+  return t;
+}
+
+std::vector<std::vector<int32_t>> raggedPrompts() {
+  return {{5, 17, 300, 42, 99, 7, 256, 11, 3, 64, 9, 120, 33},
+          {72},
+          {101, 108, 108, 111, 44, 32},
+          {200, 201, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221},
+          {50, 60, 70}};
+}
+
+// Continuous batching: sequences of different lengths join at different steps, one leaves and
+// another takes its row (over the first's stale entries), and every step's logits of every
+// sequence equal bit for bit those of decoding it alone (on the same artifact).
+// The traces of that batch, per sequence (sequence 1 leaves after 4 tokens).
+std::vector<Trace> raggedContinuousBatch(const std::string &family, const kiln_sampling_params &sampling,
+                                         int64_t poolBlocks = 0);
+kiln_sampling_params raggedSampling();
+
+void checkRaggedContinuousBatch(const std::string &family) {
+  auto prompts = raggedPrompts();
+  const size_t steps = 10;
+  const kiln_sampling_params sampling = raggedSampling();
+  std::vector<Trace> alone;
+  for (auto &p : prompts)
+    alone.push_back(decodeAlone(family, p, steps, sampling));
+  std::vector<Trace> batched = raggedContinuousBatch(family, sampling);
+  ASSERT_EQ(batched.size(), prompts.size());
+  const size_t vocab = alone[0].logits.empty() ? 0 : alone[0].logits[0].size();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE("sequence " + std::to_string(i));
+    size_t n = batched[i].tokens.size();
+    ASSERT_EQ(n, i == 1 ? 4u : steps);
+    for (size_t s = 0; s < n; ++s) {
+      ASSERT_EQ(batched[i].tokens[s], alone[i].tokens[s]) << "step " << s;
+      ASSERT_EQ(std::memcmp(batched[i].logits[s].data(), alone[i].logits[s].data(), sizeof(float) * vocab), 0)
+          << "step " << s << ": logits differ from decoding alone";
+    }
+  }
+}
+
+std::vector<Trace> raggedContinuousBatch(const std::string &family, const kiln_sampling_params &sampling,
+                                         int64_t poolBlocks) {
+  auto prompts = raggedPrompts();
+  const size_t steps = 10;
+  SequenceDecoder d(family, 4, 0, poolBlocks);
+  EXPECT_NE(d.gen, nullptr);
+  if (!d.gen)
+    return {};
+  const int32_t vocab = kiln_generator_vocab_size(d.gen);
+  // Sequence i joins before step join[i] of the batch; sequence 1 leaves early (after 4 of its
+  // tokens) and sequence 4 takes its row.
+  const std::vector<size_t> join = {0, 0, 2, 3, 6};
+  std::vector<int64_t> ids(prompts.size(), 0);
+  std::vector<Trace> batched(prompts.size());
+  std::vector<bool> done(prompts.size(), false);
+  for (size_t step = 0; step < 40; ++step) {
+    for (size_t i = 0; i < prompts.size(); ++i)
+      if (join[i] == step) {
+        Error a{kiln_generator_add_sequence(d.gen, prompts[i].data(), prompts[i].size(), &sampling, &ids[i])};
+        EXPECT_FALSE(a) << "sequence " << i << ": " << a.message();
+        if (a)
+          return {};
+        prefillAll(d.gen, ids[i]);
+      }
+    std::vector<int64_t> live;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < prompts.size(); ++i)
+      if (ids[i] != 0 && !done[i]) {
+        live.push_back(ids[i]);
+        which.push_back(i);
+      }
+    if (live.empty())
+      break;
+    std::vector<int32_t> tokens(live.size());
+    Error e{kiln_generator_step(d.gen, live.data(), live.size(), tokens.data())};
+    EXPECT_FALSE(e) << e.message();
+    if (e)
+      return {};
+    for (size_t k = 0; k < live.size(); ++k) {
+      size_t i = which[k];
+      const float *l = kiln_generator_sequence_logits(d.gen, ids[i]);
+      EXPECT_NE(l, nullptr);
+      if (!l)
+        return {};
+      batched[i].logits.emplace_back(l, l + vocab);
+      batched[i].tokens.push_back(tokens[k]);
+      size_t want = i == 1 ? 4 : steps;
+      if (batched[i].tokens.size() == want) {
+        done[i] = true;
+        Error r{kiln_generator_remove_sequence(d.gen, ids[i])};
+        EXPECT_FALSE(r) << r.message();
+      }
+    }
+  }
+  return batched;
+}
+
+kiln_sampling_params raggedSampling() {
+  kiln_sampling_params sampling;
+  kiln_sampling_params_init(&sampling);
+  sampling.temperature = 0.8f; // seeded sampling: the tokens depend on the logits' bits too
+  sampling.seed = 3;
+  return sampling;
+}
+
+TEST_P(DecodeTest, RaggedContinuousBatchIsBitwiseEqualToDecodingAlone) { checkRaggedContinuousBatch(GetParam()); }
+
+// The same with paged caches: a sequence's blocks lie anywhere in the pool (the leaving
+// sequence's blocks go to the one that takes its row, and others), and its logits are still
+// bitwise those of decoding it alone on the same artifact.
+TEST_P(DecodeTest, PagedRaggedContinuousBatchIsBitwiseEqualToDecodingAlone) {
+  checkRaggedContinuousBatch(GetParam() + "_paged16");
+  checkRaggedContinuousBatch(GetParam() + "_paged64");
+}
+
+// The attention reads keys in tiles of 64 from blocks of 64 (a slice of one block) or of 16 (four
+// blocks gathered into one tile): the same tiles as the contiguous cache, so the paged cache
+// computes what the contiguous one does, bit for bit, whichever blocks the pool hands out.
+TEST_P(DecodeTest, PagedDecodeIsBitwiseEqualToContiguousDecode) {
+  const kiln_sampling_params sampling = raggedSampling();
+  std::vector<Trace> contiguous = raggedContinuousBatch(GetParam(), sampling);
+  // A pool of 20 blocks of 64 (the default would be 4 x 4): ids handed out differ from row order.
+  std::vector<Trace> paged64 = raggedContinuousBatch(GetParam() + "_paged64", sampling, 20);
+  std::vector<Trace> paged16 = raggedContinuousBatch(GetParam() + "_paged16", sampling);
+  ASSERT_EQ(contiguous.size(), raggedPrompts().size());
+  ASSERT_EQ(paged64.size(), contiguous.size());
+  ASSERT_EQ(paged16.size(), contiguous.size());
+  for (size_t i = 0; i < contiguous.size(); ++i) {
+    SCOPED_TRACE("sequence " + std::to_string(i));
+    ASSERT_EQ(paged64[i].tokens, contiguous[i].tokens);
+    ASSERT_EQ(paged16[i].tokens, contiguous[i].tokens);
+    for (size_t s = 0; s < contiguous[i].logits.size(); ++s) {
+      const auto &want = contiguous[i].logits[s];
+      ASSERT_EQ(std::memcmp(paged64[i].logits[s].data(), want.data(), want.size() * sizeof(float)), 0)
+          << "step " << s << ": paged (64) logits differ from the contiguous cache's";
+      ASSERT_EQ(std::memcmp(paged16[i].logits[s].data(), want.data(), want.size() * sizeof(float)), 0)
+          << "step " << s << ": paged (16) logits differ from the contiguous cache's";
+    }
+  }
+}
+
+// A pool smaller than every sequence at full context: blocks are taken as sequences grow, a
+// sequence that needs a block when none is free gets KILN_ERROR_OUT_OF_RANGE (its state
+// unchanged, nothing crashes), and removing a sequence returns its blocks.
+TEST_P(DecodeTest, PagedPoolExhaustionIsAClearError) {
+  SequenceDecoder d(GetParam() + "_paged16", 3, 0, 4); // 4 blocks of 16 tokens for 3 sequences
+  ASSERT_NE(d.gen, nullptr);
+  EXPECT_EQ(kiln_generator_kv_block_size(d.gen), 16);
+  auto stats = [&] {
+    kiln_generator_cache_stats st;
+    st.struct_size = sizeof st;
+    kiln_generator_cache_stats_get(d.gen, &st);
+    return st;
+  };
+  std::vector<int32_t> p20(20), p12(12);
+  for (size_t i = 0; i < p20.size(); ++i)
+    p20[i] = int32_t(7 + 3 * i);
+  for (size_t i = 0; i < p12.size(); ++i)
+    p12[i] = int32_t(100 + i);
+  int64_t a = 0, b = 0, c = 0;
+  Error ea{kiln_generator_add_sequence(d.gen, p20.data(), p20.size(), nullptr, &a)};
+  ASSERT_FALSE(ea) << ea.message();
+  prefillAll(d.gen, a); // 20 tokens: 2 blocks
+  EXPECT_EQ(stats().blocks_total, 4);
+  EXPECT_EQ(stats().blocks_in_use, 2);
+  Error eb{kiln_generator_add_sequence(d.gen, p12.data(), p12.size(), nullptr, &b)};
+  ASSERT_FALSE(eb) << eb.message();
+  prefillAll(d.gen, b); // 12 tokens: 1 block
+  EXPECT_EQ(stats().blocks_in_use, 3);
+  Error ec{kiln_generator_add_sequence(d.gen, p20.data(), p20.size(), nullptr, &c)};
+  ASSERT_FALSE(ec) << ec.message();
+  size_t left = 0;
+  Error full{kiln_generator_prefill(d.gen, c, 0, &left)}; // needs 2 blocks, 1 is free
+  EXPECT_EQ(full.code(), KILN_ERROR_OUT_OF_RANGE);
+  EXPECT_NE(full.message().find("the KV cache pool is full"), std::string::npos) << full.message();
+  EXPECT_EQ(kiln_generator_sequence_length(d.gen, c), 0);
+  EXPECT_EQ(stats().blocks_in_use, 3); // nothing taken by the failed prefill
+  // b decodes into its first block until it holds 16 tokens, then takes the last free block.
+  int32_t token = 0;
+  for (int i = 0; i < 6; ++i) {
+    Error s{kiln_generator_step(d.gen, &b, 1, &token)};
+    ASSERT_FALSE(s) << s.message();
+  }
+  EXPECT_EQ(kiln_generator_sequence_length(d.gen, b), 17);
+  EXPECT_EQ(stats().blocks_in_use, 4);
+  // a (20 tokens) fills its second block up to 32 tokens; the step for its 33rd entry fails.
+  kiln_error *last = nullptr;
+  int steps = 0;
+  for (; steps < 20 && !last; ++steps)
+    last = kiln_generator_step(d.gen, &a, 1, &token);
+  Error exhausted{last};
+  EXPECT_EQ(exhausted.code(), KILN_ERROR_OUT_OF_RANGE);
+  EXPECT_NE(exhausted.message().find("the KV cache pool is full"), std::string::npos) << exhausted.message();
+  EXPECT_EQ(kiln_generator_sequence_length(d.gen, a), 32);
+  // A step of a and b together fails as a whole, taking no block.
+  int64_t both[2] = {a, b};
+  int32_t two[2];
+  Error together{kiln_generator_step(d.gen, both, 2, two)};
+  EXPECT_EQ(together.code(), KILN_ERROR_OUT_OF_RANGE);
+  EXPECT_EQ(kiln_generator_sequence_length(d.gen, b), 17);
+  EXPECT_EQ(stats().blocks_in_use, 4);
+  // Removing b frees its 2 blocks: c's prompt fits now, and a can go on.
+  Error rb{kiln_generator_remove_sequence(d.gen, b)};
+  ASSERT_FALSE(rb) << rb.message();
+  EXPECT_EQ(stats().blocks_in_use, 2);
+  prefillAll(d.gen, c);
+  EXPECT_EQ(kiln_generator_sequence_length(d.gen, c), 20);
+  EXPECT_EQ(stats().blocks_in_use, 4);
+  Error ra{kiln_generator_remove_sequence(d.gen, a)};
+  ASSERT_FALSE(ra);
+  Error again{kiln_generator_step(d.gen, &c, 1, &token)};
+  EXPECT_FALSE(again) << again.message();
+  EXPECT_EQ(stats().blocks_in_use, 2);
+}
+
+// kv_cache_blocks is for paged artifacts; on a contiguous one it is refused, not ignored.
+TEST_P(DecodeTest, PoolSizeNeedsAPagedArtifact) {
+  kiln_model *model = nullptr;
+  Error e{kiln_model_load(artifactFor(GetParam()).c_str(), nullptr, &model)};
+  ASSERT_FALSE(e) << e.message();
+  kiln_generator_options go;
+  kiln_generator_options_init(&go);
+  go.kv_cache_blocks = 8;
+  kiln_generator *gen = nullptr;
+  Error g{kiln_generator_create(model, &go, &gen)};
+  EXPECT_EQ(g.code(), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(g.message().find("not paged"), std::string::npos) << g.message();
+  EXPECT_EQ(gen, nullptr);
+  EXPECT_EQ(kiln_generator_kv_block_size(gen), 0);
+  kiln_model_destroy(model);
+}
+
+// start()'s batch of prompts of different lengths: each row's logits are bitwise those of the
+// prompt decoded alone (start() prefills each prompt on its own, so no chunking here).
+TEST_P(DecodeTest, RaggedStartBatchIsBitwiseEqualToDecodingAlone) {
+  const std::string family = GetParam();
+  auto prompts = raggedPrompts();
+  const size_t steps = 6;
+  auto run = [&](const std::vector<size_t> &which) {
+    Decoder d(family);
+    Prompts p;
+    for (size_t i : which)
+      p.add(prompts[i]);
+    kiln_sampling_params greedy;
+    kiln_sampling_params_init(&greedy);
+    Error e{kiln_generator_start(d.gen, p.ptrs.data(), p.lens.data(), which.size(), &greedy)};
+    EXPECT_FALSE(e) << e.message();
+    const int32_t vocab = kiln_generator_vocab_size(d.gen);
+    std::vector<std::vector<float>> out(which.size());
+    std::vector<int32_t> tokens(which.size());
+    for (size_t s = 0; s < steps; ++s) {
+      Error n{kiln_generator_next(d.gen, tokens.data())};
+      EXPECT_FALSE(n) << n.message();
+      const float *l = kiln_generator_logits(d.gen);
+      for (size_t b = 0; b < which.size(); ++b)
+        out[b].insert(out[b].end(), l + b * vocab, l + (b + 1) * vocab);
+    }
+    return out;
+  };
+  std::vector<size_t> all = {0, 1, 2, 3, 4};
+  auto together = run(all);
+  for (size_t i : all) {
+    auto alone = run({i});
+    ASSERT_EQ(together[i].size(), alone[0].size());
+    EXPECT_EQ(std::memcmp(together[i].data(), alone[0].data(), alone[0].size() * sizeof(float)), 0)
+        << "prompt " << i << ": batched logits differ from decoding alone";
+  }
+}
+
+TEST_P(DecodeTest, SequenceApiRefusesBadRequests) {
+  SequenceDecoder d(GetParam(), 2, 16);
+  ASSERT_NE(d.gen, nullptr);
+  std::vector<int32_t> p = {1, 2, 3};
+  int64_t a = 0, b = 0, c = 0;
+  Error ea{kiln_generator_add_sequence(d.gen, p.data(), p.size(), nullptr, &a)};
+  ASSERT_FALSE(ea) << ea.message();
+  int32_t token = 0;
+  Error early{kiln_generator_step(d.gen, &a, 1, &token)};
+  EXPECT_EQ(early.code(), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(early.message().find("prompt tokens left to prefill"), std::string::npos) << early.message();
+  Error eb{kiln_generator_add_sequence(d.gen, p.data(), p.size(), nullptr, &b)};
+  ASSERT_FALSE(eb) << eb.message();
+  Error full{kiln_generator_add_sequence(d.gen, p.data(), p.size(), nullptr, &c)};
+  EXPECT_EQ(full.code(), KILN_ERROR_OUT_OF_RANGE);
+  EXPECT_NE(full.message().find("max_sequences"), std::string::npos) << full.message();
+  prefillAll(d.gen, a);
+  int64_t twice[2] = {a, a};
+  int32_t two[2];
+  Error dup{kiln_generator_step(d.gen, twice, 2, two)};
+  EXPECT_NE(dup.message().find("listed twice"), std::string::npos) << dup.message();
+  int64_t unknown = 999;
+  Error unk{kiln_generator_step(d.gen, &unknown, 1, &token)};
+  EXPECT_NE(unk.message().find("not one of this generator's"), std::string::npos) << unk.message();
+  std::vector<int32_t> tooLong(16, 1);
+  Error tl{kiln_generator_remove_sequence(d.gen, b)};
+  ASSERT_FALSE(tl);
+  Error lng{kiln_generator_add_sequence(d.gen, tooLong.data(), tooLong.size(), nullptr, &c)};
+  EXPECT_EQ(lng.code(), KILN_ERROR_OUT_OF_RANGE);
+  std::vector<int32_t> badId = {1, -4};
+  Error bad{kiln_generator_add_sequence(d.gen, badId.data(), badId.size(), nullptr, &c)};
+  EXPECT_EQ(bad.code(), KILN_ERROR_INVALID_ARGUMENT);
+  // The context fills: 3 prompt tokens, then steps until 16 entries; then a clear error.
+  kiln_generator_cache_stats st;
+  st.struct_size = sizeof st;
+  kiln_generator_cache_stats_get(d.gen, &st);
+  EXPECT_EQ(st.rows, 2);
+  EXPECT_EQ(st.sequences, 1);
+  EXPECT_EQ(st.tokens_cached, 3);
+  EXPECT_GT(st.bytes_per_token, 0);
+  EXPECT_EQ(st.bytes_reserved, 2 * 16 * st.bytes_per_token);
+  kiln_error *last = nullptr;
+  for (int i = 0; i < 20 && !last; ++i)
+    last = kiln_generator_step(d.gen, &a, 1, &token);
+  Error fullCache{last};
+  EXPECT_EQ(fullCache.code(), KILN_ERROR_OUT_OF_RANGE);
+  EXPECT_EQ(kiln_generator_sequence_length(d.gen, a), 16);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DecodeTest, ::testing::Values("gpt2", "llama"));

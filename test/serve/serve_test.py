@@ -115,8 +115,8 @@ def stream_events(resp):
     return events, done
 
 
-def kiln_run_ids(prompt_ids, n, sampling=()):
-    out = subprocess.run([os.path.join(ARGS.bin, "kiln-run"), "generate", os.path.join(ARGS.artifacts, "llama.kiln"),
+def kiln_run_ids(prompt_ids, n, sampling=(), artifact="llama.kiln"):
+    out = subprocess.run([os.path.join(ARGS.bin, "kiln-run"), "generate", os.path.join(ARGS.artifacts, artifact),
                           "--prompt-ids", ",".join(map(str, prompt_ids)), "--max-new-tokens", str(n), "--ids",
                           "--no-eos", "--threads", "1"] + list(sampling),
                          capture_output=True, text=True, check=True).stdout
@@ -728,6 +728,62 @@ def test_config_file():
         srv.stop()
 
 
+def test_paged():
+    # A paged artifact (blocks of 16 tokens) with a pool of 5 blocks for 3 slots: sequences are
+    # admitted by the blocks they may take at most (prompt + max_tokens), the rest wait; one that
+    # could never fit is refused before it costs anything.
+    srv = Server([], ["--model", "llama=" + os.path.join(ARGS.artifacts, "llama_paged16.kiln"), "--max-sequences", "3",
+                      "--kv-cache-blocks", "5", "--max-queue", "8", "--threads", "1"])
+    try:
+        m = srv.metrics()
+        check(metric(m, "kiln:kv_cache_blocks_total") == 5, "paged: 5 blocks in the pool")
+        # Three short sequences (1 block each) run together; each equals decoding it alone.
+        prompts = [[292], [5, 6, 7], [42, 43]]
+        want = [kiln_run_ids(p, 12, artifact="llama_paged16.kiln") for p in prompts]
+        got = [None] * len(prompts)
+
+        def one(i, n, out):
+            st, j, _ = srv.post("/v1/completions", {"prompt": prompts[i], "max_tokens": n, "temperature": 0,
+                                                    "ignore_eos": True, "return_token_ids": True})
+            out[i] = j["choices"][0]["token_ids"] if st == 200 else (st, j)
+        ts = [threading.Thread(target=one, args=(i, 12, got)) for i in range(3)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        for i in range(3):
+            check(got[i] == want[i], "paged request %d: %s equals decoding alone %s" % (i, got[i], want[i]))
+        # Three that may take 3 blocks each (3 + 40 tokens): one runs at a time, the others wait.
+        long = [None] * 3
+        ts = [threading.Thread(target=one, args=(i, 40, long)) for i in range(3)]
+        for t in ts:
+            t.start()
+        most_reserved, most_running, waited = 0, 0, False
+        while any(t.is_alive() for t in ts):
+            m = srv.metrics()
+            most_reserved = max(most_reserved, metric(m, "kiln:kv_cache_blocks_reserved"))
+            most_running = max(most_running, metric(m, "kiln:num_requests_running"))
+            waited |= metric(m, "kiln:num_requests_waiting") >= 1
+            check(metric(m, "kiln:kv_cache_blocks_in_use") <= 5, "paged: blocks in use within the pool")
+            time.sleep(0.05)
+        for t in ts:
+            t.join()
+        check(all(isinstance(x, list) and len(x) == 40 for x in long), "paged: every waiting request ran: %s" %
+              [x if not isinstance(x, list) else len(x) for x in long])
+        check(most_reserved == 3, "paged: at most one 3-block sequence admitted at once (reserved %s)" % most_reserved)
+        check(most_running == 1 and waited, "paged: the others waited for blocks (running %s, waited %s)" %
+              (most_running, waited))
+        # 3 + 100 tokens need 7 blocks: more than the whole pool, refused up front.
+        st, j, _ = srv.post("/v1/completions", {"prompt": [1, 2, 3], "max_tokens": 100})
+        check(st == 400 and "7 KV cache blocks" in j["error"]["message"] and j["error"].get("param") == "max_tokens",
+              "paged: a request larger than the pool is refused: %s %s" % (st, j))
+        m = srv.metrics()
+        check(metric(m, "kiln:kv_cache_blocks_in_use") == 0 and metric(m, "kiln:kv_cache_blocks_reserved") == 0,
+              "paged: every block back in the pool after the requests")
+    finally:
+        srv.stop()
+
+
 def main():
     global ARGS
     p = argparse.ArgumentParser()
@@ -754,7 +810,7 @@ def main():
     finally:
         srv.stop()
     for t in (test_chat_templates, test_timeouts, test_drain_grace_expires, test_loading_then_refused, test_config_file,
-              test_v2_dtypes):
+              test_v2_dtypes, test_paged):
         t1 = time.time()
         try:
             t()

@@ -26,6 +26,9 @@ constexpr const char *kWeightLayouts = "kiln.weight_layouts";
 // Set by kiln-kv-cache-in-place on @main's arguments.
 constexpr const char *kKvCache = "kiln.kv_cache";       // a KV cache input: the axis entries are appended on
 constexpr const char *kKvPosition = "kiln.kv_position"; // the scalar input: entries already in every cache
+constexpr const char *kKvRowPositions = "kiln.kv_row_positions"; // [batch] input: each row's own length
+constexpr const char *kKvBlockTable = "kiln.kv_block_table"; // [batch, blocks] input of a paged cache
+constexpr const char *kKvBlockSize = "kiln.kv_block_size";   // module: entries per block of paged caches
 constexpr const char *kMaxPositions = "kiln.max_positions"; // module: rows of a learned position table
 } // namespace attrs
 

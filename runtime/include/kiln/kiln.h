@@ -245,6 +245,11 @@ typedef struct kiln_generator_options {
   size_t struct_size;  /* set by kiln_generator_options_init */
   int64_t max_context; /* cache capacity in tokens per sequence (prompt + new); 0: the artifact's,
                           which is also the most it may be (kiln-compile --max-context) */
+  int32_t max_sequences; /* cache rows of the sequence API (kiln_generator_add_sequence); 0: 1 */
+  int64_t kv_cache_blocks; /* paged caches (kiln-compile --kv-block-size): blocks in the pool, shared by
+                              all sequences; 0: enough for every sequence at max_context. Fewer bound
+                              the memory: a sequence that needs a block when none is free fails
+                              with KILN_ERROR_OUT_OF_RANGE */
 } kiln_generator_options;
 KILN_API void kiln_generator_options_init(kiln_generator_options *options);
 
@@ -256,6 +261,9 @@ KILN_API void kiln_generator_destroy(kiln_generator *generator);
 /* The vocabulary size (the logits' last dim) and the cache capacity in tokens. */
 KILN_API int32_t kiln_generator_vocab_size(const kiln_generator *generator);
 KILN_API int64_t kiln_generator_max_context(const kiln_generator *generator);
+/* Tokens per block of a paged KV cache (kiln-compile --kv-block-size N); 0: not paged (one
+   contiguous row of max_context tokens per sequence). */
+KILN_API int64_t kiln_generator_kv_block_size(const kiln_generator *generator);
 
 typedef struct kiln_sampling_params {
   float temperature;        /* 0: greedy (argmax, lowest id on ties) */
@@ -267,8 +275,8 @@ typedef struct kiln_sampling_params {
 } kiln_sampling_params;
 KILN_API void kiln_sampling_params_init(kiln_sampling_params *params);
 
-/* Step by step. start() runs the prompts (a batch of `batch` sequences, left-padded to the
- * longest) through the model; each next() then writes one new token per sequence into
+/* Step by step. start() runs the prompts (a batch of `batch` sequences, each in its own cache
+ * row at its own length, each prefilled as it would be alone) through the model; each next() then writes one new token per sequence into
  * tokens[batch]: the first from the prompt's logits, later ones after one decode step that feeds
  * the previous tokens. Errors: a prompt that is empty or longer than the context, a token id
  * outside the vocabulary, a full cache (KILN_ERROR_OUT_OF_RANGE), bad sampling parameters. */
@@ -285,10 +293,53 @@ KILN_API kiln_error *kiln_generator_feed(kiln_generator *generator, const int32_
 /* Logits of the last position of every sequence from the last model run, [batch][vocab],
  * borrowed until the next call; NULL before start(). */
 KILN_API const float *kiln_generator_logits(const kiln_generator *generator);
-/* Tokens in the cache of every sequence (padded prompt + fed tokens). */
+/* Tokens in the cache of start()'s longest sequence (prompt + fed tokens). */
 KILN_API int64_t kiln_generator_position(const kiln_generator *generator);
 /* Stops a running kiln_generate() after its current step. Safe from any thread. */
 KILN_API void kiln_generator_cancel(kiln_generator *generator);
+
+/* Continuous batching: sequences join and leave a generator between decode steps. Each holds one
+ * of max_sequences cache rows and appends at its own length, so one decode step serves sequences
+ * of any lengths, and a sequence's logits are bitwise those it gets decoded alone (same prompt
+ * chunks), whatever else is in the step and whichever row it holds. Not to be mixed with start():
+ * start() ends every sequence, and the first add_sequence() ends start()'s batch.
+ *
+ * add_sequence() checks the prompt (as start()) and takes a free row: KILN_ERROR_OUT_OF_RANGE when
+ * all are held. Its sampler is seeded with sampling->seed. prefill() runs up to max_tokens more of
+ * the prompt (0: all of it; chunks let a long prompt alternate with others' decode steps) and gives
+ * the prompt tokens left. step() gives tokens[i], the next token of sequences[i], for sequences whose
+ * prompt has run: the first from the prompt's logits, later ones after one decode run that feeds
+ * every listed sequence's previous token at once. remove_sequence() frees the row. */
+KILN_API kiln_error *kiln_generator_add_sequence(kiln_generator *generator, const int32_t *prompt,
+                                                 size_t prompt_length, const kiln_sampling_params *sampling,
+                                                 int64_t *out_sequence);
+KILN_API kiln_error *kiln_generator_prefill(kiln_generator *generator, int64_t sequence, size_t max_tokens,
+                                            size_t *out_remaining);
+KILN_API kiln_error *kiln_generator_step(kiln_generator *generator, const int64_t *sequences, size_t count,
+                                         int32_t *tokens);
+KILN_API kiln_error *kiln_generator_remove_sequence(kiln_generator *generator, int64_t sequence);
+/* The last position's logits [vocab] of the sequence's last model run; borrowed until the next
+ * call; NULL for an unknown sequence or before its prefill ran. */
+KILN_API const float *kiln_generator_sequence_logits(const kiln_generator *generator, int64_t sequence);
+/* Tokens in the sequence's cache; -1 for an unknown sequence. */
+KILN_API int64_t kiln_generator_sequence_length(const kiln_generator *generator, int64_t sequence);
+
+/* The KV cache's use. Bytes count the cache buffers only (keys and values of every layer). */
+typedef struct kiln_generator_cache_stats {
+  size_t struct_size;      /* set by the caller to sizeof(kiln_generator_cache_stats) */
+  int64_t rows;            /* cache rows allocated */
+  int64_t max_sequences;
+  int64_t sequences;       /* rows held by a sequence */
+  int64_t tokens_cached;   /* over those sequences */
+  int64_t bytes_per_token; /* one token of one sequence, all layers */
+  int64_t bytes_in_use;    /* the blocks the sequences hold: blocks_in_use * block_size * bytes_per_token */
+  int64_t bytes_reserved;  /* what is allocated: blocks_total * block_size * bytes_per_token */
+  int64_t block_size;      /* tokens per block (kiln-compile --kv-block-size; without paging, max_context) */
+  int64_t blocks_total;    /* blocks in the pool (without paging: rows); paged, before the first
+                              sequence: the pool the sequence API will allocate */
+  int64_t blocks_in_use;   /* held by sequences; freed when a sequence is removed */
+} kiln_generator_cache_stats;
+KILN_API void kiln_generator_cache_stats_get(const kiln_generator *generator, kiln_generator_cache_stats *out_stats);
 
 typedef enum kiln_finish_reason {
   KILN_FINISH_NONE = 0,      /* still running */

@@ -1,4 +1,4 @@
-// Autoregressive decoding over a decoder artifact: runtime-owned KV caches, prefill, decode steps, sampling.
+// Autoregressive decoding over a decoder artifact: runtime-owned KV cache rows, prefill, ragged decode steps, sampling.
 #include "generate/generator.h"
 
 #include "error.h"
@@ -66,11 +66,44 @@ kiln_error *configure(kiln_generator &g, const kiln_generator_options *options) 
   fed[g.idsInput] = fed[g.maskInput] = fed[g.positionInput] = true;
   if (g.positionIdsInput >= 0)
     fed[g.positionIdsInput] = true;
+  g.rowPositionsInput = findInput(m, kiln::artifact::kRowPositionsInput);
+  if (g.rowPositionsInput >= 0) {
+    const auto &rs = m.inputs[g.rowPositionsInput];
+    if (rs.dtype != 7 || rs.dims.size() != 1)
+      return invalid(std::string(kiln::artifact::kRowPositionsInput) + " must be int64 [batch]");
+    fed[g.rowPositionsInput] = true;
+  }
+  g.blockTableInput = findInput(m, kiln::artifact::kBlockTableInput);
+  if (g.blockTableInput >= 0) {
+    const auto &ts = m.inputs[g.blockTableInput];
+    if (ts.dtype != 7 || ts.dims.size() != 2 || g.rowPositionsInput < 0)
+      return invalid("kiln.block_table must be int64 [batch, blocks], with kiln.row_positions");
+    fed[g.blockTableInput] = true;
+  }
   for (const auto &c : m.decoder.caches) {
     CacheSlot slot;
     slot.input = c.input;
     slot.axis = c.axis;
     const auto &sig = m.inputs[c.input];
+    if (g.blockTableInput >= 0) {
+      // A pool [blocks, .., block, ..]: every dim but the blocks static.
+      if (c.axis == 0 || c.axis >= sig.dims.size() || sig.dims[c.axis].size <= 0)
+        return invalid("paged cache input '" + sig.name + "' has no static block size");
+      if (g.blockSize != 0 && g.blockSize != sig.dims[c.axis].size)
+        return invalid("paged cache inputs differ in their block size");
+      g.blockSize = sig.dims[c.axis].size;
+      for (size_t d = 0; d < sig.dims.size(); ++d) {
+        if (d == 0)
+          slot.dims.push_back(-3);
+        else if (sig.dims[d].size >= 0)
+          slot.dims.push_back(sig.dims[d].size);
+        else
+          return invalid("paged cache input '" + sig.name + "' has symbolic dim " + std::to_string(d));
+      }
+      fed[c.input] = true;
+      g.caches.push_back(std::move(slot));
+      continue;
+    }
     for (size_t d = 0; d < sig.dims.size(); ++d) {
       if (d == c.axis)
         slot.dims.push_back(-2);
@@ -101,6 +134,12 @@ kiln_error *configure(kiln_generator &g, const kiln_generator_options *options) 
   g.logitsOutput = size_t(logits);
   g.vocab = int32_t(std::min<int64_t>(ls.dims[2].size, INT32_MAX));
 
+  if (options && options->struct_size >= offsetof(kiln_generator_options, max_sequences) + sizeof(int32_t)) {
+    if (options->max_sequences < 0 || options->max_sequences > 4096)
+      return invalid("max_sequences " + std::to_string(options->max_sequences) + " is outside [0, 4096]");
+    if (options->max_sequences > 0)
+      g.maxSequences = options->max_sequences;
+  }
   g.capacity = m.decoder.maxContext;
   if (options && options->struct_size >= offsetof(kiln_generator_options, max_context) + sizeof(int64_t) &&
       options->max_context != 0)
@@ -110,68 +149,20 @@ kiln_error *configure(kiln_generator &g, const kiln_generator_options *options) 
   if (g.capacity < 1 || g.capacity > m.decoder.maxContext)
     return invalid("max_context " + std::to_string(g.capacity) + " is outside [1, " +
                    std::to_string(m.decoder.maxContext) + "], the context the artifact was compiled for");
-  return nullptr;
-}
-
-// Runs the model on `tokens` ([batch][len]) with these position ids; keeps the last position's logits.
-kiln_error *runStep(kiln_generator &g, const std::vector<int64_t> &tokens, const std::vector<int64_t> &positionIds,
-                    int64_t len) {
-  const auto &m = g.model->view.meta;
-  const int64_t total = g.position + len;
-  if (total > g.capacity)
-    return makeError(KILN_ERROR_OUT_OF_RANGE, "the KV cache is full: " + std::to_string(g.position) + " + " +
-                                                  std::to_string(len) + " tokens exceed the context of " +
-                                                  std::to_string(g.capacity));
-  const int64_t b = int64_t(g.batch);
-  std::vector<int64_t> mask(size_t(b * total));
-  for (int64_t s = 0; s < b; ++s)
-    std::copy(g.mask[s].begin(), g.mask[s].end(), mask.begin() + s * total);
-
-  std::vector<TensorPtr> owned(m.inputs.size());
-  auto wrap = [&](size_t input, kiln_dtype dtype, std::vector<int64_t> shape, void *data, size_t bytes) {
-    return kiln_tensor_wrap(dtype, shape.data(), shape.size(), data, bytes, &owned[input].t);
-  };
-  int64_t past = g.position;
-  kiln_error *e = wrap(g.idsInput, KILN_DTYPE_INT64, {b, len}, const_cast<int64_t *>(tokens.data()), tokens.size() * 8);
-  if (!e)
-    e = wrap(g.maskInput, KILN_DTYPE_INT64, {b, total}, mask.data(), mask.size() * 8);
-  if (!e && g.positionIdsInput >= 0)
-    e = wrap(size_t(g.positionIdsInput), KILN_DTYPE_INT64, {b, len}, const_cast<int64_t *>(positionIds.data()),
-             positionIds.size() * 8);
-  if (!e)
-    e = wrap(g.positionInput, KILN_DTYPE_INT64, {}, &past, 8);
-  for (CacheSlot &c : g.caches) {
-    if (!e)
-      e = wrap(c.input, KILN_DTYPE_FLOAT32, c.shape, c.data.get(), c.elements * sizeof(float));
-    if (!e)
-      owned[c.input].t->device = !g.model->device->hostMemory();
+  const int64_t blocksOption =
+      options && options->struct_size >= offsetof(kiln_generator_options, kv_cache_blocks) + sizeof(int64_t)
+          ? options->kv_cache_blocks
+          : 0;
+  if (blocksOption < 0 || blocksOption > (int64_t(1) << 32))
+    return invalid("kv_cache_blocks " + std::to_string(blocksOption) + " is outside [0, 2^32]");
+  if (g.blockSize > 0) {
+    g.blocksPerSequence = (g.capacity + g.blockSize - 1) / g.blockSize;
+    g.poolBlocks = blocksOption;
+  } else if (blocksOption != 0) {
+    // Silently ignoring it would leave the caller believing the memory is bounded.
+    return invalid("kv_cache_blocks is set but the artifact's KV cache is not paged (compile it with "
+                   "kiln-compile --kv-block-size N)");
   }
-  if (e)
-    return e;
-  std::vector<const kiln_tensor *> inputs;
-  for (auto &t : owned)
-    inputs.push_back(t.t);
-  std::vector<kiln_tensor *> outputs(m.outputs.size(), nullptr);
-  e = kiln_session_run(g.session, inputs.data(), inputs.size(), outputs.data(), outputs.size());
-  if (e)
-    return e;
-  std::vector<TensorPtr> results(outputs.size());
-  for (size_t i = 0; i < outputs.size(); ++i)
-    results[i].t = outputs[i];
-  const kiln_tensor *logits = outputs[g.logitsOutput];
-  // Every position, or (kiln-last-position-logits) only the last.
-  const int64_t *shape = kiln_tensor_shape(logits);
-  const int64_t rows = shape[1];
-  if (shape[0] != b || (rows != len && rows != 1) || shape[2] != g.vocab)
-    return makeError(KILN_ERROR_INTERNAL, "logits came back with shape [" + std::to_string(shape[0]) + ", " +
-                                              std::to_string(rows) + ", " + std::to_string(shape[2]) + "], expected [" +
-                                              std::to_string(b) + ", " + std::to_string(len) + " or 1, " +
-                                              std::to_string(g.vocab) + "]");
-  const float *data = static_cast<const float *>(kiln_tensor_data_const(logits));
-  g.logits.resize(size_t(b) * g.vocab);
-  for (int64_t s = 0; s < b; ++s)
-    std::memcpy(&g.logits[size_t(s) * g.vocab], data + (s * rows + rows - 1) * g.vocab, sizeof(float) * g.vocab);
-  g.position = total;
   return nullptr;
 }
 
@@ -206,6 +197,309 @@ kiln::SamplingParams toParams(const kiln_sampling_params &p) {
   return s;
 }
 
+using kiln::runtime::CacheRow;
+
+// One model run over cache rows [first, first + count): `len` new tokens per row; `past`
+// (kiln.past_length) is the read extent, the longest participating row; a row appends at its
+// rowPositions entry, and one past `past` sits the run out (nothing is written to it).
+struct RunInputs {
+  size_t first = 0, count = 0;
+  int64_t len = 0, past = 0;
+  std::vector<int64_t> tokens, positionIds, rowPositions, mask; // [count][len] x2, [count], [count][past+len]
+  std::vector<bool> sitsOut; // per row: its outputs are dropped (its logits stay those of its own last run)
+};
+
+kiln_error *runModel(kiln_generator &g, RunInputs &in) {
+  const auto &m = g.model->view.meta;
+  const int64_t total = in.past + in.len;
+  if (total > g.capacity)
+    return makeError(KILN_ERROR_OUT_OF_RANGE, "the KV cache is full: " + std::to_string(in.past) + " + " +
+                                                  std::to_string(in.len) + " tokens exceed the context of " +
+                                                  std::to_string(g.capacity));
+  const int64_t b = int64_t(in.count);
+  if (g.rowPositionsInput < 0)
+    for (int64_t p : in.rowPositions)
+      if (p != in.past)
+        return makeError(KILN_ERROR_INCOMPATIBLE, "this decoder artifact has no kiln.row_positions input (an older "
+                                                  "kiln-compile): sequences of different lengths cannot share a step; "
+                                                  "recompile it");
+  std::vector<TensorPtr> owned(m.inputs.size());
+  auto wrap = [&](size_t input, kiln_dtype dtype, std::vector<int64_t> shape, void *data, size_t bytes) {
+    return kiln_tensor_wrap(dtype, shape.data(), shape.size(), data, bytes, &owned[input].t);
+  };
+  int64_t past = in.past;
+  kiln_error *e = wrap(g.idsInput, KILN_DTYPE_INT64, {b, in.len}, in.tokens.data(), in.tokens.size() * 8);
+  if (!e)
+    e = wrap(g.maskInput, KILN_DTYPE_INT64, {b, total}, in.mask.data(), in.mask.size() * 8);
+  if (!e && g.positionIdsInput >= 0)
+    e = wrap(size_t(g.positionIdsInput), KILN_DTYPE_INT64, {b, in.len}, in.positionIds.data(), in.positionIds.size() * 8);
+  if (!e)
+    e = wrap(g.positionInput, KILN_DTYPE_INT64, {}, &past, 8);
+  if (!e && g.rowPositionsInput >= 0)
+    e = wrap(size_t(g.rowPositionsInput), KILN_DTYPE_INT64, {b}, in.rowPositions.data(), in.rowPositions.size() * 8);
+  std::vector<int64_t> table;
+  if (g.blockTableInput >= 0) {
+    // Each row's blocks; -1 past them (a write there is skipped, a read clamped and masked).
+    table.assign(size_t(b * g.blocksPerSequence), -1);
+    for (int64_t s = 0; s < b; ++s) {
+      const auto &blocks = g.rows[in.first + size_t(s)].blocks;
+      std::copy(blocks.begin(), blocks.end(), table.begin() + s * g.blocksPerSequence);
+    }
+    if (!e)
+      e = wrap(size_t(g.blockTableInput), KILN_DTYPE_INT64, {b, g.blocksPerSequence}, table.data(), table.size() * 8);
+  }
+  for (CacheSlot &c : g.caches) {
+    if (g.blockTableInput >= 0) { // the whole pool: the table says where each row's entries are
+      if (!e)
+        e = wrap(c.input, KILN_DTYPE_FLOAT32, c.shape, c.data.get(), c.elements * sizeof(float));
+      if (!e)
+        owned[c.input].t->device = !g.model->device->hostMemory();
+      continue;
+    }
+    // Rows [first, first + count) of the cache: contiguous, the batch being dim 0.
+    std::vector<int64_t> shape = c.shape;
+    shape[0] = b;
+    float *rows = static_cast<float *>(c.data.get()) + in.first * c.rowElements;
+    if (!e)
+      e = wrap(c.input, KILN_DTYPE_FLOAT32, shape, rows, size_t(b) * c.rowElements * sizeof(float));
+    if (!e)
+      owned[c.input].t->device = !g.model->device->hostMemory();
+  }
+  if (e)
+    return e;
+  std::vector<const kiln_tensor *> inputs;
+  for (auto &t : owned)
+    inputs.push_back(t.t);
+  std::vector<kiln_tensor *> outputs(m.outputs.size(), nullptr);
+  e = kiln_session_run(g.session, inputs.data(), inputs.size(), outputs.data(), outputs.size());
+  if (e)
+    return e;
+  std::vector<TensorPtr> results(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i)
+    results[i].t = outputs[i];
+  const kiln_tensor *logits = outputs[g.logitsOutput];
+  // Every position, or (kiln-last-position-logits) only the last.
+  const int64_t *shape = kiln_tensor_shape(logits);
+  const int64_t rows = shape[1];
+  if (shape[0] != b || (rows != in.len && rows != 1) || shape[2] != g.vocab)
+    return makeError(KILN_ERROR_INTERNAL, "logits came back with shape [" + std::to_string(shape[0]) + ", " +
+                                              std::to_string(rows) + ", " + std::to_string(shape[2]) + "], expected [" +
+                                              std::to_string(b) + ", " + std::to_string(in.len) + " or 1, " +
+                                              std::to_string(g.vocab) + "]");
+  const float *data = static_cast<const float *>(kiln_tensor_data_const(logits));
+  g.logits.resize(g.rows.size() * size_t(g.vocab));
+  for (int64_t s = 0; s < b; ++s)
+    if (in.sitsOut.empty() || !in.sitsOut[size_t(s)])
+      std::memcpy(&g.logits[(in.first + size_t(s)) * g.vocab], data + (s * rows + rows - 1) * g.vocab,
+                  sizeof(float) * g.vocab);
+  return nullptr;
+}
+
+// Blocks in a paged pool for `rows` sequences.
+int64_t poolBlocks(const kiln_generator &g, size_t rows) {
+  return g.poolBlocks > 0 ? g.poolBlocks : int64_t(rows) * g.blocksPerSequence;
+}
+
+// Paged caches: gives row `r` the blocks for `length` entries from the pool, all or none.
+kiln_error *reserveBlocks(kiln_generator &g, size_t r, int64_t length) {
+  if (g.blockSize == 0)
+    return nullptr;
+  auto &blocks = g.rows[r].blocks;
+  const size_t need = size_t((length + g.blockSize - 1) / g.blockSize);
+  if (need <= blocks.size())
+    return nullptr;
+  if (need - blocks.size() > g.freeBlocks.size())
+    return makeError(KILN_ERROR_OUT_OF_RANGE, "the KV cache pool is full: sequence " + std::to_string(g.rows[r].id) +
+                                                  " needs " + std::to_string(need - blocks.size()) +
+                                                  " more blocks of " + std::to_string(g.blockSize) + " tokens, " +
+                                                  std::to_string(g.freeBlocks.size()) + " of " +
+                                                  std::to_string(poolBlocks(g, g.rows.size())) + " are free");
+  while (blocks.size() < need) {
+    blocks.push_back(g.freeBlocks.back());
+    g.freeBlocks.pop_back();
+  }
+  return nullptr;
+}
+
+void releaseBlocks(kiln_generator &g, kiln::runtime::CacheRow &row) {
+  for (auto it = row.blocks.rbegin(); it != row.blocks.rend(); ++it)
+    g.freeBlocks.push_back(*it);
+  row.blocks.clear();
+}
+
+// Runs up to `maxTokens` more of row `r`'s prompt (0: all of it) as a batch of one on that row:
+// the same computation as prefilling the sequence alone, wherever its row is.
+kiln_error *prefillRow(kiln_generator &g, size_t r, size_t maxTokens) {
+  CacheRow &row = g.rows[r];
+  size_t n = row.prompt.size() - row.prefilled;
+  if (maxTokens > 0)
+    n = std::min(n, maxTokens);
+  if (n == 0)
+    return nullptr;
+  RunInputs in;
+  in.first = r;
+  in.count = 1;
+  in.len = int64_t(n);
+  in.past = row.length;
+  in.tokens.assign(row.prompt.begin() + row.prefilled, row.prompt.begin() + row.prefilled + n);
+  for (size_t i = 0; i < n; ++i)
+    in.positionIds.push_back(row.length + int64_t(i));
+  in.rowPositions = {row.length};
+  in.mask.assign(size_t(row.length) + n, 1);
+  if (kiln_error *e = reserveBlocks(g, r, row.length + int64_t(n)))
+    return e;
+  if (kiln_error *e = runModel(g, in))
+    return e;
+  row.length += int64_t(n);
+  row.prefilled += n;
+  row.logitsFresh = row.prefilled == row.prompt.size();
+  return nullptr;
+}
+
+// One decode step feeding tokens[i] to row rowIdx[i], for all of them in one model run over rows
+// [0, highest listed + 1). Each listed row appends at its own length and its mask covers exactly
+// its own entries; the attention reads up to the longest, and what lies past a row's length is
+// masked, so a row's logits are those it gets alone (the kernels reduce each row in the same order
+// whatever the batch). Rows not listed sit the run out: row position past the read extent, nothing
+// written, outputs dropped.
+kiln_error *decodeRows(kiln_generator &g, const std::vector<size_t> &rowIdx, const std::vector<int32_t> &tokens) {
+  int64_t past = 0;
+  size_t count = 0;
+  for (size_t r : rowIdx) {
+    past = std::max(past, g.rows[r].length);
+    count = std::max(count, r + 1);
+    if (g.rows[r].length + 1 > g.capacity)
+      return makeError(KILN_ERROR_OUT_OF_RANGE, "the KV cache is full: the context holds " +
+                                                    std::to_string(g.capacity) + " tokens");
+  }
+  RunInputs in;
+  in.count = count;
+  in.len = 1;
+  in.past = past;
+  const int64_t total = past + 1;
+  in.tokens.assign(count, 0);
+  in.positionIds.assign(count, 0);
+  in.rowPositions.assign(count, past + 1);
+  in.sitsOut.assign(count, true);
+  in.mask.assign(count * size_t(total), 0);
+  for (size_t r = 0; r < count; ++r) {
+    const int64_t own = std::min(g.rows[r].length, past);
+    in.positionIds[r] = own;
+    std::fill(in.mask.begin() + r * total, in.mask.begin() + r * total + own + 1, 1);
+  }
+  // Paged: the blocks for each listed row's new entry, all or none (a full pool fails the step).
+  std::vector<size_t> held;
+  for (size_t r : rowIdx)
+    held.push_back(g.rows[r].blocks.size());
+  for (size_t r : rowIdx)
+    if (kiln_error *e = reserveBlocks(g, r, g.rows[r].length + 1)) {
+      for (size_t i = 0; i < rowIdx.size(); ++i) {
+        auto &blocks = g.rows[rowIdx[i]].blocks;
+        while (blocks.size() > held[i]) {
+          g.freeBlocks.push_back(blocks.back());
+          blocks.pop_back();
+        }
+      }
+      return e;
+    }
+  for (size_t i = 0; i < rowIdx.size(); ++i) {
+    size_t r = rowIdx[i];
+    in.tokens[r] = tokens[i];
+    in.rowPositions[r] = g.rows[r].length;
+    in.sitsOut[r] = false;
+  }
+  if (kiln_error *e = runModel(g, in))
+    return e;
+  for (size_t r : rowIdx)
+    ++g.rows[r].length;
+  return nullptr;
+}
+
+// One token for each listed row: rows whose last token is not yet in the cache are fed it first,
+// all in one decode run; then every row samples from its logits.
+kiln_error *stepRows(kiln_generator &g, const std::vector<size_t> &rowIdx, int32_t *out) {
+  std::vector<size_t> feedRows;
+  std::vector<int32_t> feedTokens;
+  for (size_t r : rowIdx) {
+    const CacheRow &row = g.rows[r];
+    if (row.logitsFresh)
+      continue;
+    if (row.last < 0)
+      return invalid("sequence " + std::to_string(row.id) + " has not finished its prefill");
+    feedRows.push_back(r);
+    feedTokens.push_back(row.last);
+  }
+  if (!feedRows.empty())
+    if (kiln_error *e = decodeRows(g, feedRows, feedTokens))
+      return e;
+  for (size_t i = 0; i < rowIdx.size(); ++i) {
+    CacheRow &row = g.rows[rowIdx[i]];
+    int32_t t = row.sampler->sample(&g.logits[rowIdx[i] * g.vocab], g.vocab, row.history.data(), row.history.size());
+    if (t < 0)
+      return makeError(KILN_ERROR_INTERNAL, "sampling sequence " + std::to_string(row.id) + ": " + row.sampler->error());
+    row.last = t;
+    row.logitsFresh = false;
+    row.history.push_back(t);
+    out[i] = t;
+  }
+  return nullptr;
+}
+
+// Fresh caches with `n` rows (every sequence ends).
+kiln_error *allocateRows(kiln_generator &g, size_t n) {
+  g.rows.clear();
+  g.batch = 0;
+  for (CacheSlot &c : g.caches) {
+    c.shape.clear();
+    size_t elements = 1;
+    for (int64_t d : c.dims) {
+      int64_t v = d == -1 ? int64_t(n) : d == -2 ? g.capacity : d == -3 ? poolBlocks(g, n) : d;
+      c.shape.push_back(v);
+      elements *= size_t(v);
+    }
+    c.elements = elements;
+    c.rowElements = n ? elements / n : 0;
+    if (kiln_error *e = allocateCache(g, c, elements))
+      return e;
+  }
+  g.rows.resize(n);
+  g.logits.assign(n * size_t(g.vocab), 0.0f);
+  g.freeBlocks.clear();
+  if (g.blockSize > 0)
+    for (int64_t blk = poolBlocks(g, n); blk-- > 0;)
+      g.freeBlocks.push_back(blk);
+  return nullptr;
+}
+
+kiln_error *checkPrompt(const kiln_generator &g, const int32_t *prompt, size_t length, const std::string &what) {
+  if (length == 0 || !prompt)
+    return invalid(what + " is empty");
+  for (size_t i = 0; i < length; ++i)
+    if (prompt[i] < 0 || prompt[i] >= g.vocab)
+      return invalid(what + " token " + std::to_string(i) + " is id " + std::to_string(prompt[i]) +
+                     ", outside the vocabulary [0, " + std::to_string(g.vocab) + ")");
+  if (int64_t(length) >= g.capacity)
+    return makeError(KILN_ERROR_OUT_OF_RANGE, "prompt of " + std::to_string(length) +
+                                                  " tokens does not fit the context of " +
+                                                  std::to_string(g.capacity) + " tokens (with one new token)");
+  return nullptr;
+}
+
+int64_t longestRow(const kiln_generator &g) {
+  int64_t n = 0;
+  for (const CacheRow &r : g.rows)
+    if (r.used)
+      n = std::max(n, r.length);
+  return n;
+}
+
+std::vector<size_t> batchRows(const kiln_generator &g) {
+  std::vector<size_t> all(g.batch);
+  for (size_t s = 0; s < g.batch; ++s)
+    all[s] = s;
+  return all;
+}
+
 kiln_error *start(kiln_generator &g, const int32_t *const *prompts, const size_t *lengths, size_t batch,
                   const kiln_sampling_params *sampling) {
   if (batch == 0 || !prompts || !lengths)
@@ -216,136 +510,118 @@ kiln_error *start(kiln_generator &g, const int32_t *const *prompts, const size_t
   std::string why = params.validate();
   if (!why.empty())
     return invalid("sampling: " + why);
-  size_t longest = 0;
-  for (size_t s = 0; s < batch; ++s) {
-    if (lengths[s] == 0 || !prompts[s])
-      return invalid("prompt " + std::to_string(s) + " is empty");
-    longest = std::max(longest, lengths[s]);
-    for (size_t i = 0; i < lengths[s]; ++i)
-      if (prompts[s][i] < 0 || prompts[s][i] >= g.vocab)
-        return invalid("prompt " + std::to_string(s) + " token " + std::to_string(i) + " is id " +
-                       std::to_string(prompts[s][i]) + ", outside the vocabulary [0, " + std::to_string(g.vocab) + ")");
-  }
-  if (int64_t(longest) >= g.capacity)
-    return makeError(KILN_ERROR_OUT_OF_RANGE, "prompt of " + std::to_string(longest) +
-                                                  " tokens does not fit the context of " +
-                                                  std::to_string(g.capacity) + " tokens (with one new token)");
-  // Fresh caches for this batch.
-  g.batch = batch;
-  g.position = 0;
-  g.logitsFresh = false;
-  for (CacheSlot &c : g.caches) {
-    c.shape.clear();
-    size_t n = 1;
-    for (int64_t d : c.dims) {
-      int64_t v = d == -1 ? int64_t(batch) : d == -2 ? g.capacity : d;
-      c.shape.push_back(v);
-      n *= size_t(v);
-    }
-    c.elements = n;
-    if (kiln_error *e = allocateCache(g, c, n)) {
-      g.batch = 0;
+  for (size_t s = 0; s < batch; ++s)
+    if (kiln_error *e = checkPrompt(g, prompts[s], lengths[s], "prompt " + std::to_string(s)))
       return e;
-    }
-  }
-  // Left padding: pad id 0 with mask 0; positions count real tokens only.
-  const int64_t len = int64_t(longest);
-  std::vector<int64_t> tokens(batch * longest, 0), positions(batch * longest, 0);
-  g.mask.assign(batch, std::vector<int64_t>());
-  g.nextPositionId.assign(batch, 0);
-  g.history.assign(batch, {});
-  g.samplers.clear();
+  if (kiln_error *e = allocateRows(g, batch))
+    return e;
+  // Each prompt in its own row at positions [0, length): no padding; each is prefilled on its own
+  // (a batch of one), so its cache and logits are the ones it gets decoded alone.
   for (size_t s = 0; s < batch; ++s) {
-    size_t pad = longest - lengths[s];
-    g.mask[s].assign(longest, 1);
-    std::fill(g.mask[s].begin(), g.mask[s].begin() + pad, 0);
-    for (size_t i = 0; i < lengths[s]; ++i) {
-      tokens[s * longest + pad + i] = prompts[s][i];
-      positions[s * longest + pad + i] = int64_t(i);
-    }
-    g.nextPositionId[s] = int64_t(lengths[s]);
-    g.history[s].assign(prompts[s], prompts[s] + lengths[s]);
+    CacheRow &row = g.rows[s];
+    row.used = true;
+    row.id = int64_t(s);
+    row.prompt.assign(prompts[s], prompts[s] + lengths[s]);
+    row.history = row.prompt;
     kiln::SamplingParams p = params;
     p.seed = params.seed + s; // one stream per sequence
-    g.samplers.emplace_back(p);
+    row.sampler.emplace(p);
   }
-  kiln_error *e = runStep(g, tokens, positions, len);
-  if (e) {
-    g.batch = 0;
-    return e;
-  }
-  g.logitsFresh = true;
-  return nullptr;
-}
-
-// One decode step feeding ids[batch] at every sequence's next position.
-kiln_error *decodeStep(kiln_generator &g, const std::vector<int64_t> &ids) {
-  std::vector<int64_t> positions(g.batch);
-  for (size_t s = 0; s < g.batch; ++s)
-    positions[s] = g.nextPositionId[s];
-  if (g.position + 1 > g.capacity)
-    return makeError(KILN_ERROR_OUT_OF_RANGE, "the KV cache is full: the context holds " +
-                                                  std::to_string(g.capacity) + " tokens");
-  for (size_t s = 0; s < g.batch; ++s)
-    g.mask[s].push_back(1);
-  kiln_error *e = runStep(g, ids, positions, 1);
-  if (e) {
-    for (size_t s = 0; s < g.batch; ++s)
-      g.mask[s].pop_back();
-    return e;
-  }
-  for (size_t s = 0; s < g.batch; ++s)
-    ++g.nextPositionId[s];
+  for (size_t s = 0; s < batch; ++s)
+    if (kiln_error *e = prefillRow(g, s, 0)) {
+      g.rows.clear();
+      return e;
+    }
+  g.batch = batch;
   return nullptr;
 }
 
 kiln_error *next(kiln_generator &g, int32_t *tokens) {
   if (g.batch == 0)
     return invalid("kiln_generator_next: call kiln_generator_start first");
-  if (!g.logitsFresh) {
-    // Feed the previous tokens: one decode step.
-    std::vector<int64_t> ids(g.batch);
-    for (size_t s = 0; s < g.batch; ++s)
-      ids[s] = g.lastTokens[s];
-    if (kiln_error *e = decodeStep(g, ids))
-      return e;
-  }
-  g.logitsFresh = false;
-  g.lastTokens.resize(g.batch);
-  for (size_t s = 0; s < g.batch; ++s) {
-    int32_t t = g.samplers[s].sample(&g.logits[s * g.vocab], g.vocab, g.history[s].data(), g.history[s].size());
-    if (t < 0)
-      return makeError(KILN_ERROR_INTERNAL, "sampling sequence " + std::to_string(s) + ": " + g.samplers[s].error());
-    g.lastTokens[s] = t;
-    g.history[s].push_back(t);
-    tokens[s] = t;
-  }
-  return nullptr;
+  return stepRows(g, batchRows(g), tokens);
 }
 
 // Teacher forcing: the given tokens replace the ones next() last returned, if not yet fed.
 kiln_error *feed(kiln_generator &g, const int32_t *tokens) {
   if (g.batch == 0)
     return invalid("kiln_generator_feed: call kiln_generator_start first");
-  std::vector<int64_t> ids(g.batch);
+  std::vector<int32_t> ids(g.batch);
   for (size_t s = 0; s < g.batch; ++s) {
     if (tokens[s] < 0 || tokens[s] >= g.vocab)
       return invalid("kiln_generator_feed: sequence " + std::to_string(s) + " token is id " +
                      std::to_string(tokens[s]) + ", outside the vocabulary [0, " + std::to_string(g.vocab) + ")");
     ids[s] = tokens[s];
   }
-  if (kiln_error *e = decodeStep(g, ids))
+  if (kiln_error *e = decodeRows(g, batchRows(g), ids))
     return e;
   // A token next() sampled but never fed is not part of the sequence: the fed one takes its place
   // in the history the repetition penalty reads.
-  const bool dropPending = !g.logitsFresh && g.lastTokens.size() == g.batch;
   for (size_t s = 0; s < g.batch; ++s) {
-    if (dropPending && !g.history[s].empty())
-      g.history[s].pop_back();
-    g.history[s].push_back(tokens[s]);
+    CacheRow &row = g.rows[s];
+    if (!row.logitsFresh && row.last >= 0 && !row.history.empty())
+      row.history.pop_back();
+    row.history.push_back(tokens[s]);
+    row.last = -1;
+    row.logitsFresh = true;
   }
-  g.logitsFresh = true;
   return nullptr;
+}
+
+// The sequence API's row of `sequence`, or -1.
+long rowOf(const kiln_generator &g, int64_t sequence) {
+  for (size_t r = 0; r < g.rows.size(); ++r)
+    if (g.rows[r].used && g.rows[r].id == sequence && g.batch == 0)
+      return long(r);
+  return -1;
+}
+
+kiln_error *addSequence(kiln_generator &g, const int32_t *prompt, size_t length, const kiln_sampling_params *sampling,
+                        int64_t *out) {
+  kiln_sampling_params defaults;
+  kiln_sampling_params_init(&defaults);
+  kiln::SamplingParams params = toParams(sampling ? *sampling : defaults);
+  std::string why = params.validate();
+  if (!why.empty())
+    return invalid("sampling: " + why);
+  if (kiln_error *e = checkPrompt(g, prompt, length, "the prompt"))
+    return e;
+  // start()'s batch and the sequence API do not mix: the first sequence ends that batch.
+  if (g.batch > 0 || g.rows.size() != size_t(g.maxSequences))
+    if (kiln_error *e = allocateRows(g, size_t(g.maxSequences)))
+      return e;
+  for (size_t r = 0; r < g.rows.size(); ++r) {
+    CacheRow &row = g.rows[r];
+    if (row.used)
+      continue;
+    row = CacheRow{};
+    row.used = true;
+    row.id = g.nextId++;
+    row.prompt.assign(prompt, prompt + length);
+    row.history = row.prompt;
+    row.sampler.emplace(params);
+    *out = row.id;
+    return nullptr;
+  }
+  return makeError(KILN_ERROR_OUT_OF_RANGE, "every one of the generator's " + std::to_string(g.maxSequences) +
+                                                " sequences (max_sequences) is in use");
+}
+
+kiln_error *stepSequences(kiln_generator &g, const int64_t *sequences, size_t count, int32_t *tokens) {
+  std::vector<size_t> rowIdx;
+  for (size_t i = 0; i < count; ++i) {
+    long r = rowOf(g, sequences[i]);
+    if (r < 0)
+      return invalid("kiln_generator_step: sequence " + std::to_string(sequences[i]) + " is not one of this generator's");
+    if (std::find(rowIdx.begin(), rowIdx.end(), size_t(r)) != rowIdx.end())
+      return invalid("kiln_generator_step: sequence " + std::to_string(sequences[i]) + " is listed twice");
+    if (g.rows[size_t(r)].prefilled < g.rows[size_t(r)].prompt.size())
+      return invalid("kiln_generator_step: sequence " + std::to_string(sequences[i]) + " has " +
+                     std::to_string(g.rows[size_t(r)].prompt.size() - g.rows[size_t(r)].prefilled) +
+                     " prompt tokens left to prefill");
+    rowIdx.push_back(size_t(r));
+  }
+  return stepRows(g, rowIdx, tokens);
 }
 
 } // namespace
@@ -410,7 +686,9 @@ void kiln_generator_destroy(kiln_generator *generator) { delete generator; }
 
 int32_t kiln_generator_vocab_size(const kiln_generator *g) { return g ? g->vocab : 0; }
 int64_t kiln_generator_max_context(const kiln_generator *g) { return g ? g->capacity : 0; }
-int64_t kiln_generator_position(const kiln_generator *g) { return g ? g->position : 0; }
+
+int64_t kiln_generator_kv_block_size(const kiln_generator *g) { return g ? g->blockSize : 0; }
+int64_t kiln_generator_position(const kiln_generator *g) { return g && g->batch > 0 ? longestRow(*g) : 0; }
 const float *kiln_generator_logits(const kiln_generator *g) {
   return g && g->batch > 0 && !g->logits.empty() ? g->logits.data() : nullptr;
 }
@@ -490,7 +768,7 @@ kiln_error *kiln_generate(kiln_generator *g, const int32_t *const *prompts, cons
         finishAll(KILN_FINISH_CANCELLED);
         break;
       }
-      if (!first && g->position + 1 > g->capacity) {
+      if (!first && longestRow(*g) + 1 > g->capacity) {
         finishAll(KILN_FINISH_CONTEXT);
         break;
       }
@@ -559,5 +837,117 @@ void kiln_generation_stats_get(const kiln_generation *gen, kiln_generation_stats
 }
 
 void kiln_generation_destroy(kiln_generation *gen) { delete gen; }
+
+
+kiln_error *kiln_generator_add_sequence(kiln_generator *g, const int32_t *prompt, size_t prompt_length,
+                                        const kiln_sampling_params *sampling, int64_t *out_sequence) {
+  if (!out_sequence)
+    return invalid("kiln_generator_add_sequence: out_sequence is NULL");
+  *out_sequence = 0;
+  if (!g)
+    return invalid("kiln_generator_add_sequence: generator is NULL");
+  try {
+    return addSequence(*g, prompt, prompt_length, sampling, out_sequence);
+  } catch (...) {
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory adding a sequence");
+  }
+}
+
+kiln_error *kiln_generator_prefill(kiln_generator *g, int64_t sequence, size_t max_tokens, size_t *out_remaining) {
+  if (out_remaining)
+    *out_remaining = 0;
+  if (!g)
+    return invalid("kiln_generator_prefill: generator is NULL");
+  long r = rowOf(*g, sequence);
+  if (r < 0)
+    return invalid("kiln_generator_prefill: sequence " + std::to_string(sequence) + " is not one of this generator's");
+  try {
+    kiln_error *e = prefillRow(*g, size_t(r), max_tokens);
+    if (out_remaining)
+      *out_remaining = g->rows[size_t(r)].prompt.size() - g->rows[size_t(r)].prefilled;
+    return e;
+  } catch (...) {
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory prefilling");
+  }
+}
+
+kiln_error *kiln_generator_step(kiln_generator *g, const int64_t *sequences, size_t count, int32_t *tokens) {
+  if (!g || (count > 0 && (!sequences || !tokens)))
+    return invalid("kiln_generator_step: generator, sequences or tokens is NULL");
+  try {
+    return stepSequences(*g, sequences, count, tokens);
+  } catch (...) {
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory in a decode step");
+  }
+}
+
+kiln_error *kiln_generator_remove_sequence(kiln_generator *g, int64_t sequence) {
+  if (!g)
+    return invalid("kiln_generator_remove_sequence: generator is NULL");
+  long r = rowOf(*g, sequence);
+  if (r < 0)
+    return invalid("kiln_generator_remove_sequence: sequence " + std::to_string(sequence) +
+                   " is not one of this generator's");
+  // The row's cache entries stay as they are: the next sequence in the row writes from 0 and
+  // masks what lies past its own length. A paged cache's blocks go back to the pool.
+  releaseBlocks(*g, g->rows[size_t(r)]);
+  g->rows[size_t(r)] = kiln::runtime::CacheRow{};
+  return nullptr;
+}
+
+const float *kiln_generator_sequence_logits(const kiln_generator *g, int64_t sequence) {
+  if (!g)
+    return nullptr;
+  long r = rowOf(*g, sequence);
+  if (r < 0 || g->rows[size_t(r)].prefilled == 0)
+    return nullptr;
+  return &g->logits[size_t(r) * size_t(g->vocab)];
+}
+
+int64_t kiln_generator_sequence_length(const kiln_generator *g, int64_t sequence) {
+  if (!g)
+    return -1;
+  long r = rowOf(*g, sequence);
+  return r < 0 ? -1 : g->rows[size_t(r)].length;
+}
+
+void kiln_generator_cache_stats_get(const kiln_generator *g, kiln_generator_cache_stats *out) {
+  if (!out || out->struct_size < sizeof(size_t))
+    return;
+  kiln_generator_cache_stats s;
+  std::memset(&s, 0, sizeof s);
+  s.struct_size = std::min(out->struct_size, sizeof s);
+  if (g) {
+    int64_t perToken = 0;
+    for (const auto &c : g->caches)
+      perToken += g->blockSize > 0 ? int64_t(c.elements / std::max<size_t>(1, size_t(poolBlocks(*g, g->rows.size()))) *
+                                             sizeof(float)) / g->blockSize
+                  : g->capacity > 0 ? int64_t(c.rowElements * sizeof(float)) / g->capacity : 0;
+    s.bytes_per_token = perToken;
+    s.block_size = g->blockSize > 0 ? g->blockSize : g->capacity;
+    s.rows = int64_t(g->rows.size());
+    s.max_sequences = g->maxSequences;
+    for (const auto &r : g->rows)
+      if (r.used) {
+        ++s.sequences;
+        s.tokens_cached += r.length;
+      }
+    if (g->blockSize > 0) {
+      // What the sequences hold: whole blocks, so a sequence's last block counts in full.
+      // Before the first sequence: the pool the sequence API will allocate (max_sequences rows).
+      s.blocks_total = poolBlocks(*g, g->rows.empty() ? size_t(g->maxSequences) : g->rows.size());
+      s.blocks_in_use = g->rows.empty() ? 0 : s.blocks_total - int64_t(g->freeBlocks.size());
+      s.bytes_in_use = s.blocks_in_use * g->blockSize * perToken;
+      s.bytes_reserved = g->rows.empty() ? 0 : s.blocks_total * g->blockSize * perToken;
+    } else {
+      // One block of the whole context per row: a row in use holds all of it.
+      s.blocks_total = s.rows;
+      s.blocks_in_use = s.sequences;
+      s.bytes_in_use = s.sequences * g->capacity * perToken;
+      s.bytes_reserved = s.rows * g->capacity * perToken;
+    }
+  }
+  std::memcpy(out, &s, s.struct_size);
+}
 
 } // extern "C"

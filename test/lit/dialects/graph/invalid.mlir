@@ -542,3 +542,74 @@ func.func @packed_conv_channels_last_rows(%x: tensor<1x8x8x16xf32>, %p: tensor<1
       : (tensor<1x8x8x16xf32>, tensor<1x100x64xf32>) -> tensor<1x8x8x64xf32>
   return %0 : tensor<1x8x8x64xf32>
 }
+
+// -----
+
+func.func @kv_cache_rows_on_the_batch_axis(%c: tensor<?x4xf32>, %n: tensor<?x4xf32>, %p: tensor<i64>, %r: tensor<?xi64>) -> tensor<?x4xf32> {
+  // expected-error @+2 {{kv cache row positions need a batch dimension 0 that is not the cache axis}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.kv_cache_append %c, %n, %p, %r {axis = 0 : i64} : (tensor<?x4xf32>, tensor<?x4xf32>, tensor<i64>, tensor<?xi64>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @kv_cache_paged_write_on_the_blocks_axis(%pool: tensor<?x2x16x4xf32>, %n: tensor<?x2x1x4xf32>, %p: tensor<i64>, %r: tensor<?xi64>, %t: tensor<?x?xi64>) -> tensor<?x2x16x4xf32> {
+  // expected-error @+2 {{paged kv cache axis must be a static dim other than 0 (the blocks)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.kv_cache_paged_write %pool, %n, %p, %r, %t {axis = 0 : i64} : (tensor<?x2x16x4xf32>, tensor<?x2x1x4xf32>, tensor<i64>, tensor<?xi64>, tensor<?x?xi64>) -> tensor<?x2x16x4xf32>
+  return %0 : tensor<?x2x16x4xf32>
+}
+
+// -----
+
+func.func @kv_cache_paged_write_dynamic_block(%pool: tensor<?x2x?x4xf32>, %n: tensor<?x2x1x4xf32>, %p: tensor<i64>, %r: tensor<?xi64>, %t: tensor<?x?xi64>) -> tensor<?x2x?x4xf32> {
+  // expected-error @+2 {{paged kv cache axis must be a static dim other than 0 (the blocks)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.kv_cache_paged_write %pool, %n, %p, %r, %t {axis = 2 : i64} : (tensor<?x2x?x4xf32>, tensor<?x2x1x4xf32>, tensor<i64>, tensor<?xi64>, tensor<?x?xi64>) -> tensor<?x2x?x4xf32>
+  return %0 : tensor<?x2x?x4xf32>
+}
+
+// -----
+
+func.func @kv_cache_paged_write_other_heads(%pool: tensor<?x2x16x4xf32>, %n: tensor<?x3x1x4xf32>, %p: tensor<i64>, %r: tensor<?xi64>, %t: tensor<?x?xi64>) -> tensor<?x2x16x4xf32> {
+  // expected-error @+2 {{paged kv cache update differs from the pool in dimension 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.kv_cache_paged_write %pool, %n, %p, %r, %t {axis = 2 : i64} : (tensor<?x2x16x4xf32>, tensor<?x3x1x4xf32>, tensor<i64>, tensor<?xi64>, tensor<?x?xi64>) -> tensor<?x2x16x4xf32>
+  return %0 : tensor<?x2x16x4xf32>
+}
+
+// -----
+
+func.func @kv_cache_paged_write_rank(%pool: tensor<?x2x16x4xf32>, %n: tensor<?x1x4xf32>, %p: tensor<i64>, %r: tensor<?xi64>, %t: tensor<?x?xi64>) -> tensor<?x2x16x4xf32> {
+  // expected-error @+2 {{paged kv cache update must have the pool's rank and element type}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.kv_cache_paged_write %pool, %n, %p, %r, %t {axis = 2 : i64} : (tensor<?x2x16x4xf32>, tensor<?x1x4xf32>, tensor<i64>, tensor<?xi64>, tensor<?x?xi64>) -> tensor<?x2x16x4xf32>
+  return %0 : tensor<?x2x16x4xf32>
+}
+
+// -----
+
+func.func @kv_cache_paged_write_flat_table(%pool: tensor<?x2x16x4xf32>, %n: tensor<?x2x1x4xf32>, %p: tensor<i64>, %r: tensor<?xi64>, %t: tensor<?xi64>) -> tensor<?x2x16x4xf32> {
+  // expected-error @+1 {{operand #4 must be 2D tensor of 64-bit signless integer values}}
+  %0 = graph.kv_cache_paged_write %pool, %n, %p, %r, %t {axis = 2 : i64} : (tensor<?x2x16x4xf32>, tensor<?x2x1x4xf32>, tensor<i64>, tensor<?xi64>, tensor<?xi64>) -> tensor<?x2x16x4xf32>
+  return %0 : tensor<?x2x16x4xf32>
+}
+
+// -----
+
+func.func @kv_cache_paged_view_axis_out_of_range(%pool: tensor<?x2x16x4xf32>, %t: tensor<?x?xi64>, %p: tensor<i64>) -> tensor<?x2x16x4xf32> {
+  // expected-error @+2 {{paged kv cache axis must be a static dim other than 0 (the blocks)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.kv_cache_paged_view %pool, %t, %p {axis = 4 : i64} : (tensor<?x2x16x4xf32>, tensor<?x?xi64>, tensor<i64>) -> tensor<?x2x16x4xf32>
+  return %0 : tensor<?x2x16x4xf32>
+}
+
+// -----
+
+func.func @kv_cache_paged_view_update_rank(%pool: tensor<?x2x16x4xf32>, %t: tensor<?x?xi64>, %p: tensor<i64>, %n: tensor<?x4xf32>) -> tensor<?x2x?x4xf32> {
+  // expected-error @+2 {{paged kv cache update must have the pool's rank and element type}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.kv_cache_paged_view %pool, %t, %p, %n {axis = 2 : i64} : (tensor<?x2x16x4xf32>, tensor<?x?xi64>, tensor<i64>, tensor<?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %0 : tensor<?x2x?x4xf32>
+}

@@ -335,6 +335,28 @@ func.func @kv_cache_append(%cache: tensor<1x2x?x4xf32>, %new: tensor<1x2x?x4xf32
 
 // -----
 
+// With row positions each batch row is written at its own position, one row slice at a time,
+// and only where the row's [p, p + n) lies in the view [0, position + n).
+// CHECK-LABEL: func @kv_cache_append_rows
+// CHECK: scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %arg0)
+// CHECK: %[[P:.*]] = tensor.extract %arg3[%[[R]]]
+// CHECK: %[[PI:.*]] = arith.index_cast %[[P]]
+// CHECK: %[[END:.*]] = arith.addi %[[PI]]
+// CHECK: arith.cmpi sle, %[[END]]
+// CHECK: arith.cmpi sge, %[[PI]]
+// CHECK: scf.if
+// CHECK: %[[ROW:.*]] = tensor.extract_slice %arg1[%[[R]], 0, 0, 0] [1, 2, %{{.*}}, 4]
+// CHECK: tensor.insert_slice %[[ROW]] into %[[ACC]][%[[R]], 0, %[[PI]], 0] [1, 2, %{{.*}}, 4]
+// CHECK: } else {
+// CHECK: scf.yield %[[ACC]]
+// CHECK: tensor.extract_slice
+func.func @kv_cache_append_rows(%cache: tensor<?x2x?x4xf32>, %new: tensor<?x2x?x4xf32>, %pos: tensor<i64>, %rows: tensor<?xi64>) -> tensor<?x2x?x4xf32> {
+  %0 = graph.kv_cache_append %cache, %new, %pos, %rows {axis = 2 : i64} : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<i64>, tensor<?xi64>) -> tensor<?x2x?x4xf32>
+  return %0 : tensor<?x2x?x4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @kv_cache_prefix
 // CHECK: %[[POS:.*]] = arith.index_cast
 // CHECK: tensor.extract_slice %{{.*}}[0, 0, 0, 0] [1, 2, %[[POS]], 4] [1, 1, 1, 1]
