@@ -32,8 +32,8 @@ struct ConvertGraphToLinalgPass
                            kernel::KernelDialect>(); // attention for the GPU
     RewritePatternSet patterns(ctx);
     populateElementwiseLoweringPatterns(patterns);
-    populateContractionLoweringPatterns(patterns, wideHalfProducts);
-    populateNnLoweringPatterns(patterns, rowVectorReductions);
+    populateContractionLoweringPatterns(patterns, wideHalfProducts, vectorBits);
+    populateNnLoweringPatterns(patterns, rowVectorReductions, vectorBits);
     populateShapeLoweringPatterns(patterns);
     populateResizeLoweringPatterns(patterns);
     populateScatterGatherLoweringPatterns(patterns);

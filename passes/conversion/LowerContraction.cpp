@@ -760,7 +760,8 @@ static Value channelsLastPackedConv(OpBuilder &b, Location loc, PackedConvOp op,
 /// for any stride) accumulated in registers across the taps. (Group-1 ones
 /// became packed convolutions in kiln-pack-matmul-weights.)
 struct NhwcConvPattern : OpConversionPattern<NhwcConvOp> {
-  using OpConversionPattern::OpConversionPattern;
+  NhwcConvPattern(MLIRContext *ctx, int64_t vectorBits) : OpConversionPattern(ctx), vectorBits(vectorBits) {}
+  int64_t vectorBits;
   LogicalResult
   matchAndRewrite(NhwcConvOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -778,9 +779,13 @@ struct NhwcConvPattern : OpConversionPattern<NhwcConvOp> {
         rewriter, loc, RankedTensorType::get({wt.getDimSize(0), wt.getDimSize(1), channels}, et), w,
         SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
     Value bias = adaptor.getBias();
-    auto vecType = VectorType::get({8}, et);
-    bool exact = channels % 8 == 0;
+    // A whole register of channels: 16 floats on AVX-512 where they divide
+    // the channels, else 8 (a masked last vector where 8 does not divide).
+    int64_t lanes = channelLanes(vectorBits, channels, et);
+    auto vecType = VectorType::get({lanes}, et);
+    bool exact = channels % lanes == 0;
     ChannelWindow window;
+    window.width = lanes;
     window.kernel = ArrayRef<int64_t>(wt.getShape()).take_front(2);
     window.strides = strides;
     window.dilations = dilations;
@@ -1062,9 +1067,10 @@ struct ConvTransposePattern : OpConversionPattern<ConvTransposeOp> {
 
 } // namespace
 
-void populateContractionLoweringPatterns(RewritePatternSet &patterns, bool wideHalfProducts) {
+void populateContractionLoweringPatterns(RewritePatternSet &patterns, bool wideHalfProducts, int64_t vectorBits) {
   patterns.add<MatMulPattern, GemmPattern>(patterns.getContext(), wideHalfProducts);
-  patterns.add<PackedMatMulPattern, ConvPattern, PackedConvPattern, NhwcConvPattern, ConvTransposePattern>(patterns.getContext());
+  patterns.add<PackedMatMulPattern, ConvPattern, PackedConvPattern, ConvTransposePattern>(patterns.getContext());
+  patterns.add<NhwcConvPattern>(patterns.getContext(), vectorBits);
 }
 
 } // namespace kiln

@@ -1143,7 +1143,8 @@ struct PoolPattern : OpConversionPattern<OpTy> {
 /// over the window in vectors of 8 channels (contiguous for any stride),
 /// in registers across the taps; an average then divides by the window size.
 struct NhwcPoolPattern : OpConversionPattern<NhwcPoolOp> {
-  using OpConversionPattern::OpConversionPattern;
+  NhwcPoolPattern(MLIRContext *ctx, int64_t vectorBits) : OpConversionPattern(ctx), vectorBits(vectorBits) {}
+  int64_t vectorBits;
   LogicalResult
   matchAndRewrite(NhwcPoolOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -1164,8 +1165,10 @@ struct NhwcPoolPattern : OpConversionPattern<NhwcPoolOp> {
                                         rewriter.getIndexAttr(pads[3]), rewriter.getIndexAttr(0)};
       x = tensor::PadOp::create(rewriter, loc, Type(), x, low, high, padValue);
     }
-    auto vecType = VectorType::get({8}, et);
+    int64_t lanes = channelLanes(vectorBits, rt.getDimSize(3), et);
+    auto vecType = VectorType::get({lanes}, et);
     ChannelWindow window;
+    window.width = lanes;
     window.kernel = kernel;
     window.strides = strides;
     window.dilations = dilations;
@@ -1187,7 +1190,7 @@ struct NhwcPoolPattern : OpConversionPattern<NhwcPoolOp> {
 
 } // namespace
 
-void populateNnLoweringPatterns(RewritePatternSet &patterns, bool rowVectors) {
+void populateNnLoweringPatterns(RewritePatternSet &patterns, bool rowVectors, int64_t vectorBits) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ReducePattern<ReduceMeanOp>, ReducePattern<ReduceSumOp>, ReducePattern<ReduceMaxOp>,
                ReducePattern<ReduceMinOp>, ReducePattern<ReduceProdOp>, ReducePattern<ReduceL1Op>,
@@ -1195,8 +1198,8 @@ void populateNnLoweringPatterns(RewritePatternSet &patterns, bool rowVectors) {
                SoftmaxLikePattern<SoftmaxOp>, SoftmaxLikePattern<LogSoftmaxOp>>(ctx, rowVectors);
   patterns.add<ReduceLogSumExpPattern, DynamicReducePattern, ArgPattern<ArgMaxOp>, ArgPattern<ArgMinOp>,
                InstanceNormPattern, HardmaxPattern, CumSumPattern, NllLossPattern, LayerNormPattern, RmsNormPattern,
-               BatchNormPattern, GlobalAveragePoolPattern, PoolPattern<MaxPoolOp>, PoolPattern<AveragePoolOp>,
-               NhwcPoolPattern>(ctx);
+               BatchNormPattern, GlobalAveragePoolPattern, PoolPattern<MaxPoolOp>, PoolPattern<AveragePoolOp>>(ctx);
+  patterns.add<NhwcPoolPattern>(ctx, vectorBits);
 }
 
 } // namespace kiln

@@ -247,6 +247,13 @@ Value forallBlocks(OpBuilder &b, Location loc, Value init, ArrayRef<OpFoldResult
   return forall.getResult(0);
 }
 
+int64_t channelLanes(int64_t vectorBits, int64_t channels, Type elementType) {
+  if (!elementType.isF32())
+    return 8;
+  int64_t lanes = vectorBits / 32;
+  return lanes > 8 && channels % lanes == 0 ? lanes : 8;
+}
+
 Value channelWindowKernel(OpBuilder &b, Location loc, Value padded, RankedTensorType rt, const ChannelWindow &w) {
   Type et = rt.getElementType();
   int64_t oh = rt.getDimSize(1), ow = rt.getDimSize(2), channels = rt.getDimSize(3);

@@ -101,6 +101,9 @@ struct ChannelWindow {
   std::function<mlir::Value(mlir::OpBuilder &, mlir::Value acc, mlir::Value x, mlir::Value tap)> step;
   std::function<mlir::Value(mlir::OpBuilder &, mlir::Value acc, mlir::Value cb)> finish;
 };
+/// Channels per vector of a channels-last window kernel: a whole register
+/// of f32 (16 with 512-bit vectors) where that many divide `channels`, else 8.
+int64_t channelLanes(int64_t vectorBits, int64_t channels, mlir::Type elementType);
 mlir::Value channelWindowKernel(mlir::OpBuilder &b, mlir::Location loc, mlir::Value padded,
                                 mlir::RankedTensorType rt, const ChannelWindow &window);
 
@@ -124,9 +127,12 @@ mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, ml
 /// Populates the patterns of each op family.
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// `wideHalfProducts`: MatMul and Gemm of f16/bf16 accumulate in f32, rounded once at the end.
-void populateContractionLoweringPatterns(mlir::RewritePatternSet &patterns, bool wideHalfProducts);
+/// `vectorBits` sizes the depthwise convolution's channel vectors (channelLanes).
+void populateContractionLoweringPatterns(mlir::RewritePatternSet &patterns, bool wideHalfProducts,
+                                         int64_t vectorBits = 256);
 /// `rowVectors` (x86): reductions and softmaxes over the last axis as vector row kernels.
-void populateNnLoweringPatterns(mlir::RewritePatternSet &patterns, bool rowVectors = false);
+/// `vectorBits` sizes channels-last pooling's channel vectors (channelLanes).
+void populateNnLoweringPatterns(mlir::RewritePatternSet &patterns, bool rowVectors = false, int64_t vectorBits = 256);
 void populateShapeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateResizeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateScatterGatherLoweringPatterns(mlir::RewritePatternSet &patterns);

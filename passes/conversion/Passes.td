@@ -15,7 +15,9 @@ def ConvertGraphToLinalgPass : Pass<"kiln-convert-graph-to-linalg", "::mlir::Mod
   let options = [
     Option<"vectorBits", "vector-bits", "int64_t", "256",
            "Width of the target's vector registers: sizes the register blocks of kernels lowered here "
-           "(quantized products: 8 rows x 32 columns with 512 bits, 4 x 32 with 256)">,
+           "(quantized products: 8 rows x 32 columns with 512 bits, 4 x 32 with 256) and the channel "
+           "vectors of depthwise convolutions and pooling in NHWC (16 floats with 512 bits where 16 divide "
+           "the channels, else 8)">,
     Option<"wideHalfProducts", "wide-half-products", "bool", "false",
            "MatMul and Gemm of f16/bf16 accumulate in f32 and round once (the CUDA target's products)">,
     Option<"rowVectorReductions", "row-vector-reductions", "bool", "false",
