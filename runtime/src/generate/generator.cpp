@@ -500,16 +500,22 @@ std::vector<size_t> batchRows(const kiln_generator &g) {
   return all;
 }
 
+/// The request's sampling parameters (the defaults when null), validated.
+kiln_error *samplingParams(const kiln_sampling_params *sampling, kiln::SamplingParams &params) {
+  kiln_sampling_params defaults;
+  kiln_sampling_params_init(&defaults);
+  params = toParams(sampling ? *sampling : defaults);
+  std::string why = params.validate();
+  return why.empty() ? nullptr : invalid("sampling: " + why);
+}
+
 kiln_error *start(kiln_generator &g, const int32_t *const *prompts, const size_t *lengths, size_t batch,
                   const kiln_sampling_params *sampling) {
   if (batch == 0 || !prompts || !lengths)
     return invalid("kiln_generator_start: no prompts");
-  kiln_sampling_params defaults;
-  kiln_sampling_params_init(&defaults);
-  kiln::SamplingParams params = toParams(sampling ? *sampling : defaults);
-  std::string why = params.validate();
-  if (!why.empty())
-    return invalid("sampling: " + why);
+  kiln::SamplingParams params;
+  if (kiln_error *e = samplingParams(sampling, params))
+    return e;
   for (size_t s = 0; s < batch; ++s)
     if (kiln_error *e = checkPrompt(g, prompts[s], lengths[s], "prompt " + std::to_string(s)))
       return e;
@@ -578,12 +584,9 @@ long rowOf(const kiln_generator &g, int64_t sequence) {
 
 kiln_error *addSequence(kiln_generator &g, const int32_t *prompt, size_t length, const kiln_sampling_params *sampling,
                         int64_t *out) {
-  kiln_sampling_params defaults;
-  kiln_sampling_params_init(&defaults);
-  kiln::SamplingParams params = toParams(sampling ? *sampling : defaults);
-  std::string why = params.validate();
-  if (!why.empty())
-    return invalid("sampling: " + why);
+  kiln::SamplingParams params;
+  if (kiln_error *e = samplingParams(sampling, params))
+    return e;
   if (kiln_error *e = checkPrompt(g, prompt, length, "the prompt"))
     return e;
   // start()'s batch and the sequence API do not mix: the first sequence ends that batch.
