@@ -62,6 +62,12 @@ cl::alias printAllShort("print-ir-after-all", cl::desc("Same as --mlir-print-ir-
                         cl::cat(category));
 cl::opt<std::string> printAfter("print-ir-after", cl::desc("Print the IR after the named pass"), cl::cat(category));
 cl::opt<bool> quiet("quiet", cl::desc("Do not show progress"), cl::cat(category));
+cl::opt<bool> batch("batch",
+                    cl::desc("Compile many models in one process: read 'MODEL<tab>ARTIFACT' lines from stdin, "
+                             "compile each with the other flags, and after each print its errors and then "
+                             "'kiln-compile: batch done RC' on stderr (test runners: one process start, which "
+                             "is most of a small model's compile, instead of one per model)"),
+                    cl::cat(category));
 cl::opt<std::string> dumpIrDir("dump-ir-dir", cl::desc("Write the IR after every pass to DIR/NNN_<pass>.mlir"),
                                cl::value_desc("dir"), cl::cat(category));
 cl::opt<bool> kvCache("kv-cache",
@@ -170,7 +176,7 @@ template <typename T, typename V> void setIfGiven(std::optional<T> &field, const
 
 } // namespace
 
-CompileOptions parseCommandLine(int argc, char **argv, const char *version) {
+CompileOptions parseCommandLine(int argc, char **argv, const char *version, bool *batchMode) {
   static std::string versionLine;
   versionLine = std::string("kiln-compile ") + version + "\n";
   cl::HideUnrelatedOptions(category);
@@ -225,6 +231,8 @@ CompileOptions parseCommandLine(int argc, char **argv, const char *version) {
   o.listOps = listOps;
   o.printPipeline = printPipeline;
   o.compilerVersion = std::string("kiln ") + version;
+  if (batchMode)
+    *batchMode = batch;
   return o;
 }
 

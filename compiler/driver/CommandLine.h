@@ -7,8 +7,9 @@
 namespace kiln::driver {
 
 /// Parses argv (exits on --help, --version and malformed flags, as llvm::cl does). `version` is
-/// what --version prints and the artifact records after "kiln ".
-CompileOptions parseCommandLine(int argc, char **argv, const char *version);
+/// what --version prints and the artifact records after "kiln ". `batchMode`, when given, is set
+/// to whether --batch was given (kiln-compile's own mode, not an option of one compilation).
+CompileOptions parseCommandLine(int argc, char **argv, const char *version, bool *batchMode = nullptr);
 
 } // namespace kiln::driver
 

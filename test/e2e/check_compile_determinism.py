@@ -5,6 +5,8 @@ The second compile reads a copy of the model directory, through a relative path,
 directory, with another TMPDIR and (where taskset exists) on one core instead of all, so neither paths,
 the environment nor the core count (the accuracy check of --quantize runs on every core) may reach
 the artifact. On a difference it names the section (docs/artifact.md) and the first differing offset.
+Then the same models go through `kiln-compile --batch` (one process, each model twice, after others),
+which must give the same bytes.
 
     check_compile_determinism.py --bin build/bin --root . [--onnx-root /usr/share/libonnx-testdata/data]
         [--extra DIR ...]     also every DIR/model.onnx (e.g. the bench models), plain and --quantize=int8/int4
@@ -99,7 +101,36 @@ def check(kiln_compile, model_dir, flags, work):
         compile_once(kiln_compile, src, flags, out, cwd, dict(os.environ, TMPDIR=tmp, PWD=cwd), i == 1)
         with open(out, "rb") as f:
             outs.append(f.read())
-    return None if outs[0] == outs[1] else describe_difference(outs[0], outs[1])
+    return (None if outs[0] == outs[1] else describe_difference(outs[0], outs[1])), outs[0]
+
+
+def batch_differences(kiln_compile, cases, artifacts, work):
+    """[(label, message)]: the cases compiled again, those of one flag set in one `kiln-compile
+    --batch` process (the test runners' mode), every model twice so that each follows others. Each
+    artifact must equal the one the process of its own wrote: nothing of one compile reaches the next."""
+    groups = {}
+    for model_dir, flags in cases:
+        if not any(f.startswith("--calibration") for f in flags):  # those name files relative to their cwd
+            groups.setdefault(tuple(flags), []).append(model_dir)
+    problems = []
+    for flags, dirs in sorted(groups.items()):
+        jobs = [(d, os.path.join(work, "batch-%d.kiln" % i)) for i, d in enumerate(dirs + dirs)]
+        r = subprocess.run([kiln_compile, "--quiet", "--batch"] + list(flags),
+                           input="".join("%s\t%s\n" % (os.path.join(os.path.abspath(d), "model.onnx"), out)
+                                         for d, out in jobs),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        done = r.stderr.count("kiln-compile: batch done 0\n")
+        if r.returncode != 0 or done != len(jobs):
+            problems.append((" ".join(flags) or "(no flags)", "kiln-compile --batch: %d of %d compiled, exit %d: %s" % (
+                done, len(jobs), r.returncode, r.stderr.strip()[-300:])))
+            continue
+        for d, out in jobs:
+            with open(out, "rb") as f:
+                data = f.read()
+            expected = artifacts.get((d, flags))
+            if expected is not None and data != expected:
+                problems.append((" ".join([d] + list(flags)), describe_difference(expected, data)))
+    return problems
 
 
 def main():
@@ -116,12 +147,13 @@ def main():
     for d in args.extra:
         cases += [(d, []), (d, ["--quantize=int8"]), (d, ["--quantize=int4"])]
     failures = 0
+    artifacts = {}  # (model_dir, flags) -> the first compile's bytes
     with tempfile.TemporaryDirectory(prefix="kiln-determinism-") as work:
         for model_dir, flags in cases:
             name = os.path.relpath(model_dir, args.root) if model_dir.startswith(args.root) else model_dir
             label = " ".join([name] + flags)
             try:
-                diff = check(kiln_compile, model_dir, flags, work)
+                diff, artifacts[(model_dir, tuple(flags))] = check(kiln_compile, model_dir, flags, work)
             except RuntimeError as e:
                 diff = str(e)
             if diff:
@@ -129,8 +161,12 @@ def main():
                 print("DIFFERENT  %s: %s" % (label, diff))
             else:
                 print("identical  %s" % label)
+        batch = batch_differences(kiln_compile, cases, artifacts, work)
+        for label, diff in batch:
+            print("DIFFERENT  %s with --batch: %s" % (label, diff))
     print("%d of %d compiles were not byte-identical" % (failures, len(cases)))
-    return 1 if failures else 0
+    print("--batch: %s" % ("%d differences" % len(batch) if batch else "every artifact identical"))
+    return 1 if failures or batch else 0
 
 
 if __name__ == "__main__":

@@ -30,6 +30,37 @@ import sys
 import tempfile
 import threading
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_onnx_tests import BatchCompiler  # noqa: E402
+
+
+class Compilers(object):
+    """One `kiln-compile --batch` process per worker thread and arch (a small model's compile is
+    mostly the process start)."""
+
+    def __init__(self):
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        self.all = []
+
+    def get(self, cmd):
+        mine = getattr(self.local, "compilers", None)
+        if mine is None:
+            mine = self.local.compilers = {}
+        key = tuple(cmd)
+        if key not in mine:
+            mine[key] = BatchCompiler(cmd)
+            with self.lock:
+                self.all.append(mine[key])
+        return mine[key]
+
+    def close(self):
+        for c in self.all:
+            c.close()
+
+
+COMPILERS = Compilers()
+
 
 def find_ptxas():
     p = shutil.which("ptxas")
@@ -95,15 +126,13 @@ def compile_one(bin_dir, model, arch, tmp, have_ptxas, extra=(), mock=None, ends
     if not os.path.isfile(model):
         return "missing: no model file %s" % model
     out = os.path.join(tmp, "%s-%s.kiln" % (abs(hash(model)), arch))
-    cmd = [os.path.join(bin_dir, "kiln-compile"), "--quiet", "--target=cuda", "--gpu-arch=" + arch, model, "-o", out]
-    cmd += list(extra)
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    except subprocess.TimeoutExpired:
+    cmd = [os.path.join(bin_dir, "kiln-compile"), "--quiet", "--target=cuda", "--gpu-arch=" + arch] + list(extra)
+    step = COMPILERS.get(cmd).compile(model, out, 600)
+    if step["timed_out"]:
         return "timeout"
-    if r.returncode != 0:
-        lines = [l for l in (r.stderr or r.stdout).splitlines() if l.strip()]
-        return lines[0] if lines else "exit %d" % r.returncode
+    if step["rc"] != 0:
+        lines = [l for l in step["output"].splitlines() if l.strip()]
+        return lines[0] if lines else "exit %s" % step["rc"]
     r = subprocess.run([os.path.join(bin_dir, "kiln-inspect"), "--json", out], capture_output=True, text=True)
     ptx = None
     if r.returncode == 0 and not have_ptxas:
@@ -189,6 +218,7 @@ def main():
                        for t in tests for a in archs[t]}
             for fut in concurrent.futures.as_completed(futures):
                 results[futures[fut]] = fut.result()
+        COMPILERS.close()
     ok = [t for t in tests if all(results[(t, a)] is None for a in archs[t])]
     reasons = collections.Counter()
     for (t, a), why in results.items():

@@ -5,7 +5,10 @@ Each test is a directory holding `model.onnx` and `test_data_set_*/` folders
 (`input_K.pb`, `output_K.pb`), the layout of ONNX's backend node tests and of
 kiln's test/models. For every test this script
 
-  1. runs `kiln-compile model.onnx -o TMP/model.kiln --quiet`
+  1. runs `kiln-compile model.onnx -o TMP/model.kiln --quiet` (through one
+     `kiln-compile --batch` process per worker, which compiles the same way; a
+     crash or timeout there ends only that model's compile: a new process
+     takes the next; --compile-per-process starts one process per model)
   2. runs `kiln-run TMP/model.kiln --test-data-dir DATASET --quiet` for every
      data set (with --rtol/--atol/--threads when given),
 
@@ -52,6 +55,7 @@ import concurrent.futures
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -96,6 +100,9 @@ def parse_args(argv):
     ap.add_argument("--dynamic", action="store_true",
                     help="dynamic-shape mode: compile with --symbolic-input-dims (every input dim "
                          "symbolic, the compiler never sees the test's sizes), run on the same data")
+    ap.add_argument("--compile-per-process", action="store_true",
+                    help="one kiln-compile process per model, as a user runs it (default: each worker "
+                         "compiles its models in one `kiln-compile --batch` process, which starts once)")
     ap.add_argument("--compile-timeout", type=float, default=300.0,
                     help="seconds for one kiln-compile (default 300)")
     ap.add_argument("--run-timeout", type=float, default=120.0,
@@ -196,6 +203,79 @@ def run_step(cmd, timeout):
             "timed_out": timed_out, "seconds": round(time.time() - start, 3)}
 
 
+BATCH_DONE_RE = re.compile(br"^kiln-compile: batch done (-?[0-9]+)\r?\n", re.M)
+
+
+class BatchCompiler(object):
+    """A `kiln-compile --batch` process that compiles one model after another (a small model's
+    compile is mostly the process start: loading libLLVM/libMLIR). compile() gives the dict run_step
+    gives for `kiln-compile MODEL -o ARTIFACT ARGS`: what the compile printed, its exit status, and
+    on a crash the dying process's status (a new process serves the next model), on a timeout
+    timed_out with the process group killed. One per worker thread."""
+
+    def __init__(self, cmd):
+        self.cmd = list(cmd) + ["--batch"]
+        self.proc = None
+
+    def _start(self):
+        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+
+    def _kill(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait()
+
+    def compile(self, model, artifact, timeout):
+        if "\t" in model + artifact or "\n" in model + artifact:
+            return run_step(self.cmd[:-1] + [model, "-o", artifact], timeout)
+        start = time.time()
+        if self.proc is None or self.proc.poll() is not None:
+            try:
+                self._start()
+            except OSError as e:
+                return {"rc": None, "output": "cannot run %s: %s" % (self.cmd[0], e),
+                        "timed_out": False, "seconds": 0.0}
+        out, fd = b"", self.proc.stdout.fileno()
+        try:
+            self.proc.stdin.write(("%s\t%s\n" % (model, artifact)).encode("utf-8"))
+            self.proc.stdin.flush()
+        except (IOError, OSError):
+            pass  # it died: reading gives its end and status
+        while True:
+            done = BATCH_DONE_RE.search(out)
+            if done:
+                return {"rc": int(done.group(1)), "output": out[:done.start()].decode("utf-8", "replace"),
+                        "timed_out": False, "seconds": round(time.time() - start, 3)}
+            left = start + timeout - time.time()
+            if left <= 0:
+                self._kill()
+                self.proc = None
+                return {"rc": None, "output": out.decode("utf-8", "replace"), "timed_out": True,
+                        "seconds": round(time.time() - start, 3)}
+            if not select.select([fd], [], [], left)[0]:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:  # the process ended without finishing this model
+                rc = self.proc.wait()
+                self.proc = None
+                return {"rc": rc, "output": out.decode("utf-8", "replace"), "timed_out": False,
+                        "seconds": round(time.time() - start, 3)}
+            out += chunk
+
+    def close(self):
+        if self.proc is None:
+            return
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except (IOError, OSError, subprocess.TimeoutExpired):
+            self._kill()
+        self.proc = None
+
+
 def signal_name(num):
     try:
         return signal.Signals(num).name
@@ -285,6 +365,25 @@ class Runner(object):
         self.lock = threading.Lock()
         self.done = 0
         self.total = 0
+        self.local = threading.local()  # each worker thread's BatchCompiler
+        self.compilers = []
+
+    def compile(self, model, artifact, extra):
+        """`kiln-compile MODEL -o ARTIFACT --quiet EXTRA` as run_step's dict: through this worker
+        thread's --batch process, or in a process of its own with --compile-per-process."""
+        cmd = [self.compile_bin, "--quiet"] + extra
+        if self.args.compile_per_process:
+            return run_step(cmd + [model, "-o", artifact], self.args.compile_timeout)
+        compiler = getattr(self.local, "compiler", None)
+        if compiler is None:
+            compiler = self.local.compiler = BatchCompiler(cmd)
+            with self.lock:
+                self.compilers.append(compiler)
+        return compiler.compile(model, artifact, self.args.compile_timeout)
+
+    def close(self):
+        for c in self.compilers:
+            c.close()
 
     def run_test(self, name, test_dir):
         result = {"name": name, "dir": os.path.abspath(test_dir), "status": None,
@@ -308,8 +407,7 @@ class Runner(object):
                 artifact = model
             else:
                 extra = (["--symbolic-input-dims"] if self.args.dynamic else []) + self.args.compile_arg
-                step = run_step([self.compile_bin, model, "-o", artifact, "--quiet"] + extra,
-                                self.args.compile_timeout)
+                step = self.compile(model, artifact, extra)
                 status, message = classify_compile(step, artifact)
                 result["compile"] = {"rc": step["rc"], "seconds": step["seconds"],
                                      "timed_out": step["timed_out"], "output": tail(step["output"])}
@@ -429,6 +527,7 @@ def main(argv=None):
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = [pool.submit(runner.run_test, name, d) for name, d in tests]
         results = [f.result() for f in futures]
+    runner.close()
     elapsed = time.time() - start
     results.sort(key=lambda r: r["name"])
 

@@ -20,31 +20,48 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(HERE, "run_onnx_tests.py")
 
 # The fakes decide what to do from the test directory's name.
+# The fake compiler runs as `kiln-compile MODEL -o OUT ARGS` or, like the real one, as
+# `kiln-compile --batch ARGS` reading "MODEL<tab>OUT" lines and ending each with the done line.
 FAKE_COMPILE = r'''#!PYTHON
 import os, signal, sys, time
-model = sys.argv[1]
-out = sys.argv[sys.argv.index("-o") + 1]
-name = os.path.basename(os.path.dirname(model))
-log = os.environ.get("FAKE_COMPILE_LOG")
-if log:
-    with open(log, "a") as f:
-        f.write(" ".join([name] + sys.argv[2:]) + "\n")
-if "unsupported" in name:
-    print("kiln-compile: error: node 'weird_node': unsupported op 'Unique'", file=sys.stderr)
-    sys.exit(1)
-if "cerror" in name:
-    print("kiln-compile: error: cannot parse model", file=sys.stderr)
-    sys.exit(1)
-if "ccrash" in name:
-    os.kill(os.getpid(), signal.SIGSEGV)
-if "ctimeout" in name:
-    # a grandchild that would keep the pipe open if only the child were killed
-    os.system("sleep 30")
+def compile_one(model, out, args):
+    name = os.path.basename(os.path.dirname(model))
+    log = os.environ.get("FAKE_COMPILE_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write(" ".join([name] + args + ["pid=%d" % os.getpid()]) + "\n")
+    if "unsupported" in name:
+        print("kiln-compile: error: node 'weird_node': unsupported op 'Unique'", file=sys.stderr)
+        return 1
+    if "cerror" in name:
+        print("kiln-compile: error: cannot parse model", file=sys.stderr)
+        return 1
+    if "ccrash" in name:
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if "ctimeout" in name:
+        # a grandchild that would keep the pipe open if only the child were killed
+        os.system("sleep 30")
+        return 0
+    if "noartifact" in name:
+        return 0
+    with open(out, "w") as f:
+        f.write(name)
+    return 0
+if "--batch" in sys.argv:
+    args = [a for a in sys.argv[1:] if a != "--batch"]
+    for line in sys.stdin:
+        model, out = line.rstrip("\n").split("\t")
+        rc = compile_one(model, out, args)
+        sys.stdout.flush()
+        print("kiln-compile: batch done %d" % rc, file=sys.stderr, flush=True)
     sys.exit(0)
-if "noartifact" in name:
-    sys.exit(0)
-with open(out, "w") as f:
-    f.write(name)
+args = sys.argv[1:]
+out = args.pop(args.index("-o") + 1)
+args.remove("-o")
+model = next(a for a in args if not a.startswith("-"))
+args.remove(model)
+sys.exit(compile_one(model, out, args))
 '''
 
 FAKE_RUN = r'''#!PYTHON
@@ -123,12 +140,20 @@ class RunnerTest(unittest.TestCase):
         return p.returncode, out.decode(), time.time() - start
 
     def test_categories_and_report(self):
+        self.check_categories_and_report([])
+
+    def test_categories_and_report_per_process(self):
+        self.check_categories_and_report(["--compile-per-process"])
+
+    def check_categories_and_report(self, mode):
         report = os.path.join(self.tmp, "report.json")
         log = os.path.join(self.tmp, "run.log")
+        if os.path.exists(log):
+            os.unlink(log)
         os.environ["FAKE_RUN_LOG"] = log
         try:
             rc, out, secs = self.run_runner("-j", "4", "--rtol", "1e-3", "--atol", "1e-4",
-                                            "--report", report, "group", "group/t_missing")
+                                            "--report", report, "group", "group/t_missing", *mode)
         finally:
             del os.environ["FAKE_RUN_LOG"]
         self.assertEqual(rc, 1, out)  # failures fail the run without --report-only
@@ -174,6 +199,34 @@ class RunnerTest(unittest.TestCase):
             self.assertIn("--rtol 1e-3", l)
             self.assertIn("--atol 1e-4", l)
             self.assertIn("--quiet", l)
+
+    def test_batch_compiles_share_a_process_until_one_dies(self):
+        log = os.path.join(self.tmp, "batch.log")
+        if os.path.exists(log):
+            os.unlink(log)
+        os.environ["FAKE_COMPILE_LOG"] = log
+        try:
+            rc, out, _ = self.run_runner("-j", "1", "--compile-arg=--target=x86-scalar", "group/t_cerror",
+                                         "group/t_ccrash", "group/t_ctimeout", "group/t_pass",
+                                         "group/t_rerror")
+        finally:
+            del os.environ["FAKE_COMPILE_LOG"]
+        self.assertEqual(rc, 1, out)
+        self.assertIn("FAIL [crash] group/t_ccrash: kiln-compile died: SIGSEGV", out)
+        self.assertIn("FAIL [timeout] group/t_ctimeout", out)
+        self.assertIn("FAIL [compile-error] group/t_cerror", out)
+        self.assertIn("FAIL [runtime-error] group/t_rerror", out)
+        with open(log) as f:
+            lines = [l.split() for l in f.read().splitlines()]
+        self.assertEqual([l[0] for l in lines], ["t_cerror", "t_ccrash", "t_ctimeout", "t_pass", "t_rerror"])
+        for l in lines:
+            self.assertEqual(l[1:3], ["--quiet", "--target=x86-scalar"], l)
+        pid = dict((l[0], l[-1]) for l in lines)
+        # A failed compile keeps its process; the crash and the timeout each end theirs.
+        self.assertEqual(pid["t_cerror"], pid["t_ccrash"])
+        self.assertNotEqual(pid["t_ccrash"], pid["t_ctimeout"])
+        self.assertNotEqual(pid["t_ctimeout"], pid["t_pass"])
+        self.assertEqual(pid["t_pass"], pid["t_rerror"])
 
     def test_expect_pass(self):
         good = os.path.join(self.tmp, "good.txt")
