@@ -71,7 +71,8 @@ int main(int argc, char **argv) {
       logEvent({{"event", "model_loaded"}, {"model", m.name}, {"path", m.path},
                 {"kind", sm.decoder ? "decoder" : "forward"}, {"slots", m.maxSequences}, {"queue", m.maxQueue},
                 {"max_context", sm.maxContext}, {"kv_block_size", sm.kvBlockSize},
-                {"kv_cache_blocks", sm.kvPoolBlocks}, {"chat_template", chatFormName(sm.chat.form)}});
+                {"kv_cache_blocks", sm.kvPoolBlocks}, {"prefix_cache", sm.kvBlockSize > 0 && m.prefixCache},
+                {"chat_template", chatFormName(sm.chat.form)}});
     }
     models.ready = true;
     logEvent({{"event", "ready"}, {"models", options.models.size()}});

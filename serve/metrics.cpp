@@ -66,6 +66,11 @@ Metrics::Metrics() {
   def("kiln:kv_cache_blocks_in_use", "gauge", "Paged KV cache blocks held by running sequences.");
   def("kiln:kv_cache_blocks_reserved", "gauge",
       "Paged KV cache blocks the running sequences may take at most (admission reserves them).");
+  def("kiln:kv_cache_blocks_cached", "gauge",
+      "Paged KV cache blocks holding a prompt prefix for later requests (--prefix-cache), held or idle.");
+  def("kiln:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.");
+  def("kiln:prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache (not computed again).");
+  def("kiln:prefix_cache_evictions_total", "counter", "Idle prefix cache blocks taken back for other use.");
   def("kiln:kv_cache_usage_perc", "gauge", "KV cache bytes in use over bytes allocated (0 to 1).");
   def("kiln:decode_batch_size", "gauge", "Sequences in the last batched decode step.");
   def("kiln:prompt_tokens_total", "counter", "Prompt tokens prefilled.");

@@ -16,6 +16,8 @@ public:
   void addGenerationTokens(const std::string &model, double n) { add("kiln:generation_tokens_total", model, n); }
   void requestSucceeded(const std::string &model, const std::string &finishReason);
   void requestFailed(const std::string &model, const std::string &reason);
+  // A counter the runtime keeps (its cumulative stats): set to its current total.
+  void setCounter(const std::string &name, const std::string &model, double total) { setGauge(name, model, total); }
   // Gauges.
   void setGauge(const std::string &name, const std::string &model, double v);
   // Histograms (seconds).

@@ -73,7 +73,8 @@ void ModelRegistry::load(const ModelOptions &o, Metrics &metrics) {
   int64_t maxContext = o.maxContext;
   int sequences = o.maxSequences;
   int64_t blocks = o.kvCacheBlocks;
-  auto make = [model, decoder, maxContext, sequences, blocks, name = o.name](int index) {
+  bool prefixCache = o.prefixCache;
+  auto make = [model, decoder, maxContext, sequences, blocks, prefixCache, name = o.name](int index) {
     Slot s;
     s.index = index;
     if (decoder) {
@@ -83,6 +84,13 @@ void ModelRegistry::load(const ModelOptions &o, Metrics &metrics) {
       go.max_sequences = sequences; // one generator decodes all of them, batched
       go.kv_cache_blocks = blocks;  // paged artifacts only (the generator refuses it otherwise)
       check(kiln_generator_create(model, &go, &s.generator), "model '" + name + "' generator");
+      // A paged cache shares cached prompt blocks between requests (a contiguous one has none).
+      if (prefixCache && kiln_generator_kv_block_size(s.generator) > 0) {
+        kiln_generator_destroy(s.generator);
+        s.generator = nullptr;
+        go.prefix_caching = 1;
+        check(kiln_generator_create(model, &go, &s.generator), "model '" + name + "' generator");
+      }
     } else {
       check(kiln_session_create(model, &s.session), "model '" + name + "' session");
     }

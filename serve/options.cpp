@@ -24,6 +24,8 @@ const char *kUsage =
     "  --max-context N          KV cache tokens per sequence (default: the artifact's)\n"
     "  --kv-cache-blocks N      paged artifacts: KV cache blocks shared by all sequences (default: enough\n"
     "                           for every slot at full context); sequences are admitted by free blocks\n"
+    "  --no-prefix-cache        paged artifacts: do not keep prompt blocks for later requests (the prefix\n"
+    "                           cache is on by default: a prompt starting with cached blocks shares them)\n"
     "  --threads N              kernel threads of the model (default: all cores)\n"
     "server options:\n"
     "  --host ADDR              listen address (default 127.0.0.1)\n"
@@ -113,6 +115,11 @@ void readConfig(const std::string &file, ServerOptions &o) {
           else if (mk == "threads") mo.threads = int(num(mv, mk, 0, 1024));
           else if (mk == "prefill_chunk") mo.prefillChunk = int(num(mv, mk, 0, 1 << 20));
           else if (mk == "kv_cache_blocks") mo.kvCacheBlocks = num(mv, mk, 0, 1ll << 32);
+          else if (mk == "prefix_cache") {
+            if (!mv.is_boolean())
+              throw std::runtime_error("--config " + file + ": prefix_cache must be true or false");
+            mo.prefixCache = mv.get<bool>();
+          }
           else throw std::runtime_error("--config " + file + ": unknown model key '" + mk + "'");
         }
         // Relative paths are the config file's neighbours, so a directory holding the config, the
@@ -167,6 +174,7 @@ ServerOptions parseOptions(int argc, char **argv) {
     else if (a == "--threads") model().threads = int(toInt(a, value(), 0, 1024));
     else if (a == "--prefill-chunk") model().prefillChunk = int(toInt(a, value(), 0, 1 << 20));
     else if (a == "--kv-cache-blocks") model().kvCacheBlocks = toInt(a, value(), 0, 1ll << 32);
+    else if (a == "--no-prefix-cache") model().prefixCache = false;
     else if (a == "--host") o.host = value();
     else if (a == "--port") o.port = int(toInt(a, value(), 0, 65535));
     else if (a == "--request-timeout") o.requestTimeoutSeconds = toSeconds(a, value());

@@ -19,6 +19,7 @@ struct ModelOptions {
   int prefillChunk = 256;      // prompt tokens per prefill run between decode steps; 0 = whole prompts
   int64_t kvCacheBlocks = 0;   // paged artifacts (kiln-compile --kv-block-size): blocks in the KV pool;
                                // 0 = every sequence at full context
+  bool prefixCache = true;     // paged artifacts: share cached prompt blocks between requests
 };
 
 struct ServerOptions {

@@ -188,6 +188,10 @@ void Scheduler::publishCache() {
   metrics_.setGauge("kiln:kv_cache_blocks_total", model_, paged ? double(st.blocks_total) : 0.0);
   metrics_.setGauge("kiln:kv_cache_blocks_in_use", model_, paged ? double(st.blocks_in_use) : 0.0);
   metrics_.setGauge("kiln:kv_cache_blocks_reserved", model_, double(reservedBlocks_));
+  metrics_.setGauge("kiln:kv_cache_blocks_cached", model_, double(st.blocks_cached));
+  metrics_.setCounter("kiln:prefix_cache_queries_total", model_, double(st.prefix_lookup_tokens));
+  metrics_.setCounter("kiln:prefix_cache_hits_total", model_, double(st.prefix_hit_blocks * st.block_size));
+  metrics_.setCounter("kiln:prefix_cache_evictions_total", model_, double(st.prefix_evictions));
   // Rows are allocated at the first sequence; until then the reservation is what they will take.
   double total = paged ? double(st.blocks_total) * double(st.block_size) * double(st.bytes_per_token)
                        : double(std::max<int64_t>(st.rows, st.max_sequences)) *

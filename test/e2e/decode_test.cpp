@@ -15,6 +15,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -575,7 +576,8 @@ TEST_P(DecodeTest, SessionWritesThroughTheBlockTable) {
 
 // The sequence API: one generator, sequences joining and leaving between steps.
 struct SequenceDecoder {
-  SequenceDecoder(const std::string &family, int32_t maxSequences, int64_t maxContext = 0, int64_t poolBlocks = 0) {
+  SequenceDecoder(const std::string &family, int32_t maxSequences, int64_t maxContext = 0, int64_t poolBlocks = 0,
+                  bool prefixCaching = false) {
     kiln_model_options mo;
     kiln_model_options_init(&mo);
     mo.num_threads = 2; // the kernels' parallel split must not change a row's bits either
@@ -587,6 +589,7 @@ struct SequenceDecoder {
     go.max_sequences = maxSequences;
     go.max_context = maxContext;
     go.kv_cache_blocks = poolBlocks;
+    go.prefix_caching = prefixCaching ? 1 : 0;
     Error g{kiln_generator_create(model, &go, &gen)};
     if (g)
       ADD_FAILURE() << g.message();
@@ -846,6 +849,156 @@ TEST_P(DecodeTest, PagedPoolExhaustionIsAClearError) {
   Error again{kiln_generator_step(d.gen, &c, 1, &token)};
   EXPECT_FALSE(again) << again.message();
   EXPECT_EQ(stats().blocks_in_use, 2);
+}
+
+kiln_generator_cache_stats cacheStats(kiln_generator *gen) {
+  kiln_generator_cache_stats st;
+  st.struct_size = sizeof st;
+  kiln_generator_cache_stats_get(gen, &st);
+  return st;
+}
+
+// Adds `prompt`, prefills it, decodes `steps` tokens: the tokens and each step's logits.
+Trace decodeIn(SequenceDecoder &d, const std::vector<int32_t> &prompt, size_t steps,
+               const kiln_sampling_params &sampling, int64_t *idOut = nullptr) {
+  Trace t;
+  int64_t id = 0;
+  Error a{kiln_generator_add_sequence(d.gen, prompt.data(), prompt.size(), &sampling, &id)};
+  EXPECT_FALSE(a) << a.message();
+  if (a)
+    return t;
+  prefillAll(d.gen, id);
+  const int32_t vocab = kiln_generator_vocab_size(d.gen);
+  for (size_t s = 0; s < steps; ++s) {
+    int32_t token = -1;
+    Error e{kiln_generator_step(d.gen, &id, 1, &token)};
+    EXPECT_FALSE(e) << e.message();
+    const float *l = kiln_generator_sequence_logits(d.gen, id);
+    t.logits.emplace_back(l, l + vocab);
+    t.tokens.push_back(token);
+  }
+  if (idOut)
+    *idOut = id;
+  else
+    kiln_error_free(kiln_generator_remove_sequence(d.gen, id));
+  return t;
+}
+
+// Prompts that share a 37-token start (two full blocks of 16 and 5 tokens more).
+std::vector<std::vector<int32_t>> sharedPrefixPrompts() {
+  std::vector<int32_t> system;
+  for (int i = 0; i < 37; ++i)
+    system.push_back(int32_t((i * 37 + 11) % 400));
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t extra : {4, 11, 20}) {
+    std::vector<int32_t> p = system;
+    for (size_t i = 0; i < extra; ++i)
+      p.push_back(int32_t(300 + 7 * i + extra));
+    prompts.push_back(p);
+  }
+  return prompts;
+}
+
+// Prefix caching: later sequences share the first sequence's two full prompt blocks (held by two
+// at once, then idle, then shared again) and decode what they decode without the cache, bit for
+// bit: their prefill starts at entry 32 instead of 0, in other chunks, and the shared entries are
+// the first sequence's, but the kernels compute each position the same way whatever the chunk.
+TEST_P(DecodeTest, PrefixCachingSharesPromptBlocksWithTheSameTokens) {
+  const auto prompts = sharedPrefixPrompts();
+  const size_t steps = 8;
+  for (bool greedy : {true, false}) {
+    SCOPED_TRACE(greedy ? "greedy" : "sampled");
+    kiln_sampling_params sampling = raggedSampling();
+    if (greedy)
+      sampling.temperature = 0.0f;
+    std::vector<Trace> alone;
+    for (const auto &p : prompts)
+      alone.push_back(decodeAlone(GetParam() + "_paged16", p, steps, sampling));
+    SequenceDecoder d(GetParam() + "_paged16", 3, 0, 0, true);
+    ASSERT_NE(d.gen, nullptr);
+    std::vector<Trace> cached;
+    cached.push_back(decodeIn(d, prompts[0], steps, sampling)); // computes and publishes 2 blocks
+    EXPECT_EQ(cacheStats(d.gen).prefix_hit_blocks, 0);
+    EXPECT_EQ(cacheStats(d.gen).blocks_cached, 2);
+    EXPECT_EQ(cacheStats(d.gen).blocks_idle, 2);
+    EXPECT_EQ(cacheStats(d.gen).blocks_in_use, 0);
+    int64_t b = 0, c = 0;
+    cached.push_back(decodeIn(d, prompts[1], steps, sampling, &b)); // shares 2 blocks and keeps them
+    EXPECT_EQ(kiln_generator_sequence_length(d.gen, b), int64_t(prompts[1].size() + steps - 1));
+    cached.push_back(decodeIn(d, prompts[2], steps, sampling, &c)); // shares the same 2 blocks
+    kiln_generator_cache_stats st = cacheStats(d.gen);
+    EXPECT_EQ(st.prefix_lookups, 3);
+    EXPECT_EQ(st.prefix_hit_blocks, 4);
+    EXPECT_EQ(st.blocks_idle, 0);
+    // b: 48 prompt + 7 fed = 55 entries, 4 blocks, 2 of them shared; c: 64 entries, 4 blocks, the same 2 shared.
+    EXPECT_EQ(st.blocks_in_use, 2 + 2 + 2);
+    kiln_error_free(kiln_generator_remove_sequence(d.gen, b));
+    kiln_error_free(kiln_generator_remove_sequence(d.gen, c));
+    st = cacheStats(d.gen);
+    EXPECT_EQ(st.blocks_in_use, 0);
+    EXPECT_GE(st.blocks_idle, 2);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SCOPED_TRACE("sequence " + std::to_string(i));
+      ASSERT_EQ(cached[i].tokens, alone[i].tokens);
+      for (size_t s = 0; s < steps; ++s)
+        ASSERT_EQ(std::memcmp(cached[i].logits[s].data(), alone[i].logits[s].data(), alone[i].logits[s].size() * sizeof(float)), 0)
+            << "step " << s << ": logits differ from decoding without the cache";
+    }
+  }
+}
+
+// A small pool: idle cached blocks are taken back when a sequence needs them (least recently
+// released first), and a prompt whose blocks were taken back is computed again, correctly.
+TEST_P(DecodeTest, PrefixCacheGivesIdleBlocksBackWhenThePoolRunsOut) {
+  const auto prompts = sharedPrefixPrompts();
+  kiln_sampling_params greedy = raggedSampling();
+  greedy.temperature = 0.0f;
+  SequenceDecoder d(GetParam() + "_paged16", 2, 0, 5, true); // 5 blocks of 16
+  ASSERT_NE(d.gen, nullptr);
+  Trace first = decodeIn(d, prompts[0], 4, greedy); // 44 entries: 3 blocks, 2 published
+  EXPECT_EQ(cacheStats(d.gen).blocks_idle, 2);
+  std::vector<int32_t> other(70);
+  for (size_t i = 0; i < other.size(); ++i)
+    other[i] = int32_t(500 - 3 * i);
+  decodeIn(d, other, 2, greedy); // 71 entries: 5 blocks, so both idle ones are taken back
+  kiln_generator_cache_stats st = cacheStats(d.gen);
+  EXPECT_EQ(st.prefix_evictions, 2);
+  EXPECT_EQ(st.prefix_hit_blocks, 0);
+  Trace again = decodeIn(d, prompts[0], 4, greedy); // its blocks are gone: computed again
+  st = cacheStats(d.gen);
+  EXPECT_EQ(st.prefix_hit_blocks, 0);
+  EXPECT_EQ(again.tokens, first.tokens);
+  for (size_t s = 0; s < again.logits.size(); ++s)
+    ASSERT_EQ(std::memcmp(again.logits[s].data(), first.logits[s].data(), again.logits[s].size() * sizeof(float)), 0);
+  // A prompt that fits in whole cached blocks still runs its last token (for its logits).
+  std::vector<int32_t> exact(prompts[0].begin(), prompts[0].begin() + 32);
+  int64_t id = 0;
+  Error a{kiln_generator_add_sequence(d.gen, exact.data(), exact.size(), &greedy, &id)};
+  ASSERT_FALSE(a) << a.message();
+  EXPECT_EQ(kiln_generator_sequence_length(d.gen, id), 16); // one block shared, 16 tokens to run
+  EXPECT_EQ(cacheStats(d.gen).prefix_hit_blocks, 1);
+  prefillAll(d.gen, id);
+  EXPECT_NE(kiln_generator_sequence_logits(d.gen, id), nullptr);
+}
+
+// prefix_caching is for paged artifacts, and 0 or 1.
+TEST_P(DecodeTest, PrefixCachingNeedsAPagedArtifact) {
+  for (const auto &[artifact, value, words] :
+       std::vector<std::tuple<std::string, int32_t, std::string>>{{GetParam(), 1, "needs a paged KV cache"},
+                                                                  {GetParam() + "_paged16", 2, "is not 0 or 1"}}) {
+    kiln_model *model = nullptr;
+    Error e{kiln_model_load(artifactFor(artifact).c_str(), nullptr, &model)};
+    ASSERT_FALSE(e) << e.message();
+    kiln_generator_options go;
+    kiln_generator_options_init(&go);
+    go.prefix_caching = value;
+    kiln_generator *gen = nullptr;
+    Error g{kiln_generator_create(model, &go, &gen)};
+    EXPECT_EQ(g.code(), KILN_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(g.message().find(words), std::string::npos) << g.message();
+    EXPECT_EQ(gen, nullptr);
+    kiln_model_destroy(model);
+  }
 }
 
 // kv_cache_blocks is for paged artifacts; on a contiguous one it is refused, not ignored.

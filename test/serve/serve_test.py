@@ -784,6 +784,36 @@ def test_paged():
         srv.stop()
 
 
+def test_prefix_cache():
+    # Requests that share a 40-token prompt start: the first computes it, the later ones share its two
+    # full blocks of 16 (the counters say so) and decode the tokens of decoding alone without a cache.
+    # --no-prefix-cache computes every prompt whole.
+    system = [(i * 37 + 11) % 400 for i in range(40)]
+    prompts = [system + [300 + k, 301 + k, 302 + k] for k in range(3)]
+    want = [kiln_run_ids(p, 6, artifact="llama_paged16.kiln") for p in prompts]
+    for cached in (True, False):
+        srv = Server([], ["--model", "llama=" + os.path.join(ARGS.artifacts, "llama_paged16.kiln"), "--max-sequences",
+                          "2", "--threads", "1"] + ([] if cached else ["--no-prefix-cache"]))
+        try:
+            for i, p in enumerate(prompts):
+                st, j, _ = srv.post("/v1/completions", {"prompt": p, "max_tokens": 6, "temperature": 0,
+                                                        "ignore_eos": True, "return_token_ids": True})
+                got = j["choices"][0]["token_ids"] if st == 200 else (st, j)
+                check(got == want[i], "prefix cache %s, request %d: %s equals decoding alone %s" % (
+                    cached, i, got, want[i]))
+            m = srv.metrics()
+            hits, queries = metric(m, "kiln:prefix_cache_hits_total"), metric(m, "kiln:prefix_cache_queries_total")
+            if cached:
+                check(hits == 2 * 32 and queries == 3 * 43, "prefix cache: 64 of 129 prompt tokens found (%s of %s)" % (
+                    hits, queries))
+                check(metric(m, "kiln:kv_cache_blocks_cached") >= 2, "prefix cache: blocks kept for later requests")
+            else:
+                check(hits == 0 and queries == 0, "--no-prefix-cache: nothing looked up (%s, %s)" % (hits, queries))
+            check(metric(m, "kiln:kv_cache_blocks_in_use") == 0, "prefix cache: no block held after the requests")
+        finally:
+            srv.stop()
+
+
 def main():
     global ARGS
     p = argparse.ArgumentParser()
@@ -810,7 +840,7 @@ def main():
     finally:
         srv.stop()
     for t in (test_chat_templates, test_timeouts, test_drain_grace_expires, test_loading_then_refused, test_config_file,
-              test_v2_dtypes, test_paged):
+              test_v2_dtypes, test_paged, test_prefix_cache):
         t1 = time.time()
         try:
             t()

@@ -250,6 +250,13 @@ typedef struct kiln_generator_options {
                               all sequences; 0: enough for every sequence at max_context. Fewer bound
                               the memory: a sequence that needs a block when none is free fails
                               with KILN_ERROR_OUT_OF_RANGE */
+  int32_t prefix_caching; /* paged caches: 1 keeps the full blocks of prompts after their sequences
+                             end, known by their tokens, and a sequence added later whose prompt
+                             starts with the same tokens shares those blocks instead of computing
+                             them again (kept blocks are taken back, least recently used first, when
+                             the pool runs out). 0 (default): off. A sequence's logits are bitwise
+                             those it gets without the cache: the kernels compute each position the
+                             same way whatever the prompt chunk it is in (tested) */
 } kiln_generator_options;
 KILN_API void kiln_generator_options_init(kiln_generator_options *options);
 
@@ -338,6 +345,13 @@ typedef struct kiln_generator_cache_stats {
   int64_t blocks_total;    /* blocks in the pool (without paging: rows); paged, before the first
                               sequence: the pool the sequence API will allocate */
   int64_t blocks_in_use;   /* held by sequences; freed when a sequence is removed */
+  /* Prefix caching (kiln_generator_options.prefix_caching); 0 without it. */
+  int64_t blocks_cached;     /* blocks holding a prompt prefix, held by sequences or idle */
+  int64_t blocks_idle;       /* cached blocks no sequence holds (not in blocks_in_use): reusable */
+  int64_t prefix_lookups;    /* sequences added while prefix caching was on */
+  int64_t prefix_lookup_tokens; /* their prompt tokens */
+  int64_t prefix_hit_blocks; /* blocks those sequences shared instead of computing (x block_size tokens) */
+  int64_t prefix_evictions;  /* idle cached blocks taken back for other use */
 } kiln_generator_cache_stats;
 KILN_API void kiln_generator_cache_stats_get(const kiln_generator *generator, kiln_generator_cache_stats *out_stats);
 

@@ -155,9 +155,19 @@ kiln_error *configure(kiln_generator &g, const kiln_generator_options *options) 
           : 0;
   if (blocksOption < 0 || blocksOption > (int64_t(1) << 32))
     return invalid("kv_cache_blocks " + std::to_string(blocksOption) + " is outside [0, 2^32]");
+  const int32_t prefixOption =
+      options && options->struct_size >= offsetof(kiln_generator_options, prefix_caching) + sizeof(int32_t)
+          ? options->prefix_caching
+          : 0;
+  if (prefixOption != 0 && prefixOption != 1)
+    return invalid("prefix_caching " + std::to_string(prefixOption) + " is not 0 or 1");
   if (g.blockSize > 0) {
     g.blocksPerSequence = (g.capacity + g.blockSize - 1) / g.blockSize;
     g.poolBlocks = blocksOption;
+    g.prefixCaching = prefixOption == 1;
+  } else if (prefixOption != 0) {
+    return invalid("prefix_caching needs a paged KV cache, and the artifact's is not (compile it with "
+                   "kiln-compile --kv-block-size N)");
   } else if (blocksOption != 0) {
     // Silently ignoring it would leave the caller believing the memory is bounded.
     return invalid("kv_cache_blocks is set but the artifact's KV cache is not paged (compile it with "
@@ -308,23 +318,18 @@ kiln_error *reserveBlocks(kiln_generator &g, size_t r, int64_t length) {
   const size_t need = size_t((length + g.blockSize - 1) / g.blockSize);
   if (need <= blocks.size())
     return nullptr;
-  if (need - blocks.size() > g.freeBlocks.size())
+  if (!g.pool.take(need - blocks.size(), blocks))
     return makeError(KILN_ERROR_OUT_OF_RANGE, "the KV cache pool is full: sequence " + std::to_string(g.rows[r].id) +
                                                   " needs " + std::to_string(need - blocks.size()) +
                                                   " more blocks of " + std::to_string(g.blockSize) + " tokens, " +
-                                                  std::to_string(g.freeBlocks.size()) + " of " +
-                                                  std::to_string(poolBlocks(g, g.rows.size())) + " are free");
-  while (blocks.size() < need) {
-    blocks.push_back(g.freeBlocks.back());
-    g.freeBlocks.pop_back();
-  }
+                                                  std::to_string(g.pool.available()) + " of " +
+                                                  std::to_string(g.pool.total()) + " are free");
   return nullptr;
 }
 
 void releaseBlocks(kiln_generator &g, kiln::runtime::CacheRow &row) {
-  for (auto it = row.blocks.rbegin(); it != row.blocks.rend(); ++it)
-    g.freeBlocks.push_back(*it);
-  row.blocks.clear();
+  if (g.blockSize > 0)
+    g.pool.release(row.blocks);
 }
 
 // Runs up to `maxTokens` more of row `r`'s prompt (0: all of it) as a batch of one on that row:
@@ -353,6 +358,9 @@ kiln_error *prefillRow(kiln_generator &g, size_t r, size_t maxTokens) {
   row.length += int64_t(n);
   row.prefilled += n;
   row.logitsFresh = row.prefilled == row.prompt.size();
+  // Prefix caching: the prompt's blocks filled so far become shareable.
+  if (g.blockSize > 0)
+    g.pool.publish(row.blocks, row.prompt.data(), size_t(row.length / g.blockSize));
   return nullptr;
 }
 
@@ -393,13 +401,8 @@ kiln_error *decodeRows(kiln_generator &g, const std::vector<size_t> &rowIdx, con
     held.push_back(g.rows[r].blocks.size());
   for (size_t r : rowIdx)
     if (kiln_error *e = reserveBlocks(g, r, g.rows[r].length + 1)) {
-      for (size_t i = 0; i < rowIdx.size(); ++i) {
-        auto &blocks = g.rows[rowIdx[i]].blocks;
-        while (blocks.size() > held[i]) {
-          g.freeBlocks.push_back(blocks.back());
-          blocks.pop_back();
-        }
-      }
+      for (size_t i = 0; i < rowIdx.size(); ++i)
+        g.pool.release(g.rows[rowIdx[i]].blocks, held[i]);
       return e;
     }
   for (size_t i = 0; i < rowIdx.size(); ++i) {
@@ -464,10 +467,7 @@ kiln_error *allocateRows(kiln_generator &g, size_t n) {
   }
   g.rows.resize(n);
   g.logits.assign(n * size_t(g.vocab), 0.0f);
-  g.freeBlocks.clear();
-  if (g.blockSize > 0)
-    for (int64_t blk = poolBlocks(g, n); blk-- > 0;)
-      g.freeBlocks.push_back(blk);
+  g.pool.reset(g.blockSize > 0 ? poolBlocks(g, n) : 0, g.blockSize, g.prefixCaching);
   return nullptr;
 }
 
@@ -603,6 +603,11 @@ kiln_error *addSequence(kiln_generator &g, const int32_t *prompt, size_t length,
     row.prompt.assign(prompt, prompt + length);
     row.history = row.prompt;
     row.sampler.emplace(params);
+    // Prefix caching: the cached blocks of the prompt's start are shared, not computed again. At
+    // least the last prompt token runs, for the logits the first new token comes from.
+    const size_t shared = g.pool.share(prompt, length, length - 1, row.blocks);
+    row.length = int64_t(shared) * g.blockSize;
+    row.prefilled = size_t(row.length);
     *out = row.id;
     return nullptr;
   }
@@ -939,9 +944,16 @@ void kiln_generator_cache_stats_get(const kiln_generator *g, kiln_generator_cach
       // What the sequences hold: whole blocks, so a sequence's last block counts in full.
       // Before the first sequence: the pool the sequence API will allocate (max_sequences rows).
       s.blocks_total = poolBlocks(*g, g->rows.empty() ? size_t(g->maxSequences) : g->rows.size());
-      s.blocks_in_use = g->rows.empty() ? 0 : s.blocks_total - int64_t(g->freeBlocks.size());
+      s.blocks_in_use = g->rows.empty() ? 0 : g->pool.held();
       s.bytes_in_use = s.blocks_in_use * g->blockSize * perToken;
       s.bytes_reserved = g->rows.empty() ? 0 : s.blocks_total * g->blockSize * perToken;
+      const kiln::runtime::BlockPool::Stats &p = g->pool.stats();
+      s.blocks_cached = p.cached;
+      s.blocks_idle = p.idle;
+      s.prefix_lookups = p.lookups;
+      s.prefix_lookup_tokens = p.lookupTokens;
+      s.prefix_hit_blocks = p.hitBlocks;
+      s.prefix_evictions = p.evictions;
     } else {
       // One block of the whole context per row: a row in use holds all of it.
       s.blocks_total = s.rows;

@@ -3,6 +3,7 @@
 #define KILN_RUNTIME_GENERATOR_H
 
 #include "kiln/kiln.h"
+#include "generate/block_pool.h"
 #include "generate/sampling.h"
 
 #include <atomic>
@@ -57,7 +58,8 @@ struct kiln_generator {
   int64_t blockSize = 0;
   int64_t blocksPerSequence = 0; // the table's width: ceil(capacity / blockSize)
   int64_t poolBlocks = 0;        // option kv_cache_blocks; 0: every sequence at full context
-  std::vector<int64_t> freeBlocks; // a stack, lowest id on top
+  bool prefixCaching = false;    // option prefix_caching: sequences share their prompts' cached blocks
+  kiln::runtime::BlockPool pool;
   size_t logitsOutput = 0;
   std::vector<kiln::runtime::CacheSlot> caches;
   std::atomic<bool> cancelled{false};
