@@ -44,19 +44,38 @@ def one_request(host, port, model, prompt, max_tokens):
     r = c.getresponse()
     if r.status != 200:
         raise RuntimeError("HTTP %d: %s" % (r.status, r.read()[:200]))
-    stamps, tokens = [], 0
+    stamps, tokens, ids = [], 0, []
     for raw in r:
         line = raw.strip()
         if not line.startswith(b"data: ") or line == b"data: [DONE]":
             continue
         ev = json.loads(line[6:])
         n = sum(len(ch.get("token_ids", [])) for ch in ev.get("choices", []))
+        for ch in ev.get("choices", []):
+            ids += ch.get("token_ids", [])
         if n:
             stamps.append(time.perf_counter())
             tokens += n
     c.close()
     return {"ttft": stamps[0] - t0 if stamps else float("nan"),
-            "itl": [b - a for a, b in zip(stamps, stamps[1:])], "tokens": tokens, "end": time.perf_counter()}
+            "itl": [b - a for a, b in zip(stamps, stamps[1:])], "tokens": tokens, "ids": ids,
+            "end": time.perf_counter()}
+
+
+def start_server(cmd):
+    """Starts kiln-serve (cmd with --port 0) and waits until it is ready: (process, port)."""
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    port = None
+    for line in proc.stderr:
+        m = re.search(r'"event":"listening".*"port":(\d+)', line)
+        if m:
+            port = int(m.group(1))
+        if '"event":"ready"' in line:
+            break
+        if '"event":"startup_failed"' in line:
+            sys.exit("kiln-serve failed: " + line)
+    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+    return proc, port
 
 
 def phase(host, port, model, clients, requests, prompt_len, max_tokens):
@@ -120,17 +139,8 @@ def main():
             cmd += ["--min-step-ms", str(a.min_step_ms)]
         if a.kv_cache_blocks:
             cmd += ["--kv-cache-blocks", str(a.kv_cache_blocks)]
-        proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-        host, port = "127.0.0.1", None
-        for line in proc.stderr:
-            m = re.search(r'"event":"listening".*"port":(\d+)', line)
-            if m:
-                port = int(m.group(1))
-            if '"event":"ready"' in line:
-                break
-            if '"event":"startup_failed"' in line:
-                sys.exit("kiln-serve failed: " + line)
-        threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+        proc, port = start_server(cmd)
+        host = "127.0.0.1"
     try:
         guard = threading.Timer(600, lambda: os._exit(3))
         guard.daemon = True
