@@ -54,6 +54,9 @@ inline constexpr const char *kRowPositionsInput = "kiln.row_positions";
 // Paged caches' [batch, blocks per sequence] int64 input: the pool block of each sequence's
 // entries [block * i, block * (i + 1)), the block being the caches' static size along their axis.
 inline constexpr const char *kBlockTableInput = "kiln.block_table";
+// kiln-last-position-logits' int64 scalar input: the logits output holds each row's last N
+// positions (1 for a decode step or a prefill; K + 1 to verify K speculated tokens in one run).
+inline constexpr const char *kLogitRowsInput = "kiln.logit_rows";
 
 struct DecoderInfo {
   bool present = false;

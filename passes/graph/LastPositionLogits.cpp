@@ -1,4 +1,5 @@
-// Decoders: compute the output head (logits) for the last position only, which is all generation reads.
+// Decoders: compute the output head (logits) for the last N positions only (N a run-time input: 1
+// for generation's steps and prefills, K + 1 when verifying K speculated tokens).
 #include "passes/graph/Passes.h"
 
 #include "dialects/graph/IR/Graph.h"
@@ -31,6 +32,7 @@ struct LastPositionLogitsPass : impl::LastPositionLogitsPassBase<LastPositionLog
     if (!hasCache)
       return;
     auto ret = cast<func::ReturnOp>(main.getBody().front().getTerminator());
+    Value rows; // the kiln.logit_rows input, added with the first head it slices
     for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
       auto name = main.getResultAttrOfType<StringAttr>(r, attrs::kName);
       if (!name || name.getValue() != "logits")
@@ -41,10 +43,29 @@ struct LastPositionLogitsPass : impl::LastPositionLogitsPassBase<LastPositionLog
           cast<RankedTensorType>(mm.getRhs().getType()).getRank() != 2)
         continue;
       OpBuilder b(mm);
-      auto last = graph::SliceOp::create(b, mm.getLoc(), mm.getLhs(), b.getDenseI64ArrayAttr({-1}),
-                                         b.getDenseI64ArrayAttr({std::numeric_limits<int64_t>::max()}),
-                                         b.getDenseI64ArrayAttr({1}), b.getDenseI64ArrayAttr({1}));
-      auto head = graph::MatMulOp::create(b, mm.getLoc(), last.getResult(), mm.getRhs());
+      auto i64 = b.getI64Type();
+      if (!rows) {
+        unsigned index = main.getNumArguments();
+        auto attrsDict = b.getDictionaryAttr({b.getNamedAttr(attrs::kName, b.getStringAttr("kiln.logit_rows")),
+                                              b.getNamedAttr(attrs::kDtype, b.getI64IntegerAttr(7)),
+                                              b.getNamedAttr(attrs::kDims, b.getArrayAttr({})),
+                                              b.getNamedAttr(attrs::kLogitRows, b.getUnitAttr())});
+        if (failed(main.insertArgument(index, RankedTensorType::get({}, i64), attrsDict, main.getLoc())))
+          return signalPassFailure();
+        rows = main.getArgument(index);
+      }
+      // hidden[:, -N:, :] (ONNX clamping: N above the sequence keeps every position).
+      auto one = RankedTensorType::get({1}, i64);
+      Value n = graph::UnsqueezeOp::create(b, mm.getLoc(), one, rows, b.getDenseI64ArrayAttr({0}));
+      Value start = graph::NegOp::create(b, mm.getLoc(), one, n);
+      Value end = graph::ConstantOp::create(
+          b, mm.getLoc(), one, DenseElementsAttr::get(one, b.getI64IntegerAttr(std::numeric_limits<int64_t>::max())));
+      auto hidden = cast<RankedTensorType>(mm.getLhs().getType());
+      auto lastType = RankedTensorType::get({hidden.getDimSize(0), ShapedType::kDynamic, hidden.getDimSize(2)},
+                                            hidden.getElementType());
+      auto last = graph::DynamicSliceOp::create(b, mm.getLoc(), lastType, mm.getLhs(), start, end,
+                                                b.getDenseI64ArrayAttr({1}), b.getDenseI64ArrayAttr({1}));
+      auto head = graph::MatMulOp::create(b, mm.getLoc(), mm.getType(), last.getResult(), mm.getRhs());
       ret.setOperand(r, head.getResult());
       mm.erase();
       // The sequence dim of the output is no longer the input's.

@@ -34,16 +34,20 @@ def TieSymbolicDimsPass : Pass<"kiln-tie-symbolic-dims", "::mlir::ModuleOp"> {
 }
 
 def LastPositionLogitsPass : Pass<"kiln-last-position-logits", "::mlir::ModuleOp"> {
-  let summary = "Compute a decoder's logits for the last position only";
+  let summary = "Compute a decoder's logits for its last N positions only (N a run-time input)";
   let description = [{
-    Generation reads the logits of each sequence's last position; a prompt of
-    S tokens otherwise pays S products with the output head ([H, vocab], the
-    largest weight of a small model). When the output named `logits` is a
-    matmul of a [batch, sequence, H] hidden state read by nothing else, the
-    hidden state is sliced to its last position first, and `logits` becomes
-    [batch, 1, vocab]. Only when kiln-kv-cache-in-place found a cache (an
-    argument marked `kiln.kv_cache`: the generator's interface); a forward
-    pass without one, or `kiln-compile --kv-cache=false`, keeps every position.
+    Generation reads the logits of each sequence's last position (of its last
+    K + 1 when it verifies K speculated tokens); a prompt of S tokens otherwise
+    pays S products with the output head ([H, vocab], the largest weight of a
+    small model). When the output named `logits` is a matmul of a
+    [batch, sequence, H] hidden state read by nothing else, the hidden state is
+    sliced to its last N positions first, N being a new int64 scalar input
+    `kiln.logit_rows` (the generator feeds it; ONNX clamping keeps every
+    position when N exceeds the sequence), and `logits` becomes
+    [batch, min(N, sequence), vocab]. Only when kiln-kv-cache-in-place found a
+    cache (an argument marked `kiln.kv_cache`: the generator's interface); a
+    forward pass without one, or `kiln-compile --kv-cache=false`, keeps every
+    position and gets no input.
   }];
 }
 

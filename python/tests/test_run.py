@@ -113,6 +113,7 @@ def test_inputs_are_read_in_place(artifacts):
         "position_ids": np.arange(n, dtype=np.int64)[None],
         "kiln.past_length": np.array(0, np.int64),
         "kiln.row_positions": np.zeros(1, np.int64),  # where each row appends: its own length
+        "kiln.logit_rows": np.array(1, np.int64),  # the logits of the last position only
     }
     caches = {i.name: np.zeros((1, 4, cap, 16), np.float32) for i in m.inputs if i.name.startswith("past_key_values")}
     addresses = {k: v.ctypes.data for k, v in caches.items()}
@@ -206,6 +207,7 @@ def test_buffer_protocol_inputs_are_not_copied(artifacts):
         "position_ids": np.arange(2, dtype=np.int64)[None],
         "kiln.past_length": np.array(0, np.int64),
         "kiln.row_positions": np.zeros(1, np.int64),
+        "kiln.logit_rows": np.array(1, np.int64),
     }
     caches = {i.name: np.zeros((1, 4, 8, 16), np.float32) for i in m.inputs if i.name.startswith("past_key_values")}
     out = m.session().run({**feeds, **{k: memoryview(v) for k, v in caches.items()}})

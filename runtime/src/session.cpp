@@ -101,6 +101,16 @@ std::string checkCachePosition(const kiln::artifact::Metadata &meta, const kiln_
     }
   }
   for (size_t i = 0; i < meta.inputs.size(); ++i) {
+    // The logits of each row's last N positions: N >= 1 (0 would read as "from position 0").
+    if (meta.inputs[i].name == kiln::artifact::kLogitRowsInput) {
+      if (inputs[i]->device)
+        return "input '" + meta.inputs[i].name + "' must be in host memory (the runtime checks it)";
+      int64_t n = 0;
+      std::memcpy(&n, inputs[i]->data, sizeof n);
+      if (n < 1)
+        return "input '" + meta.inputs[i].name + "' is " + std::to_string(n) + ": it must be at least 1";
+      continue;
+    }
     if (meta.inputs[i].name != kiln::artifact::kRowPositionsInput)
       continue;
     const kiln_tensor *rows = inputs[i];

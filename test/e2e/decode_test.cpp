@@ -1,6 +1,7 @@
 // Decoding end to end: the tiny gpt2 and llama decoders (test/models/lm) compiled with kiln-compile
 // and decoded with the generator API, against ONNX Runtime's greedy tokens and logits.
 #include "generate/generator.h"
+#include "generate/prompt_lookup.h"
 #include "kiln/kiln.h"
 #include "kiln/kiln.hpp"
 
@@ -424,7 +425,8 @@ TEST_P(DecodeTest, FeedIsTeacherForcedDecoding) {
   EXPECT_EQ(before.code(), KILN_ERROR_INVALID_ARGUMENT);
 }
 
-// kiln_session_run on a decoder artifact: a past length outside the caches is refused, naming it.
+// kiln_session_run on a decoder artifact: a past length outside the caches is refused, naming it;
+// so is a row position outside them and a logit row count below 1.
 TEST_P(DecodeTest, SessionRefusesAPastLengthOutsideTheCache) {
   kiln_model *model = nullptr;
   Error e{kiln_model_load(artifactFor(GetParam()).c_str(), nullptr, &model)};
@@ -435,7 +437,7 @@ TEST_P(DecodeTest, SessionRefusesAPastLengthOutsideTheCache) {
   const int64_t capacity = 8;
   std::vector<std::vector<char>> storage;
   std::vector<kiln_tensor *> owned;
-  int64_t *pastLength = nullptr, *rowPositions = nullptr;
+  int64_t *pastLength = nullptr, *rowPositions = nullptr, *logitRows = nullptr;
   for (size_t i = 0; i < kiln_model_input_count(model); ++i) {
     kiln_tensor_info info;
     Error ie{kiln_model_input_info(model, i, &info)};
@@ -456,6 +458,8 @@ TEST_P(DecodeTest, SessionRefusesAPastLengthOutsideTheCache) {
       pastLength = reinterpret_cast<int64_t *>(storage.back().data());
     if (name == "kiln.row_positions")
       rowPositions = reinterpret_cast<int64_t *>(storage.back().data());
+    if (name == "kiln.logit_rows")
+      logitRows = reinterpret_cast<int64_t *>(storage.back().data());
   }
   ASSERT_NE(pastLength, nullptr);
   std::vector<const kiln_tensor *> inputs(owned.begin(), owned.end());
@@ -476,6 +480,15 @@ TEST_P(DecodeTest, SessionRefusesAPastLengthOutsideTheCache) {
     EXPECT_NE(re.message().find("input 'kiln.row_positions' row 0 is 9"), std::string::npos) << re.message();
   }
   *rowPositions = 1;
+  ASSERT_NE(logitRows, nullptr);
+  *logitRows = 0;
+  {
+    Error re{kiln_session_run(session, inputs.data(), inputs.size(), outputs.data(), outputs.size())};
+    EXPECT_EQ(re.code(), KILN_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(re.message().find("input 'kiln.logit_rows' is 0: it must be at least 1"), std::string::npos)
+        << re.message();
+  }
+  *logitRows = 1;
   Error ok{kiln_session_run(session, inputs.data(), inputs.size(), outputs.data(), outputs.size())};
   EXPECT_FALSE(ok) << ok.message();
   for (kiln_tensor *t : outputs)
@@ -524,6 +537,8 @@ TEST_P(DecodeTest, SessionWritesThroughTheBlockTable) {
       rowPositions = reinterpret_cast<int64_t *>(data);
     if (name == "kiln.block_table")
       table = reinterpret_cast<int64_t *>(data);
+    if (name == "kiln.logit_rows")
+      *reinterpret_cast<int64_t *>(data) = 1;
     if (pool) {
       pools.push_back(reinterpret_cast<float *>(data));
       poolFloats = count;
@@ -979,6 +994,128 @@ TEST_P(DecodeTest, PrefixCacheGivesIdleBlocksBackWhenThePoolRunsOut) {
   EXPECT_EQ(cacheStats(d.gen).prefix_hit_blocks, 1);
   prefillAll(d.gen, id);
   EXPECT_NE(kiln_generator_sequence_logits(d.gen, id), nullptr);
+}
+
+// Speculative decoding (kiln_generator_step_draft): whatever the draft, a sequence gets the tokens
+// of plain decoding (greedy and seeded sampling: one sampler draw per token, from the same logits),
+// and the logits behind each token are bitwise those of plain decoding. A draft that is the plain
+// tokens themselves is accepted whole; a wrong one is cut at its first wrong token; the paged cache
+// gives back the blocks of rejected entries.
+TEST_P(DecodeTest, SpeculativeStepsGiveTheTokensOfPlainDecoding) {
+  const std::vector<int32_t> prompt = {5, 17, 300, 42, 99, 7, 256, 11, 3, 64, 9, 120, 33, 5, 17, 300};
+  const size_t steps = 30;
+  for (const std::string artifact : {GetParam(), GetParam() + "_paged16"})
+    for (bool greedy : {true, false}) {
+      SCOPED_TRACE(artifact + (greedy ? " greedy" : " sampled"));
+      kiln_sampling_params sampling = raggedSampling();
+      if (greedy)
+        sampling.temperature = 0.0f;
+      const Trace plain = decodeAlone(artifact, prompt, steps, sampling);
+      for (int mode = 0; mode < 3; ++mode) { // drafts: the plain tokens, wrong from their 2nd token, lookup
+        SCOPED_TRACE("draft mode " + std::to_string(mode));
+        SequenceDecoder d(artifact, 1);
+        ASSERT_NE(d.gen, nullptr);
+        int64_t id = 0;
+        Error a{kiln_generator_add_sequence(d.gen, prompt.data(), prompt.size(), &sampling, &id)};
+        ASSERT_FALSE(a) << a.message();
+        prefillAll(d.gen, id);
+        const int32_t vocab = kiln_generator_vocab_size(d.gen);
+        std::vector<int32_t> got;
+        while (got.size() < steps) {
+          std::vector<int32_t> draft;
+          if (mode == 0)
+            draft.assign(plain.tokens.begin() + std::min(got.size(), steps),
+                         plain.tokens.begin() + std::min(got.size() + 4, steps));
+          else if (mode == 1 && got.size() < steps) {
+            draft = {plain.tokens[got.size()], (plain.tokens[got.size()] + 1) % vocab, 7};
+          } else {
+            std::vector<int32_t> history = prompt;
+            history.insert(history.end(), got.begin(), got.end());
+            draft = kiln::runtime::lookupDraft(history.data(), history.size(), 4, 3);
+          }
+          std::vector<int32_t> out(draft.size() + 1);
+          size_t n = 0;
+          Error e{kiln_generator_step_draft(d.gen, id, draft.data(), draft.size(), out.data(), &n)};
+          ASSERT_FALSE(e) << e.message();
+          ASSERT_GE(n, 1u);
+          ASSERT_LE(n, draft.size() + 1);
+          if (got.empty())
+            ASSERT_EQ(n, 1u); // right after the prefill: one ordinary step
+          // The logits the last of them came from are plain decoding's, bit for bit.
+          const size_t last = got.size() + n - 1;
+          const float *l = kiln_generator_sequence_logits(d.gen, id);
+          if (last < steps)
+            ASSERT_EQ(std::memcmp(l, plain.logits[last].data(), sizeof(float) * size_t(vocab)), 0) << "token " << last;
+          got.insert(got.end(), out.begin(), out.begin() + long(n));
+          // Cached: the prompt and every new token but the last (not fed yet).
+          ASSERT_EQ(kiln_generator_sequence_length(d.gen, id), int64_t(prompt.size() + got.size() - 1));
+          if (kiln_generator_kv_block_size(d.gen) > 0)
+            ASSERT_EQ(cacheStats(d.gen).blocks_in_use, (kiln_generator_sequence_length(d.gen, id) + 15) / 16);
+        }
+        got.resize(steps);
+        ASSERT_EQ(got, plain.tokens);
+        int64_t drafted = 0, accepted = 0;
+        kiln_generator_speculation_stats(d.gen, &drafted, &accepted);
+        EXPECT_GT(drafted, 0);
+        if (mode == 0)
+          EXPECT_EQ(accepted, drafted); // the plain tokens are always right
+        if (mode == 1)
+          EXPECT_LE(accepted, drafted / 3);
+      }
+    }
+}
+
+// kiln_generate with prompt-lookup speculation: the tokens of kiln_generate without it; a batch of
+// two decodes as without it (speculation is for batch 1); a draft token outside the vocabulary is
+// refused, naming it.
+TEST_P(DecodeTest, LookupSpeculationInGenerateKeepsTheTokens) {
+  const std::vector<int32_t> prompt = {5, 17, 300, 42, 99, 7, 256, 11, 3, 64, 9, 120, 33, 5, 17, 300};
+  auto generate = [&](int32_t lookup, size_t batch, int64_t *accepted) {
+    SequenceDecoder d(GetParam(), 1);
+    kiln_generate_options o;
+    kiln_generate_options_init(&o);
+    o.max_new_tokens = 40;
+    o.speculate_lookup = lookup;
+    std::vector<const int32_t *> ptrs(batch, prompt.data());
+    std::vector<size_t> lens(batch, prompt.size());
+    kiln_generation *gen = nullptr;
+    Error e{kiln_generate(d.gen, ptrs.data(), lens.data(), batch, &o, &gen)};
+    EXPECT_FALSE(e) << e.message();
+    std::vector<std::vector<int32_t>> tokens;
+    for (size_t s = 0; gen && s < batch; ++s) {
+      size_t n = 0;
+      const int32_t *t = kiln_generation_tokens(gen, s, &n);
+      tokens.emplace_back(t, t + n);
+    }
+    kiln_generation_destroy(gen);
+    int64_t drafted = 0;
+    kiln_generator_speculation_stats(d.gen, &drafted, accepted);
+    return tokens;
+  };
+  int64_t accepted = 0;
+  const auto plain = generate(0, 1, &accepted);
+  EXPECT_EQ(accepted, 0);
+  const auto speculated = generate(4, 1, &accepted);
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(speculated, plain);
+  EXPECT_EQ(plain[0].size(), 40u);
+  EXPECT_EQ(generate(4, 2, &accepted), generate(0, 2, &accepted));
+  EXPECT_EQ(accepted, 0);
+
+  SequenceDecoder d(GetParam(), 1);
+  int64_t id = 0;
+  Error a{kiln_generator_add_sequence(d.gen, prompt.data(), prompt.size(), nullptr, &id)};
+  ASSERT_FALSE(a) << a.message();
+  prefillAll(d.gen, id);
+  int32_t out[4];
+  size_t n = 0;
+  Error first{kiln_generator_step_draft(d.gen, id, nullptr, 0, out, &n)};
+  ASSERT_FALSE(first) << first.message();
+  const int32_t bad[2] = {3, 1 << 20};
+  Error e{kiln_generator_step_draft(d.gen, id, bad, 2, out, &n)};
+  EXPECT_EQ(e.code(), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(e.message().find("draft token 1 is id 1048576, outside the vocabulary"), std::string::npos) << e.message();
+  EXPECT_EQ(n, 0u);
 }
 
 // prefix_caching is for paged artifacts, and 0 or 1.

@@ -37,6 +37,10 @@ const char kGenerateUsage[] =
     "                         end tokens (<|endoftext|>, </s>, <|eot_id|>, <|end_of_text|>,\n"
     "                         <|im_end|>, <eos>, <end_of_turn>) are added unless --no-eos\n"
     "  --max-context N        KV cache capacity in tokens (default: the artifact's)\n"
+    "  --speculate lookup[:K] prompt-lookup speculative decoding (one sequence): each step proposes up\n"
+    "                         to K tokens (default 4) that followed an earlier occurrence of the last\n"
+    "                         tokens and verifies them in one run; the same tokens, faster when the\n"
+    "                         text repeats (--stats gives the acceptance rate)\n"
     "  --threads N            kernel threads (default: all cores)\n"
     "  --weights-dir DIR      --weights=external artifacts: the ONNX external data's directory\n"
     "  --warmup W             decode W times untimed first (benchmarks; output only from the last)\n"
@@ -52,6 +56,7 @@ struct GenerateOptions {
   int32_t threads = 0;
   std::string weightsDir;
   int64_t warmup = 0;
+  int32_t speculateLookup = 0; // draft tokens per step; 0: no speculation
   kiln_sampling_params sampling{};
   std::vector<int32_t> stopIds;
   bool noEos = false, noParseSpecial = false, ids = false, stats = false, quiet = false;
@@ -189,7 +194,15 @@ int runGenerate(int argc, char **argv) {
       o.sampling.repetition_penalty = float(toDouble(a, value()));
     else if (a == "--seed")
       o.sampling.seed = uint64_t(toInt(a, value(), 0, INT64_MAX));
-    else if (a == "--stop-id")
+    else if (a == "--speculate") {
+      const std::string v = value();
+      if (v == "lookup")
+        o.speculateLookup = 4;
+      else if (v.rfind("lookup:", 0) == 0)
+        o.speculateLookup = int32_t(toInt(a, v.substr(7), 1, 64));
+      else
+        usage("--speculate: expected lookup or lookup:K, got '" + v + "'");
+    } else if (a == "--stop-id")
       o.stopIds.push_back(int32_t(toInt(a, value(), 0, INT32_MAX)));
     else if (a == "--no-eos")
       o.noEos = true;
@@ -276,6 +289,7 @@ int runGenerate(int argc, char **argv) {
   opts.stop_token_count = o.stopIds.size();
   opts.on_token = &Printer::onToken;
   opts.user_data = &printer;
+  opts.speculate_lookup = o.speculateLookup;
   std::vector<const int32_t *> ptrs;
   std::vector<size_t> lens;
   for (const auto &p : prompts) {
@@ -289,6 +303,8 @@ int runGenerate(int argc, char **argv) {
     check(kiln_generate(gen, ptrs.data(), lens.data(), prompts.size(), &quiet, &warm));
     kiln_generation_destroy(warm);
   }
+  int64_t draftedBefore = 0, acceptedBefore = 0;
+  kiln_generator_speculation_stats(gen, &draftedBefore, &acceptedBefore);
   kiln_generation *result = nullptr;
   check(kiln_generate(gen, ptrs.data(), lens.data(), prompts.size(), &opts, &result));
   std::unique_ptr<kiln_generation, void (*)(kiln_generation *)> resultOwner(result, kiln_generation_destroy);
@@ -314,13 +330,22 @@ int runGenerate(int argc, char **argv) {
     for (size_t s = 0; s < prompts.size(); ++s)
       finish += std::string(s ? "," : "") + "\"" + reasons[kiln_generation_finish_reason(result, s)] + "\"";
     finish += "]";
+    int64_t drafted = 0, accepted = 0;
+    kiln_generator_speculation_stats(gen, &drafted, &accepted);
+    drafted -= draftedBefore;
+    accepted -= acceptedBefore;
+    std::string speculation;
+    if (o.speculateLookup > 0)
+      speculation = ", \"draft_tokens\": " + std::to_string(drafted) + ", \"accepted_tokens\": " +
+                    std::to_string(accepted) + ", \"acceptance\": " +
+                    std::to_string(drafted > 0 ? double(accepted) / double(drafted) : 0.0);
     std::fprintf(stderr,
                  "{\"batch\": %zu, \"prompt_tokens\": %zu, \"new_tokens\": %zu, \"time_to_first_token_ms\": %.3f, "
-                 "\"inter_token_median_ms\": %.3f, \"inter_token_p99_ms\": %.3f, \"tokens_per_second\": %.2f, "
-                 "\"peak_memory_mb\": %.1f, \"finish\": %s}\n",
-                 prompts.size(), st.prompt_tokens, st.new_tokens, st.time_to_first_token_ms,
+                 "\"steps\": %zu, \"inter_token_median_ms\": %.3f, \"inter_token_p99_ms\": %.3f, "
+                 "\"tokens_per_second\": %.2f, \"peak_memory_mb\": %.1f, \"finish\": %s%s}\n",
+                 prompts.size(), st.prompt_tokens, st.new_tokens, st.time_to_first_token_ms, st.steps,
                  st.inter_token_median_ms, st.inter_token_p99_ms, st.tokens_per_second, ru.ru_maxrss / 1024.0,
-                 finish.c_str());
+                 finish.c_str(), speculation.c_str());
   }
   return 0;
 }

@@ -28,6 +28,7 @@ constexpr const char *kKvCache = "kiln.kv_cache";       // a KV cache input: the
 constexpr const char *kKvPosition = "kiln.kv_position"; // the scalar input: entries already in every cache
 constexpr const char *kKvRowPositions = "kiln.kv_row_positions"; // [batch] input: each row's own length
 constexpr const char *kKvBlockTable = "kiln.kv_block_table"; // [batch, blocks] input of a paged cache
+constexpr const char *kLogitRows = "kiln.logit_rows"; // scalar input: logits for each row's last N positions
 constexpr const char *kKvBlockSize = "kiln.kv_block_size";   // module: entries per block of paged caches
 constexpr const char *kMaxPositions = "kiln.max_positions"; // module: rows of a learned position table
 } // namespace attrs

@@ -325,6 +325,22 @@ KILN_API kiln_error *kiln_generator_prefill(kiln_generator *generator, int64_t s
 KILN_API kiln_error *kiln_generator_step(kiln_generator *generator, const int64_t *sequences, size_t count,
                                          int32_t *tokens);
 KILN_API kiln_error *kiln_generator_remove_sequence(kiln_generator *generator, int64_t sequence);
+/* Speculative decoding of one sequence whose prompt has run: `draft` holds draft_count tokens
+ * proposed to follow the sequence's tokens so far (its prompt and every token step() and this
+ * call gave). One model run verifies them all: each position is sampled as step() samples it
+ * (the same sampler and draw, from the logits of that position), draft tokens are kept while they
+ * equal what is sampled, and the first token that differs, or one more after a draft that matched
+ * whole, ends the call. tokens[] (room for draft_count + 1) receives the new tokens and *out_count
+ * their number; the cache keeps only what was fed before them. The tokens are those step() gives
+ * one at a time, greedy or sampled, whatever the draft: only the speed differs. Right after the
+ * prefill (no token given yet) it gives one token as step() does. A draft that does not fit the
+ * context is cut. Needs an artifact with the kiln.logit_rows input (kiln-compile since
+ * 2026-12-05): others fail with KILN_ERROR_INCOMPATIBLE. */
+KILN_API kiln_error *kiln_generator_step_draft(kiln_generator *generator, int64_t sequence, const int32_t *draft,
+                                               size_t draft_count, int32_t *tokens, size_t *out_count);
+/* Draft tokens verified by this generator (step_draft and kiln_generate's speculation) and how
+   many were accepted. */
+KILN_API void kiln_generator_speculation_stats(const kiln_generator *generator, int64_t *drafted, int64_t *accepted);
 /* The last position's logits [vocab] of the sequence's last model run; borrowed until the next
  * call; NULL for an unknown sequence or before its prefill ran. */
 KILN_API const float *kiln_generator_sequence_logits(const kiln_generator *generator, int64_t sequence);
@@ -374,6 +390,12 @@ typedef struct kiln_generate_options {
   size_t stop_token_count;
   kiln_token_callback on_token;    /* may be NULL */
   void *user_data;
+  /* Prompt-lookup speculative decoding (batch 1; off for larger batches): each step proposes up
+     to this many tokens that followed the latest earlier occurrence of the sequence's last
+     lookup_ngram tokens (or fewer) and verifies them in one model run (kiln_generator_step_draft).
+     The tokens are those of decoding without it; 0 (default): off. */
+  int32_t speculate_lookup;
+  int32_t lookup_ngram;            /* longest n-gram matched; default 3 */
 } kiln_generate_options;
 KILN_API void kiln_generate_options_init(kiln_generate_options *options);
 

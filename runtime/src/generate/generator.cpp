@@ -1,5 +1,6 @@
 // Autoregressive decoding over a decoder artifact: runtime-owned KV cache rows, prefill, ragged decode steps, sampling.
 #include "generate/generator.h"
+#include "generate/prompt_lookup.h"
 
 #include "error.h"
 #include "model.h"
@@ -72,6 +73,13 @@ kiln_error *configure(kiln_generator &g, const kiln_generator_options *options) 
     if (rs.dtype != 7 || rs.dims.size() != 1)
       return invalid(std::string(kiln::artifact::kRowPositionsInput) + " must be int64 [batch]");
     fed[g.rowPositionsInput] = true;
+  }
+  g.logitRowsInput = findInput(m, kiln::artifact::kLogitRowsInput);
+  if (g.logitRowsInput >= 0) {
+    const auto &ls = m.inputs[g.logitRowsInput];
+    if (ls.dtype != 7 || !ls.dims.empty())
+      return invalid(std::string(kiln::artifact::kLogitRowsInput) + " must be an int64 scalar");
+    fed[g.logitRowsInput] = true;
   }
   g.blockTableInput = findInput(m, kiln::artifact::kBlockTableInput);
   if (g.blockTableInput >= 0) {
@@ -217,6 +225,8 @@ struct RunInputs {
   int64_t len = 0, past = 0;
   std::vector<int64_t> tokens, positionIds, rowPositions, mask; // [count][len] x2, [count], [count][past+len]
   std::vector<bool> sitsOut; // per row: its outputs are dropped (its logits stay those of its own last run)
+  int64_t logitRows = 1;     // kiln.logit_rows: logits of each row's last N positions
+  bool keepAllRows = false;  // one row's run: its logits of every returned position go to verifyLogits
 };
 
 kiln_error *runModel(kiln_generator &g, RunInputs &in) {
@@ -247,6 +257,9 @@ kiln_error *runModel(kiln_generator &g, RunInputs &in) {
     e = wrap(g.positionInput, KILN_DTYPE_INT64, {}, &past, 8);
   if (!e && g.rowPositionsInput >= 0)
     e = wrap(size_t(g.rowPositionsInput), KILN_DTYPE_INT64, {b}, in.rowPositions.data(), in.rowPositions.size() * 8);
+  int64_t logitRows = in.logitRows;
+  if (!e && g.logitRowsInput >= 0)
+    e = wrap(size_t(g.logitRowsInput), KILN_DTYPE_INT64, {}, &logitRows, 8);
   std::vector<int64_t> table;
   if (g.blockTableInput >= 0) {
     // Each row's blocks; -1 past them (a write there is skipped, a read clamped and masked).
@@ -288,15 +301,17 @@ kiln_error *runModel(kiln_generator &g, RunInputs &in) {
   for (size_t i = 0; i < outputs.size(); ++i)
     results[i].t = outputs[i];
   const kiln_tensor *logits = outputs[g.logitsOutput];
-  // Every position, or (kiln-last-position-logits) only the last.
+  // Every position, or (kiln-last-position-logits) the last kiln.logit_rows, or the last only.
   const int64_t *shape = kiln_tensor_shape(logits);
   const int64_t rows = shape[1];
-  if (shape[0] != b || (rows != in.len && rows != 1) || shape[2] != g.vocab)
+  if (shape[0] != b || (rows != in.len && rows != 1 && rows != std::min(in.logitRows, in.len)) || shape[2] != g.vocab)
     return makeError(KILN_ERROR_INTERNAL, "logits came back with shape [" + std::to_string(shape[0]) + ", " +
                                               std::to_string(rows) + ", " + std::to_string(shape[2]) + "], expected [" +
                                               std::to_string(b) + ", " + std::to_string(in.len) + " or 1, " +
                                               std::to_string(g.vocab) + "]");
   const float *data = static_cast<const float *>(kiln_tensor_data_const(logits));
+  if (in.keepAllRows)
+    g.verifyLogits.assign(data, data + rows * g.vocab);
   g.logits.resize(g.rows.size() * size_t(g.vocab));
   for (int64_t s = 0; s < b; ++s)
     if (in.sitsOut.empty() || !in.sitsOut[size_t(s)])
@@ -445,6 +460,78 @@ kiln_error *stepRows(kiln_generator &g, const std::vector<size_t> &rowIdx, int32
     row.history.push_back(t);
     out[i] = t;
   }
+  return nullptr;
+}
+
+// Speculative decoding of row `r`: feeds its pending token and the draft in one run, then samples
+// position by position (as stepRows would, one sampler draw per token) while the samples equal the
+// draft. Sampling from the target and comparing is the rejection rule for a draft that proposes
+// one token with certainty: a draft token is kept with the target's probability for it, and a
+// rejected position's sample follows the target's distribution without it. So the tokens are
+// those of decoding one token at a time. Appends the new tokens to `out`.
+kiln_error *speculateRow(kiln_generator &g, size_t r, const int32_t *draft, size_t k, std::vector<int32_t> &out) {
+  CacheRow &row = g.rows[r];
+  if (row.logitsFresh || row.last < 0 || k == 0) { // nothing pending to verify after: one ordinary step
+    int32_t t = -1;
+    if (kiln_error *e = stepRows(g, {r}, &t))
+      return e;
+    out.push_back(t);
+    return nullptr;
+  }
+  if (g.logitRowsInput < 0)
+    return makeError(KILN_ERROR_INCOMPATIBLE, "this decoder artifact has no kiln.logit_rows input (an older "
+                                              "kiln-compile): it cannot verify speculated tokens; recompile it");
+  for (size_t i = 0; i < k; ++i)
+    if (draft[i] < 0 || draft[i] >= g.vocab)
+      return invalid("draft token " + std::to_string(i) + " is id " + std::to_string(draft[i]) +
+                     ", outside the vocabulary [0, " + std::to_string(g.vocab) + ")");
+  if (row.length + 1 > g.capacity)
+    return makeError(KILN_ERROR_OUT_OF_RANGE, "the KV cache is full: the context holds " + std::to_string(g.capacity) +
+                                                  " tokens");
+  k = std::min<size_t>(k, size_t(g.capacity - row.length - 1));
+  const int64_t len = int64_t(k) + 1;
+  RunInputs in;
+  in.first = r;
+  in.count = 1;
+  in.len = len;
+  in.past = row.length;
+  in.tokens.push_back(row.last);
+  in.tokens.insert(in.tokens.end(), draft, draft + k);
+  for (int64_t i = 0; i < len; ++i)
+    in.positionIds.push_back(row.length + i);
+  in.rowPositions = {row.length};
+  in.mask.assign(size_t(row.length + len), 1);
+  in.logitRows = len;
+  in.keepAllRows = true;
+  const size_t heldBlocks = row.blocks.size();
+  if (kiln_error *e = reserveBlocks(g, r, row.length + len))
+    return e;
+  if (kiln_error *e = runModel(g, in)) {
+    if (g.blockSize > 0)
+      g.pool.release(row.blocks, heldBlocks);
+    return e;
+  }
+  size_t accepted = 0;
+  for (size_t i = 0; i <= k; ++i) {
+    const float *logits = &g.verifyLogits[i * size_t(g.vocab)];
+    const int32_t t = row.sampler->sample(logits, g.vocab, row.history.data(), row.history.size());
+    if (t < 0)
+      return makeError(KILN_ERROR_INTERNAL, "sampling sequence " + std::to_string(row.id) + ": " + row.sampler->error());
+    row.history.push_back(t);
+    out.push_back(t);
+    std::memcpy(&g.logits[r * size_t(g.vocab)], logits, sizeof(float) * size_t(g.vocab));
+    if (i == k || t != draft[i])
+      break;
+    ++accepted;
+  }
+  // Kept: the pending token and the accepted draft tokens; the last sample is pending now.
+  row.length += 1 + int64_t(accepted);
+  row.last = out.back();
+  row.logitsFresh = false;
+  if (g.blockSize > 0)
+    g.pool.release(row.blocks, size_t((row.length + g.blockSize - 1) / g.blockSize));
+  g.draftedTokens += int64_t(k);
+  g.acceptedTokens += int64_t(accepted);
   return nullptr;
 }
 
@@ -763,6 +850,12 @@ kiln_error *kiln_generate(kiln_generator *g, const int32_t *const *prompts, cons
       gen->stats.prompt_tokens += lengths[s];
     std::vector<int32_t> step(batch);
     std::vector<double> stepMs;
+    // Prompt-lookup speculation: batch 1 only (a busy batch is better served by one step for all).
+    const bool recent = o.struct_size >= offsetof(kiln_generate_options, lookup_ngram) + sizeof(int32_t);
+    const int32_t lookup = recent ? o.speculate_lookup : 0, ngram = recent && o.lookup_ngram > 0 ? o.lookup_ngram : 3;
+    if (lookup < 0)
+      return invalid("speculate_lookup must be 0 (off) or positive, got " + std::to_string(lookup));
+    std::vector<int32_t> produced;
     size_t live = batch;
     bool first = true;
     auto finishAll = [&](kiln_finish_reason r) {
@@ -781,29 +874,42 @@ kiln_error *kiln_generate(kiln_generator *g, const int32_t *const *prompts, cons
         break;
       }
       auto ts = Clock::now();
-      if (kiln_error *e = next(*g, step.data()))
-        return e;
+      produced.clear();
+      if (lookup > 0 && batch == 1 && !first) {
+        const CacheRow &row = g->rows[0];
+        const std::vector<int32_t> draft =
+            kiln::runtime::lookupDraft(row.history.data(), row.history.size(), size_t(lookup), size_t(ngram));
+        if (kiln_error *e = speculateRow(*g, 0, draft.data(), draft.size(), produced))
+          return e;
+      } else {
+        if (kiln_error *e = next(*g, step.data()))
+          return e;
+      }
       if (first)
         gen->stats.time_to_first_token_ms = msSince(t0);
       else
         stepMs.push_back(msSince(ts));
       first = false;
-      for (size_t s = 0; s < batch && live > 0; ++s) {
-        if (gen->reasons[s] != KILN_FINISH_NONE)
-          continue;
-        gen->tokens[s].push_back(step[s]);
-        ++gen->stats.new_tokens;
-        bool stop = std::find(o.stop_tokens, o.stop_tokens + o.stop_token_count, step[s]) !=
-                    o.stop_tokens + o.stop_token_count;
-        if (o.on_token && o.on_token(o.user_data, s, step[s]) != 0) {
-          finishAll(KILN_FINISH_CANCELLED);
-          break;
+      // One token per sequence, or a speculative step's tokens of the one sequence.
+      const size_t perSequence = produced.empty() ? 1 : produced.size();
+      for (size_t k = 0; k < perSequence && live > 0; ++k)
+        for (size_t s = 0; s < batch && live > 0; ++s) {
+          if (gen->reasons[s] != KILN_FINISH_NONE)
+            continue;
+          const int32_t token = produced.empty() ? step[s] : produced[k];
+          gen->tokens[s].push_back(token);
+          ++gen->stats.new_tokens;
+          bool stop = std::find(o.stop_tokens, o.stop_tokens + o.stop_token_count, token) !=
+                      o.stop_tokens + o.stop_token_count;
+          if (o.on_token && o.on_token(o.user_data, s, token) != 0) {
+            finishAll(KILN_FINISH_CANCELLED);
+            break;
+          }
+          if (stop || int32_t(gen->tokens[s].size()) >= o.max_new_tokens) {
+            gen->reasons[s] = stop ? KILN_FINISH_STOP_TOKEN : KILN_FINISH_LENGTH;
+            --live;
+          }
         }
-        if (stop || int32_t(gen->tokens[s].size()) >= o.max_new_tokens) {
-          gen->reasons[s] = stop ? KILN_FINISH_STOP_TOKEN : KILN_FINISH_LENGTH;
-          --live;
-        }
-      }
     }
     gen->stats.steps = stepMs.size();
     for (double ms : stepMs)
@@ -901,6 +1007,38 @@ kiln_error *kiln_generator_remove_sequence(kiln_generator *g, int64_t sequence) 
   releaseBlocks(*g, g->rows[size_t(r)]);
   g->rows[size_t(r)] = kiln::runtime::CacheRow{};
   return nullptr;
+}
+
+kiln_error *kiln_generator_step_draft(kiln_generator *g, int64_t sequence, const int32_t *draft, size_t draft_count,
+                                      int32_t *tokens, size_t *out_count) {
+  if (out_count)
+    *out_count = 0;
+  if (!g || !tokens || !out_count || (draft_count > 0 && !draft))
+    return invalid("kiln_generator_step_draft: generator, draft, tokens or out_count is NULL");
+  long r = rowOf(*g, sequence);
+  if (r < 0)
+    return invalid("kiln_generator_step_draft: sequence " + std::to_string(sequence) + " is not one of this generator's");
+  const CacheRow &row = g->rows[size_t(r)];
+  if (row.prefilled < row.prompt.size())
+    return invalid("kiln_generator_step_draft: sequence " + std::to_string(sequence) + " has " +
+                   std::to_string(row.prompt.size() - row.prefilled) + " prompt tokens left to prefill");
+  try {
+    std::vector<int32_t> produced;
+    if (kiln_error *e = speculateRow(*g, size_t(r), draft, draft_count, produced))
+      return e;
+    std::copy(produced.begin(), produced.end(), tokens);
+    *out_count = produced.size();
+    return nullptr;
+  } catch (...) {
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory in a speculative step");
+  }
+}
+
+void kiln_generator_speculation_stats(const kiln_generator *g, int64_t *drafted, int64_t *accepted) {
+  if (drafted)
+    *drafted = g ? g->draftedTokens : 0;
+  if (accepted)
+    *accepted = g ? g->acceptedTokens : 0;
 }
 
 const float *kiln_generator_sequence_logits(const kiln_generator *g, int64_t sequence) {

@@ -52,6 +52,7 @@ struct kiln_generator {
   size_t idsInput = 0, maskInput = 0, positionInput = 0;
   long positionIdsInput = -1; // optional
   long rowPositionsInput = -1; // kiln.row_positions; absent in artifacts of older compilers
+  long logitRowsInput = -1;    // kiln.logit_rows (logits of each row's last N positions); absent in older ones
   // Paged caches (kiln.block_table present): pools of blocks of `blockSize` entries, handed to
   // sequences as they grow and back when they end.
   long blockTableInput = -1;
@@ -68,6 +69,8 @@ struct kiln_generator {
   int64_t nextId = 1;
   size_t batch = 0;          // start()'s batch: rows [0, batch)
   std::vector<float> logits; // [rows][vocab], each row's last position of its last run
+  std::vector<float> verifyLogits; // [positions][vocab] of the last speculative verification
+  int64_t draftedTokens = 0, acceptedTokens = 0; // speculative decoding
 
   ~kiln_generator() {
     caches.clear(); // GPU caches go back to the model's device before the model goes
