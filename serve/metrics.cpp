@@ -71,6 +71,9 @@ Metrics::Metrics() {
   def("kiln:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.");
   def("kiln:prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache (not computed again).");
   def("kiln:prefix_cache_evictions_total", "counter", "Idle prefix cache blocks taken back for other use.");
+  def("kiln:spec_decode_num_draft_tokens_total", "counter",
+      "Tokens drafted by prompt-lookup speculation (--speculate) and verified.");
+  def("kiln:spec_decode_num_accepted_tokens_total", "counter", "Drafted tokens the model accepted.");
   def("kiln:kv_cache_usage_perc", "gauge", "KV cache bytes in use over bytes allocated (0 to 1).");
   def("kiln:decode_batch_size", "gauge", "Sequences in the last batched decode step.");
   def("kiln:prompt_tokens_total", "counter", "Prompt tokens prefilled.");

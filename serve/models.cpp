@@ -104,6 +104,8 @@ void ModelRegistry::load(const ModelOptions &o, Metrics &metrics) {
   };
   m->scheduler = std::make_unique<Scheduler>(o.name, o.maxSequences, o.maxQueue, make, destroy, metrics, decoder,
                                              size_t(o.prefillChunk));
+  if (decoder)
+    m->scheduler->speculate(o.speculateLookup);
   if (decoder) {
     m->maxContext = kiln_generator_max_context(m->scheduler->slot(0).generator);
     m->vocab = kiln_generator_vocab_size(m->scheduler->slot(0).generator);

@@ -24,6 +24,8 @@ const char *kUsage =
     "  --max-context N          KV cache tokens per sequence (default: the artifact's)\n"
     "  --kv-cache-blocks N      paged artifacts: KV cache blocks shared by all sequences (default: enough\n"
     "                           for every slot at full context); sequences are admitted by free blocks\n"
+    "  --speculate lookup[:K]   prompt-lookup speculative decoding while one request decodes alone:\n"
+    "                           up to K drafted tokens per step (default 4), the same tokens\n"
     "  --no-prefix-cache        paged artifacts: do not keep prompt blocks for later requests (the prefix\n"
     "                           cache is on by default: a prompt starting with cached blocks shares them)\n"
     "  --threads N              kernel threads of the model (default: all cores)\n"
@@ -37,6 +39,17 @@ const char *kUsage =
     "  --trace-dir DIR          write one Chrome/Perfetto trace JSON per request\n"
     "  --no-request-log         no JSON log line per request\n"
     "  --min-step-ms X          pad each decode step to X ms (testing: emulates a slower model)\n";
+
+long long toInt(const std::string &opt, const std::string &v, long long lo, long long hi);
+
+// "lookup" or "lookup:K": tokens drafted per step.
+int speculation(const std::string &v, const std::string &what) {
+  if (v == "lookup")
+    return 4;
+  if (v.rfind("lookup:", 0) == 0)
+    return int(toInt(what, v.substr(7), 1, 64));
+  throw std::runtime_error(what + ": expected lookup or lookup:K, got '" + v + "'");
+}
 
 long long toInt(const std::string &opt, const std::string &v, long long lo, long long hi) {
   char *end = nullptr;
@@ -115,6 +128,7 @@ void readConfig(const std::string &file, ServerOptions &o) {
           else if (mk == "threads") mo.threads = int(num(mv, mk, 0, 1024));
           else if (mk == "prefill_chunk") mo.prefillChunk = int(num(mv, mk, 0, 1 << 20));
           else if (mk == "kv_cache_blocks") mo.kvCacheBlocks = num(mv, mk, 0, 1ll << 32);
+          else if (mk == "speculate") mo.speculateLookup = speculation(str(mv, mk), "--config " + file + ": speculate");
           else if (mk == "prefix_cache") {
             if (!mv.is_boolean())
               throw std::runtime_error("--config " + file + ": prefix_cache must be true or false");
@@ -175,6 +189,7 @@ ServerOptions parseOptions(int argc, char **argv) {
     else if (a == "--prefill-chunk") model().prefillChunk = int(toInt(a, value(), 0, 1 << 20));
     else if (a == "--kv-cache-blocks") model().kvCacheBlocks = toInt(a, value(), 0, 1ll << 32);
     else if (a == "--no-prefix-cache") model().prefixCache = false;
+    else if (a == "--speculate") model().speculateLookup = speculation(value(), a);
     else if (a == "--host") o.host = value();
     else if (a == "--port") o.port = int(toInt(a, value(), 0, 65535));
     else if (a == "--request-timeout") o.requestTimeoutSeconds = toSeconds(a, value());

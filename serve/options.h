@@ -20,6 +20,7 @@ struct ModelOptions {
   int64_t kvCacheBlocks = 0;   // paged artifacts (kiln-compile --kv-block-size): blocks in the KV pool;
                                // 0 = every sequence at full context
   bool prefixCache = true;     // paged artifacts: share cached prompt blocks between requests
+  int speculateLookup = 0;     // prompt-lookup speculative decoding: tokens drafted per step; 0 = off
 };
 
 struct ServerOptions {

@@ -192,6 +192,12 @@ void Scheduler::publishCache() {
   metrics_.setCounter("kiln:prefix_cache_queries_total", model_, double(st.prefix_lookup_tokens));
   metrics_.setCounter("kiln:prefix_cache_hits_total", model_, double(st.prefix_hit_blocks * st.block_size));
   metrics_.setCounter("kiln:prefix_cache_evictions_total", model_, double(st.prefix_evictions));
+  if (speculateLookup_ > 0) {
+    int64_t drafted = 0, accepted = 0;
+    kiln_generator_speculation_stats(slots_[0].generator, &drafted, &accepted);
+    metrics_.setCounter("kiln:spec_decode_num_draft_tokens_total", model_, double(drafted));
+    metrics_.setCounter("kiln:spec_decode_num_accepted_tokens_total", model_, double(accepted));
+  }
   // Rows are allocated at the first sequence; until then the reservation is what they will take.
   double total = paged ? double(st.blocks_total) * double(st.block_size) * double(st.bytes_per_token)
                        : double(std::max<int64_t>(st.rows, st.max_sequences)) *
@@ -242,6 +248,7 @@ void Scheduler::engine() {
     bool first = true;
     int64_t blocks = 0; // reserved in the paged pool
     Clock::time_point start;
+    std::vector<int32_t> history; // prompt and new tokens, for prompt-lookup drafts
   };
   std::vector<Active> active;
   std::vector<int64_t> admittedBlocks; // per entry of `admitted` below
@@ -348,6 +355,8 @@ void Scheduler::engine() {
         continue;
       }
       const auto &prompt = job->prompt();
+      if (speculateLookup_ > 0)
+        a.history = prompt;
       if (kiln_error *e = kiln_generator_add_sequence(gen, prompt.data(), prompt.size(), &job->sampling(), &a.sequence)) {
         job->fail(takeMessage(e));
         retire(a);
@@ -403,7 +412,28 @@ void Scheduler::engine() {
         which.push_back(i);
       }
     std::vector<bool> finished(active.size(), false);
-    if (!sequences.empty()) {
+    // A sequence decoding alone may speculate: the tokens are the same, several per step when the
+    // text repeats. With others in the step it does not (one step serves them all).
+    const int lookup = speculateLookup_;
+    if (lookup > 0 && sequences.size() == 1 && active.size() == 1 && !active[which[0]].first) {
+      Active &a = active[which[0]];
+      std::vector<int32_t> draft(static_cast<size_t>(lookup));
+      draft.resize(kiln_lookup_draft(a.history.data(), a.history.size(), size_t(lookup), 3, draft.data()));
+      std::vector<int32_t> tokens(draft.size() + 1);
+      size_t n = 0;
+      kiln_error *e = kiln_generator_step_draft(gen, a.sequence, draft.data(), draft.size(), tokens.data(), &n);
+      if (minStep.count() > 0)
+        std::this_thread::sleep_until(stepStart + minStep);
+      metrics_.setGauge("kiln:decode_batch_size", model_, 1.0);
+      if (e) {
+        a.job->fail(takeMessage(e));
+        finished[which[0]] = true;
+      }
+      for (size_t k = 0; k < n && !finished[which[0]]; ++k) {
+        a.history.push_back(tokens[k]);
+        finished[which[0]] = !a.job->acceptToken(tokens[k], false);
+      }
+    } else if (!sequences.empty()) {
       std::vector<int32_t> tokens(sequences.size());
       kiln_error *e = kiln_generator_step(gen, sequences.data(), sequences.size(), tokens.data());
       if (minStep.count() > 0)
@@ -417,6 +447,8 @@ void Scheduler::engine() {
           finished[which[k]] = true;
           continue;
         }
+        if (lookup > 0)
+          a.history.push_back(tokens[k]);
         bool more = a.job->acceptToken(tokens[k], a.first);
         a.first = false;
         finished[which[k]] = !more;

@@ -114,6 +114,9 @@ public:
   const Slot &slot(int i) const { return slots_[size_t(i)]; }
   // Seconds a refused client should wait: the queue ahead over the slots times a job's mean time.
   int retryAfterSeconds() const;
+  // Prompt-lookup speculative decoding: up to `tokens` drafted per step while one sequence decodes
+  // alone (a batch of several is served better by one step for all); 0: off. Before any job.
+  void speculate(int tokens) { speculateLookup_ = tokens; }
 
 private:
   void work(size_t slotIndex);
@@ -142,6 +145,7 @@ private:
   // Paged KV caches: blocks the engine's running sequences may take at most (engine thread only).
   int64_t reservedBlocks_ = 0;
   int64_t blockSize_ = 0; // tokens per block of a paged KV cache; 0: not paged
+  std::atomic<int> speculateLookup_{0};
 };
 
 } // namespace kiln::serve

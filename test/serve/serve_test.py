@@ -814,6 +814,33 @@ def test_prefix_cache():
             srv.stop()
 
 
+def test_speculate():
+    # --speculate lookup: a request decoding alone drafts from its own text and gets the tokens of
+    # plain decoding (greedy and seeded sampling); the counters say what was drafted and accepted.
+    srv = Server([], ["--model", "llama=" + os.path.join(ARGS.artifacts, "llama.kiln"), "--max-sequences", "2",
+                      "--threads", "1", "--speculate", "lookup:4"])
+    try:
+        prompt = [5, 17, 300, 42, 99, 7, 256, 11, 3, 64, 9, 120, 33, 5, 17, 300]
+        for sampling in ([], ["--temperature", "0.8", "--seed", "3"]):
+            want = kiln_run_ids(prompt, 30, sampling)
+            body = {"prompt": prompt, "max_tokens": 30, "ignore_eos": True, "return_token_ids": True,
+                    "temperature": 0.8 if sampling else 0}
+            if sampling:
+                body["seed"] = 3
+            st, j, _ = srv.post("/v1/completions", body)
+            got = j["choices"][0]["token_ids"] if st == 200 else (st, j)
+            check(got == want, "speculate %s: %s equals plain decoding %s" % (sampling or "greedy", got, want))
+        m = srv.metrics()
+        drafted = metric(m, "kiln:spec_decode_num_draft_tokens_total")
+        accepted = metric(m, "kiln:spec_decode_num_accepted_tokens_total")
+        check(drafted > 0 and 0 <= accepted <= drafted, "speculate: %s of %s drafted tokens accepted" % (accepted, drafted))
+    finally:
+        srv.stop()
+    r = subprocess.run([os.path.join(ARGS.bin, "kiln-serve"), "--model", "x=" + os.path.join(ARGS.artifacts, "llama.kiln"),
+                        "--speculate", "draft"], capture_output=True, text=True, timeout=10)
+    check(r.returncode == 2 and "expected lookup or lookup:K" in r.stderr, "--speculate with a bad value refused")
+
+
 def main():
     global ARGS
     p = argparse.ArgumentParser()
@@ -840,7 +867,7 @@ def main():
     finally:
         srv.stop()
     for t in (test_chat_templates, test_timeouts, test_drain_grace_expires, test_loading_then_refused, test_config_file,
-              test_v2_dtypes, test_paged, test_prefix_cache):
+              test_v2_dtypes, test_paged, test_prefix_cache, test_speculate):
         t1 = time.time()
         try:
             t()

@@ -338,6 +338,11 @@ KILN_API kiln_error *kiln_generator_remove_sequence(kiln_generator *generator, i
  * 2026-12-05): others fail with KILN_ERROR_INCOMPATIBLE. */
 KILN_API kiln_error *kiln_generator_step_draft(kiln_generator *generator, int64_t sequence, const int32_t *draft,
                                                size_t draft_count, int32_t *tokens, size_t *out_count);
+/* Prompt-lookup drafting, for kiln_generator_step_draft: for n from max_ngram down to 1, the last n
+   of tokens[0, count) are searched for earlier in them (latest occurrence first); the first match
+   gives the tokens that followed it. Writes up to k of them to draft[] and returns how many (0:
+   no match). */
+KILN_API size_t kiln_lookup_draft(const int32_t *tokens, size_t count, size_t k, size_t max_ngram, int32_t *draft);
 /* Draft tokens verified by this generator (step_draft and kiln_generate's speculation) and how
    many were accepted. */
 KILN_API void kiln_generator_speculation_stats(const kiln_generator *generator, int64_t *drafted, int64_t *accepted);

@@ -1034,6 +1034,18 @@ kiln_error *kiln_generator_step_draft(kiln_generator *g, int64_t sequence, const
   }
 }
 
+size_t kiln_lookup_draft(const int32_t *tokens, size_t count, size_t k, size_t max_ngram, int32_t *draft) {
+  if (!tokens || !draft)
+    return 0;
+  try {
+    const std::vector<int32_t> d = kiln::runtime::lookupDraft(tokens, count, k, max_ngram);
+    std::copy(d.begin(), d.end(), draft);
+    return d.size();
+  } catch (...) {
+    return 0;
+  }
+}
+
 void kiln_generator_speculation_stats(const kiln_generator *g, int64_t *drafted, int64_t *accepted) {
   if (drafted)
     *drafted = g ? g->draftedTokens : 0;
