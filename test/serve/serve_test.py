@@ -801,7 +801,12 @@ def test_prefix_cache():
                 got = j["choices"][0]["token_ids"] if st == 200 else (st, j)
                 check(got == want[i], "prefix cache %s, request %d: %s equals decoding alone %s" % (
                     cached, i, got, want[i]))
-            m = srv.metrics()
+            # The engine publishes the cache gauges after it retires a sequence: shortly after the answer.
+            for _ in range(100):
+                m = srv.metrics()
+                if metric(m, "kiln:kv_cache_blocks_in_use") == 0:
+                    break
+                time.sleep(0.02)
             hits, queries = metric(m, "kiln:prefix_cache_hits_total"), metric(m, "kiln:prefix_cache_queries_total")
             if cached:
                 check(hits == 2 * 32 and queries == 3 * 43, "prefix cache: 64 of 129 prompt tokens found (%s of %s)" % (
