@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -1116,6 +1117,93 @@ TEST_P(DecodeTest, LookupSpeculationInGenerateKeepsTheTokens) {
   EXPECT_EQ(e.code(), KILN_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(e.message().find("draft token 1 is id 1048576, outside the vocabulary"), std::string::npos) << e.message();
   EXPECT_EQ(n, 0u);
+}
+
+// Draft-model speculation in kiln_generate: with the model itself as the draft every drafted token
+// is accepted (greedy), with the other test family few are; the tokens are those of plain decoding
+// either way, greedy and sampled. The draft's sequence follows through set_sequence_tokens.
+TEST_P(DecodeTest, DraftModelSpeculationKeepsTheTokens) {
+  const std::vector<int32_t> prompt = {5, 17, 300, 42, 99, 7, 256, 11, 3, 64, 9, 120, 33};
+  const std::string other = GetParam() == "llama" ? "gpt2" : "llama";
+  for (bool greedy : {true, false}) {
+    SCOPED_TRACE(greedy ? "greedy" : "sampled");
+    auto generate = [&](const std::string *draftFamily, int64_t *drafted, int64_t *accepted, size_t *steps) {
+      SequenceDecoder d(GetParam(), 1);
+      std::unique_ptr<SequenceDecoder> draft;
+      kiln_generate_options o;
+      kiln_generate_options_init(&o);
+      o.max_new_tokens = 30;
+      if (!greedy) {
+        o.sampling.temperature = 0.8f;
+        o.sampling.seed = 11;
+      }
+      if (draftFamily) {
+        draft = std::make_unique<SequenceDecoder>(*draftFamily, 1);
+        o.draft = draft->gen;
+        o.draft_tokens = 4;
+      }
+      const int32_t *p = prompt.data();
+      size_t n = prompt.size();
+      kiln_generation *gen = nullptr;
+      Error e{kiln_generate(d.gen, &p, &n, 1, &o, &gen)};
+      EXPECT_FALSE(e) << e.message();
+      std::vector<int32_t> tokens;
+      if (gen) {
+        size_t count = 0;
+        const int32_t *t = kiln_generation_tokens(gen, 0, &count);
+        tokens.assign(t, t + count);
+        kiln_generation_stats st;
+        kiln_generation_stats_get(gen, &st);
+        *steps = st.steps;
+      }
+      kiln_generation_destroy(gen);
+      kiln_generator_speculation_stats(d.gen, drafted, accepted);
+      return tokens;
+    };
+    int64_t drafted = 0, accepted = 0;
+    size_t steps = 0;
+    const auto plain = generate(nullptr, &drafted, &accepted, &steps);
+    ASSERT_EQ(plain.size(), 30u);
+    EXPECT_EQ(steps, 29u);
+    const std::string self = GetParam();
+    EXPECT_EQ(generate(&self, &drafted, &accepted, &steps), plain);
+    EXPECT_GT(drafted, 0);
+    if (greedy) {
+      EXPECT_EQ(accepted, drafted); // its own greedy tokens
+      EXPECT_LE(steps, 8u);         // 5 tokens a run (4 drafted + 1) for 29 tokens after the first
+    }
+    EXPECT_EQ(generate(&other, &drafted, &accepted, &steps), plain);
+    EXPECT_GT(drafted, 0);
+    EXPECT_LT(accepted, drafted);
+  }
+}
+
+// set_sequence_tokens: the cache keeps the common start, the rest runs again, and step() continues
+// from the new end as if that had been the prompt.
+TEST_P(DecodeTest, SetSequenceTokensKeepsTheCommonStart) {
+  const std::vector<int32_t> a = {5, 17, 300, 42, 99, 7, 256, 11}, b = {5, 17, 300, 42, 1, 2, 3};
+  kiln_sampling_params greedy;
+  kiln_sampling_params_init(&greedy);
+  const Trace alone = decodeAlone(GetParam(), b, 3, greedy);
+  SequenceDecoder d(GetParam(), 1);
+  int64_t id = 0;
+  Error ad{kiln_generator_add_sequence(d.gen, a.data(), a.size(), &greedy, &id)};
+  ASSERT_FALSE(ad) << ad.message();
+  prefillAll(d.gen, id);
+  Error set{kiln_generator_set_sequence_tokens(d.gen, id, b.data(), b.size())};
+  ASSERT_FALSE(set) << set.message();
+  EXPECT_EQ(kiln_generator_sequence_length(d.gen, id), 4); // 5 17 300 42 kept
+  size_t left = 0;
+  Error pf{kiln_generator_prefill(d.gen, id, 0, &left)};
+  ASSERT_FALSE(pf) << pf.message();
+  std::vector<int32_t> got(3);
+  for (int32_t &t : got) {
+    Error e{kiln_generator_step(d.gen, &id, 1, &t)};
+    ASSERT_FALSE(e) << e.message();
+  }
+  EXPECT_EQ(got, alone.tokens);
+  Error empty{kiln_generator_set_sequence_tokens(d.gen, id, b.data(), 0)};
+  EXPECT_EQ(empty.code(), KILN_ERROR_INVALID_ARGUMENT);
 }
 
 // prefix_caching is for paged artifacts, and 0 or 1.

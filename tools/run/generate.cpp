@@ -41,6 +41,8 @@ const char kGenerateUsage[] =
     "                         to K tokens (default 4) that followed an earlier occurrence of the last\n"
     "                         tokens and verifies them in one run; the same tokens, faster when the\n"
     "                         text repeats (--stats gives the acceptance rate)\n"
+    "  --speculate draft:PATH[:K]  a smaller decoder artifact with the same tokenizer drafts K tokens\n"
+    "                         per step (default 4), greedily; the same tokens\n"
     "  --threads N            kernel threads (default: all cores)\n"
     "  --weights-dir DIR      --weights=external artifacts: the ONNX external data's directory\n"
     "  --warmup W             decode W times untimed first (benchmarks; output only from the last)\n"
@@ -57,6 +59,8 @@ struct GenerateOptions {
   std::string weightsDir;
   int64_t warmup = 0;
   int32_t speculateLookup = 0; // draft tokens per step; 0: no speculation
+  std::string draftModel;      // --speculate draft:PATH
+  int32_t draftTokens = 4;
   kiln_sampling_params sampling{};
   std::vector<int32_t> stopIds;
   bool noEos = false, noParseSpecial = false, ids = false, stats = false, quiet = false;
@@ -200,8 +204,16 @@ int runGenerate(int argc, char **argv) {
         o.speculateLookup = 4;
       else if (v.rfind("lookup:", 0) == 0)
         o.speculateLookup = int32_t(toInt(a, v.substr(7), 1, 64));
-      else
-        usage("--speculate: expected lookup or lookup:K, got '" + v + "'");
+      else if (v.rfind("draft:", 0) == 0 && v.size() > 6) {
+        o.draftModel = v.substr(6);
+        const size_t colon = o.draftModel.rfind(':');
+        if (colon != std::string::npos && colon + 1 < o.draftModel.size() &&
+            o.draftModel.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+          o.draftTokens = int32_t(toInt(a, o.draftModel.substr(colon + 1), 1, 64));
+          o.draftModel.resize(colon);
+        }
+      } else
+        usage("--speculate: expected lookup, lookup:K or draft:PATH[:K], got '" + v + "'");
     } else if (a == "--stop-id")
       o.stopIds.push_back(int32_t(toInt(a, value(), 0, INT32_MAX)));
     else if (a == "--no-eos")
@@ -263,6 +275,20 @@ int runGenerate(int argc, char **argv) {
   check(kiln_generator_create(model, &go, &gen));
   std::unique_ptr<kiln_generator, void (*)(kiln_generator *)> genOwner(gen, kiln_generator_destroy);
 
+  // The draft model: the same threads, its own context.
+  std::unique_ptr<kiln_model, void (*)(kiln_model *)> draftModelOwner(nullptr, kiln_model_destroy);
+  std::unique_ptr<kiln_generator, void (*)(kiln_generator *)> draftOwner(nullptr, kiln_generator_destroy);
+  if (!o.draftModel.empty()) {
+    kiln_model *dm = nullptr;
+    check(kiln_model_load(o.draftModel.c_str(), &mo, &dm));
+    draftModelOwner.reset(dm);
+    kiln_generator_options dgo;
+    kiln_generator_options_init(&dgo);
+    kiln_generator *dg = nullptr;
+    check(kiln_generator_create(dm, &dgo, &dg));
+    draftOwner.reset(dg);
+  }
+
   Printer printer;
   printer.tokenizer = tokenizer.get();
   printer.ids = o.ids;
@@ -290,6 +316,8 @@ int runGenerate(int argc, char **argv) {
   opts.on_token = &Printer::onToken;
   opts.user_data = &printer;
   opts.speculate_lookup = o.speculateLookup;
+  opts.draft = draftOwner.get();
+  opts.draft_tokens = o.draftTokens;
   std::vector<const int32_t *> ptrs;
   std::vector<size_t> lens;
   for (const auto &p : prompts) {
@@ -335,7 +363,7 @@ int runGenerate(int argc, char **argv) {
     drafted -= draftedBefore;
     accepted -= acceptedBefore;
     std::string speculation;
-    if (o.speculateLookup > 0)
+    if (o.speculateLookup > 0 || !o.draftModel.empty())
       speculation = ", \"draft_tokens\": " + std::to_string(drafted) + ", \"accepted_tokens\": " +
                     std::to_string(accepted) + ", \"acceptance\": " +
                     std::to_string(drafted > 0 ? double(accepted) / double(drafted) : 0.0);

@@ -338,6 +338,12 @@ KILN_API kiln_error *kiln_generator_remove_sequence(kiln_generator *generator, i
  * 2026-12-05): others fail with KILN_ERROR_INCOMPATIBLE. */
 KILN_API kiln_error *kiln_generator_step_draft(kiln_generator *generator, int64_t sequence, const int32_t *draft,
                                                size_t draft_count, int32_t *tokens, size_t *out_count);
+/* Makes tokens[0, count) the sequence's tokens (its prompt and what followed): the cache keeps its
+ * entries for the longest common start of the old and new tokens (at most count - 1), the rest is
+ * prompt to prefill again (kiln_generator_prefill), and step() then continues from the end. A draft
+ * model's sequence follows the target's this way, each round from where they last agreed. */
+KILN_API kiln_error *kiln_generator_set_sequence_tokens(kiln_generator *generator, int64_t sequence,
+                                                        const int32_t *tokens, size_t count);
 /* Prompt-lookup drafting, for kiln_generator_step_draft: for n from max_ngram down to 1, the last n
    of tokens[0, count) are searched for earlier in them (latest occurrence first); the first match
    gives the tokens that followed it. Writes up to k of them to draft[] and returns how many (0:
@@ -401,6 +407,12 @@ typedef struct kiln_generate_options {
      The tokens are those of decoding without it; 0 (default): off. */
   int32_t speculate_lookup;
   int32_t lookup_ngram;            /* longest n-gram matched; default 3 */
+  /* Draft-model speculative decoding (batch 1): a generator of a smaller decoder with the same
+     vocabulary proposes draft_tokens tokens per step, greedily, for one verification run of this
+     one; its sequence follows this one's tokens (kiln_generator_set_sequence_tokens). The tokens
+     are those of decoding without it. Not with speculate_lookup. NULL: off. */
+  kiln_generator *draft;
+  int32_t draft_tokens;            /* default 4 */
 } kiln_generate_options;
 KILN_API void kiln_generate_options_init(kiln_generate_options *options);
 

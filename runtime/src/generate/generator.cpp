@@ -535,6 +535,54 @@ kiln_error *speculateRow(kiln_generator &g, size_t r, const int32_t *draft, size
   return nullptr;
 }
 
+// Makes tokens[0, n) row r's tokens: the cache keeps the entries of the longest common start of
+// what it holds and the new tokens (at most n - 1, so the last token runs and gives logits); the
+// rest becomes prompt still to prefill.
+void setRowTokens(kiln_generator &g, size_t r, const int32_t *tokens, size_t n) {
+  CacheRow &row = g.rows[r];
+  size_t common = 0;
+  const size_t cached = std::min(size_t(row.length), row.history.size());
+  while (common < cached && common + 1 < n && row.history[common] == tokens[common])
+    ++common;
+  row.prompt.assign(tokens, tokens + n);
+  row.history = row.prompt;
+  row.prefilled = common;
+  row.length = int64_t(common);
+  row.last = -1;
+  row.logitsFresh = false;
+  if (g.blockSize > 0)
+    g.pool.release(row.blocks, size_t((row.length + g.blockSize - 1) / g.blockSize));
+}
+
+// One draft-model round for the target's row 0 (batch 1): the draft sequence takes the target's
+// tokens (its pending one included), prefills what it has not cached, and proposes `k` tokens
+// greedily.
+kiln_error *draftTokens(kiln_generator &target, kiln_generator &draft, int64_t sequence, size_t k,
+                        std::vector<int32_t> &out) {
+  long dr = -1;
+  for (size_t r = 0; r < draft.rows.size(); ++r)
+    if (draft.rows[r].used && draft.rows[r].id == sequence)
+      dr = long(r);
+  if (dr < 0)
+    return invalid("the draft generator lost its sequence");
+  const CacheRow &row = target.rows[0];
+  out.clear();
+  if (int64_t(row.history.size()) + 1 > draft.capacity)
+    return nullptr; // past the draft's context: no draft, an ordinary step
+  setRowTokens(draft, size_t(dr), row.history.data(), row.history.size());
+  while (draft.rows[size_t(dr)].prefilled < draft.rows[size_t(dr)].prompt.size())
+    if (kiln_error *e = prefillRow(draft, size_t(dr), 0))
+      return e;
+  k = std::min<size_t>(k, size_t(std::max<int64_t>(0, draft.capacity - draft.rows[size_t(dr)].length - 1)));
+  for (size_t i = 0; i < k; ++i) {
+    int32_t t = -1;
+    if (kiln_error *e = stepRows(draft, {size_t(dr)}, &t))
+      return e;
+    out.push_back(t);
+  }
+  return nullptr;
+}
+
 // Fresh caches with `n` rows (every sequence ends).
 kiln_error *allocateRows(kiln_generator &g, size_t n) {
   g.rows.clear();
@@ -855,6 +903,35 @@ kiln_error *kiln_generate(kiln_generator *g, const int32_t *const *prompts, cons
     const int32_t lookup = recent ? o.speculate_lookup : 0, ngram = recent && o.lookup_ngram > 0 ? o.lookup_ngram : 3;
     if (lookup < 0)
       return invalid("speculate_lookup must be 0 (off) or positive, got " + std::to_string(lookup));
+    const bool withDraft = o.struct_size >= offsetof(kiln_generate_options, draft_tokens) + sizeof(int32_t);
+    kiln_generator *draftGen = withDraft ? o.draft : nullptr;
+    const int32_t draftK = withDraft && o.draft_tokens > 0 ? o.draft_tokens : 4;
+    int64_t draftSequence = 0;
+    if (draftGen) {
+      if (lookup > 0)
+        return invalid("speculate_lookup and a draft generator exclude each other");
+      if (draftGen == g)
+        return invalid("the draft generator must be another generator than the one decoding");
+      if (draftGen->vocab != g->vocab)
+        return invalid("the draft model's vocabulary has " + std::to_string(draftGen->vocab) + " tokens, this one's " +
+                       std::to_string(g->vocab) + ": they must share the tokenizer");
+      if (batch == 1) { // the draft follows the one sequence, greedily
+        kiln_sampling_params greedy;
+        kiln_sampling_params_init(&greedy);
+        greedy.temperature = 0.0f;
+        if (kiln_error *e = addSequence(*draftGen, prompts[0], lengths[0], &greedy, &draftSequence))
+          return e;
+      }
+    }
+    struct DraftSequence { // ends with the generation, however it ends
+      kiln_generator *gen;
+      int64_t id;
+      ~DraftSequence() {
+        if (gen && id)
+          kiln_error_free(kiln_generator_remove_sequence(gen, id));
+      }
+    } draftOwner{draftGen, draftSequence};
+    std::vector<int32_t> draftProposal;
     std::vector<int32_t> produced;
     size_t live = batch;
     bool first = true;
@@ -880,6 +957,11 @@ kiln_error *kiln_generate(kiln_generator *g, const int32_t *const *prompts, cons
         const std::vector<int32_t> draft =
             kiln::runtime::lookupDraft(row.history.data(), row.history.size(), size_t(lookup), size_t(ngram));
         if (kiln_error *e = speculateRow(*g, 0, draft.data(), draft.size(), produced))
+          return e;
+      } else if (draftSequence != 0 && !first) {
+        if (kiln_error *e = draftTokens(*g, *draftGen, draftSequence, size_t(draftK), draftProposal))
+          return e;
+        if (kiln_error *e = speculateRow(*g, 0, draftProposal.data(), draftProposal.size(), produced))
           return e;
       } else {
         if (kiln_error *e = next(*g, step.data()))
@@ -1031,6 +1113,28 @@ kiln_error *kiln_generator_step_draft(kiln_generator *g, int64_t sequence, const
     return nullptr;
   } catch (...) {
     return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory in a speculative step");
+  }
+}
+
+kiln_error *kiln_generator_set_sequence_tokens(kiln_generator *g, int64_t sequence, const int32_t *tokens,
+                                               size_t count) {
+  if (!g)
+    return invalid("kiln_generator_set_sequence_tokens: generator is NULL");
+  long r = rowOf(*g, sequence);
+  if (r < 0)
+    return invalid("kiln_generator_set_sequence_tokens: sequence " + std::to_string(sequence) +
+                   " is not one of this generator's");
+  if (kiln_error *e = checkPrompt(*g, tokens, count, "the tokens"))
+    return e;
+  if (int64_t(count) + 1 > g->capacity)
+    return makeError(KILN_ERROR_OUT_OF_RANGE, "the tokens (" + std::to_string(count) +
+                                                  ") leave no room for a new token in the context of " +
+                                                  std::to_string(g->capacity));
+  try {
+    setRowTokens(*g, size_t(r), tokens, count);
+    return nullptr;
+  } catch (...) {
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory setting a sequence's tokens");
   }
 }
 
