@@ -4,6 +4,7 @@
     bench/decode.py --bin build/bin                         # tiny gpt2 and llama, threads 1 and 2
     bench/decode.py --bin build/bin --tinyllama /tmp/tl     # also the 1.1B model (gen_lm.py --tinyllama)
     bench/decode.py --bin build/bin --markdown
+    bench/decode.py --bin build/bin --tinyllama /tmp/tl --long-context 4096   # also decode steps at 4k context
 
 For each model: `kiln-compile` once (with --max-context), a greedy check that kiln's tokens equal
 ORT's for the benchmark prompt, then --rounds rounds alternating which runtime goes first, each a
@@ -19,6 +20,11 @@ Both decode greedily, exactly N tokens, from the same synthetic prompt of L toke
 first token (the prompt's forward pass + first sample; compute-bound), the median decode step,
 tokens/s (decode steps only), and the bandwidth bound: weight bytes read per token / the read
 bandwidth kiln-membw measures with the same threads, both runtimes as % of it.
+
+With --long-context N, the llama-family models (no learned position table) are also compiled with
+--max-context N and decode --new tokens after a prompt of N - new - 1 tokens (kiln only, one round):
+the step time at that context next to the step time after the short prompt, the attention's cost
+growing with the cache it reads.
 
 ORT needs onnxruntime-node in bench/node_modules (bench/setup.sh, the only step with network).
 Standard library only.
@@ -95,6 +101,8 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--long-context", type=int, default=0, metavar="N",
+                    help="also decode at an N-token context (llama-family models, kiln only)")
     args = ap.parse_args()
 
     # (name, model, prompt length, new tokens, warm-ups, max context)
@@ -130,6 +138,30 @@ def main():
                              "kiln_step": med(k, "step"), "ort_step": med(o, "step"),
                              "kiln_tps": med(k, "tps"), "ort_tps": med(o, "tps"), "kiln_rss_mb": med(k, "rss_mb")})
                 print(json.dumps(rows[-1]), file=sys.stderr)
+        long_rows = []
+        for name, model, length, new, warmup, ctx in cases if args.long_context else []:
+            if "llama" not in name:
+                continue  # gpt2's learned position table stops at its trained context
+            artifact = os.path.join(tmp, name + "-long.kiln")
+            run([os.path.join(args.bin, "kiln-compile"), model, "-o", artifact, "--quiet", "--max-context",
+                 str(args.long_context)])
+            vocab = json.load(open(os.path.join(os.path.dirname(model), "generation.json")))["vocab_size"]
+            ids = prompt_ids(args.long_context - new - 1, vocab)
+            for t in threads:
+                k = kiln_round(args.bin, artifact, ids, new, t, 0)
+                short = next(r["kiln_step"] for r in rows if r["model"] == name and r["threads"] == t)
+                long_rows.append({"model": name, "threads": t, "context": args.long_context, "prompt": len(ids),
+                                  "ttft_ms": k["ttft"], "step_ms": k["step"], "short_step_ms": short})
+                print(json.dumps(long_rows[-1]), file=sys.stderr)
+    if args.markdown and args.long_context:
+        print("| model | threads | prompt tokens | prefill (ms) | step at %d context (ms) | step after %d tokens (ms) | ratio |"
+              % (args.long_context, cases[0][2]))
+        print("|---|---|---|---|---|---|---|")
+        for r in long_rows:
+            print("| %s | %d | %d | %.0f | %.3f | %.3f | %.2fx |" % (r["model"], r["threads"], r["prompt"], r["ttft_ms"],
+                                                                   r["step_ms"], r["short_step_ms"],
+                                                                   r["step_ms"] / r["short_step_ms"] if r["short_step_ms"] else 0))
+        print()
     if args.markdown:
         print("| model | threads | greedy = ORT | TTFT kiln / ORT (ms) | step kiln / ORT (ms) | tokens/s kiln / ORT "
               "| kiln/ORT tokens/s | bound tokens/s (GB/s) | kiln % bound | ORT % bound |")
