@@ -1206,6 +1206,34 @@ TEST_P(DecodeTest, SetSequenceTokensKeepsTheCommonStart) {
   EXPECT_EQ(empty.code(), KILN_ERROR_INVALID_ARGUMENT);
 }
 
+// A sequence rewound (set_sequence_tokens) into a block kept for its prefix computes that block
+// again elsewhere: a later sequence that shares the kept block still decodes as alone.
+TEST_P(DecodeTest, RewindIntoACachedBlockLeavesItIntact) {
+  std::vector<int32_t> a;
+  for (int i = 0; i < 20; ++i)
+    a.push_back(int32_t(30 + 7 * i));
+  kiln_sampling_params greedy;
+  kiln_sampling_params_init(&greedy);
+  const Trace alone = decodeAlone(GetParam() + "_paged16", a, 4, greedy);
+  SequenceDecoder d(GetParam() + "_paged16", 2, 0, 0, true);
+  ASSERT_NE(d.gen, nullptr);
+  int64_t id = 0;
+  Error ad{kiln_generator_add_sequence(d.gen, a.data(), a.size(), &greedy, &id)};
+  ASSERT_FALSE(ad) << ad.message();
+  prefillAll(d.gen, id); // block 0 (tokens 0-15) is published
+  std::vector<int32_t> b(a.begin(), a.begin() + 10);
+  b.insert(b.end(), {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Error set{kiln_generator_set_sequence_tokens(d.gen, id, b.data(), b.size())};
+  ASSERT_FALSE(set) << set.message();
+  EXPECT_EQ(kiln_generator_sequence_length(d.gen, id), 0); // 10 in common, inside the kept block
+  prefillAll(d.gen, id);
+  const Trace shared = decodeIn(d, a, 4, greedy); // shares block 0, which must be untouched
+  EXPECT_EQ(cacheStats(d.gen).prefix_hit_blocks, 1);
+  ASSERT_EQ(shared.tokens, alone.tokens);
+  for (size_t s = 0; s < shared.logits.size(); ++s)
+    ASSERT_EQ(std::memcmp(shared.logits[s].data(), alone.logits[s].data(), alone.logits[s].size() * sizeof(float)), 0);
+}
+
 // prefix_caching is for paged artifacts, and 0 or 1.
 TEST_P(DecodeTest, PrefixCachingNeedsAPagedArtifact) {
   for (const auto &[artifact, value, words] :

@@ -75,6 +75,24 @@ TEST(BlockPool, SharesPublishedBlocksAndCountsHolds) {
   EXPECT_EQ(pool.stats().hitBlocks, 2 + 1 + 2);
 }
 
+TEST(BlockPool, PinsSharedAndCachedBlocks) {
+  BlockPool pool;
+  pool.reset(4, 4, true);
+  const auto prompt = iota(8, 1);
+  std::vector<int64_t> a, b;
+  ASSERT_TRUE(pool.take(3, a));
+  EXPECT_FALSE(pool.pinned(a[0])); // held by one sequence, not cached: its own to write
+  pool.publish(a, prompt.data(), 1);
+  EXPECT_TRUE(pool.pinned(a[0]));  // cached for its prefix
+  EXPECT_FALSE(pool.pinned(a[1]));
+  EXPECT_EQ(pool.share(prompt.data(), prompt.size(), 7, b), 1u); // held by two now
+  const int64_t first = b[0];
+  EXPECT_TRUE(pool.pinned(first));
+  pool.release(a);
+  pool.release(b);
+  EXPECT_TRUE(pool.pinned(first)); // idle, still cached
+}
+
 TEST(BlockPool, MatchesOnlyTheSameTokensAfterTheSameBlocks) {
   BlockPool pool;
   pool.reset(8, 4, true);

@@ -50,6 +50,11 @@ public:
   // becomes free, or idle if it is cached.
   void release(std::vector<int64_t> &blocks, size_t keep = 0);
 
+  // Whether writing into `block` could change what others read: another sequence holds it too, or
+  // it is cached for its prefix. A sequence rewound into such a block must not write there.
+  bool pinned(int64_t block) const {
+    return refs_[size_t(block)] > 1 || (prefixCaching_ && cached_[size_t(block)].valid);
+  }
   // Prefix caching: appends to `blocks` the cached blocks that hold tokens[0, k * blockSize) for
   // the largest k with k * blockSize <= limit, holding each; returns k. Nothing without prefix
   // caching. `length` is the prompt's, for the stats.

@@ -544,6 +544,10 @@ void setRowTokens(kiln_generator &g, size_t r, const int32_t *tokens, size_t n) 
   const size_t cached = std::min(size_t(row.length), row.history.size());
   while (common < cached && common + 1 < n && row.history[common] == tokens[common])
     ++common;
+  // A block shared with other sequences or kept for its prefix is never written: a rewind that
+  // ends inside one computes that whole block again in a block of its own.
+  if (g.blockSize > 0 && common % size_t(g.blockSize) != 0 && g.pool.pinned(row.blocks[common / size_t(g.blockSize)]))
+    common -= common % size_t(g.blockSize);
   row.prompt.assign(tokens, tokens + n);
   row.history = row.prompt;
   row.prefilled = common;
