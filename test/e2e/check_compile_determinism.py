@@ -111,7 +111,9 @@ def batch_differences(kiln_compile, cases, artifacts, work):
     the process of its own wrote: nothing of one compile reaches the next."""
     groups = {}
     for model_dir, flags in cases:
-        if not any(f.startswith("--calibration") for f in flags):  # those name files relative to their cwd
+        # Not the --calibration cases (they name files relative to their cwd), nor the decoders (each
+        # compile takes seconds, and a dozen small models already follow one another).
+        if not any(f.startswith("--calibration") for f in flags) and "/lm/" not in model_dir.replace(os.sep, "/"):
             groups.setdefault(tuple(flags), []).append(model_dir)
     problems = []
     for flags, dirs in sorted(groups.items()):
