@@ -634,13 +634,15 @@ void prefillAll(kiln_generator *gen, int64_t id) {
   }
 }
 
-Trace decodeAlone(const std::string &family, const std::vector<int32_t> &prompt, size_t steps,
-                  const kiln_sampling_params &sampling) {
-  SequenceDecoder d(family, 1);
+// Adds `prompt`, prefills it, decodes `steps` tokens: the tokens and each step's logits.
+Trace decodeIn(SequenceDecoder &d, const std::vector<int32_t> &prompt, size_t steps,
+               const kiln_sampling_params &sampling, int64_t *idOut = nullptr) {
   Trace t;
   int64_t id = 0;
   Error a{kiln_generator_add_sequence(d.gen, prompt.data(), prompt.size(), &sampling, &id)};
   EXPECT_FALSE(a) << a.message();
+  if (a)
+    return t;
   prefillAll(d.gen, id);
   const int32_t vocab = kiln_generator_vocab_size(d.gen);
   for (size_t s = 0; s < steps; ++s) {
@@ -651,7 +653,18 @@ Trace decodeAlone(const std::string &family, const std::vector<int32_t> &prompt,
     t.logits.emplace_back(l, l + vocab);
     t.tokens.push_back(token);
   }
+  if (idOut)
+    *idOut = id;
+  else
+    kiln_error_free(kiln_generator_remove_sequence(d.gen, id));
   return t;
+}
+
+// The same in a generator of its own, sequence alone.
+Trace decodeAlone(const std::string &family, const std::vector<int32_t> &prompt, size_t steps,
+                  const kiln_sampling_params &sampling) {
+  SequenceDecoder d(family, 1);
+  return decodeIn(d, prompt, steps, sampling);
 }
 
 std::vector<std::vector<int32_t>> raggedPrompts() {
@@ -872,32 +885,6 @@ kiln_generator_cache_stats cacheStats(kiln_generator *gen) {
   st.struct_size = sizeof st;
   kiln_generator_cache_stats_get(gen, &st);
   return st;
-}
-
-// Adds `prompt`, prefills it, decodes `steps` tokens: the tokens and each step's logits.
-Trace decodeIn(SequenceDecoder &d, const std::vector<int32_t> &prompt, size_t steps,
-               const kiln_sampling_params &sampling, int64_t *idOut = nullptr) {
-  Trace t;
-  int64_t id = 0;
-  Error a{kiln_generator_add_sequence(d.gen, prompt.data(), prompt.size(), &sampling, &id)};
-  EXPECT_FALSE(a) << a.message();
-  if (a)
-    return t;
-  prefillAll(d.gen, id);
-  const int32_t vocab = kiln_generator_vocab_size(d.gen);
-  for (size_t s = 0; s < steps; ++s) {
-    int32_t token = -1;
-    Error e{kiln_generator_step(d.gen, &id, 1, &token)};
-    EXPECT_FALSE(e) << e.message();
-    const float *l = kiln_generator_sequence_logits(d.gen, id);
-    t.logits.emplace_back(l, l + vocab);
-    t.tokens.push_back(token);
-  }
-  if (idOut)
-    *idOut = id;
-  else
-    kiln_error_free(kiln_generator_remove_sequence(d.gen, id));
-  return t;
 }
 
 // Prompts that share a 37-token start (two full blocks of 16 and 5 tokens more).
