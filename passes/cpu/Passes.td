@@ -22,7 +22,12 @@ def TileContractionsPass : Pass<"kiln-tile-contractions", "::mlir::func::FuncOp"
            "Rows per tile of a product with a panel-packed weight (kiln.packed_rhs)">,
     Option<"rowBlock", "row-block", "int64_t", "6",
            "The microkernel's register block rows, which an implicit convolution's tile of output "
-           "positions should fill">
+           "positions should fill">,
+    Option<"widePanelRows", "wide-panel-rows", "int64_t", "0",
+           "The microkernel's rows for a 64-column panel, when they differ from row-block (0: the same)">,
+    Option<"l2Bytes", "l2-bytes", "int64_t", "1048576",
+           "Weights larger than this are streamed from L3 by every tile: an implicit convolution's "
+           "tiles then take more output positions each">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::affine::AffineDialect",
                            "::mlir::tensor::TensorDialect"];

@@ -19,20 +19,28 @@ struct TileContractionsPass : impl::TileContractionsPassBase<TileContractionsPas
   /// Output rows per tile of an implicit convolution (dims n, oh, ow, panel,
   /// kh, kw, c, column) over an OH x OW map: a divisor T of OH, so that every
   /// tile holds T whole rows of the map and the same static number of
-  /// positions (T * OW), walked by the microkernel in blocks of `rowBlock`.
+  /// positions (T * OW), walked by the microkernel in blocks of `block`.
   /// T is chosen for the fewest positions lost to partial blocks, then the
   /// tile nearest 64-128 positions (its input rows stay in L2 across the
   /// tile's blocks); at most 196 positions unless one map row is longer.
-  int64_t convRowsPerTile(int64_t oh, int64_t ow) {
+  /// Every tile streams its whole weight panel once: when the weights do not
+  /// stay in L2 (`panelFromL3`) a tile of few positions is bound by that
+  /// stream, not by its FMAs (resnet's 7x7 maps, 512 channels, tiled one
+  /// 7-position row at a time, read each 1.2 MB panel from L3 seven times and
+  /// ran at 85 GFLOP/s against 195 for an 8x8 map), so it takes every row of
+  /// the map it can up to 196 positions first.
+  int64_t convRowsPerTile(int64_t oh, int64_t ow, int64_t block, bool panelFromL3) {
     int64_t best = 1;
     double bestScore = -1;
     for (int64_t t = 1; t <= oh; ++t) {
       int64_t positions = t * ow;
       if (oh % t != 0 || (t > 1 && positions > 196))
         continue;
-      int64_t blocks = (positions + rowBlock - 1) / rowBlock;
-      double efficiency = double(positions) / double(blocks * rowBlock);
+      int64_t blocks = (positions + block - 1) / block;
+      double efficiency = double(positions) / double(blocks * block);
       double score = efficiency - (positions > 128 ? 0.01 : 0) - (positions < 64 ? 0.01 : 0);
+      if (panelFromL3 && positions < 64)
+        score -= 0.5 * double(64 - positions) / 64;
       if (score > bestScore + 1e-9) {
         best = t;
         bestScore = score;
@@ -50,7 +58,14 @@ struct TileContractionsPass : impl::TileContractionsPassBase<TileContractionsPas
       // One sample, T output rows (whole), one panel (whole), reductions whole.
       SmallVector<int64_t> sizes(ranges.size(), 0);
       sizes[0] = sizes[3] = 1;
-      sizes[1] = convRowsPerTile(ranges[1], ranges[2]);
+      // The microkernel's rows per block: fewer for a 64-column panel with
+      // 512-bit vectors (kiln-vectorize-contractions' wide panel).
+      int64_t column = ranges.back();
+      int64_t block = column == 64 && widePanelRows > 0 ? widePanelRows : rowBlock;
+      int64_t weightBytes = ranges[3] * column * 4; // panels x columns x the reductions' extents
+      for (size_t d = 4; d + 1 < ranges.size(); ++d)
+        weightBytes *= ranges[d];
+      sizes[1] = convRowsPerTile(ranges[1], ranges[2], block, weightBytes > l2Bytes);
       sizes[2] = ranges[2];
       sizes.back() = ranges.back();
       return sizes;

@@ -78,6 +78,7 @@ public:
       addElementwiseFusion(pm, options);
       TileContractionsPassOptions tiles;
       tiles.rowBlock = options.vectorBits >= 512 ? 8 : 6; // the microkernel's rows below
+      tiles.widePanelRows = options.vectorBits >= 512 ? 6 : 0;
       pm.addNestedPass<func::FuncOp>(createTileContractionsPass(tiles));
       addCleanup(pm);
       if (options.fuse) {

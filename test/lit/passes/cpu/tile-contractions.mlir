@@ -64,3 +64,52 @@ func.func @implicit_conv(%x: tensor<1x30x30x32xf32>, %w: tensor<2x3x3x32x16xf32>
   } -> tensor<1x28x28x2x16xf32>
   return %0 : tensor<1x28x28x2x16xf32>
 }
+
+// -----
+
+// A 4x6 map whose weights (2 panels of 3x3x512x64 floats: 2.4 MB) do not
+// stay in L2: every tile streams its whole panel, so a tile takes all 4 rows
+// (24 positions) rather than one 6-position row (which would read each panel
+// from L3 four times; resnet's 7x7 maps, tiled a row at a time, ran at half
+// speed). Blocks of 6 fill either way.
+#ya = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 + d4, d2 + d5, d6)>
+#yw = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d4, d5, d6, d7)>
+#yc = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d7)>
+// CHECK-LABEL: func @implicit_conv_large_weights
+// CHECK: linalg.generic
+// CHECK-SAME: kiln.tile_sizes = array<i64: 1, 4, 6, 1, 0, 0, 0, 64>
+func.func @implicit_conv_large_weights(%x: tensor<1x6x8x512xf32>, %w: tensor<2x3x3x512x64xf32>, %c: tensor<1x4x6x2x64xf32>) -> tensor<1x4x6x2x64xf32> {
+  %0 = linalg.generic {indexing_maps = [#ya, #yw, #yc],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction", "parallel"]}
+      ins(%x, %w : tensor<1x6x8x512xf32>, tensor<2x3x3x512x64xf32>) outs(%c : tensor<1x4x6x2x64xf32>)
+      attrs = {kiln.packed_rhs, kiln.implicit_conv} {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4x6x2x64xf32>
+  return %0 : tensor<1x4x6x2x64xf32>
+}
+
+// -----
+
+// The same map with small weights (2 panels of 3x3x32x64: 147 KB, in L2):
+// re-reading a panel per tile is cheap, so the smallest whole tile, one row.
+#za = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 + d4, d2 + d5, d6)>
+#zw = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d4, d5, d6, d7)>
+#zc = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d7)>
+// CHECK-LABEL: func @implicit_conv_small_weights
+// CHECK: linalg.generic
+// CHECK-SAME: kiln.tile_sizes = array<i64: 1, 1, 6, 1, 0, 0, 0, 64>
+func.func @implicit_conv_small_weights(%x: tensor<1x6x8x32xf32>, %w: tensor<2x3x3x32x64xf32>, %c: tensor<1x4x6x2x64xf32>) -> tensor<1x4x6x2x64xf32> {
+  %0 = linalg.generic {indexing_maps = [#za, #zw, #zc],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction", "parallel"]}
+      ins(%x, %w : tensor<1x6x8x32xf32>, tensor<2x3x3x32x64xf32>) outs(%c : tensor<1x4x6x2x64xf32>)
+      attrs = {kiln.packed_rhs, kiln.implicit_conv} {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4x6x2x64xf32>
+  return %0 : tensor<1x4x6x2x64xf32>
+}
