@@ -113,6 +113,36 @@ std::optional<Microkernel> match(linalg::GenericOp op) {
   return mk;
 }
 
+/// The constant every accumulator of a tile starts from, when the tile's
+/// output is a slice of its scf.forall's shared output and that output is a
+/// linalg.fill of a constant read by nothing else: the microkernel then starts
+/// its registers from the constant and the forall takes the fill's empty
+/// tensor instead, so no kernel writes the whole output (zeros, before
+/// every convolution and product) only for the tiles to read it back. Every
+/// element is written: the tiles cover the output, and the microkernel each
+/// tile's rows and columns.
+std::optional<Value> constantAccumulatorStart(linalg::GenericOp op, OpOperand *&forallInit) {
+  AffineMap out = op.getIndexingMapsArray()[2];
+  if (!out.isProjectedPermutation() || int64_t(out.getNumResults()) != op.getNumParallelLoops())
+    return std::nullopt;
+  auto slice = op.getDpsInits()[0].getDefiningOp<tensor::ExtractSliceOp>();
+  if (!slice || !slice->hasOneUse())
+    return std::nullopt;
+  auto arg = dyn_cast<BlockArgument>(slice.getSource());
+  auto forall = arg ? dyn_cast<scf::ForallOp>(arg.getOwner()->getParentOp()) : nullptr;
+  if (!forall || !llvm::is_contained(forall.getRegionIterArgs(), arg))
+    return std::nullopt;
+  for (OpOperand &use : arg.getUses())
+    if (use.getOwner() != slice && !isa<tensor::ParallelInsertSliceOp>(use.getOwner()))
+      return std::nullopt;
+  OpOperand *tied = forall.getTiedOpOperand(arg);
+  auto fill = tied->get().getDefiningOp<linalg::FillOp>();
+  if (!fill || !fill.getInputs()[0].getDefiningOp<arith::ConstantOp>())
+    return std::nullopt;
+  forallInit = tied;
+  return fill.getInputs()[0];
+}
+
 struct VectorizeContractionsPass
     : impl::VectorizeContractionsPassBase<VectorizeContractionsPass> {
   using VectorizeContractionsPassBase::VectorizeContractionsPassBase;
@@ -154,6 +184,8 @@ struct VectorizeContractionsPass
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
     Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[1], init = op.getDpsInits()[0];
     Value zero = c(0);
+    OpOperand *forallInit = nullptr;
+    std::optional<Value> start = constantAccumulatorStart(op, forallInit);
     // An operand's indices at an iteration point (`point`: a value per dim,
     // zero for the dims of extent 1), as arith ops; a dim alone is its value.
     auto indices = [&](OpBuilder &ib, AffineMap map, ArrayRef<Value> point) {
@@ -212,10 +244,34 @@ struct VectorizeContractionsPass
       for (SmallVector<Value> &point : points)
         point[mk.j] = j0;
       Value acc = colLoop.getRegionIterArg(0);
+      auto readAccs = [&](OpBuilder &rb) {
+        SmallVector<Value> read;
+        for (int64_t k = 0; k < block; ++k)
+          read.push_back(vector::TransferReadOp::create(rb, loc, vecType, acc, indices(rb, maps[2], points[k]), pad,
+                                                        inBounds));
+        return read;
+      };
       SmallVector<Value> accs;
-      for (int64_t k = 0; k < block; ++k)
-        accs.push_back(
-            vector::TransferReadOp::create(b, loc, vecType, acc, indices(b, maps[2], points[k]), pad, inBounds));
+      if (!start) {
+        accs = readAccs(b);
+      } else {
+        // Registers start from the fill's constant: in the first reduction
+        // chunk (or the only one) instead of reading the output.
+        Value splat = vector::BroadcastOp::create(b, loc, vecType, *start);
+        SmallVector<Value> splats(block, splat);
+        if (kLo == zero) {
+          accs = splats;
+        } else {
+          Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kLo, zero);
+          SmallVector<Type> types(block, vecType);
+          auto branch = scf::IfOp::create(b, loc, types, first, /*withElseRegion=*/true);
+          OpBuilder tb = branch.getThenBodyBuilder();
+          scf::YieldOp::create(tb, loc, splats);
+          OpBuilder eb = branch.getElseBodyBuilder();
+          scf::YieldOp::create(eb, loc, readAccs(eb));
+          accs.assign(branch.getResults().begin(), branch.getResults().end());
+        }
+      }
       // The reduction loops, outermost first, carrying the accumulators.
       SmallVector<scf::ForOp> loops;
       ValueRange carriedAccs = accs;
@@ -298,6 +354,13 @@ struct VectorizeContractionsPass
     }
     op.getResult(0).replaceAllUsesWith(result);
     op.erase();
+    if (start) {
+      // The forall's output needs no filling: take the fill's own destination.
+      auto fill = forallInit->get().getDefiningOp<linalg::FillOp>();
+      forallInit->set(fill.getOutputs()[0]);
+      if (fill->use_empty())
+        fill->erase();
+    }
   }
 
   void runOnOperation() override {
