@@ -58,6 +58,24 @@ def VectorizeContractionsPass : Pass<"kiln-vectorize-contractions", "::mlir::fun
                            "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect"];
 }
 
+def PadInPlacePass : Pass<"kiln-pad-in-place", "::mlir::func::FuncOp"> {
+  let summary = "Let producers write straight into the interior of a padded copy";
+  let description = [{
+    A `tensor.pad` (static shapes, constant padding value, in the function's
+    body) becomes a new padded tensor whose border alone is filled (a low and
+    a high slab per padded dim) and an `insert_slice` of the source into its
+    interior. When the pad is the source's only reader and the source's
+    buffer comes from a `tensor.empty` (through the destination operands of
+    linalg ops and the shared outputs of `scf.forall`), the padded tensor is
+    made just before that empty, and empty-tensor elimination gives the
+    producer the interior as its destination: a convolution's or pooling's
+    zero-padded input is written once by the op before it instead of being
+    filled whole and copied (a fifth of mobilenet_v2's time).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def SelectPairProductsPass : Pass<"kiln-select-pair-products", "::mlir::func::FuncOp"> {
   let summary = "Turn marked 16-bit pair products into x86's vpmaddwd";
   let description = [{

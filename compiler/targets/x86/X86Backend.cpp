@@ -97,6 +97,7 @@ public:
       microkernel.convInnerChunk = 192;
       pm.addNestedPass<func::FuncOp>(createVectorizeContractionsPass(microkernel));
       addCleanup(pm);
+      pm.addNestedPass<func::FuncOp>(createPadInPlacePass());
       return;
     }
     case Phase::Bufferized:
