@@ -55,12 +55,15 @@ public:
       std::memset(device, 0, bytes);
     return true;
   }
-  // A launch the compiler estimates at a few microseconds of work runs on the calling thread:
-  // handing it to the pool costs about as much as the work (two threads were slower than one on
-  // small decoders). 0 means the compiler could not estimate; such launches go to the pool.
+  // A launch the compiler estimates at a few microseconds of work (up to 256 KiB moved and
+  // 1 MFLOP, about 5-10 us on one core) runs on the calling thread: handing it to the pool costs
+  // about as much as the work and moves its data to the other core's cache (two threads were
+  // slower than one on small decoders, and on shufflenet's many small shuffles and concats with
+  // a 64 KiB / 128 KFLOP limit). 0 means the compiler could not estimate; such launches go to
+  // the pool.
   bool parallelFor(int32_t, kiln_abi_kernel_fn fn, void *captures, int64_t count, int64_t flops, int64_t bytes,
                    std::string &) override {
-    constexpr int64_t kSmallBytes = 64 << 10, kSmallFlops = 128 << 10;
+    constexpr int64_t kSmallBytes = 256 << 10, kSmallFlops = 1 << 20;
     if (bytes <= 0 || bytes > kSmallBytes || flops > kSmallFlops)
       pool.parallelFor(fn, captures, count);
     else if (count > 0)

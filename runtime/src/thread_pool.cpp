@@ -11,12 +11,21 @@ namespace kiln::runtime {
 
 // Lives on the caller's stack for the duration of parallelFor.
 struct ThreadPool::Job {
+  // The loop is split into one contiguous part per thread: thread t (the caller is 0) works
+  // through part t first, then helps with the others. Consecutive kernels over the same rows
+  // thus give each thread the same rows, whose data its own cache still holds (dynamic chunks
+  // scattered them, so two threads moved each activation between the cores' L2s).
+  static constexpr int kMaxParts = 64;
+  struct alignas(64) Part {
+    std::atomic<int64_t> next{0};
+    int64_t end = 0;
+    int64_t chunk = 1;
+  };
   kiln_abi_kernel_fn fn;
   void *captures;
-  int64_t count;
-  int64_t chunk;
+  int parts = 1;
   uint32_t fpMode = 0; // the caller's MXCSR control bits (x86-64)
-  std::atomic<int64_t> next{0};
+  Part part[kMaxParts];
   // Workers inside runChunks. Changed only under the pool mutex; read without it while the
   // caller spins for the last chunks.
   std::atomic<int> helpers{0};
@@ -26,7 +35,7 @@ struct ThreadPool::Job {
 
 ThreadPool::ThreadPool(int32_t threads) {
   for (int32_t i = 1; i < threads; ++i)
-    workers.emplace_back([this] { workerMain(); });
+    workers.emplace_back([this, i] { workerMain(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -64,12 +73,15 @@ struct ThreadPool::CallerFpMode {
 #endif
 };
 
-void ThreadPool::runChunks(Job &job) {
-  for (;;) {
-    int64_t begin = job.next.fetch_add(job.chunk, std::memory_order_relaxed);
-    if (begin >= job.count)
-      return;
-    job.fn(job.captures, begin, std::min(job.count, begin + job.chunk));
+void ThreadPool::runChunks(Job &job, int self) {
+  for (int k = 0; k < job.parts; ++k) {
+    Job::Part &part = job.part[(self + k) % job.parts];
+    for (;;) {
+      int64_t begin = part.next.fetch_add(part.chunk, std::memory_order_relaxed);
+      if (begin >= part.end)
+        break;
+      job.fn(job.captures, begin, std::min(part.end, begin + part.chunk));
+    }
   }
 }
 
@@ -83,13 +95,18 @@ void ThreadPool::parallelFor(kiln_abi_kernel_fn fn, void *captures, int64_t coun
   Job job;
   job.fn = fn;
   job.captures = captures;
-  job.count = count;
 #if defined(__x86_64__)
   job.fpMode = _mm_getcsr() & kFpControlBits;
 #endif
-  // A few chunks per thread balances uneven work without making chunks tiny.
-  const int64_t chunks = std::min<int64_t>(count, int64_t(threads()) * 4);
-  job.chunk = (count + chunks - 1) / chunks;
+  // A few chunks per part balance uneven work (and a late helper) without making chunks tiny.
+  job.parts = int(std::min<int64_t>({count, int64_t(threads()), int64_t(Job::kMaxParts)}));
+  for (int t = 0; t < job.parts; ++t) {
+    Job::Part &part = job.part[t];
+    int64_t begin = count * t / job.parts;
+    part.end = count * (t + 1) / job.parts;
+    part.next.store(begin, std::memory_order_relaxed);
+    part.chunk = std::max<int64_t>(1, (part.end - begin + 3) / 4);
+  }
   {
     std::lock_guard<std::mutex> lock(mutex);
     queue.push_back(&job);
@@ -98,7 +115,7 @@ void ThreadPool::parallelFor(kiln_abi_kernel_fn fn, void *captures, int64_t coun
   // Spinning workers see `pending` without a wake-up; only sleepers need one.
   if (sleepers.load(std::memory_order_acquire) > 0)
     wake.notify_all();
-  runChunks(job);
+  runChunks(job, 0);
   // Every chunk is claimed. Once the job leaves the queue no new helper can join, so waiting for
   // the current helpers means every claimed chunk has finished and `job` may leave the stack.
   std::unique_lock<std::mutex> lock(mutex);
@@ -123,7 +140,7 @@ void ThreadPool::parallelFor(kiln_abi_kernel_fn fn, void *captures, int64_t coun
   job.helpersDone.wait(lock, [&] { return job.helpers.load(std::memory_order_acquire) == 0; });
 }
 
-void ThreadPool::workerMain() {
+void ThreadPool::workerMain(int self) {
   std::unique_lock<std::mutex> lock(mutex);
   for (;;) {
     if (queue.empty() && !stopping) {
@@ -149,7 +166,7 @@ void ThreadPool::workerMain() {
     lock.unlock();
     {
       CallerFpMode mode(*job);
-      runChunks(*job);
+      runChunks(*job, self);
     }
     lock.lock();
     // All chunks are claimed now: take the job out so idle workers do not spin on it.

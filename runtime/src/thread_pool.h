@@ -31,8 +31,8 @@ public:
 private:
   struct Job;
   struct CallerFpMode;
-  void workerMain();
-  static void runChunks(Job &job);
+  void workerMain(int self);
+  static void runChunks(Job &job, int self);
 
   // About 50-100 microseconds of polling before a worker sleeps.
   static constexpr int kSpinIterations = 20000;

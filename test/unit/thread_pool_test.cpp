@@ -105,6 +105,46 @@ TEST(ThreadPool, NestedLoopsFinish) {
     expectEachOnce(*h);
 }
 
+namespace {
+// The first index each thread ran. Each thread's first chunk waits (up to a second) for the
+// other's, so neither can finish its own part and take the other's before that one starts.
+struct FirstChunks {
+  std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int64_t> callerFirst{-1}, workerFirst{-1};
+  std::atomic<int> workerChunks{0};
+};
+void recordFirstChunk(void *captures, int64_t begin, int64_t) {
+  auto *f = static_cast<FirstChunks *>(captures);
+  int64_t none = -1;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  if (std::this_thread::get_id() != f->caller) {
+    bool first = f->workerFirst.compare_exchange_strong(none, begin);
+    ++f->workerChunks;
+    while (first && f->callerFirst.load() < 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+    return;
+  }
+  if (!f->callerFirst.compare_exchange_strong(none, begin))
+    return;
+  while (f->workerChunks.load() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+}
+} // namespace
+
+// Each thread starts on its own contiguous part of the loop (the caller on the first, the
+// worker on the second half), so consecutive kernels over the same rows keep each row's data
+// in the cache of the core that wrote it.
+TEST(ThreadPool, EachThreadStartsOnItsOwnPart) {
+  ThreadPool pool(2);
+  for (int iter = 0; iter < 20; ++iter) {
+    FirstChunks f;
+    pool.parallelFor(recordFirstChunk, &f, 1000);
+    EXPECT_EQ(f.callerFirst.load(), 0);
+    ASSERT_GT(f.workerChunks.load(), 0) << "no worker joined within a second";
+    EXPECT_EQ(f.workerFirst.load(), 500);
+  }
+}
+
 #if defined(__x86_64__)
 namespace {
 // Records the MXCSR control bits each index ran under. The caller's first chunk waits (up to a
