@@ -264,19 +264,25 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
       return arith::SelectOp::create(nb, l, isNegInf, scalarConstant(nb, l, et, 0.0), mx);
     };
     double scale = op.getScale().convertToDouble();
-    // With static head sizes that split into whole vectors, the two products
-    // are written with vectors (LLVM would keep an f32 dot product scalar:
-    // it may not reorder the sum); otherwise as linalg contractions.
+    // With static head sizes the two products are written with vectors (LLVM
+    // would keep an f32 dot product scalar: it may not reorder the sum), the
+    // last one masked where the head does not split into whole vectors (the
+    // 8 heads of 15 of a 120-wide SVTR block ran as scalar loops at 9 GFLOP/s,
+    // a third of ocr_rec); with dynamic ones, or heads under 8, as linalg
+    // contractions.
     auto vectorWidth = [](int64_t n) -> int64_t {
-      return ShapedType::isDynamic(n) ? 0 : n % 16 == 0 ? 16 : n % 8 == 0 ? 8 : 0;
+      if (ShapedType::isDynamic(n))
+        return 0;
+      return n % 16 == 0 ? 16 : n % 8 == 0 ? 8 : n > 8 ? 16 : 0;
     };
     int64_t headSize = staticSize(dSize), valueSize = staticSize(dvSize);
     int64_t qkWidth = et.isF32() ? vectorWidth(headSize) : 0, pvWidth = et.isF32() ? vectorWidth(valueSize) : 0;
     auto zeroVector = [&](VectorType vt) -> Value {
       return arith::ConstantOp::create(b, loc, vt, DenseElementsAttr::get(vt, b.getFloatAttr(et, 0.0)));
     };
-    auto readVector = [&](VectorType vt, Value t, ArrayRef<Value> idx) -> Value {
-      return vector::TransferReadOp::create(b, loc, vt, t, idx, zero, ArrayRef<bool>{true});
+    // A vector past the end of the row (inBounds false) reads zeros there and writes nothing.
+    auto readVector = [&](VectorType vt, Value t, ArrayRef<Value> idx, bool inBounds = true) -> Value {
+      return vector::TransferReadOp::create(b, loc, vt, t, idx, zero, ArrayRef<bool>{inBounds});
     };
     // for (x = 0; x < n; ++x) carried = body(x, carried), on tensors.
     auto forRange = [&](Value n, Value init, const std::function<Value(Value, Value)> &body) -> Value {
@@ -323,8 +329,9 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
               OpBuilder::InsertionGuard g(b);
               b.setInsertionPointToStart(dot.getBody());
               Value col = dot.getInductionVar();
-              Value qv = readVector(vt, qBlock, {row, col});
-              Value kv = readVector(vt, kTile, {key, col});
+              bool whole = headSize % qkWidth == 0;
+              Value qv = readVector(vt, qBlock, {row, col}, whole);
+              Value kv = readVector(vt, kTile, {key, col}, whole);
               scf::YieldOp::create(b, loc, ValueRange{vector::FMAOp::create(b, loc, qv, kv, dot.getRegionIterArg(0))});
             }
             Value sum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, dot.getResult(0));
@@ -431,14 +438,16 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
         // acc = acc * alpha + P V, `pvWidth` value columns at a time in registers:
         // one broadcast P entry times a contiguous row of V per key.
         auto vt = VectorType::get({pvWidth}, et);
-        int64_t chunks = valueSize / pvWidth;
+        int64_t chunks = (valueSize + pvWidth - 1) / pvWidth;
+        auto wholeChunk = [&](int64_t ch) { return (ch + 1) * pvWidth <= valueSize; };
         accNew = forRange(rows, acc, [&](Value row, Value accRows) {
           Value scaleRow = vector::BroadcastOp::create(b, loc, vt, tensor::ExtractOp::create(b, loc, alpha, ValueRange{row}));
           if (chunks <= kMaxAccumulators) {
             // The whole row of acc in registers: independent accumulators, one P load per key.
             SmallVector<Value> starts;
             for (int64_t ch = 0; ch < chunks; ++ch)
-              starts.push_back(arith::MulFOp::create(b, loc, readVector(vt, accRows, {row, c(ch * pvWidth)}), scaleRow));
+              starts.push_back(arith::MulFOp::create(
+                  b, loc, readVector(vt, accRows, {row, c(ch * pvWidth)}, wholeChunk(ch)), scaleRow));
             auto keys = scf::ForOp::create(b, loc, c(0), kn, c(1), starts);
             {
               OpBuilder::InsertionGuard g(b);
@@ -447,14 +456,15 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
               Value pv = vector::BroadcastOp::create(b, loc, vt, tensor::ExtractOp::create(b, loc, p, ValueRange{row, key}));
               SmallVector<Value> next;
               for (int64_t ch = 0; ch < chunks; ++ch)
-                next.push_back(vector::FMAOp::create(b, loc, pv, readVector(vt, vTile, {key, c(ch * pvWidth)}),
-                                                     keys.getRegionIterArg(ch)));
+                next.push_back(vector::FMAOp::create(
+                    b, loc, pv, readVector(vt, vTile, {key, c(ch * pvWidth)}, wholeChunk(ch)),
+                    keys.getRegionIterArg(ch)));
               scf::YieldOp::create(b, loc, next);
             }
             Value written = accRows;
             for (int64_t ch = 0; ch < chunks; ++ch)
               written = vector::TransferWriteOp::create(b, loc, keys.getResult(ch), written, ValueRange{row, c(ch * pvWidth)},
-                                                        ArrayRef<bool>{true})
+                                                        ArrayRef<bool>{wholeChunk(ch)})
                             .getResult();
             return written;
           }
@@ -462,18 +472,19 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
           OpBuilder::InsertionGuard g(b);
           b.setInsertionPointToStart(cols.getBody());
           Value col = cols.getInductionVar(), accCols = cols.getRegionIterArg(0);
-          Value start = arith::MulFOp::create(b, loc, readVector(vt, accCols, {row, col}), scaleRow);
+          bool whole = valueSize % pvWidth == 0;
+          Value start = arith::MulFOp::create(b, loc, readVector(vt, accCols, {row, col}, whole), scaleRow);
           auto keys = scf::ForOp::create(b, loc, c(0), kn, c(1), ValueRange{start});
           {
             OpBuilder::InsertionGuard g2(b);
             b.setInsertionPointToStart(keys.getBody());
             Value key = keys.getInductionVar();
             Value pv = vector::BroadcastOp::create(b, loc, vt, tensor::ExtractOp::create(b, loc, p, ValueRange{row, key}));
-            Value vv = readVector(vt, vTile, {key, col});
+            Value vv = readVector(vt, vTile, {key, col}, whole);
             scf::YieldOp::create(b, loc, ValueRange{vector::FMAOp::create(b, loc, pv, vv, keys.getRegionIterArg(0))});
           }
           Value written = vector::TransferWriteOp::create(b, loc, keys.getResult(0), accCols, ValueRange{row, col},
-                                                          ArrayRef<bool>{true})
+                                                          ArrayRef<bool>{whole})
                               .getResult();
           scf::YieldOp::create(b, loc, ValueRange{written});
           return cols.getResult(0);

@@ -59,20 +59,22 @@ ReductionSpace reductionSpace(OpBuilder &b, Location loc, Value input, ArrayRef<
 
 /// A reduction over the last axis only (static, 16+ f32 elements) as vector
 /// code: one work item per row (the kept dims), the row combined in vectors
-/// of 8 with the accumulator in registers, then across its lanes and with
+/// of `lanes` (16 with 512-bit vectors: a softmax's exp pass is bound by its
+/// polynomial's instructions, so whole-register vectors halve it) with the
+/// accumulator in registers, then across its lanes and with
 /// the row's last elements. The scalar loop that linalg gives keeps the
 /// accumulator in memory (LLVM cannot prove it apart from the input), one
 /// store-to-load round trip per element: 6625-class softmax rows ran at
 /// 1 GFLOP/s. Null when the shapes do not fit.
 Value rowReduce(OpBuilder &b, Location loc, Value input, ArrayRef<bool> reduced, Value initScalar,
                 const Combine &combine, ValueRange extra,
-                const std::function<Value(OpBuilder &, Location, ValueRange)> &pre) {
+                const std::function<Value(OpBuilder &, Location, ValueRange)> &pre, int64_t lanes) {
   auto it = cast<RankedTensorType>(input.getType());
   int64_t rank = it.getRank(), length = it.getShape().back();
   if (rank < 2 || !it.getElementType().isF32() || ShapedType::isDynamic(length) || length < 16 ||
       llvm::count(reduced, true) != 1 || !reduced.back())
     return {};
-  constexpr int64_t kWidth = 8;
+  const int64_t kWidth = length >= 2 * lanes ? lanes : 8;
   Type et = it.getElementType();
   auto vecType = VectorType::get({kWidth}, et);
   ReductionSpace space = reductionSpace(b, loc, input, reduced);
@@ -122,14 +124,14 @@ Value rowReduce(OpBuilder &b, Location loc, Value input, ArrayRef<bool> reduced,
 
 /// Reduces `input` over the `reduced` dims; the result keeps the other dims.
 /// `pre` optionally transforms each element (with the kept-dims `extra`
-/// tensors broadcast alongside) before `combine`. `rowVectors` (x86): a
-/// reduction over the last axis as rowReduce's vector code.
+/// tensors broadcast alongside) before `combine`. `rowLanes` (x86, 0: off):
+/// a reduction over the last axis as rowReduce's vector code.
 Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<bool> reduced,
              Value initScalar, const Combine &combine,
              ValueRange extra = {},
-             std::function<Value(OpBuilder &, Location, ValueRange)> pre = {}, bool rowVectors = false) {
-  if (rowVectors)
-    if (Value rows = rowReduce(b, loc, input, reduced, initScalar, combine, extra, pre))
+             std::function<Value(OpBuilder &, Location, ValueRange)> pre = {}, int64_t rowLanes = 0) {
+  if (rowLanes > 0)
+    if (Value rows = rowReduce(b, loc, input, reduced, initScalar, combine, extra, pre, rowLanes))
       return rows;
   auto it = cast<RankedTensorType>(input.getType());
   int64_t rank = it.getRank();
@@ -311,8 +313,8 @@ Value highestValue(OpBuilder &b, Location loc, Type type) {
 
 template <typename OpTy>
 struct ReducePattern : OpConversionPattern<OpTy> {
-  ReducePattern(MLIRContext *ctx, bool rowVectors) : OpConversionPattern<OpTy>(ctx), rowVectors(rowVectors) {}
-  bool rowVectors;
+  ReducePattern(MLIRContext *ctx, int64_t rowLanes) : OpConversionPattern<OpTy>(ctx), rowLanes(rowLanes) {}
+  int64_t rowLanes;
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -331,7 +333,7 @@ struct ReducePattern : OpConversionPattern<OpTy> {
     std::function<Value(OpBuilder &, Location, ValueRange)> pre;
     if (kind.pre)
       pre = [&](OpBuilder &b, Location l, ValueRange a) { return kind.pre(b, l, a[0]); };
-    Value r = reduce(rewriter, loc, x, reduced, init, kind.combine, {}, pre, rowVectors);
+    Value r = reduce(rewriter, loc, x, reduced, init, kind.combine, {}, pre, rowLanes);
     if (std::is_same_v<OpTy, ReduceMeanOp>)
       r = divideBy(rewriter, loc, r, reducedCount(rewriter, loc, x, reduced, et));
     if (kind.post)
@@ -535,8 +537,8 @@ struct DynamicReducePattern : OpConversionPattern<DynamicReduceOp> {
 /// reduce the max, then the shifted exponentials' sum.
 template <typename OpTy>
 struct SoftmaxLikePattern : OpConversionPattern<OpTy> {
-  SoftmaxLikePattern(MLIRContext *ctx, bool rowVectors) : OpConversionPattern<OpTy>(ctx), rowVectors(rowVectors) {}
-  bool rowVectors;
+  SoftmaxLikePattern(MLIRContext *ctx, int64_t rowLanes) : OpConversionPattern<OpTy>(ctx), rowLanes(rowLanes) {}
+  int64_t rowLanes;
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -548,20 +550,23 @@ struct SoftmaxLikePattern : OpConversionPattern<OpTy> {
     int64_t axis = wrapAxis(op.getAxis(), xt.getRank());
     SmallVector<bool> reduced(xt.getRank(), false);
     reduced[axis] = true;
-    Value maxV = reduce(rewriter, loc, x, reduced, lowestValue(rewriter, loc, et), maxCombine(), {}, {}, rowVectors);
+    Value maxV = reduce(rewriter, loc, x, reduced, lowestValue(rewriter, loc, et), maxCombine(), {}, {}, rowLanes);
     // sum(exp(x - max)) with max broadcast along the reduced axis.
     Value sum = reduce(
         rewriter, loc, x, reduced, scalarConstant(rewriter, loc, et, 0), sumCombine(),
         ValueRange{maxV}, [](OpBuilder &b, Location l, ValueRange a) -> Value {
           return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, a[0], a[1]));
         },
-        rowVectors);
+        rowLanes);
     Value y = mapWithReduced(rewriter, loc, x, reduced, ValueRange{maxV, sum}, {},
                              [](OpBuilder &b, Location l, ValueRange a) -> Value {
                                Value shifted = arith::SubFOp::create(b, l, a[0], a[1]);
                                if (isLog)
                                  return arith::SubFOp::create(b, l, shifted, math::LogOp::create(b, l, a[2]));
-                               return arith::DivFOp::create(b, l, math::ExpOp::create(b, l, shifted), a[2]);
+                               // exp * (1 / sum): the reciprocal is the row's, hoisted out of
+                               // its loop, where a division per element bounded the pass.
+                               Value inverse = arith::DivFOp::create(b, l, scalarConstant(b, l, a[2].getType(), 1.0), a[2]);
+                               return arith::MulFOp::create(b, l, math::ExpOp::create(b, l, shifted), inverse);
                              });
     rewriter.replaceOp(op, y);
     return success();
@@ -1195,7 +1200,8 @@ void populateNnLoweringPatterns(RewritePatternSet &patterns, bool rowVectors, in
   patterns.add<ReducePattern<ReduceMeanOp>, ReducePattern<ReduceSumOp>, ReducePattern<ReduceMaxOp>,
                ReducePattern<ReduceMinOp>, ReducePattern<ReduceProdOp>, ReducePattern<ReduceL1Op>,
                ReducePattern<ReduceL2Op>, ReducePattern<ReduceSumSquareOp>, ReducePattern<ReduceLogSumOp>,
-               SoftmaxLikePattern<SoftmaxOp>, SoftmaxLikePattern<LogSoftmaxOp>>(ctx, rowVectors);
+               SoftmaxLikePattern<SoftmaxOp>, SoftmaxLikePattern<LogSoftmaxOp>>(
+      ctx, rowVectors ? (vectorBits >= 512 ? 16 : 8) : 0);
   patterns.add<ReduceLogSumExpPattern, DynamicReducePattern, ArgPattern<ArgMaxOp>, ArgPattern<ArgMinOp>,
                InstanceNormPattern, HardmaxPattern, CumSumPattern, NllLossPattern, LayerNormPattern, RmsNormPattern,
                BatchNormPattern, GlobalAveragePoolPattern, PoolPattern<MaxPoolOp>, PoolPattern<AveragePoolOp>>(ctx);

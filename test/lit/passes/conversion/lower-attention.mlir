@@ -101,3 +101,18 @@ func.func @wide_values(%q: tensor<2x?x16xf32>, %k: tensor<2x?x16xf32>, %v: tenso
   %0 = graph.attention %q, %k, %v {scale = 0.25 : f32} : (tensor<2x?x16xf32>, tensor<2x?x16xf32>, tensor<2x?x64xf32>) -> tensor<2x?x64xf32>
   return %0 : tensor<2x?x64xf32>
 }
+
+// -----
+
+// A head of 15 (an SVTR block's 120 channels in 8 heads) does not split into whole vectors:
+// one 16-lane vector per row, its last lane masked (read as zero, never written): the
+// transfers carry no in_bounds = [true].
+// CHECK-LABEL: func @odd_head
+// CHECK: vector.transfer_read %{{[^ ]*}}[%{{[^]]*}}], %{{[a-z_0-9]*}} : tensor<?x15xf32>, vector<16xf32>
+// CHECK: vector.fma
+// CHECK: vector.reduction <add>
+// CHECK: vector.transfer_write %{{[^ ]*}}, %{{[^ ]*}}[%{{[^]]*}}] : vector<16xf32>, tensor<?x15xf32>
+func.func @odd_head(%q: tensor<8x80x15xf32>, %k: tensor<8x80x15xf32>, %v: tensor<8x80x15xf32>) -> tensor<8x80x15xf32> {
+  %0 = graph.attention %q, %k, %v {scale = 0.258 : f32} : (tensor<8x80x15xf32>, tensor<8x80x15xf32>, tensor<8x80x15xf32>) -> tensor<8x80x15xf32>
+  return %0 : tensor<8x80x15xf32>
+}

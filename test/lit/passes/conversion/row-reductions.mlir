@@ -1,6 +1,7 @@
 // kiln-convert-graph-to-linalg{row-vector-reductions=true} (x86): reductions over the last axis as vector row kernels.
 // RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg=row-vector-reductions=true | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg | FileCheck %s --check-prefix=GENERIC
+// RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg="row-vector-reductions=true vector-bits=512" | FileCheck %s --check-prefix=WIDE
 
 // A softmax over 40 elements per row: the max and the sum of exponentials
 // are row kernels (a work item per row, vectors of 8 accumulated in
@@ -13,7 +14,12 @@
 // CHECK: scf.forall
 // CHECK: math.exp {{.*}} : vector<8xf32>
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
-// CHECK: arith.divf
+// CHECK: %[[INV:.*]] = arith.divf %cst{{.*}}, %in
+// CHECK: arith.mulf %{{.*}}, %[[INV]]
+// With 512-bit vectors (and rows of 32 or more) the row kernels take 16 lanes.
+// WIDE-LABEL: func @softmax_long_rows
+// WIDE: scf.for {{.*}} -> (vector<16xf32>)
+// WIDE: math.exp {{.*}} : vector<16xf32>
 // GENERIC-LABEL: func @softmax_long_rows
 // GENERIC-NOT: scf.forall
 // GENERIC: iterator_types = ["parallel", "reduction"]
