@@ -58,6 +58,27 @@ def VectorizeContractionsPass : Pass<"kiln-vectorize-contractions", "::mlir::fun
                            "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect"];
 }
 
+def VectorizeElementwisePass : Pass<"kiln-vectorize-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "Write elementwise linalg ops as vector code over their innermost dim";
+  let description = [{
+    An all-parallel `linalg.generic` on tensors with static sizes whose
+    outputs are written with the innermost dim last and contiguous, whose
+    inputs read it as their last index or not at all, and whose body is
+    elementwise arith/math becomes loops over the other dims and the
+    innermost in steps of `lanes`, each step one vector read per operand
+    (a broadcast for operands without the innermost dim), the body on
+    vectors, and one vector write per output. LLVM unrolled such short
+    inner loops and then could not vectorize the stores it could not prove
+    apart from the loads (a 1x1 convolution's bias + ReLU6 ran scalar).
+  }];
+  let options = [
+    Option<"lanes", "lanes", "int64_t", "8", "Vector width in elements; the innermost extent must be a multiple">
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+                           "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::affine::AffineDialect"];
+}
+
 def PadInPlacePass : Pass<"kiln-pad-in-place", "::mlir::func::FuncOp"> {
   let summary = "Let producers write straight into the interior of a padded copy";
   let description = [{

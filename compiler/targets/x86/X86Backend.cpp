@@ -97,6 +97,10 @@ public:
       microkernel.convInnerChunk = 192;
       pm.addNestedPass<func::FuncOp>(createVectorizeContractionsPass(microkernel));
       addCleanup(pm);
+      VectorizeElementwisePassOptions elementwise;
+      elementwise.lanes = options.vectorBits >= 512 ? 16 : 8;
+      pm.addNestedPass<func::FuncOp>(createVectorizeElementwisePass(elementwise));
+      addCleanup(pm);
       pm.addNestedPass<func::FuncOp>(createPadInPlacePass());
       return;
     }
