@@ -61,11 +61,13 @@ def VectorizeContractionsPass : Pass<"kiln-vectorize-contractions", "::mlir::fun
 def VectorizeElementwisePass : Pass<"kiln-vectorize-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Write elementwise linalg ops as vector code over their innermost dim";
   let description = [{
-    An all-parallel `linalg.generic` on tensors with static sizes whose
+    An all-parallel `linalg.generic` on tensors with static sizes, outside
+    any `scf.forall` (a product tile's epilogue is left to its tile), whose
     outputs are written with the innermost dim last and contiguous, whose
     inputs read it as their last index or not at all, and whose body is
-    elementwise arith/math becomes loops over the other dims and the
-    innermost in steps of `lanes`, each step one vector read per operand
+    elementwise arith/math becomes an `scf.forall` over the dims before the
+    last two, loops over those two (the innermost in steps of `lanes`),
+    each step one vector read per operand
     (a broadcast for operands without the innermost dim), the body on
     vectors, and one vector write per output. LLVM unrolled such short
     inner loops and then could not vectorize the stores it could not prove

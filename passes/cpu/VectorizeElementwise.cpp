@@ -47,38 +47,51 @@ struct VectorizeElementwisePass : impl::VectorizeElementwisePassBase<VectorizeEl
     return true;
   }
 
-  /// An scf.forall over the outer dims (each item one row of the innermost
-  /// dim, so the op stays a parallel kernel), in it an scf.for over the row
-  /// in steps of `width` carrying the rows of the outputs.
+  /// An scf.forall over the dims before the last two (each item a 2-D block
+  /// of the last two, so the op stays a parallel kernel and an item is more
+  /// than one vector's work: items of 16 floats spent more on finding their
+  /// indices than on the work), in it scf.for loops over the second-to-last
+  /// dim and over the innermost in steps of `width`, carrying the outputs'
+  /// blocks.
   void rewrite(linalg::GenericOp op, int64_t width) {
     OpBuilder b(op);
     Location loc = op.getLoc();
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    int64_t rank = ranges.size(), inner = rank - 1, extent = ranges.back();
+    int64_t rank = ranges.size(), inner = rank - 1, outerRank = rank - 2;
     auto c = [&](OpBuilder &nb, int64_t v) -> Value { return arith::ConstantIndexOp::create(nb, loc, v); };
     SmallVector<OpFoldResult> outer;
-    for (int64_t d = 0; d < inner; ++d)
+    for (int64_t d = 0; d < outerRank; ++d)
       outer.push_back(b.getIndexAttr(ranges[d]));
+    if (outer.empty())
+      outer.push_back(b.getIndexAttr(1));
     SmallVector<Value> inits(op.getDpsInits().begin(), op.getDpsInits().end());
     auto forall = scf::ForallOp::create(b, loc, outer, inits, std::nullopt);
     OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
     SmallVector<Value> point(rank);
-    for (int64_t d = 0; d < inner; ++d)
+    for (int64_t d = 0; d < outerRank; ++d)
       point[d] = forall.getInductionVar(d);
-    // Each output's row [i0, ..., 0] of `extent` elements, rank-reduced to 1-D.
+    // Each output's block [i0, ..., 0, 0] of the last two dims, rank-reduced to 2-D.
     SmallVector<OpFoldResult> offsets, sizes(rank, fb.getIndexAttr(1)), strides(rank, fb.getIndexAttr(1));
-    for (int64_t d = 0; d < inner; ++d)
+    for (int64_t d = 0; d < outerRank; ++d)
       offsets.push_back(point[d]);
-    offsets.push_back(fb.getIndexAttr(0));
-    sizes.back() = fb.getIndexAttr(extent);
-    SmallVector<Value> rows;
+    offsets.append({fb.getIndexAttr(0), fb.getIndexAttr(0)});
+    sizes[rank - 2] = fb.getIndexAttr(ranges[rank - 2]);
+    sizes[rank - 1] = fb.getIndexAttr(ranges[rank - 1]);
+    SmallVector<Value> blocks;
     for (BlockArgument out : forall.getRegionIterArgs()) {
-      auto rowType = RankedTensorType::get({extent}, cast<RankedTensorType>(out.getType()).getElementType());
-      rows.push_back(tensor::ExtractSliceOp::create(fb, loc, rowType, out, offsets, sizes, strides));
+      auto blockType = RankedTensorType::get({ranges[rank - 2], ranges[rank - 1]},
+                                             cast<RankedTensorType>(out.getType()).getElementType());
+      blocks.push_back(tensor::ExtractSliceOp::create(fb, loc, blockType, out, offsets, sizes, strides));
     }
-    auto loop = scf::ForOp::create(fb, loc, c(fb, 0), c(fb, extent), c(fb, width), rows);
+    auto rowLoop = scf::ForOp::create(fb, loc, c(fb, 0), c(fb, ranges[rank - 2]), c(fb, 1), blocks);
+    OpBuilder rb = OpBuilder::atBlockBegin(rowLoop.getBody());
+    point[rank - 2] = rowLoop.getInductionVar();
+    auto loop = scf::ForOp::create(rb, loc, c(rb, 0), c(rb, ranges[inner]), c(rb, width),
+                                   rowLoop.getRegionIterArgs());
+    scf::YieldOp::create(rb, loc, loop.getResults());
     OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
     point[inner] = loop.getInductionVar();
+    SmallVector<Value> local = {point[rank - 2], point[inner]};
     auto indices = [&](AffineMap map) {
       SmallVector<Value> idx;
       for (AffineExpr e : map.getResults())
@@ -95,8 +108,8 @@ struct VectorizeElementwisePass : impl::VectorizeElementwisePassBase<VectorizeEl
       Type et = arg.getType();
       Value pad = arith::ConstantOp::create(lb, loc, lb.getZeroAttr(et));
       if (op.isDpsInit(&operand)) {
-        Value row = loop.getRegionIterArgs()[operand.getOperandNumber() - op.getNumDpsInputs()];
-        mapping.map(arg, vector::TransferReadOp::create(lb, loc, vectorOf(et), row, ValueRange{point[inner]}, pad,
+        Value block = loop.getRegionIterArgs()[operand.getOperandNumber() - op.getNumDpsInputs()];
+        mapping.map(arg, vector::TransferReadOp::create(lb, loc, vectorOf(et), block, local, pad,
                                                         ArrayRef<bool>{true}));
         continue;
       }
@@ -127,14 +140,14 @@ struct VectorizeElementwisePass : impl::VectorizeElementwisePassBase<VectorizeEl
       Value value = mapping.lookupOrNull(v);
       if (!value) // a value from above, the same in every lane
         value = vector::BroadcastOp::create(lb, loc, vectorOf(v.getType()), v);
-      written.push_back(vector::TransferWriteOp::create(lb, loc, value, loop.getRegionIterArgs()[i],
-                                                        ValueRange{point[inner]}, ArrayRef<bool>{true})
-                            .getResult());
+      written.push_back(
+          vector::TransferWriteOp::create(lb, loc, value, loop.getRegionIterArgs()[i], local, ArrayRef<bool>{true})
+              .getResult());
     }
     scf::YieldOp::create(lb, loc, written);
     OpBuilder tb = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
-    for (auto [row, out] : llvm::zip(loop.getResults(), forall.getRegionIterArgs()))
-      tensor::ParallelInsertSliceOp::create(tb, loc, row, out, offsets, sizes, strides);
+    for (auto [block, out] : llvm::zip(rowLoop.getResults(), forall.getRegionIterArgs()))
+      tensor::ParallelInsertSliceOp::create(tb, loc, block, out, offsets, sizes, strides);
     op->replaceAllUsesWith(forall.getResults());
     op->erase();
   }
@@ -142,8 +155,12 @@ struct VectorizeElementwisePass : impl::VectorizeElementwisePassBase<VectorizeEl
   void runOnOperation() override {
     SmallVector<linalg::GenericOp> found;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (!op.hasPureTensorSemantics() || op.getNumParallelLoops() != op.getNumLoops() || op.getNumLoops() == 0 ||
+      if (!op.hasPureTensorSemantics() || op.getNumParallelLoops() != op.getNumLoops() || op.getNumLoops() < 2 ||
           op->hasAttr("kiln.tile_sizes"))
+        return;
+      // An epilogue in a product's tile: the tile is the work item already, and a
+      // forall in it would become a nested parallel loop per tile (slower).
+      if (op->getParentOfType<scf::ForallOp>())
         return;
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       if (llvm::any_of(ranges, ShapedType::isDynamic))

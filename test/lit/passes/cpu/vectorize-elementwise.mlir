@@ -1,5 +1,6 @@
 // kiln-vectorize-elementwise: an all-parallel generic with a static innermost dim (a multiple of
-// `lanes`) becomes an scf.forall over the outer dims and vector code over the innermost.
+// `lanes`) becomes an scf.forall over the dims before the last two, loops over those two (the
+// innermost in vector steps) and vector code.
 // RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-vectorize-elementwise{lanes=16}),canonicalize)' | FileCheck %s
 
 // A 1x1 convolution's bias + ReLU6, reading the product [N, H*W, P, B] as [N, H, W, P, B]:
@@ -9,7 +10,9 @@
 #bias = affine_map<(d0, d1, d2, d3, d4) -> (d3, d4)>
 #id = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
 // CHECK-LABEL: func @bias_relu6
-// CHECK: scf.forall (%[[H:.*]], %[[W:.*]], %[[P:.*]]) in (4, 4, 2)
+// CHECK: scf.forall (%[[H:.*]], %[[W:.*]]) in (4, 4)
+// CHECK: tensor.extract_slice {{.*}} to tensor<2x16xf32>
+// CHECK: scf.for %[[P:.*]] = %c0 to %c2
 // CHECK: %[[HW:.*]] = arith.muli %[[H]], %c4
 // CHECK: %[[ROW:.*]] = arith.addi %[[HW]], %[[W]]
 // CHECK: vector.transfer_read %arg0[%c0, %[[ROW]], %[[P]], %c0]{{.*}} : tensor<1x16x2x16xf32>, vector<16xf32>
@@ -17,7 +20,7 @@
 // CHECK: arith.addf {{.*}} : vector<16xf32>
 // CHECK: arith.maximumf {{.*}} : vector<16xf32>
 // CHECK: arith.minimumf {{.*}} : vector<16xf32>
-// CHECK: vector.transfer_write {{.*}} : vector<16xf32>, tensor<16xf32>
+// CHECK: vector.transfer_write %{{.*}}, %{{.*}}[%[[P]], %c0] {{.*}} : vector<16xf32>, tensor<2x16xf32>
 // CHECK: tensor.parallel_insert_slice
 // CHECK-NOT: linalg.generic
 func.func @bias_relu6(%p: tensor<1x16x2x16xf32>, %b: tensor<2x16xf32>) -> tensor<1x4x4x2x16xf32> {
