@@ -702,7 +702,7 @@ static Value channelsLastPackedConv(OpBuilder &b, Location loc, PackedConvOp op,
   // ocr_rec (1 thread, AVX-512). A dilated window with fewer than 8 channels has runs
   // of channels too short for the implicit product's inner loop: patch rows.
   bool pointwise = kernel[0] == 1 && kernel[1] == 1 && strides[0] == 1 && strides[1] == 1 &&
-                   llvm::all_of(pads, [](int64_t p) { return p == 0; }) && !getenv("KILN_PW_IMPLICIT");
+                   llvm::all_of(pads, [](int64_t p) { return p == 0; });
   bool implicit = !pointwise && (channels >= 8 || dilations[1] == 1);
   if (pointwise) {
     col = tensor::CollapseShapeOp::create(b, loc, rowsType, x, SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}});

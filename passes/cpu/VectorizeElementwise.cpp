@@ -23,22 +23,21 @@ namespace {
 struct VectorizeElementwisePass : impl::VectorizeElementwisePassBase<VectorizeElementwisePass> {
   using VectorizeElementwisePassBase::VectorizeElementwisePassBase;
 
-  /// Whether every operand reads the innermost dim `inner` as its own last
+  /// Whether every input reads the innermost dim `inner` as its own last
   /// index (contiguous) or not at all (one value for the whole vector), the
   /// body is elementwise arith/math (no index, no extract), and the element
-  /// types are scalars.
+  /// types are scalars of whole bytes (a vector of i1 would be read as packed
+  /// bits, where a tensor of i1 holds a byte per element).
   static bool fits(linalg::GenericOp op, int64_t inner) {
     for (OpOperand &operand : op->getOpOperands()) {
       AffineMap map = op.getMatchingIndexingMap(&operand);
       auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-      if (!type || !type.getElementType().isIntOrFloat())
+      if (!type || !type.getElementType().isIntOrFloat() || type.getElementTypeBitWidth() % 8 != 0)
         return false;
       bool last = map.getNumResults() > 0 && map.getResults().back() == getAffineDimExpr(inner, op.getContext());
       for (auto [i, e] : llvm::enumerate(map.getResults()))
         if (e.isFunctionOfDim(inner) && (!last || i + 1 != map.getNumResults()))
           return false;
-      if (op.isDpsInit(&operand) && (!last || !map.isPermutation()))
-        return false;
     }
     for (Operation &body : op.getRegion().front().without_terminator())
       if (!body.hasTrait<OpTrait::Elementwise>() || body.getNumRegions() != 0 || body.getNumResults() != 1 ||

@@ -64,3 +64,23 @@ func.func @left_alone(%x: tensor<4x20xf32>, %y: tensor<4x32xf32>) -> (tensor<4x2
   } -> tensor<4x32xi64>
   return %r, %i : tensor<4x20xf32>, tensor<4x32xi64>
 }
+
+// -----
+
+// Tensors of i1 hold a byte per element; a vector<16xi1> would be read as packed bits, so an op
+// reading or writing them is left alone (a bool mask's Where, And, Not).
+#m3 = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func @bools
+// CHECK: linalg.generic
+// CHECK-NOT: vector.transfer_read
+func.func @bools(%c: tensor<4x32xi1>, %x: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x32xf32>
+  %r = linalg.generic {indexing_maps = [#m3, #m3, #m3], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %x : tensor<4x32xi1>, tensor<4x32xf32>) outs(%e : tensor<4x32xf32>) {
+  ^bb0(%b: i1, %a: f32, %o: f32):
+    %s = arith.select %b, %a, %zero : f32
+    linalg.yield %s : f32
+  } -> tensor<4x32xf32>
+  return %r : tensor<4x32xf32>
+}
