@@ -422,6 +422,38 @@ func.func @packed_matmul(%a: tensor<?x8xf32>, %w: tensor<3x8x16xf32>) -> tensor<
 
 // -----
 
+// Batch dims fold into the rows: one [batch*seq, K] product reads each weight
+// panel once for the whole batch (a decode step of 8 sequences is [8, 1, K]),
+// then the product is reshaped back to [batch, seq, N/B, B].
+// CHECK-LABEL: func @packed_matmul_batched
+// CHECK: %[[B:.*]] = tensor.dim %{{.*}}, %c0
+// CHECK: %[[S:.*]] = tensor.dim %{{.*}}, %c1
+// CHECK: %[[ROWS:.*]] = arith.muli %[[B]], %[[S]]
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : tensor<?x?x8xf32> into tensor<?x8xf32>
+// CHECK: tensor.empty(%[[ROWS]]) : tensor<?x3x16xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction", "parallel"]{{.*}}ins(%{{.*}}, %{{.*}} : tensor<?x8xf32>, tensor<3x8x16xf32>)
+// CHECK-SAME: kiln.packed_rhs
+// CHECK: tensor.reshape %{{.*}}(%{{.*}}) : (tensor<?x3x16xf32>, tensor<4xi64>) -> tensor<?x?x3x16xf32>
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1], [2, 3]] : tensor<?x?x3x16xf32> into tensor<?x?x48xf32>
+func.func @packed_matmul_batched(%a: tensor<?x?x8xf32>, %w: tensor<3x8x16xf32>) -> tensor<?x?x48xf32> {
+  %0 = graph.packed_matmul %a, %w : (tensor<?x?x8xf32>, tensor<3x8x16xf32>) -> tensor<?x?x48xf32>
+  return %0 : tensor<?x?x48xf32>
+}
+
+// -----
+
+// A static batch of one keeps its dims (nothing to share).
+// CHECK-LABEL: func @packed_matmul_one_batch
+// CHECK-NOT: tensor.reshape
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]{{.*}}ins(%{{.*}}, %{{.*}} : tensor<1x?x8xf32>, tensor<3x8x16xf32>)
+// CHECK-NOT: tensor.reshape
+func.func @packed_matmul_one_batch(%a: tensor<1x?x8xf32>, %w: tensor<3x8x16xf32>) -> tensor<1x?x48xf32> {
+  %0 = graph.packed_matmul %a, %w : (tensor<1x?x8xf32>, tensor<3x8x16xf32>) -> tensor<1x?x48xf32>
+  return %0 : tensor<1x?x48xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @layer_norm_stats
 // CHECK: math.rsqrt
 // CHECK: tensor.reshape {{.*}} -> tensor<4x1xf32>
