@@ -1,6 +1,7 @@
 // kiln-inspect: print what an artifact contains (lineage, target, signature, weights, kernels) without loading its code.
 #include "format/artifact_format.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -132,6 +133,32 @@ std::string jsonQuantization(const QuantizationInfo &q) {
   return s + "}}";
 }
 
+/// A decoder's cache geometry: bytes per cached token (every cache; dims other than the batch or
+/// pool and the token axis are static) and, when paged (kiln-compile --kv-block-size: a
+/// kiln.block_table input maps sequences to blocks of a static size), the block size; 0 otherwise.
+struct CacheGeometry {
+  int64_t blockSize = 0, bytesPerToken = 0;
+};
+
+CacheGeometry cacheGeometry(const Metadata &m) {
+  CacheGeometry g;
+  bool paged = std::any_of(m.inputs.begin(), m.inputs.end(),
+                           [](const auto &t) { return t.name == kiln::artifact::kBlockTableInput; });
+  for (const auto &c : m.decoder.caches) {
+    const auto &sig = m.inputs[c.input];
+    if (c.axis == 0 || c.axis >= sig.dims.size())
+      return {};
+    int64_t perToken = dtypeSize(sig.dtype);
+    for (size_t d = 1; d < sig.dims.size(); ++d)
+      if (d != c.axis)
+        perToken *= std::max<int64_t>(sig.dims[d].size, 0);
+    g.bytesPerToken += perToken;
+    if (paged)
+      g.blockSize = std::max<int64_t>(sig.dims[c.axis].size, 0);
+  }
+  return g;
+}
+
 void printText(const ArtifactView &v, uint64_t fileSize) {
   const Metadata &m = v.meta;
   std::printf("format version:   %u (abi %u)\n", m.formatVersion, m.abiVersion);
@@ -156,6 +183,14 @@ void printText(const ArtifactView &v, uint64_t fileSize) {
     std::printf("decoder:          KV cache in place, context %lld tokens, position input %s\n",
                 static_cast<long long>(m.decoder.maxContext), m.inputs[m.decoder.positionInput].name.c_str());
     std::printf("  caches: %s\n", join(caches, ", ").c_str());
+    CacheGeometry geometry = cacheGeometry(m);
+    std::printf("  %lld bytes per cached token", static_cast<long long>(geometry.bytesPerToken));
+    if (geometry.blockSize > 0)
+      std::printf("; paged: blocks of %lld tokens (%lld bytes) from one pool, the context a per-sequence limit\n",
+                  static_cast<long long>(geometry.blockSize),
+                  static_cast<long long>(geometry.bytesPerToken * geometry.blockSize));
+    else
+      std::printf("; contiguous: every sequence holds the whole context\n");
   }
   if (m.quantization.present)
     printQuantization(m.quantization);
@@ -206,9 +241,12 @@ void printJson(const ArtifactView &v, uint64_t fileSize) {
     std::vector<std::string> caches;
     for (const auto &c : m.decoder.caches)
       caches.push_back(m.inputs[c.input].name);
-    std::printf("  \"decoder\": {\"max_context\": %lld, \"position_input\": %s, \"caches\": %s},\n",
+    CacheGeometry geometry = cacheGeometry(m);
+    std::printf("  \"decoder\": {\"max_context\": %lld, \"position_input\": %s, \"caches\": %s, "
+                "\"kv_block_size\": %lld, \"kv_bytes_per_token\": %lld},\n",
                 static_cast<long long>(m.decoder.maxContext), json(m.inputs[m.decoder.positionInput].name).c_str(),
-                jsonList(caches).c_str());
+                jsonList(caches).c_str(), static_cast<long long>(geometry.blockSize),
+                static_cast<long long>(geometry.bytesPerToken));
   }
   if (m.quantization.present)
     std::printf("  \"quantization\": %s,\n", jsonQuantization(m.quantization).c_str());
