@@ -77,12 +77,20 @@ class Generator:
     def generate_batch(self, prompts: Sequence[Union[str, Sequence[int]]], max_new_tokens: int = 64, *,
                        temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, min_p: float = 0.0,
                        repetition_penalty: float = 1.0, seed: int = 0, stop: Optional[Iterable[int]] = None,
-                       add_special: bool = True) -> List[List[int]]:
+                       add_special: bool = True, speculate: Union[None, str, "Generator"] = None,
+                       draft_tokens: int = 4, lookup_ngram: int = 3) -> List[List[int]]:
         """Decodes several prompts as one batch (left-padded, one model run per step for all of
         them; the C API's ``kiln_generate``) and returns each sequence's new token ids. Text
         prompts need a tokenizer. Sampling and ``stop`` as in :meth:`generate`;
         ``finish_reasons`` and ``stats`` describe the batch afterwards. Not streamed: the whole
-        batch runs with the GIL released; ``cancel()`` from another thread stops it."""
+        batch runs with the GIL released; ``cancel()`` from another thread stops it.
+
+        ``speculate`` (one prompt; ignored for larger batches, where it costs throughput):
+        ``"lookup"`` proposes up to ``draft_tokens`` tokens that followed an earlier occurrence of
+        the last ``lookup_ngram`` tokens; a :class:`Generator` of a smaller decoder with the same
+        vocabulary drafts ``draft_tokens`` tokens greedily. One model run verifies each draft; the
+        tokens are those of decoding without it (greedy or sampled), and ``stats`` gains
+        ``draft_tokens`` and ``accepted_tokens``."""
         ids = []
         for p in prompts:
             if isinstance(p, str):
@@ -91,8 +99,18 @@ class Generator:
                 p = self.tokenizer.encode(p, add_special=add_special)
             ids.append([int(t) for t in p])
         stop_ids = None if stop is None else [int(s) for s in stop]
+        lookup, draft = 0, None
+        if isinstance(speculate, Generator):
+            draft = speculate._g
+        elif speculate == "lookup":
+            lookup = draft_tokens
+        elif speculate is not None:
+            raise ValueError("speculate must be None, 'lookup' or a Generator (a draft model), got %r" % (speculate,))
+        if draft_tokens < 1 or lookup_ngram < 1:
+            raise ValueError("draft_tokens and lookup_ngram must be >= 1")
         tokens, reasons, stats = self._g._generate_batch(ids, max_new_tokens, temperature, top_k, top_p, min_p,
-                                                         repetition_penalty, seed, stop_ids)
+                                                         repetition_penalty, seed, stop_ids, lookup, lookup_ngram,
+                                                         draft, draft_tokens)
         self._batch = (reasons, stats)
         return tokens
 

@@ -222,14 +222,24 @@ struct Generator {
   // sequence, stats).
   py::tuple generateBatch(const std::vector<std::vector<int32_t>> &prompts, int32_t maxNewTokens, float temperature,
                           int32_t topK, float topP, float minP, float repetitionPenalty, uint64_t seed,
-                          std::optional<std::vector<int32_t>> stopIds) {
+                          std::optional<std::vector<int32_t>> stopIds, int32_t speculateLookup, int32_t lookupNgram,
+                          Generator *draft, int32_t draftTokens) {
     if (prompts.empty())
       invalid("generate_batch needs at least one prompt");
     if (maxNewTokens < 1)
       invalid("max_new_tokens must be >= 1, got " + std::to_string(maxNewTokens));
+    if (draft == this)
+      invalid("a generator cannot be its own draft: load the draft model into a generator of its own");
     std::unique_lock<std::mutex> lock(busy, std::try_to_lock);
     if (!lock)
       throw KilnError{KILN_ERROR_BUSY, "the generator is in use by another thread"};
+    std::unique_lock<std::mutex> draftLock;
+    if (draft) {
+      draftLock = std::unique_lock<std::mutex>(draft->busy, std::try_to_lock);
+      if (!draftLock)
+        throw KilnError{KILN_ERROR_BUSY, "the draft generator is in use by another thread"};
+      draft->active = false;
+    }
     kiln_generate_options o;
     kiln_generate_options_init(&o);
     kiln_sampling_params_init(&o.sampling);
@@ -240,6 +250,14 @@ struct Generator {
     o.sampling.repetition_penalty = repetitionPenalty;
     o.sampling.seed = seed;
     o.max_new_tokens = maxNewTokens;
+    o.speculate_lookup = speculateLookup;
+    if (lookupNgram > 0)
+      o.lookup_ngram = lookupNgram;
+    o.draft = draft ? draft->gen : nullptr;
+    if (draftTokens > 0)
+      o.draft_tokens = draftTokens;
+    int64_t draftedBefore = 0, acceptedBefore = 0;
+    kiln_generator_speculation_stats(gen, &draftedBefore, &acceptedBefore);
     std::vector<int32_t> stops;
     if (stopIds)
       stops = *stopIds;
@@ -282,6 +300,12 @@ struct Generator {
     d["inter_token_median_ms"] = st.inter_token_median_ms;
     d["inter_token_p99_ms"] = st.inter_token_p99_ms;
     d["tokens_per_second"] = st.tokens_per_second;
+    if (speculateLookup > 0 || draft) {
+      int64_t drafted = 0, accepted = 0;
+      kiln_generator_speculation_stats(gen, &drafted, &accepted);
+      d["draft_tokens"] = drafted - draftedBefore;
+      d["accepted_tokens"] = accepted - acceptedBefore;
+    }
     return py::make_tuple(tokens, finish, d);
   }
 

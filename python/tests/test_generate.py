@@ -152,3 +152,40 @@ def test_batch_equals_kiln_run(lm, kiln_bin):
     # The stats of a later single generation are its own again.
     gen.generate_ids([1, 2], 2)
     assert gen.stats["new_tokens"] == 2
+
+
+# A prompt whose greedy continuation repeats text of its own (the tiny llama falls into a loop).
+REPEATING = [5, 17, 300, 42, 99, 7, 256, 11, 3, 64, 9, 120, 33, 5, 17, 300]
+
+
+@pytest.mark.parametrize("sampling", [{}, {"temperature": 0.8, "top_k": 40, "seed": 7}])
+def test_speculation_gives_the_tokens_of_plain_decoding(lm, sampling):
+    _, path, _ = lm
+    model = kiln.load(path)
+    gen = model.generator()
+    plain = gen.generate_batch([REPEATING], 48, **sampling)
+    assert "draft_tokens" not in gen.stats
+    # Prompt lookup: the same tokens; something was drafted (the context repeats) and counted.
+    looked = gen.generate_batch([REPEATING], 48, speculate="lookup", draft_tokens=4, **sampling)
+    assert looked == plain
+    assert gen.stats["draft_tokens"] > 0 and 0 <= gen.stats["accepted_tokens"] <= gen.stats["draft_tokens"]
+    # A draft model: the model drafting for itself proposes the greedy tokens, so greedy decoding
+    # accepts every one; sampled, the tokens are still plain decoding's.
+    drafter = model.generator()
+    drafted = gen.generate_batch([REPEATING], 48, speculate=drafter, draft_tokens=3, **sampling)
+    assert drafted == plain
+    assert gen.stats["draft_tokens"] > 0
+    if not sampling:
+        assert gen.stats["accepted_tokens"] == gen.stats["draft_tokens"]
+        assert gen.stats["steps"] < 47  # fewer model runs than one per token
+
+
+def test_speculation_errors(lm):
+    _, path, _ = lm
+    gen = kiln.load(path).generator()
+    with pytest.raises(ValueError, match="speculate"):
+        gen.generate_batch([REPEATING], 4, speculate="ngram")
+    with pytest.raises(ValueError, match="draft_tokens"):
+        gen.generate_batch([REPEATING], 4, speculate="lookup", draft_tokens=0)
+    with pytest.raises(kiln.InvalidArgumentError, match="its own draft"):
+        gen.generate_batch([REPEATING], 4, speculate=gen)
