@@ -70,6 +70,7 @@ if $serve; then
   # The server's end-to-end test against the sanitized kiln-serve: a report makes the server exit
   # non-zero (halt_on_error), which the test sees as a failed request or start. The v2 dtype checks
   # need the Release build's node-test artifacts and run there (and under ASan).
-  /usr/bin/python3 test/serve/serve_test.py --bin "$build/bin" --artifacts "$artifacts" --models "$models"
+  TSAN_OPTIONS="$TSAN_OPTIONS suppressions=$(pwd)/scripts/tsan-serve.supp" \
+    /usr/bin/python3 test/serve/serve_test.py --bin "$build/bin" --artifacts "$artifacts" --models "$models"
 fi
 echo "tsan.sh: no reports from -fsanitize=$sanitizer"

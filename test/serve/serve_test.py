@@ -38,6 +38,8 @@ class Server:
         def reader():
             for line in self.proc.stderr:
                 self.lines.append(line)
+                if not line.startswith("{"):  # not a log line: a sanitizer's report, a crash
+                    print("kiln-serve: " + line, end="", flush=True)
                 m = re.search(r'"event":"listening".*"port":(\d+)', line)
                 if m:
                     self.port = int(m.group(1))
