@@ -1258,6 +1258,56 @@ TEST_P(DecodeTest, PoolSizeNeedsAPagedArtifact) {
   kiln_model_destroy(model);
 }
 
+// start() runs long prompts in chunks of prefill_chunk tokens (bounded activations); the logits of
+// the prompt and of the steps after it are bitwise those of one whole-prompt run, contiguous and
+// paged. Bad values are refused.
+TEST_P(DecodeTest, ChunkedPrefillGivesTheLogitsOfOneRun) {
+  for (const std::string artifact : {GetParam(), GetParam() + "_paged16"}) {
+    kiln_model *model = nullptr;
+    Error e{kiln_model_load(artifactFor(artifact).c_str(), nullptr, &model)};
+    ASSERT_FALSE(e) << e.message();
+    std::vector<int32_t> prompt;
+    for (int32_t i = 0; i < 150; ++i)
+      prompt.push_back((7 + 13 * i) % 400);
+    const int32_t *ptr = prompt.data();
+    size_t len = prompt.size();
+    std::vector<std::vector<float>> runs[2];
+    for (int chunked = 0; chunked < 2; ++chunked) {
+      kiln_generator_options go;
+      kiln_generator_options_init(&go);
+      go.prefill_chunk = chunked ? 40 : -1; // 150 = 40 + 40 + 40 + 30
+      kiln_generator *gen = nullptr;
+      Error g{kiln_generator_create(model, &go, &gen)};
+      ASSERT_FALSE(g) << g.message();
+      Error st{kiln_generator_start(gen, &ptr, &len, 1, nullptr)};
+      ASSERT_FALSE(st) << st.message();
+      const int32_t vocab = kiln_generator_vocab_size(gen);
+      for (int step = 0; step < 6; ++step) {
+        const float *l = kiln_generator_logits(gen);
+        runs[chunked].emplace_back(l, l + vocab);
+        int32_t t = -1;
+        Error n{kiln_generator_next(gen, &t)};
+        ASSERT_FALSE(n) << n.message();
+      }
+      EXPECT_EQ(kiln_generator_position(gen), 150 + 5);
+      kiln_generator_destroy(gen);
+    }
+    ASSERT_EQ(runs[0].size(), runs[1].size());
+    for (size_t i = 0; i < runs[0].size(); ++i)
+      EXPECT_EQ(0, std::memcmp(runs[0][i].data(), runs[1][i].data(), runs[0][i].size() * sizeof(float)))
+          << artifact << ": logits " << i << " differ between whole and chunked prefill";
+    kiln_generator_options go;
+    kiln_generator_options_init(&go);
+    go.prefill_chunk = -2;
+    kiln_generator *gen = nullptr;
+    Error bad{kiln_generator_create(model, &go, &gen)};
+    EXPECT_EQ(bad.code(), KILN_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(bad.message().find("prefill_chunk"), std::string::npos) << bad.message();
+    EXPECT_EQ(gen, nullptr);
+    kiln_model_destroy(model);
+  }
+}
+
 // start()'s batch of prompts of different lengths: each row's logits are bitwise those of the
 // prompt decoded alone (start() prefills each prompt on its own, so no chunking here).
 TEST_P(DecodeTest, RaggedStartBatchIsBitwiseEqualToDecodingAlone) {

@@ -37,6 +37,8 @@ const char kGenerateUsage[] =
     "                         end tokens (<|endoftext|>, </s>, <|eot_id|>, <|end_of_text|>,\n"
     "                         <|im_end|>, <eos>, <end_of_turn>) are added unless --no-eos\n"
     "  --max-context N        KV cache capacity in tokens (default: the artifact's)\n"
+    "  --prefill-chunk N      prompt tokens per model run (default 512; 0: the whole prompt in one\n"
+    "                         run); the same logits, less memory for long prompts\n"
     "  --speculate lookup[:K] prompt-lookup speculative decoding (one sequence): each step proposes up\n"
     "                         to K tokens (default 4) that followed an earlier occurrence of the last\n"
     "                         tokens and verifies them in one run; the same tokens, faster when the\n"
@@ -54,7 +56,7 @@ struct GenerateOptions {
   std::string artifact, tokenizer;
   std::vector<std::string> prompts;
   std::vector<std::vector<int32_t>> promptIds;
-  int64_t maxNewTokens = 64, maxContext = 0;
+  int64_t maxNewTokens = 64, maxContext = 0, prefillChunk = -2; // -2: the runtime's default
   int32_t threads = 0;
   std::string weightsDir;
   int64_t warmup = 0;
@@ -180,6 +182,8 @@ int runGenerate(int argc, char **argv) {
       o.maxNewTokens = toInt(a, value(), 1, INT32_MAX);
     else if (a == "--max-context")
       o.maxContext = toInt(a, value(), 1, int64_t(1) << 24);
+    else if (a == "--prefill-chunk")
+      o.prefillChunk = toInt(a, value(), 0, int64_t(1) << 24);
     else if (a == "--warmup")
       o.warmup = toInt(a, value(), 0, 1000);
     else if (a == "--threads")
@@ -271,6 +275,8 @@ int runGenerate(int argc, char **argv) {
   kiln_generator_options go;
   kiln_generator_options_init(&go);
   go.max_context = o.maxContext;
+  if (o.prefillChunk != -2)
+    go.prefill_chunk = o.prefillChunk == 0 ? -1 : o.prefillChunk;
   kiln_generator *gen = nullptr;
   check(kiln_generator_create(model, &go, &gen));
   std::unique_ptr<kiln_generator, void (*)(kiln_generator *)> genOwner(gen, kiln_generator_destroy);
@@ -284,6 +290,7 @@ int runGenerate(int argc, char **argv) {
     draftModelOwner.reset(dm);
     kiln_generator_options dgo;
     kiln_generator_options_init(&dgo);
+    dgo.prefill_chunk = go.prefill_chunk;
     kiln_generator *dg = nullptr;
     check(kiln_generator_create(dm, &dgo, &dg));
     draftOwner.reset(dg);

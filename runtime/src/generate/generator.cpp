@@ -169,6 +169,14 @@ kiln_error *configure(kiln_generator &g, const kiln_generator_options *options) 
           : 0;
   if (prefixOption != 0 && prefixOption != 1)
     return invalid("prefix_caching " + std::to_string(prefixOption) + " is not 0 or 1");
+  const int64_t chunkOption =
+      options && options->struct_size >= offsetof(kiln_generator_options, prefill_chunk) + sizeof(int64_t)
+          ? options->prefill_chunk
+          : 0;
+  if (chunkOption < -1)
+    return invalid("prefill_chunk " + std::to_string(chunkOption) + " is below -1 (-1: whole prompts, 0: 512)");
+  if (chunkOption != 0)
+    g.prefillChunk = chunkOption < 0 ? 0 : size_t(chunkOption);
   if (g.blockSize > 0) {
     g.blocksPerSequence = (g.capacity + g.blockSize - 1) / g.blockSize;
     g.poolBlocks = blocksOption;
@@ -575,7 +583,7 @@ kiln_error *draftTokens(kiln_generator &target, kiln_generator &draft, int64_t s
     return nullptr; // past the draft's context: no draft, an ordinary step
   setRowTokens(draft, size_t(dr), row.history.data(), row.history.size());
   while (draft.rows[size_t(dr)].prefilled < draft.rows[size_t(dr)].prompt.size())
-    if (kiln_error *e = prefillRow(draft, size_t(dr), 0))
+    if (kiln_error *e = prefillRow(draft, size_t(dr), draft.prefillChunk))
       return e;
   k = std::min<size_t>(k, size_t(std::max<int64_t>(0, draft.capacity - draft.rows[size_t(dr)].length - 1)));
   for (size_t i = 0; i < k; ++i) {
@@ -673,10 +681,12 @@ kiln_error *start(kiln_generator &g, const int32_t *const *prompts, const size_t
     row.sampler.emplace(p);
   }
   for (size_t s = 0; s < batch; ++s)
-    if (kiln_error *e = prefillRow(g, s, 0)) {
-      g.rows.clear();
-      return e;
-    }
+    do {
+      if (kiln_error *e = prefillRow(g, s, g.prefillChunk)) {
+        g.rows.clear();
+        return e;
+      }
+    } while (g.rows[s].prefilled < g.rows[s].prompt.size());
   g.batch = batch;
   return nullptr;
 }

@@ -60,6 +60,7 @@ struct kiln_generator {
   int64_t blocksPerSequence = 0; // the table's width: ceil(capacity / blockSize)
   int64_t poolBlocks = 0;        // option kv_cache_blocks; 0: every sequence at full context
   bool prefixCaching = false;    // option prefix_caching: sequences share their prompts' cached blocks
+  size_t prefillChunk = 512;     // option prefill_chunk: start()'s prompt tokens per model run; 0: all
   kiln::runtime::BlockPool pool;
   size_t logitsOutput = 0;
   std::vector<kiln::runtime::CacheSlot> caches;
