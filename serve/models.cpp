@@ -28,6 +28,8 @@ bool fileExists(const std::string &p) {
 
 ServedModel::~ServedModel() {
   scheduler.reset(); // workers joined, generators and sessions destroyed before the model
+  kiln_generator_destroy(draftGenerator);
+  kiln_model_destroy(draftModel);
   kiln_tokenizer_destroy(tokenizer);
   kiln_model_destroy(model);
 }
@@ -106,6 +108,23 @@ void ModelRegistry::load(const ModelOptions &o, Metrics &metrics) {
                                              size_t(o.prefillChunk));
   if (decoder)
     m->scheduler->speculate(o.speculateLookup);
+  if (!o.speculateDraft.empty()) {
+    if (!decoder)
+      throw std::runtime_error("model '" + o.name + "': --speculate draft: needs a decoder artifact");
+    const std::string what = "model '" + o.name + "' draft (" + o.speculateDraft + ")";
+    check(kiln_model_load(o.speculateDraft.c_str(), &mo, &m->draftModel), what);
+    if (!kiln_model_is_decoder(m->draftModel))
+      throw std::runtime_error(what + ": not a decoder artifact (compile it with a KV cache)");
+    kiln_generator_options go;
+    kiln_generator_options_init(&go);
+    check(kiln_generator_create(m->draftModel, &go, &m->draftGenerator), what);
+    const int32_t draftVocab = kiln_generator_vocab_size(m->draftGenerator);
+    const int32_t vocab = kiln_generator_vocab_size(m->scheduler->slot(0).generator);
+    if (draftVocab != vocab)
+      throw std::runtime_error(what + ": its vocabulary has " + std::to_string(draftVocab) + " tokens, the model's " +
+                               std::to_string(vocab) + ": a draft must share the model's tokenizer");
+    m->scheduler->speculateWithDraft(m->draftGenerator, o.draftTokens);
+  }
   if (decoder) {
     m->maxContext = kiln_generator_max_context(m->scheduler->slot(0).generator);
     m->vocab = kiln_generator_vocab_size(m->scheduler->slot(0).generator);

@@ -28,6 +28,8 @@ struct ServedModel {
   ChatTemplate chat;
   int64_t created = 0;                 // unix seconds (OpenAI's "created")
   std::unique_ptr<Scheduler> scheduler;
+  kiln_model *draftModel = nullptr;         // --speculate draft:PATH: the draft decoder
+  kiln_generator *draftGenerator = nullptr; // its one sequence, driven by the scheduler's engine
 
   const std::string &name() const { return options.name; }
   ~ServedModel();

@@ -26,6 +26,8 @@ const char *kUsage =
     "                           for every slot at full context); sequences are admitted by free blocks\n"
     "  --speculate lookup[:K]   prompt-lookup speculative decoding while one request decodes alone:\n"
     "                           up to K drafted tokens per step (default 4), the same tokens\n"
+    "  --speculate draft:PATH[:K]  a smaller decoder artifact with the same vocabulary drafts K tokens\n"
+    "                           per step (default 4) while one request decodes alone; the same tokens\n"
     "  --no-prefix-cache        paged artifacts: do not keep prompt blocks for later requests (the prefix\n"
     "                           cache is on by default: a prompt starting with cached blocks shares them)\n"
     "  --threads N              kernel threads of the model (default: all cores)\n"
@@ -42,13 +44,29 @@ const char *kUsage =
 
 long long toInt(const std::string &opt, const std::string &v, long long lo, long long hi);
 
-// "lookup" or "lookup:K": tokens drafted per step.
-int speculation(const std::string &v, const std::string &what) {
-  if (v == "lookup")
-    return 4;
-  if (v.rfind("lookup:", 0) == 0)
-    return int(toInt(what, v.substr(7), 1, 64));
-  throw std::runtime_error(what + ": expected lookup or lookup:K, got '" + v + "'");
+// "lookup[:K]" (tokens drafted per step) or "draft:PATH[:K]" (a draft decoder artifact).
+void speculation(const std::string &v, const std::string &what, ModelOptions &mo) {
+  mo.speculateLookup = 0;
+  mo.speculateDraft.clear();
+  if (v == "lookup") {
+    mo.speculateLookup = 4;
+  } else if (v.rfind("lookup:", 0) == 0) {
+    mo.speculateLookup = int(toInt(what, v.substr(7), 1, 64));
+  } else if (v.rfind("draft:", 0) == 0 && v.size() > 6) {
+    std::string rest = v.substr(6);
+    size_t colon = rest.find_last_of(':');
+    // PATH:K when what follows the last colon is a number (paths may hold colons themselves).
+    if (colon != std::string::npos && colon + 1 < rest.size() &&
+        rest.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+      mo.draftTokens = int(toInt(what, rest.substr(colon + 1), 1, 64));
+      rest = rest.substr(0, colon);
+    }
+    if (rest.empty())
+      throw std::runtime_error(what + ": draft: needs the draft decoder artifact's path");
+    mo.speculateDraft = rest;
+  } else {
+    throw std::runtime_error(what + ": expected lookup[:K] or draft:PATH[:K], got '" + v + "'");
+  }
 }
 
 long long toInt(const std::string &opt, const std::string &v, long long lo, long long hi) {
@@ -128,7 +146,7 @@ void readConfig(const std::string &file, ServerOptions &o) {
           else if (mk == "threads") mo.threads = int(num(mv, mk, 0, 1024));
           else if (mk == "prefill_chunk") mo.prefillChunk = int(num(mv, mk, 0, 1 << 20));
           else if (mk == "kv_cache_blocks") mo.kvCacheBlocks = num(mv, mk, 0, 1ll << 32);
-          else if (mk == "speculate") mo.speculateLookup = speculation(str(mv, mk), "--config " + file + ": speculate");
+          else if (mk == "speculate") speculation(str(mv, mk), "--config " + file + ": speculate", mo);
           else if (mk == "prefix_cache") {
             if (!mv.is_boolean())
               throw std::runtime_error("--config " + file + ": prefix_cache must be true or false");
@@ -139,7 +157,7 @@ void readConfig(const std::string &file, ServerOptions &o) {
         // Relative paths are the config file's neighbours, so a directory holding the config, the
         // artifacts and the tokenizers can be mounted anywhere (KServe mounts it at /mnt/models).
         std::string dir = file.find('/') == std::string::npos ? "" : file.substr(0, file.find_last_of('/') + 1);
-        for (std::string *p : {&mo.path, &mo.tokenizer, &mo.tokenizerConfig})
+        for (std::string *p : {&mo.path, &mo.tokenizer, &mo.tokenizerConfig, &mo.speculateDraft})
           if (!p->empty() && (*p)[0] != '/')
             *p = dir + *p;
         o.models.push_back(mo);
@@ -189,7 +207,7 @@ ServerOptions parseOptions(int argc, char **argv) {
     else if (a == "--prefill-chunk") model().prefillChunk = int(toInt(a, value(), 0, 1 << 20));
     else if (a == "--kv-cache-blocks") model().kvCacheBlocks = toInt(a, value(), 0, 1ll << 32);
     else if (a == "--no-prefix-cache") model().prefixCache = false;
-    else if (a == "--speculate") model().speculateLookup = speculation(value(), a);
+    else if (a == "--speculate") speculation(value(), a, model());
     else if (a == "--host") o.host = value();
     else if (a == "--port") o.port = int(toInt(a, value(), 0, 65535));
     else if (a == "--request-timeout") o.requestTimeoutSeconds = toSeconds(a, value());

@@ -21,6 +21,8 @@ struct ModelOptions {
                                // 0 = every sequence at full context
   bool prefixCache = true;     // paged artifacts: share cached prompt blocks between requests
   int speculateLookup = 0;     // prompt-lookup speculative decoding: tokens drafted per step; 0 = off
+  std::string speculateDraft;  // draft-model speculative decoding: the draft decoder artifact ("" = off)
+  int draftTokens = 4;         // tokens the draft model proposes per step
 };
 
 struct ServerOptions {

@@ -192,7 +192,7 @@ void Scheduler::publishCache() {
   metrics_.setCounter("kiln:prefix_cache_queries_total", model_, double(st.prefix_lookup_tokens));
   metrics_.setCounter("kiln:prefix_cache_hits_total", model_, double(st.prefix_hit_blocks * st.block_size));
   metrics_.setCounter("kiln:prefix_cache_evictions_total", model_, double(st.prefix_evictions));
-  if (speculateLookup_ > 0) {
+  if (speculating()) {
     int64_t drafted = 0, accepted = 0;
     kiln_generator_speculation_stats(slots_[0].generator, &drafted, &accepted);
     metrics_.setCounter("kiln:spec_decode_num_draft_tokens_total", model_, double(drafted));
@@ -220,6 +220,32 @@ std::string takeMessage(kiln_error *e) {
 // (cancelled, timed out, cache full) so a client that left frees its row within one step; run one
 // prompt chunk of the oldest sequence still prefilling; run one decode step for all the others
 // together; retire the finished ones.
+kiln_error *Scheduler::draftProposal(const std::vector<int32_t> &history, std::vector<int32_t> &out) {
+  out.clear();
+  if (history.empty() || int64_t(history.size()) + 1 > kiln_generator_max_context(draft_))
+    return nullptr; // past the draft's context: an ordinary step
+  // The draft's sequence follows the request's tokens, keeping its cache for the common start
+  // (a new request starts it over from its prompt's common start with the last one).
+  if (draftSequence_ < 0) {
+    if (kiln_error *e = kiln_generator_add_sequence(draft_, history.data(), history.size(), nullptr, &draftSequence_))
+      return e;
+  } else if (kiln_error *e = kiln_generator_set_sequence_tokens(draft_, draftSequence_, history.data(), history.size())) {
+    return e;
+  }
+  size_t left = 1;
+  while (left > 0)
+    if (kiln_error *e = kiln_generator_prefill(draft_, draftSequence_, prefillChunk_, &left))
+      return e;
+  const int64_t room = kiln_generator_max_context(draft_) - kiln_generator_sequence_length(draft_, draftSequence_) - 1;
+  for (int64_t i = 0; i < std::min<int64_t>(draftTokens_, room); ++i) {
+    int32_t t = -1;
+    if (kiln_error *e = kiln_generator_step(draft_, &draftSequence_, 1, &t))
+      return e;
+    out.push_back(t);
+  }
+  return nullptr;
+}
+
 void Scheduler::engine() {
   kiln_generator *gen = slots_[0].generator;
   const int64_t capacity = kiln_generator_max_context(gen);
@@ -355,7 +381,7 @@ void Scheduler::engine() {
         continue;
       }
       const auto &prompt = job->prompt();
-      if (speculateLookup_ > 0)
+      if (speculating())
         a.history = prompt;
       if (kiln_error *e = kiln_generator_add_sequence(gen, prompt.data(), prompt.size(), &job->sampling(), &a.sequence)) {
         job->fail(takeMessage(e));
@@ -415,13 +441,21 @@ void Scheduler::engine() {
     // A sequence decoding alone may speculate: the tokens are the same, several per step when the
     // text repeats. With others in the step it does not (one step serves them all).
     const int lookup = speculateLookup_;
-    if (lookup > 0 && sequences.size() == 1 && active.size() == 1 && !active[which[0]].first) {
+    const bool speculate = speculating();
+    if (speculate && sequences.size() == 1 && active.size() == 1 && !active[which[0]].first) {
       Active &a = active[which[0]];
-      std::vector<int32_t> draft(static_cast<size_t>(lookup));
-      draft.resize(kiln_lookup_draft(a.history.data(), a.history.size(), size_t(lookup), 3, draft.data()));
+      std::vector<int32_t> draft;
+      kiln_error *e = nullptr;
+      if (draft_) {
+        e = draftProposal(a.history, draft);
+      } else {
+        draft.resize(static_cast<size_t>(lookup));
+        draft.resize(kiln_lookup_draft(a.history.data(), a.history.size(), size_t(lookup), 3, draft.data()));
+      }
       std::vector<int32_t> tokens(draft.size() + 1);
       size_t n = 0;
-      kiln_error *e = kiln_generator_step_draft(gen, a.sequence, draft.data(), draft.size(), tokens.data(), &n);
+      if (!e)
+        e = kiln_generator_step_draft(gen, a.sequence, draft.data(), draft.size(), tokens.data(), &n);
       if (minStep.count() > 0)
         std::this_thread::sleep_until(stepStart + minStep);
       metrics_.setGauge("kiln:decode_batch_size", model_, 1.0);
@@ -447,7 +481,7 @@ void Scheduler::engine() {
           finished[which[k]] = true;
           continue;
         }
-        if (lookup > 0)
+        if (speculate)
           a.history.push_back(tokens[k]);
         bool more = a.job->acceptToken(tokens[k], a.first);
         a.first = false;

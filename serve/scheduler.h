@@ -117,6 +117,13 @@ public:
   // Prompt-lookup speculative decoding: up to `tokens` drafted per step while one sequence decodes
   // alone (a batch of several is served better by one step for all); 0: off. Before any job.
   void speculate(int tokens) { speculateLookup_ = tokens; }
+  // Draft-model speculative decoding instead: `draft` (a generator of a smaller decoder with the
+  // same vocabulary, one sequence, owned by the caller and outliving the scheduler) proposes
+  // `tokens` tokens greedily per step while one sequence decodes alone. Before any job.
+  void speculateWithDraft(kiln_generator *draft, int tokens) {
+    draft_ = draft;
+    draftTokens_ = tokens;
+  }
 
 private:
   void work(size_t slotIndex);
@@ -146,6 +153,13 @@ private:
   int64_t reservedBlocks_ = 0;
   int64_t blockSize_ = 0; // tokens per block of a paged KV cache; 0: not paged
   std::atomic<int> speculateLookup_{0};
+  kiln_generator *draft_ = nullptr; // engine thread only, after speculateWithDraft
+  int draftTokens_ = 0;
+  int64_t draftSequence_ = -1;      // the draft's one sequence, following the speculating request
+  bool speculating() const { return speculateLookup_ > 0 || draft_ != nullptr; }
+  // The draft model's proposal for `history` (the sequence's tokens so far): up to draftTokens_
+  // tokens; none when the draft's context is full. Engine thread.
+  kiln_error *draftProposal(const std::vector<int32_t> &history, std::vector<int32_t> &out);
 };
 
 } // namespace kiln::serve

@@ -845,7 +845,39 @@ def test_speculate():
         srv.stop()
     r = subprocess.run([os.path.join(ARGS.bin, "kiln-serve"), "--model", "x=" + os.path.join(ARGS.artifacts, "llama.kiln"),
                         "--speculate", "draft"], capture_output=True, text=True, timeout=10)
-    check(r.returncode == 2 and "expected lookup or lookup:K" in r.stderr, "--speculate with a bad value refused")
+    check(r.returncode == 2 and "expected lookup[:K] or draft:PATH[:K]" in r.stderr, "--speculate with a bad value refused")
+
+    # --speculate draft:PATH:K: a draft decoder proposes K tokens per step. The model drafting for
+    # itself proposes exactly its greedy tokens, so greedy requests accept every draft; every
+    # request, greedy or sampled, one after another with different prompts (the draft's sequence
+    # follows each), gets the tokens of plain decoding.
+    llama = os.path.join(ARGS.artifacts, "llama.kiln")
+    srv = Server([], ["--model", "llama=" + llama, "--max-sequences", "2", "--threads", "1",
+                      "--speculate", "draft:" + llama + ":3"])
+    try:
+        prompts = [[5, 17, 300, 42, 99, 7, 256, 11, 3, 64, 9, 120, 33, 5, 17, 300], [292, 8, 41, 7]]
+        for i, sampling in enumerate(([], [], ["--temperature", "0.8", "--seed", "3"])):
+            prompt = prompts[i % 2]
+            want = kiln_run_ids(prompt, 24, sampling)
+            body = {"prompt": prompt, "max_tokens": 24, "ignore_eos": True, "return_token_ids": True,
+                    "temperature": 0.8 if sampling else 0}
+            if sampling:
+                body["seed"] = 3
+            st, j, _ = srv.post("/v1/completions", body)
+            got = j["choices"][0]["token_ids"] if st == 200 else (st, j)
+            check(got == want, "speculate draft %s: %s equals plain decoding %s" % (sampling or "greedy", got, want))
+            if i == 1:
+                m = srv.metrics()
+                drafted = metric(m, "kiln:spec_decode_num_draft_tokens_total")
+                accepted = metric(m, "kiln:spec_decode_num_accepted_tokens_total")
+                check(drafted > 0 and accepted == drafted,
+                      "speculate draft, greedy self-draft: %s of %s drafted tokens accepted" % (accepted, drafted))
+    finally:
+        srv.stop()
+    r = subprocess.run([os.path.join(ARGS.bin, "kiln-serve"), "--model", "x=" + llama, "--speculate",
+                        "draft:" + os.path.join(ARGS.artifacts, "cnn.kiln"), "--port", "0"],
+                       capture_output=True, text=True, timeout=20)
+    check(r.returncode != 0 and "not a decoder artifact" in r.stderr, "a forward model as draft refused at startup")
 
 
 def main():

@@ -267,6 +267,22 @@ TEST(Options, ModelOptionsFollowTheirModel) {
   EXPECT_DOUBLE_EQ(o.requestTimeoutSeconds, 1.5);
 }
 
+TEST(Options, SpeculationForms) {
+  ServerOptions o = parse({"--model", "a=x.kiln", "--speculate", "lookup", "--model", "b=y.kiln", "--speculate",
+                           "lookup:6", "--model", "c=z.kiln", "--speculate", "draft:/m/small.kiln", "--model", "d=w.kiln",
+                           "--speculate", "draft:/m/v:2/small.kiln:5"});
+  ASSERT_EQ(o.models.size(), 4u);
+  EXPECT_EQ(o.models[0].speculateLookup, 4);
+  EXPECT_EQ(o.models[1].speculateLookup, 6);
+  EXPECT_EQ(o.models[2].speculateLookup, 0);
+  EXPECT_EQ(o.models[2].speculateDraft, "/m/small.kiln");
+  EXPECT_EQ(o.models[2].draftTokens, 4);
+  EXPECT_EQ(o.models[3].speculateDraft, "/m/v:2/small.kiln"); // a colon inside the path stays
+  EXPECT_EQ(o.models[3].draftTokens, 5);
+  for (const char *bad : {"draft", "draft:", "draft:x.kiln:0", "draft:x.kiln:65", "lookup:0", "ngram"})
+    EXPECT_THROW(parse({"--model", "a=x", "--speculate", bad}), std::runtime_error) << bad;
+}
+
 TEST(Options, RefusesBadInput) {
   EXPECT_THROW(parse({}), std::runtime_error);
   EXPECT_THROW(parse({"--model", "nopath"}), std::runtime_error);
