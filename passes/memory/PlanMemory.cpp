@@ -151,7 +151,9 @@ bool collectHoistable(Value v, Block &body, SetVector<Operation *> &slice, int d
     return true;
   if (depth > 64 || def->getBlock() != &body || def->getNumRegions() != 0)
     return false;
-  if (!isPure(def) && !isa<memref::DimOp>(def))
+  // Free of memory effects, not necessarily speculatable: a size's arith.divsi (a reshape's -1
+  // dim) moves up within the same block, where it ran unconditionally anyway.
+  if (!isMemoryEffectFree(def) && !isa<memref::DimOp>(def))
     return false;
   for (Value operand : def->getOperands())
     if (!collectHoistable(operand, body, slice, depth + 1))
