@@ -821,6 +821,21 @@ def test_prefix_cache():
             srv.stop()
 
 
+SEEDED = ["--temperature", "0.8", "--seed", "3"]  # kiln-run generate's flags for the request's sampling
+
+
+def check_equals_plain(srv, prompt, n, sampling, what):
+    """A completion of n tokens (greedy, or SEEDED sampling) equals kiln-run generate's."""
+    want = kiln_run_ids(prompt, n, sampling)
+    body = {"prompt": prompt, "max_tokens": n, "ignore_eos": True, "return_token_ids": True,
+            "temperature": 0.8 if sampling else 0}
+    if sampling:
+        body["seed"] = 3
+    st, j, _ = srv.post("/v1/completions", body)
+    got = j["choices"][0]["token_ids"] if st == 200 else (st, j)
+    check(got == want, "%s %s: %s equals plain decoding %s" % (what, "sampled" if sampling else "greedy", got, want))
+
+
 def test_speculate():
     # --speculate lookup: a request decoding alone drafts from its own text and gets the tokens of
     # plain decoding (greedy and seeded sampling); the counters say what was drafted and accepted.
@@ -828,15 +843,8 @@ def test_speculate():
                       "--threads", "1", "--speculate", "lookup:4"])
     try:
         prompt = [5, 17, 300, 42, 99, 7, 256, 11, 3, 64, 9, 120, 33, 5, 17, 300]
-        for sampling in ([], ["--temperature", "0.8", "--seed", "3"]):
-            want = kiln_run_ids(prompt, 30, sampling)
-            body = {"prompt": prompt, "max_tokens": 30, "ignore_eos": True, "return_token_ids": True,
-                    "temperature": 0.8 if sampling else 0}
-            if sampling:
-                body["seed"] = 3
-            st, j, _ = srv.post("/v1/completions", body)
-            got = j["choices"][0]["token_ids"] if st == 200 else (st, j)
-            check(got == want, "speculate %s: %s equals plain decoding %s" % (sampling or "greedy", got, want))
+        for sampling in ([], SEEDED):
+            check_equals_plain(srv, prompt, 30, sampling, "speculate")
         m = srv.metrics()
         drafted = metric(m, "kiln:spec_decode_num_draft_tokens_total")
         accepted = metric(m, "kiln:spec_decode_num_accepted_tokens_total")
@@ -856,16 +864,8 @@ def test_speculate():
                       "--speculate", "draft:" + llama + ":3"])
     try:
         prompts = [[5, 17, 300, 42, 99, 7, 256, 11, 3, 64, 9, 120, 33, 5, 17, 300], [292, 8, 41, 7]]
-        for i, sampling in enumerate(([], [], ["--temperature", "0.8", "--seed", "3"])):
-            prompt = prompts[i % 2]
-            want = kiln_run_ids(prompt, 24, sampling)
-            body = {"prompt": prompt, "max_tokens": 24, "ignore_eos": True, "return_token_ids": True,
-                    "temperature": 0.8 if sampling else 0}
-            if sampling:
-                body["seed"] = 3
-            st, j, _ = srv.post("/v1/completions", body)
-            got = j["choices"][0]["token_ids"] if st == 200 else (st, j)
-            check(got == want, "speculate draft %s: %s equals plain decoding %s" % (sampling or "greedy", got, want))
+        for i, sampling in enumerate(([], [], SEEDED)):
+            check_equals_plain(srv, prompts[i % 2], 24, sampling, "speculate draft")
             if i == 1:
                 m = srv.metrics()
                 drafted = metric(m, "kiln:spec_decode_num_draft_tokens_total")
