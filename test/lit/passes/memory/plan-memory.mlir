@@ -72,11 +72,12 @@ func.func @main(%x: memref<?xf32>, %idx: memref<i64>) -> memref<?xf32> {
 
 // -----
 
-// A size with a division (a reshape's inferred -1 dim: n * 8 / 4) is computed from the
-// argument's dims and has no memory effects, so it moves to the start and the buffer is
-// placed, although arith.divsi is not speculatable (it ran unconditionally where it was).
+// A size with a division by a value (a reshape's inferred -1 dim: n * 8 / max(n, 1)) is
+// computed from the argument's dims and has no memory effects, so it moves to the start and the
+// buffer is placed, although arith.divsi by a non-constant is not speculatable (it ran
+// unconditionally where it was).
 // PLAN: memory plan: 1 intermediates in one arena, 1 buffers on the heap
-// PLAN: 0 (arg0.dim0*8/4)*4 above 6-7 memref<?xf32> half
+// PLAN: 0 (arg0.dim0*8/max(arg0.dim0,1))*4 above 8-9 memref<?xf32> half
 // CHECK-LABEL: func.func @main
 // CHECK: arith.divsi
 // CHECK: kiln_cpu.workspace
@@ -87,7 +88,9 @@ func.func @main(%x: memref<?xf32>) -> memref<?xf32> {
   %c8 = arith.constant 8 : index
   %n = memref.dim %x, %c0 : memref<?xf32>
   %m = arith.muli %n, %c8 : index
-  %half = arith.divsi %m, %c4 : index
+  %c1 = arith.constant 1 : index
+  %d = arith.maxsi %n, %c1 : index
+  %half = arith.divsi %m, %d : index
   %a = memref.alloc(%half) {alignment = 64 : i64} : memref<?xf32> loc("half")
   memref.copy %a, %a : memref<?xf32> to memref<?xf32>
   %out = memref.alloc(%n) {alignment = 64 : i64} : memref<?xf32>
