@@ -227,23 +227,29 @@ std::pair<Value, Value> samePads(OpBuilder &b, Location loc, Value in, Value rea
 
 Value forallBlocks(OpBuilder &b, Location loc, Value init, ArrayRef<OpFoldResult> ubs,
                    ArrayRef<int64_t> blockShape,
-                   const std::function<Value(OpBuilder &, ValueRange, Value)> &fill) {
+                   const std::function<Value(OpBuilder &, ValueRange, Value)> &fill, bool keepUnitDims) {
   auto type = cast<RankedTensorType>(init.getType());
   auto forall = scf::ForallOp::create(b, loc, ubs, ValueRange{init}, std::nullopt);
   OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
-  Value empty = tensor::EmptyOp::create(fb, loc, blockShape, type.getElementType());
-  Value block = fill(fb, forall.getInductionVars(), empty);
-  OpBuilder tb = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
-  SmallVector<OpFoldResult> offsets, sizes, unit(type.getRank(), tb.getIndexAttr(1));
+  SmallVector<OpFoldResult> offsets, sizes, unit(type.getRank(), fb.getIndexAttr(1));
+  SmallVector<int64_t> blockDims;
   for (Value iv : forall.getInductionVars()) {
     offsets.push_back(iv);
-    sizes.push_back(tb.getIndexAttr(1));
+    sizes.push_back(fb.getIndexAttr(1));
+    if (keepUnitDims)
+      blockDims.push_back(1);
   }
   for (int64_t d : blockShape) {
-    offsets.push_back(tb.getIndexAttr(0));
-    sizes.push_back(tb.getIndexAttr(d));
+    offsets.push_back(fb.getIndexAttr(0));
+    sizes.push_back(fb.getIndexAttr(d));
+    blockDims.push_back(d);
   }
-  tensor::ParallelInsertSliceOp::create(tb, loc, block, forall.getRegionIterArgs()[0], offsets, sizes, unit);
+  Value out = forall.getRegionIterArgs()[0];
+  Value slice = tensor::ExtractSliceOp::create(fb, loc, RankedTensorType::get(blockDims, type.getElementType()),
+                                               out, offsets, sizes, unit);
+  Value block = fill(fb, forall.getInductionVars(), slice);
+  OpBuilder tb = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(tb, loc, block, out, offsets, sizes, unit);
   return forall.getResult(0);
 }
 
@@ -303,7 +309,9 @@ Value channelWindowKernel(OpBuilder &b, Location loc, Value padded, RankedTensor
       Value written = cols.getRegionIterArg(0);
       for (int64_t p = 0; p < count; ++p) {
         Value acc = w.finish ? w.finish(ob, accs[p], ch) : accs[p];
-        written = vector::TransferWriteOp::create(ob, loc, acc, written, ValueRange{iows[p], ch}, inBounds).getResult();
+        written = vector::TransferWriteOp::create(ob, loc, acc, written, ValueRange{c(ob, 0), c(ob, 0), iows[p], ch},
+                                                  inBounds)
+                      .getResult();
       }
       scf::YieldOp::create(ob, loc, written);
       return cols.getResult(0);
@@ -314,18 +322,13 @@ Value channelWindowKernel(OpBuilder &b, Location loc, Value padded, RankedTensor
       done = emitPositions(c(cb, whole), c(cb, ow), 1, done);
     scf::YieldOp::create(cb, loc, done);
     return blocks.getResult(0);
-  });
+  }, /*keepUnitDims=*/true);
   // Its rows are tiles that an elementwise consumer (a depthwise
   // convolution's ReLU6) can finish while they are in cache: kiln-fuse-epilogues.
   // The consumer is tiled like the row's slice of the result, so the row is
-  // inserted as a [1, 1, OW, C] slice, not a rank-reduced [OW, C] one (the
-  // tiled consumer would get a tile of the wrong rank).
+  // a [1, 1, OW, C] block, not a rank-reduced [OW, C] one (the tiled
+  // consumer would get a tile of the wrong rank).
   auto loop = result.getDefiningOp<scf::ForallOp>();
-  auto insert = cast<tensor::ParallelInsertSliceOp>(*loop.getTerminator().getYieldingOps().begin());
-  OpBuilder eb(loop.getTerminator());
-  Value full = tensor::ExpandShapeOp::create(eb, loc, RankedTensorType::get({1, 1, ow, channels}, et),
-                                             insert.getSource(), SmallVector<ReassociationIndices>{{0, 1, 2}, {3}});
-  insert.getSourceMutable().assign(full);
   loop->setAttr("kiln.epilogue_tiles", b.getUnitAttr());
   return result;
 }

@@ -73,13 +73,19 @@ std::pair<mlir::Value, mlir::Value> samePads(mlir::OpBuilder &b, mlir::Location 
 // end dynconv
 
 /// An scf.forall over the leading dims of `init` (extents `ubs`): each
-/// iteration fills one block (the trailing dims, `blockShape`) from an empty
-/// tensor with `fill(builder, ivs, block)` and inserts it at the ivs. The
+/// iteration fills one block (the trailing dims, `blockShape`) with
+/// `fill(builder, ivs, block)` and inserts it at the ivs. The block it is
+/// given is the result's own slice (extracted from the forall's shared
+/// output at the ivs), so bufferization writes it in place; from an empty
+/// tensor, each work item allocated its block on the heap and copied it out.
+/// With `keepUnitDims` the block keeps the leading unit dims ([1, .., 1,
+/// blockShape...]: a tile a fused elementwise consumer can take as is). The
 /// iterations are the parallel work items of the launch.
 mlir::Value forallBlocks(
     mlir::OpBuilder &b, mlir::Location loc, mlir::Value init,
     llvm::ArrayRef<mlir::OpFoldResult> ubs, llvm::ArrayRef<int64_t> blockShape,
-    const std::function<mlir::Value(mlir::OpBuilder &, mlir::ValueRange, mlir::Value)> &fill);
+    const std::function<mlir::Value(mlir::OpBuilder &, mlir::ValueRange, mlir::Value)> &fill,
+    bool keepUnitDims = false);
 
 /// A channels-last window kernel (depthwise convolution, pooling) as vector
 /// code: `padded` [N, Hp, Wp, C], result `rt` [N, OH, OW, C] (static OH, OW,

@@ -51,24 +51,48 @@ struct VectorizeElementwisePass : impl::VectorizeElementwisePassBase<VectorizeEl
   /// than one vector's work: items of 16 floats spent more on finding their
   /// indices than on the work), in it scf.for loops over the second-to-last
   /// dim and over the innermost in steps of `width`, carrying the outputs'
-  /// blocks.
-  void rewrite(linalg::GenericOp op, int64_t width) {
+  /// blocks. An epilogue already inside a product's or window kernel's
+  /// work item (`nested`) gets scf.for loops over the outer dims instead:
+  /// the tile is the work item, and a forall in it would become a nested
+  /// parallel loop per tile.
+  void rewrite(linalg::GenericOp op, int64_t width, bool nested) {
     OpBuilder b(op);
     Location loc = op.getLoc();
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     int64_t rank = ranges.size(), inner = rank - 1, outerRank = rank - 2;
     auto c = [&](OpBuilder &nb, int64_t v) -> Value { return arith::ConstantIndexOp::create(nb, loc, v); };
-    SmallVector<OpFoldResult> outer;
-    for (int64_t d = 0; d < outerRank; ++d)
-      outer.push_back(b.getIndexAttr(ranges[d]));
-    if (outer.empty())
-      outer.push_back(b.getIndexAttr(1));
     SmallVector<Value> inits(op.getDpsInits().begin(), op.getDpsInits().end());
-    auto forall = scf::ForallOp::create(b, loc, outer, inits, std::nullopt);
-    OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
     SmallVector<Value> point(rank);
-    for (int64_t d = 0; d < outerRank; ++d)
-      point[d] = forall.getInductionVar(d);
+    // The outer dims' loops; `ob` builds inside the innermost, `outs` are
+    // the outputs there.
+    scf::ForallOp forall;
+    SmallVector<scf::ForOp> outerLoops;
+    OpBuilder ob(op);
+    SmallVector<Value> outs;
+    if (!nested) {
+      SmallVector<OpFoldResult> outer;
+      for (int64_t d = 0; d < outerRank; ++d)
+        outer.push_back(b.getIndexAttr(ranges[d]));
+      if (outer.empty())
+        outer.push_back(b.getIndexAttr(1));
+      forall = scf::ForallOp::create(b, loc, outer, inits, std::nullopt);
+      ob = OpBuilder::atBlockBegin(forall.getBody());
+      for (int64_t d = 0; d < outerRank; ++d)
+        point[d] = forall.getInductionVar(d);
+      outs.assign(forall.getRegionIterArgs().begin(), forall.getRegionIterArgs().end());
+    } else {
+      outs = inits;
+      for (int64_t d = 0; d < outerRank; ++d) {
+        auto l = scf::ForOp::create(ob, loc, c(ob, 0), c(ob, ranges[d]), c(ob, 1), outs);
+        if (!outerLoops.empty())
+          scf::YieldOp::create(ob, loc, l.getResults());
+        outerLoops.push_back(l);
+        ob = OpBuilder::atBlockBegin(l.getBody());
+        point[d] = l.getInductionVar();
+        outs.assign(l.getRegionIterArgs().begin(), l.getRegionIterArgs().end());
+      }
+    }
+    OpBuilder &fb = ob;
     // Each output's block [i0, ..., 0, 0] of the last two dims, rank-reduced to 2-D.
     SmallVector<OpFoldResult> offsets, sizes(rank, fb.getIndexAttr(1)), strides(rank, fb.getIndexAttr(1));
     for (int64_t d = 0; d < outerRank; ++d)
@@ -77,7 +101,7 @@ struct VectorizeElementwisePass : impl::VectorizeElementwisePassBase<VectorizeEl
     sizes[rank - 2] = fb.getIndexAttr(ranges[rank - 2]);
     sizes[rank - 1] = fb.getIndexAttr(ranges[rank - 1]);
     SmallVector<Value> blocks;
-    for (BlockArgument out : forall.getRegionIterArgs()) {
+    for (Value out : outs) {
       auto blockType = RankedTensorType::get({ranges[rank - 2], ranges[rank - 1]},
                                              cast<RankedTensorType>(out.getType()).getElementType());
       blocks.push_back(tensor::ExtractSliceOp::create(fb, loc, blockType, out, offsets, sizes, strides));
@@ -112,12 +136,22 @@ struct VectorizeElementwisePass : impl::VectorizeElementwisePassBase<VectorizeEl
                                                         ArrayRef<bool>{true}));
         continue;
       }
+      // An input that is also an output (an epilogue updating its tile in
+      // place) is read from the carried block, so the loops read what they
+      // write and bufferization keeps the tile in place.
+      Value source = operand.get();
       AffineMap map = op.getMatchingIndexingMap(&operand);
+      if (auto it = llvm::find(inits, source); it != inits.end() && map.isIdentity()) {
+        Value block = loop.getRegionIterArgs()[it - inits.begin()];
+        mapping.map(arg, vector::TransferReadOp::create(lb, loc, vectorOf(et), block, local, pad,
+                                                        ArrayRef<bool>{true}));
+        continue;
+      }
       if (map.isFunctionOfDim(inner)) {
-        mapping.map(arg, vector::TransferReadOp::create(lb, loc, vectorOf(et), operand.get(), indices(map), pad,
+        mapping.map(arg, vector::TransferReadOp::create(lb, loc, vectorOf(et), source, indices(map), pad,
                                                         ArrayRef<bool>{true}));
       } else {
-        Value scalar = tensor::ExtractOp::create(lb, loc, operand.get(), indices(map));
+        Value scalar = tensor::ExtractOp::create(lb, loc, source, indices(map));
         mapping.map(arg, vector::BroadcastOp::create(lb, loc, vectorOf(et), scalar));
       }
     }
@@ -144,22 +178,31 @@ struct VectorizeElementwisePass : impl::VectorizeElementwisePassBase<VectorizeEl
               .getResult());
     }
     scf::YieldOp::create(lb, loc, written);
-    OpBuilder tb = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
-    for (auto [block, out] : llvm::zip(rowLoop.getResults(), forall.getRegionIterArgs()))
-      tensor::ParallelInsertSliceOp::create(tb, loc, block, out, offsets, sizes, strides);
-    op->replaceAllUsesWith(forall.getResults());
+    if (!nested) {
+      OpBuilder tb = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
+      for (auto [block, out] : llvm::zip(rowLoop.getResults(), forall.getRegionIterArgs()))
+        tensor::ParallelInsertSliceOp::create(tb, loc, block, out, offsets, sizes, strides);
+      op->replaceAllUsesWith(forall.getResults());
+      op->erase();
+      return;
+    }
+    SmallVector<Value> updated;
+    for (auto [block, out] : llvm::zip(rowLoop.getResults(), outs))
+      updated.push_back(tensor::InsertSliceOp::create(fb, loc, block, out, offsets, sizes, strides));
+    if (outerLoops.empty()) {
+      op->replaceAllUsesWith(updated);
+    } else {
+      scf::YieldOp::create(fb, loc, updated);
+      op->replaceAllUsesWith(outerLoops.front().getResults());
+    }
     op->erase();
   }
 
   void runOnOperation() override {
-    SmallVector<linalg::GenericOp> found;
+    SmallVector<std::pair<linalg::GenericOp, int64_t>> found;
     getOperation().walk([&](linalg::GenericOp op) {
       if (!op.hasPureTensorSemantics() || op.getNumParallelLoops() != op.getNumLoops() || op.getNumLoops() < 2 ||
           op->hasAttr("kiln.tile_sizes"))
-        return;
-      // An epilogue in a product's tile: the tile is the work item already, and a
-      // forall in it would become a nested parallel loop per tile (slower).
-      if (op->getParentOfType<scf::ForallOp>())
         return;
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       if (llvm::any_of(ranges, ShapedType::isDynamic))
@@ -169,12 +212,15 @@ struct VectorizeElementwisePass : impl::VectorizeElementwisePassBase<VectorizeEl
         if (!op.getMatchingIndexingMap(&init).isIdentity())
           return;
       int64_t inner = int64_t(ranges.size()) - 1;
-      if (ranges[inner] % lanes != 0 || !fits(op, inner))
+      // A whole register where it divides the innermost dim, else half of
+      // one (24, 40, 72 channels).
+      int64_t width = ranges[inner] % lanes == 0 ? lanes : ranges[inner] % 8 == 0 ? 8 : 0;
+      if (!width || !fits(op, inner))
         return;
-      found.push_back(op);
+      found.push_back({op, width});
     });
-    for (linalg::GenericOp op : found)
-      rewrite(op, lanes);
+    for (auto [op, width] : found)
+      rewrite(op, width, op->getParentOfType<scf::ForallOp>() != nullptr);
   }
 };
 } // namespace

@@ -110,12 +110,16 @@ func.func @pointwise_channels_last(%x: tensor<1x4x4x8xf32>, %w: tensor<1x8x16xf3
 // channel block (vectors of 8; 12 channels: a masked last vector), 4 output
 // positions at a time with independent accumulators starting from the bias:
 // per tap one weight read, then 4 input reads and 4 FMAs (36 for the 3x3
-// window); 8 positions leave no remainder loop. The loop is marked for
-// kiln-fuse-epilogues.
+// window); 8 positions leave no remainder loop. A row is written into the
+// result's own [1, 1, OW, C] slice (bufferized in place: from an empty
+// tensor, each work item allocated its row and copied it out). The loop is
+// marked for kiln-fuse-epilogues.
 // CHECK-LABEL: func @depthwise_channels_last
 // CHECK: tensor.pad {{.*}} low[0, 2, 2, 0] high[0, 2, 2, 0]
 // CHECK: tensor.collapse_shape %arg1 {{\[}}[0], [1], [2, 3]] : tensor<3x3x1x12xf32> into tensor<3x3x12xf32>
-// CHECK: scf.forall
+// CHECK: scf.forall (%[[N:.*]], %[[OH:.*]]) in {{.*}} shared_outs(%[[OUT:.*]] =
+// CHECK-NOT: tensor.empty
+// CHECK: tensor.extract_slice %[[OUT]][%[[N]], %[[OH]], 0, 0] [1, 1, 8, 12] [1, 1, 1, 1] : tensor<1x8x8x12xf32> to tensor<1x1x8x12xf32>
 // CHECK: scf.for {{.*}} step %c8
 // CHECK: scf.for {{.*}} step %c4
 // CHECK-COUNT-4: vector.transfer_read %arg2{{.*}} : tensor<12xf32>, vector<8xf32>
@@ -123,8 +127,9 @@ func.func @pointwise_channels_last(%x: tensor<1x4x4x8xf32>, %w: tensor<1x8x16xf3
 // CHECK-COUNT-4: vector.fma
 // CHECK: vector.transfer_read {{.*}} : tensor<3x3x12xf32>, vector<8xf32>
 // CHECK-COUNT-32: vector.fma
-// CHECK-COUNT-4: vector.transfer_write {{.*}} : vector<8xf32>, tensor<8x12xf32>
+// CHECK-COUNT-4: vector.transfer_write {{.*}} : vector<8xf32>, tensor<1x1x8x12xf32>
 // CHECK-NOT: scf.for %
+// CHECK: tensor.parallel_insert_slice {{.*}} into %[[OUT]][%[[N]], %[[OH]], 0, 0] [1, 1, 8, 12]
 // CHECK: } {kiln.epilogue_tiles}
 func.func @depthwise_channels_last(%x: tensor<1x8x8x12xf32>, %w: tensor<3x3x1x12xf32>, %b: tensor<12xf32>) -> tensor<1x8x8x12xf32> {
   %0 = graph.nhwc_conv %x, %w, %b {group = 12 : i64, pads = array<i64: 2, 2, 2, 2>, strides = array<i64: 1, 1>, dilations = array<i64: 2, 2>}

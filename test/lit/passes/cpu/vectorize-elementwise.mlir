@@ -40,7 +40,7 @@ func.func @bias_relu6(%p: tensor<1x16x2x16xf32>, %b: tensor<2x16xf32>) -> tensor
 
 // -----
 
-// An innermost extent that 16 does not divide, a reduction, and a body with linalg.index are
+// An innermost extent that 8 does not divide, a reduction, and a body with linalg.index are
 // left to the loops LLVM vectorizes.
 #m2 = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-LABEL: func @left_alone
@@ -83,4 +83,46 @@ func.func @bools(%c: tensor<4x32xi1>, %x: tensor<4x32xf32>) -> tensor<4x32xf32> 
     linalg.yield %s : f32
   } -> tensor<4x32xf32>
   return %r : tensor<4x32xf32>
+}
+
+// -----
+
+// An epilogue fused into a window kernel's work item (a depthwise convolution's ReLU6 on its
+// [1, 1, OW, C] row, updating the row in place): loops, not a nested forall, over the row's
+// positions and its 24 channels in vectors of 8 (16 does not divide them), reading the carried
+// block it writes so the row stays in place. Before, it stayed a scalar loop that LLVM
+// vectorized over the positions with gathers and one store per element.
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func @epilogue_in_work_item
+// CHECK: scf.forall
+// CHECK-NOT: scf.forall
+// CHECK: %[[ROW:.*]] = tensor.extract_slice {{.*}} to tensor<1x1x6x24xf32>
+// CHECK: %[[BLOCK:.*]] = tensor.extract_slice %[[ROW]][0, 0, 0, 0] [1, 1, 6, 24] [1, 1, 1, 1] : tensor<1x1x6x24xf32> to tensor<6x24xf32>
+// CHECK: scf.for %[[P:.*]] = %c0 to %c6 step %c1 iter_args(%[[B1:.*]] = %[[BLOCK]])
+// CHECK: scf.for %[[C:.*]] = %c0 to %c24 step %c8 iter_args(%[[B2:.*]] = %[[B1]])
+// CHECK: vector.transfer_read %[[B2]][%[[P]], %[[C]]]{{.*}} : tensor<6x24xf32>, vector<8xf32>
+// CHECK: arith.maximumf {{.*}} : vector<8xf32>
+// CHECK: arith.minimumf {{.*}} : vector<8xf32>
+// CHECK: vector.transfer_write {{.*}}, %[[B2]][%[[P]], %[[C]]]
+// CHECK: tensor.insert_slice {{.*}} into %[[ROW]]
+// CHECK-NOT: linalg.generic
+// CHECK: tensor.parallel_insert_slice
+func.func @epilogue_in_work_item(%x: tensor<1x4x6x24xf32>) -> tensor<1x4x6x24xf32> {
+  %zero = arith.constant 0.0 : f32
+  %six = arith.constant 6.0 : f32
+  %e = tensor.empty() : tensor<1x4x6x24xf32>
+  %r = scf.forall (%h) in (4) shared_outs(%o = %e) -> (tensor<1x4x6x24xf32>) {
+    %row = tensor.extract_slice %x[0, %h, 0, 0] [1, 1, 6, 24] [1, 1, 1, 1] : tensor<1x4x6x24xf32> to tensor<1x1x6x24xf32>
+    %t = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+        ins(%row : tensor<1x1x6x24xf32>) outs(%row : tensor<1x1x6x24xf32>) {
+    ^bb0(%a: f32, %b: f32):
+      %lo = arith.maximumf %a, %zero : f32
+      %hi = arith.minimumf %lo, %six : f32
+      linalg.yield %hi : f32
+    } -> tensor<1x1x6x24xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %t into %o[0, %h, 0, 0] [1, 1, 6, 24] [1, 1, 1, 1] : tensor<1x1x6x24xf32> into tensor<1x4x6x24xf32>
+    }
+  }
+  return %r : tensor<1x4x6x24xf32>
 }
