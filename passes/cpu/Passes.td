@@ -81,6 +81,23 @@ def VectorizeElementwisePass : Pass<"kiln-vectorize-elementwise", "::mlir::func:
                            "::mlir::affine::AffineDialect"];
 }
 
+def ConcatInPlacePass : Pass<"kiln-concat-in-place", "::mlir::func::FuncOp"> {
+  let summary = "Let producers write straight into their slice of a concatenation";
+  let description = [{
+    A `tensor.concat` (static shapes, in the function's body) becomes a new
+    tensor and one `insert_slice` per operand. An operand that only the
+    concat reads and whose buffer comes from a `tensor.empty` (through the
+    destination operands of linalg ops and insert_slices, the shared outputs
+    of `scf.forall`, and static reshapes) gets its slice of the new tensor in
+    that empty's place, the new tensor being made just before the first such
+    empty: the producer writes the concatenation directly and its
+    insert_slice becomes a copy onto itself, which bufferization drops
+    (squeezenet's fire modules and ocr_det's FPN copied every branch once
+    more). Other operands are copied in.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def PadInPlacePass : Pass<"kiln-pad-in-place", "::mlir::func::FuncOp"> {
   let summary = "Let producers write straight into the interior of a padded copy";
   let description = [{

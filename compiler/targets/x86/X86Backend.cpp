@@ -101,6 +101,7 @@ public:
       elementwise.lanes = options.vectorBits >= 512 ? 16 : 8;
       pm.addNestedPass<func::FuncOp>(createVectorizeElementwisePass(elementwise));
       addCleanup(pm);
+      pm.addNestedPass<func::FuncOp>(createConcatInPlacePass());
       pm.addNestedPass<func::FuncOp>(createPadInPlacePass());
       return;
     }
