@@ -242,6 +242,18 @@ def ChannelsLastPass : Pass<"kiln-channels-last", "::mlir::ModuleOp"> {
   ];
 }
 
+def ConstantGemmToMatmulPass : Pass<"kiln-constant-gemm-to-matmul", "::mlir::ModuleOp"> {
+  let summary = "Rewrite a Gemm with a constant B as a product with a [K, N] constant and a bias add";
+  let description = [{
+    A graph.gemm with alpha = 1, no transA, beta = 1 or no C, and an f32
+    constant B of 16 or more columns that it alone reads becomes graph.matmul(A, B) (B transposed
+    at compile time when transB is set) + graph.add of C: the packed-panel
+    product of kiln-pad-product-columns and kiln-pack-matmul-weights instead
+    of a dot product per output (every torchvision classifier's Linear
+    layer). Runs before those passes, while weights are constants.
+  }];
+}
+
 def PadProductColumnsPass : Pass<"kiln-pad-product-columns", "::mlir::ModuleOp"> {
   let summary = "Pad the constant weight of a matrix product to whole 16-column panels";
   let description = [{

@@ -59,6 +59,7 @@ public:
         p.addPass(createPackMatmulWeightsPass(packing));
       };
       steps.afterQuantize = [&options](OpPassManager &p) {
+        p.addPass(createConstantGemmToMatmulPass());
         p.addPass(createPadProductColumnsPass());
         if (options.channelsLast) {
           ChannelsLastPassOptions layout;
