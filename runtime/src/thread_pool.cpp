@@ -1,51 +1,87 @@
-// Thread pool: callers publish a loop, workers and the caller claim chunks of it with an atomic counter.
+// Thread pool: a caller publishes its loop in a slot without taking a lock; workers and the caller
+// claim chunks of it, each thread first from the front of its own part, then from the back of
+// the others'.
 #include "thread_pool.h"
 
 #include <algorithm>
-#include <atomic>
+#include <climits>
 #if defined(__x86_64__)
 #include <xmmintrin.h>
 #endif
 
 namespace kiln::runtime {
 
+namespace {
+inline void cpuRelax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#endif
+}
+} // namespace
+
 // Lives on the caller's stack for the duration of parallelFor.
 struct ThreadPool::Job {
   // The loop is split into one contiguous part per thread: thread t (the caller is 0) works
-  // through part t first, then helps with the others. Consecutive kernels over the same rows
-  // thus give each thread the same rows, whose data its own cache still holds (dynamic chunks
-  // scattered them, so two threads moved each activation between the cores' L2s).
+  // through part t from its front, then takes what is left of the others from their backs.
+  // Consecutive kernels over the same rows thus give each thread the same rows, whose data its
+  // own cache still holds; only a late thread's last rows move. (Claiming everything in shared
+  // chunks from the front made the thread that finished first take the start of the other's
+  // part, moving that part's data between the cores' L2s on every launch: a 1 MiB elementwise
+  // loop took as long on two threads as on one.)
   static constexpr int kMaxParts = 64;
   struct alignas(64) Part {
-    std::atomic<int64_t> next{0};
-    int64_t end = 0;
+    // Unclaimed [front, back) as offsets from `base`, packed as back << 32 | front so that
+    // the owner (front) and the others (back) claim with one compare-and-swap.
+    std::atomic<uint64_t> range{0};
+    int64_t base = 0;
     int64_t chunk = 1;
+    bool claim(bool fromFront, int64_t &begin, int64_t &end) {
+      uint64_t r = range.load(std::memory_order_relaxed);
+      for (;;) {
+        uint64_t front = r & 0xFFFFFFFFu, back = r >> 32;
+        if (front >= back)
+          return false;
+        uint64_t size = std::min<uint64_t>(uint64_t(chunk), back - front);
+        uint64_t next = fromFront ? (back << 32 | (front + size)) : ((back - size) << 32 | front);
+        if (range.compare_exchange_weak(r, next, std::memory_order_relaxed)) {
+          begin = base + int64_t(fromFront ? front : back - size);
+          end = begin + int64_t(size);
+          return true;
+        }
+      }
+    }
   };
   kiln_abi_kernel_fn fn;
   void *captures;
   int parts = 1;
   uint32_t fpMode = 0; // the caller's MXCSR control bits (x86-64)
   Part part[kMaxParts];
-  // Workers inside runChunks. Changed only under the pool mutex; read without it while the
-  // caller spins for the last chunks.
-  std::atomic<int> helpers{0};
-  bool callerSleeping = false; // guarded by the pool mutex
-  std::condition_variable helpersDone;
 };
 
-ThreadPool::ThreadPool(int32_t threads) {
+// A place to publish one loop. `owned` is held by the publishing caller from before it
+// publishes until no worker uses the job any more; `users` counts workers looking at `job`.
+struct alignas(64) ThreadPool::Slot {
+  std::atomic<Job *> job{nullptr};
+  std::atomic<uint64_t> seq{0}; // publications in this slot, so a worker helps each once
+  std::atomic<int> users{0};
+  std::atomic<bool> owned{false};
+};
+
+ThreadPool::ThreadPool(int32_t threads) : slots(new Slot[kSlots]) {
   for (int32_t i = 1; i < threads; ++i)
     workers.emplace_back([this, i] { workerMain(i); });
 }
 
 ThreadPool::~ThreadPool() {
+  stopping.store(true, std::memory_order_seq_cst);
+  generation.fetch_add(1, std::memory_order_seq_cst);
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    stopping.store(true, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(sleepMutex);
   }
   wake.notify_all();
   for (auto &t : workers)
     t.join();
+  delete[] slots;
 }
 
 #if defined(__x86_64__)
@@ -73,22 +109,35 @@ struct ThreadPool::CallerFpMode {
 #endif
 };
 
-void ThreadPool::runChunks(Job &job, int self) {
-  for (int k = 0; k < job.parts; ++k) {
+void ThreadPool::runParts(Job &job, int self) {
+  int64_t begin, end;
+  if (self < job.parts)
+    while (job.part[self].claim(/*fromFront=*/true, begin, end))
+      job.fn(job.captures, begin, end);
+  for (int k = 1; k <= job.parts; ++k) {
     Job::Part &part = job.part[(self + k) % job.parts];
-    for (;;) {
-      int64_t begin = part.next.fetch_add(part.chunk, std::memory_order_relaxed);
-      if (begin >= part.end)
-        break;
-      job.fn(job.captures, begin, std::min(part.end, begin + part.chunk));
-    }
+    while (part.claim(/*fromFront=*/false, begin, end))
+      job.fn(job.captures, begin, end);
   }
 }
 
 void ThreadPool::parallelFor(kiln_abi_kernel_fn fn, void *captures, int64_t count) {
   if (count <= 0)
     return;
-  if (workers.empty() || count == 1) {
+  const int parts = int(std::min<int64_t>({count, int64_t(threads()), int64_t(Job::kMaxParts)}));
+  // A part's offsets are 32-bit (no kernel launches billions of work items).
+  if (workers.empty() || count == 1 || count / parts >= int64_t(UINT32_MAX)) {
+    fn(captures, 0, count);
+    return;
+  }
+  Slot *slot = nullptr;
+  for (int i = 0; i < kSlots && !slot; ++i) {
+    bool free = false;
+    if (!slots[i].owned.load(std::memory_order_relaxed) &&
+        slots[i].owned.compare_exchange_strong(free, true, std::memory_order_acquire))
+      slot = &slots[i];
+  }
+  if (!slot) { // every slot busy: the workers have plenty to do
     fn(captures, 0, count);
     return;
   }
@@ -98,88 +147,84 @@ void ThreadPool::parallelFor(kiln_abi_kernel_fn fn, void *captures, int64_t coun
 #if defined(__x86_64__)
   job.fpMode = _mm_getcsr() & kFpControlBits;
 #endif
-  // A few chunks per part balance uneven work (and a late helper) without making chunks tiny.
-  job.parts = int(std::min<int64_t>({count, int64_t(threads()), int64_t(Job::kMaxParts)}));
-  for (int t = 0; t < job.parts; ++t) {
+  job.parts = parts;
+  for (int t = 0; t < parts; ++t) {
     Job::Part &part = job.part[t];
-    int64_t begin = count * t / job.parts;
-    part.end = count * (t + 1) / job.parts;
-    part.next.store(begin, std::memory_order_relaxed);
-    part.chunk = std::max<int64_t>(1, (part.end - begin + 3) / 4);
+    part.base = count * t / parts;
+    uint64_t size = uint64_t(count * (t + 1) / parts - part.base);
+    // Eight chunks per part: what a late thread leaves for the others to take.
+    part.chunk = int64_t(std::max<uint64_t>(1, (size + 7) / 8));
+    part.range.store(size << 32, std::memory_order_relaxed);
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    queue.push_back(&job);
-    pending.fetch_add(1, std::memory_order_release);
-  }
-  // Spinning workers see `pending` without a wake-up; only sleepers need one.
-  if (sleepers.load(std::memory_order_acquire) > 0)
+  slot->seq.store(slot->seq.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  slot->job.store(&job, std::memory_order_release);
+  published.fetch_add(1, std::memory_order_seq_cst);
+  generation.fetch_add(1, std::memory_order_seq_cst);
+  // Spinning workers see the new generation; only sleepers need a wake-up (a system call).
+  if (sleepers.load(std::memory_order_seq_cst) > 0) {
+    { std::lock_guard<std::mutex> lock(sleepMutex); }
     wake.notify_all();
-  runChunks(job, 0);
-  // Every chunk is claimed. Once the job leaves the queue no new helper can join, so waiting for
-  // the current helpers means every claimed chunk has finished and `job` may leave the stack.
-  std::unique_lock<std::mutex> lock(mutex);
-  auto it = std::find(queue.begin(), queue.end(), &job);
-  if (it != queue.end()) {
-    queue.erase(it);
-    pending.fetch_sub(1, std::memory_order_relaxed);
   }
-  if (job.helpers.load(std::memory_order_acquire) == 0)
-    return;
-  // A helper is finishing its last chunk, usually within microseconds: spin for it first,
-  // because sleeping on the condition variable costs a wake-up of tens of microseconds, more
-  // than a small kernel (it is what made two threads slower than one on small models).
-  lock.unlock();
-  for (int spin = 0; spin < kSpinIterations && job.helpers.load(std::memory_order_acquire) != 0; ++spin) {
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#endif
+  runParts(job, 0);
+  // Every chunk is claimed. A worker that looks at the slot from now on finds no job; one that
+  // already did holds `users` until its last chunk is done, after which `job` may leave the
+  // stack. That is usually microseconds away, so spin, then yield (a worker that was descheduled
+  // mid-chunk may take a time slice).
+  slot->job.store(nullptr, std::memory_order_seq_cst);
+  published.fetch_sub(1, std::memory_order_relaxed);
+  for (int spin = 0; slot->users.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kSpinIterations)
+      cpuRelax();
+    else
+      std::this_thread::yield();
   }
-  lock.lock();
-  job.callerSleeping = true;
-  job.helpersDone.wait(lock, [&] { return job.helpers.load(std::memory_order_acquire) == 0; });
+  slot->owned.store(false, std::memory_order_release);
+}
+
+// Helps every published loop this worker has not helped yet; returns whether it found one.
+bool ThreadPool::helpWithPublishedJobs(int self, std::vector<uint64_t> &helped) {
+  bool found = false;
+  for (int i = 0; i < kSlots; ++i) {
+    Slot &slot = slots[i];
+    if (!slot.job.load(std::memory_order_relaxed))
+      continue;
+    // Announce before reading the job, so its caller (which clears the job, then waits for
+    // users to drain) either sees this worker or this worker sees no job.
+    slot.users.fetch_add(1, std::memory_order_seq_cst);
+    Job *job = slot.job.load(std::memory_order_seq_cst);
+    uint64_t seq = slot.seq.load(std::memory_order_relaxed);
+    if (job && helped[size_t(i)] != seq) {
+      helped[size_t(i)] = seq;
+      found = true;
+      CallerFpMode mode(*job);
+      runParts(*job, self);
+    }
+    slot.users.fetch_sub(1, std::memory_order_release);
+  }
+  return found;
 }
 
 void ThreadPool::workerMain(int self) {
-  std::unique_lock<std::mutex> lock(mutex);
+  std::vector<uint64_t> helped(kSlots, 0);
   for (;;) {
-    if (queue.empty() && !stopping) {
-      // A model runs its kernels back to back: spin briefly before sleeping,
-      // because a condition-variable wake-up costs more than a small kernel.
-      lock.unlock();
-      for (int spin = 0; spin < kSpinIterations; ++spin) {
-        if (pending.load(std::memory_order_acquire) > 0 || stopping.load(std::memory_order_relaxed))
-          break;
-#if defined(__x86_64__)
-        __builtin_ia32_pause();
-#endif
-      }
-      lock.lock();
-      sleepers.fetch_add(1, std::memory_order_acq_rel);
-      wake.wait(lock, [&] { return stopping || !queue.empty(); });
-      sleepers.fetch_sub(1, std::memory_order_acq_rel);
-    }
-    if (stopping)
+    const uint64_t seen = generation.load(std::memory_order_seq_cst);
+    if (stopping.load(std::memory_order_relaxed))
       return;
-    Job *job = queue.front();
-    job->helpers.fetch_add(1, std::memory_order_relaxed);
-    lock.unlock();
-    {
-      CallerFpMode mode(*job);
-      runChunks(*job, self);
+    if (published.load(std::memory_order_acquire) > 0 && helpWithPublishedJobs(self, helped))
+      continue;
+    // A model runs its kernels back to back: spin briefly before sleeping, because a
+    // condition-variable wake-up costs more than a small kernel.
+    int spin = 0;
+    while (spin < kSpinIterations && generation.load(std::memory_order_acquire) == seen) {
+      cpuRelax();
+      ++spin;
     }
-    lock.lock();
-    // All chunks are claimed now: take the job out so idle workers do not spin on it.
-    auto it = std::find(queue.begin(), queue.end(), job);
-    if (it != queue.end()) {
-      queue.erase(it);
-      pending.fetch_sub(1, std::memory_order_relaxed);
-    }
-    // The caller may return (and `job` leave its stack) as soon as this reaches 0, so read
-    // callerSleeping before; both happen under the mutex, which the sleeping caller needs too.
-    bool wakeCaller = job->callerSleeping;
-    if (job->helpers.fetch_sub(1, std::memory_order_acq_rel) == 1 && wakeCaller)
-      job->helpersDone.notify_all();
+    if (spin < kSpinIterations)
+      continue;
+    std::unique_lock<std::mutex> lock(sleepMutex);
+    sleepers.fetch_add(1, std::memory_order_seq_cst);
+    wake.wait(lock, [&] { return generation.load(std::memory_order_seq_cst) != seen; });
+    sleepers.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
 

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -30,19 +29,25 @@ public:
 
 private:
   struct Job;
+  struct Slot;
   struct CallerFpMode;
   void workerMain(int self);
-  static void runChunks(Job &job, int self);
+  bool helpWithPublishedJobs(int self, std::vector<uint64_t> &finished);
+  static void runParts(Job &job, int self);
 
   // About 50-100 microseconds of polling before a worker sleeps.
   static constexpr int kSpinIterations = 20000;
+  // Loops published at once (concurrent callers, nested loops); a caller that finds every slot
+  // taken runs its loop alone.
+  static constexpr int kSlots = 16;
 
-  std::mutex mutex;
+  Slot *slots; // kSlots of them
+  std::atomic<int> published{0}; // slots holding a job, readable without locks
+  // Publications so far: sleeping workers wait for it to change.
+  std::atomic<uint64_t> generation{0};
+  std::atomic<int> sleepers{0};
+  std::mutex sleepMutex; // only for sleeping and waking
   std::condition_variable wake;
-  std::atomic<int> pending{0};   // jobs in `queue`, readable without the mutex
-  std::atomic<int> sleepers{0};  // workers blocked on `wake`
-  std::deque<Job *> queue; // loops that still have unclaimed chunks
-  // Written under `mutex` (so waiters see it), read without it while spinning.
   std::atomic<bool> stopping{false};
   std::vector<std::thread> workers;
 };

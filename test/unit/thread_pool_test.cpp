@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <algorithm>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 #if defined(__x86_64__)
@@ -142,6 +144,60 @@ TEST(ThreadPool, EachThreadStartsOnItsOwnPart) {
     EXPECT_EQ(f.callerFirst.load(), 0);
     ASSERT_GT(f.workerChunks.load(), 0) << "no worker joined within a second";
     EXPECT_EQ(f.workerFirst.load(), 500);
+  }
+}
+
+namespace {
+// Every index each thread ran. The caller's first chunk waits (up to a second) for the worker to
+// start one, and the worker's first chunk waits until the caller has run out of its own part
+// and taken some of the worker's.
+struct LateWorker {
+  std::thread::id caller = std::this_thread::get_id();
+  std::mutex m;
+  std::vector<int64_t> callerIndices, workerIndices;
+  int64_t firstStolenEnd = -1; // end of the first chunk of the worker's half the caller ran
+  std::atomic<bool> callerTookWorkersPart{false}, workerStarted{false};
+};
+void recordLate(void *captures, int64_t begin, int64_t end) {
+  auto *l = static_cast<LateWorker *>(captures);
+  const bool isCaller = std::this_thread::get_id() == l->caller;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  if (isCaller && begin == 0)
+    while (!l->workerStarted.load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+  if (!isCaller && !l->workerStarted.exchange(true)) {
+    while (!l->callerTookWorkersPart.load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+  }
+  std::lock_guard<std::mutex> lock(l->m);
+  for (int64_t i = begin; i < end; ++i)
+    (isCaller ? l->callerIndices : l->workerIndices).push_back(i);
+  if (isCaller && begin >= 500 && !l->callerTookWorkersPart.exchange(true))
+    l->firstStolenEnd = end;
+}
+} // namespace
+
+// A thread that is late loses only the end of its part: the caller, done with its own half,
+// takes the worker's from the back, so the rows the worker does run are the first ones of its
+// half, the same as in the kernels before (taking from the front moved the start of the
+// worker's half, whose data the worker's cache held, to the caller's core on every launch).
+TEST(ThreadPool, ALateThreadLosesOnlyTheEndOfItsPart) {
+  ThreadPool pool(2);
+  for (int iter = 0; iter < 20; ++iter) {
+    LateWorker l;
+    pool.parallelFor(recordLate, &l, 1000);
+    ASSERT_EQ(l.callerIndices.size() + l.workerIndices.size(), 1000u);
+    if (l.workerIndices.empty())
+      continue; // the worker never arrived: the caller ran everything
+    int64_t firstStolen = 1000, lastWorker = -1;
+    for (int64_t i : l.callerIndices)
+      if (i >= 500)
+        firstStolen = std::min(firstStolen, i);
+    for (int64_t i : l.workerIndices)
+      lastWorker = std::max(lastWorker, i);
+    EXPECT_LT(lastWorker, firstStolen) << "iteration " << iter;
+    EXPECT_EQ(l.firstStolenEnd, 1000) << "iteration " << iter;
+    EXPECT_EQ(*std::min_element(l.workerIndices.begin(), l.workerIndices.end()), 500);
   }
 }
 
