@@ -45,6 +45,12 @@ ORT's figure includes Node.js itself, whose baseline with onnxruntime-node loade
 is printed in the header). N and W default per case (bench models: see
 BENCH_MODELS and VISION_MODELS; others 200/20); --iterations/--warmup override them all.
 
+With kiln-fmapeak in --bin (bench/fmapeak, built with kiln), the run also measures the
+machine's f32 multiply-add peak at each thread count before and after the models, and the
+table adds kiln's GFLOP/s (the model's Conv/ConvTranspose/Gemm/MatMul flops, counted from the
+ONNX graph by bench/model_flops.py in a child process, over kiln's median) and its share of
+the larger peak: how close a compute-bound model (a ResNet) runs to what the cores can do.
+
 --plot FILE.png draws kiln/ORT (median) per model and thread count as bars, with lines
 at 1.0 and 0.8 (needs matplotlib: python3-matplotlib, bench/setup.sh --vision).
 
@@ -437,6 +443,34 @@ def loadavg():
         return None
 
 
+def fma_peaks(args):
+    """{threads: GFLOP/s} from bench/fmapeak's kiln-fmapeak in --bin, or {} where it is missing."""
+    tool = os.path.join(args.bin or "", "kiln-fmapeak")
+    peaks = {}
+    if args.no_kiln or not os.access(tool, os.X_OK):
+        return peaks
+    for t in args.threads:
+        rc, out, _, _ = run(["taskset", "-c", args.taskset, tool, "--threads", str(t)]
+                            if args.taskset else [tool, "--threads", str(t)], args.timeout)
+        m = re.search(r"fma_gflop_per_s=([0-9.]+)", out) if rc == 0 else None
+        if m:
+            peaks[t] = float(m.group(1))
+    return peaks
+
+
+def case_flops(case, args):
+    """The model's Conv/ConvTranspose/Gemm/MatMul flops (bench/model_flops.py), or None.
+
+    In a child process: importing onnx here would raise this process's resident set, which
+    every model process started after it inherits as its ru_maxrss floor."""
+    rc, out, _, _ = run([sys.executable, os.path.join(HERE, "model_flops.py"), case.model], args.timeout)
+    m = re.search(r"flops=([0-9]+)", out) if rc == 0 else None
+    if not m:
+        print("  %s: no flop count (%s)" % (case.name, last_line(out) or "exit %s" % rc), file=sys.stderr)
+        return None
+    return int(m.group(1))
+
+
 def environment(args):
     env = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
            "host_cpus": os.cpu_count(), "platform": platform.platform()}
@@ -535,6 +569,10 @@ def main():
     if env.get("node_ort_baseline_rss_kib"):
         print("# ORT peak RSS includes Node.js: node %s with onnxruntime-node loaded and no "
               "session peaks at %s MiB" % (env.get("node", "?"), mib(env["node_ort_baseline_rss_kib"])))
+    # The multiply-add peak at each thread count, before the models and again after them (the
+    # larger is reported): compute-bound models are judged against it, in the same run.
+    peaks_start = fma_peaks(args)
+    flops = {case.model: case_flops(case, args) for case in cases} if peaks_start else {}
     sys.stdout.flush()
 
     tmp = tempfile.mkdtemp(prefix="kiln-bench-")
@@ -618,19 +656,40 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
     env["loadavg_end"] = loadavg()
+    peaks_end = fma_peaks(args) if peaks_start else {}
+    peaks = {t: max(peaks_start.get(t, 0), peaks_end.get(t, 0)) for t in peaks_start}
+    env["fma_peak_gflop_per_s"] = {"start": peaks_start, "end": peaks_end}
     print("")
     print("# 1-minute load average: %s at the start, %s at the end (%s CPUs)" % (
         env["loadavg_start"], env["loadavg_end"], env["host_cpus"]))
+    if peaks:
+        print("# f32 multiply-add peak (kiln-fmapeak, GFLOP/s) at the start / end: %s" % ", ".join(
+            "%d thread%s %.0f / %s" % (t, "" if t == 1 else "s", peaks_start[t],
+                                       "%.0f" % peaks_end[t] if t in peaks_end else "-")
+            for t in sorted(peaks)))
+        print("# kiln GFLOP/s = the model's Conv/ConvTranspose/Gemm/MatMul flops "
+              "(bench/model_flops.py) / kiln's median; % of peak against the larger of the two")
     header = ["model", "batch", "threads", "kiln median ms", "kiln p90 ms",
               "ORT median ms", "ORT p90 ms", "kiln/ORT", "kiln peak MiB", "ORT peak MiB"]
+    show_peak = any(flops.values())
+    if show_peak:
+        header += ["kiln GFLOP/s", "% of FMA peak"]
     if not args.no_kiln and not args.no_check:
         header.append("check")
     table = []
+    case_model = {c.name: c.model for c in cases}
     for r in rows:
         line = [r["model"], str(r["batch"]), str(r["threads"]), fmt(r["kiln_median"]),
                 fmt(r["kiln_p90"]), fmt(r["ort_median"]), fmt(r["ort_p90"]),
                 "%.2f" % r["ratio"] if r["ratio"] else "-",
                 mib(r["kiln_peak_rss_kib"]), mib(r["ort_peak_rss_kib"])]
+        if show_peak:
+            f, peak = flops.get(case_model.get(r["model"])), peaks.get(r["threads"])
+            rate = f / (r["kiln_median"] * 1e6) if f and r["kiln_median"] else None
+            r["kiln_gflop_per_s"] = rate
+            r["fma_peak_share"] = rate / peak if rate and peak else None
+            line += ["%.1f" % rate if rate else "-",
+                     "%.0f%%" % (100 * r["fma_peak_share"]) if r["fma_peak_share"] else "-"]
         if len(header) > len(line):
             line.append(r["check"] or "-")
         table.append(line)
