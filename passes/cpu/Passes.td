@@ -61,8 +61,7 @@ def VectorizeContractionsPass : Pass<"kiln-vectorize-contractions", "::mlir::fun
 def VectorizeElementwisePass : Pass<"kiln-vectorize-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Write elementwise linalg ops as vector code over their innermost dim";
   let description = [{
-    An all-parallel `linalg.generic` on tensors with static sizes, outside
-    any `scf.forall` (a product tile's epilogue is left to its tile), whose
+    An all-parallel `linalg.generic` on tensors with static sizes, whose
     outputs are written with the innermost dim last and contiguous, whose
     inputs read it as their last index or not at all, and whose body is
     elementwise arith/math becomes an `scf.forall` over the dims before the
@@ -72,6 +71,10 @@ def VectorizeElementwisePass : Pass<"kiln-vectorize-elementwise", "::mlir::func:
     vectors, and one vector write per output. LLVM unrolled such short
     inner loops and then could not vectorize the stores it could not prove
     apart from the loads (a 1x1 convolution's bias + ReLU6 ran scalar).
+    An epilogue already inside a work item (fused into a product's or a
+    window kernel's tile) gets `scf.for` loops over its outer dims instead
+    of a nested forall, and those dims may be dynamic (a product's last row
+    tile; the innermost stays static): the loops run to the tile's extent.
   }];
   let options = [
     Option<"lanes", "lanes", "int64_t", "8", "Vector width in elements; the innermost extent must be a multiple">

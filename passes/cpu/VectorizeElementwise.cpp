@@ -62,6 +62,16 @@ struct VectorizeElementwisePass : impl::VectorizeElementwisePassBase<VectorizeEl
     int64_t rank = ranges.size(), inner = rank - 1, outerRank = rank - 2;
     auto c = [&](OpBuilder &nb, int64_t v) -> Value { return arith::ConstantIndexOp::create(nb, loc, v); };
     SmallVector<Value> inits(op.getDpsInits().begin(), op.getDpsInits().end());
+    // A nested epilogue's tile may have a dynamic dim (a product's last row tile): its extent is
+    // the output's (outputs are written through identity maps).
+    SmallVector<OpFoldResult> extent;
+    for (int64_t d = 0; d < rank; ++d)
+      extent.push_back(ShapedType::isDynamic(ranges[d])
+                           ? OpFoldResult(tensor::DimOp::create(b, loc, inits[0], d).getResult())
+                           : OpFoldResult(b.getIndexAttr(ranges[d])));
+    auto bound = [&](OpBuilder &nb, int64_t d) -> Value {
+      return getValueOrCreateConstantIndexOp(nb, loc, extent[d]);
+    };
     SmallVector<Value> point(rank);
     // The outer dims' loops; `ob` builds inside the innermost, `outs` are
     // the outputs there.
@@ -83,7 +93,7 @@ struct VectorizeElementwisePass : impl::VectorizeElementwisePassBase<VectorizeEl
     } else {
       outs = inits;
       for (int64_t d = 0; d < outerRank; ++d) {
-        auto l = scf::ForOp::create(ob, loc, c(ob, 0), c(ob, ranges[d]), c(ob, 1), outs);
+        auto l = scf::ForOp::create(ob, loc, c(ob, 0), bound(ob, d), c(ob, 1), outs);
         if (!outerLoops.empty())
           scf::YieldOp::create(ob, loc, l.getResults());
         outerLoops.push_back(l);
@@ -98,15 +108,15 @@ struct VectorizeElementwisePass : impl::VectorizeElementwisePassBase<VectorizeEl
     for (int64_t d = 0; d < outerRank; ++d)
       offsets.push_back(point[d]);
     offsets.append({fb.getIndexAttr(0), fb.getIndexAttr(0)});
-    sizes[rank - 2] = fb.getIndexAttr(ranges[rank - 2]);
-    sizes[rank - 1] = fb.getIndexAttr(ranges[rank - 1]);
+    sizes[rank - 2] = extent[rank - 2];
+    sizes[rank - 1] = extent[rank - 1];
     SmallVector<Value> blocks;
     for (Value out : outs) {
       auto blockType = RankedTensorType::get({ranges[rank - 2], ranges[rank - 1]},
                                              cast<RankedTensorType>(out.getType()).getElementType());
       blocks.push_back(tensor::ExtractSliceOp::create(fb, loc, blockType, out, offsets, sizes, strides));
     }
-    auto rowLoop = scf::ForOp::create(fb, loc, c(fb, 0), c(fb, ranges[rank - 2]), c(fb, 1), blocks);
+    auto rowLoop = scf::ForOp::create(fb, loc, c(fb, 0), bound(fb, rank - 2), c(fb, 1), blocks);
     OpBuilder rb = OpBuilder::atBlockBegin(rowLoop.getBody());
     point[rank - 2] = rowLoop.getInductionVar();
     auto loop = scf::ForOp::create(rb, loc, c(rb, 0), c(rb, ranges[inner]), c(rb, width),
@@ -205,7 +215,11 @@ struct VectorizeElementwisePass : impl::VectorizeElementwisePassBase<VectorizeEl
           op->hasAttr("kiln.tile_sizes"))
         return;
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-      if (llvm::any_of(ranges, ShapedType::isDynamic))
+      // Dynamic outer dims only in an epilogue inside a work item (a product's last row tile,
+      // after kiln-fuse-epilogues): its loops are plain scf.for; the innermost dim is static.
+      bool nested = op->getParentOfType<scf::ForallOp>() != nullptr;
+      if (ShapedType::isDynamic(ranges.back()) ||
+          (!nested && llvm::any_of(ranges, ShapedType::isDynamic)))
         return;
       // Outputs written in iteration order (identity maps), the last dim innermost.
       for (OpOperand &init : op.getDpsInitsMutable())

@@ -108,6 +108,13 @@ def FuseEpiloguesPass : Pass<"kiln-fuse-epilogues", "::mlir::func::FuncOp"> {
     the whole result. When the consumer does not read its own init, it then
     writes over the product's tile, inserted into the product's buffer: the
     loop keeps one result and bufferization needs no per-tile copy.
+    A consumer that reads the product's rows as two of its own dims folded
+    into one (a 1x1 convolution's plain product [N, H*W, C] read over
+    [N, H, W, C]) is first rewritten over the product's iteration space:
+    operands with both dims are collapsed (a view), the result expanded
+    back. Unless its result is padded afterwards (a depthwise convolution's
+    input), which kiln-pad-in-place serves better by giving the separate
+    kernel the padded buffer's interior to write.
     Consumers reading the product through a broadcast or transpose, or
     reading values computed after the loop, stay separate.
   }];

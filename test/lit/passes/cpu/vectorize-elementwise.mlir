@@ -126,3 +126,37 @@ func.func @epilogue_in_work_item(%x: tensor<1x4x6x24xf32>) -> tensor<1x4x6x24xf3
   }
   return %r : tensor<1x4x6x24xf32>
 }
+
+// -----
+
+// An epilogue fused into a product's last row tile, whose row count is dynamic (196 rows in
+// tiles of 64): the row loop runs to the tile's own extent (tensor.dim of its output, which
+// canonicalization folds to the tile size), the columns in whole vectors. Before, a dynamic dim left it a scalar loop.
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#tile = affine_map<(d0) -> (-d0 + 196, 64)>
+// CHECK-LABEL: func @epilogue_in_dynamic_tile
+// CHECK: scf.forall
+// CHECK: %[[ROWS:.*]] = affine.min
+// CHECK: scf.for %{{.*}} = %c0 to %[[ROWS]] step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c16
+// CHECK: arith.addf {{.*}} : vector<16xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: tensor.parallel_insert_slice
+func.func @epilogue_in_dynamic_tile(%p: tensor<196x32xf32>, %bias: tensor<32xf32>) -> tensor<196x32xf32> {
+  %e = tensor.empty() : tensor<196x32xf32>
+  %r = scf.forall (%i) = (0) to (196) step (64) shared_outs(%o = %e) -> (tensor<196x32xf32>) {
+    %n = affine.min #tile(%i)
+    %in = tensor.extract_slice %p[%i, 0] [%n, 32] [1, 1] : tensor<196x32xf32> to tensor<?x32xf32>
+    %t = linalg.generic {indexing_maps = [#id2, #col, #id2], iterator_types = ["parallel", "parallel"]}
+        ins(%in, %bias : tensor<?x32xf32>, tensor<32xf32>) outs(%in : tensor<?x32xf32>) {
+    ^bb0(%a: f32, %b: f32, %c: f32):
+      %s = arith.addf %a, %b : f32
+      linalg.yield %s : f32
+    } -> tensor<?x32xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %t into %o[%i, 0] [%n, 32] [1, 1] : tensor<?x32xf32> into tensor<196x32xf32>
+    }
+  }
+  return %r : tensor<196x32xf32>
+}

@@ -179,3 +179,93 @@ func.func @unmarked_rows(%x: tensor<4x8xf32>, %init: tensor<4x8xf32>, %d: tensor
   } -> tensor<4x8xf32>
   return %1 : tensor<4x8xf32>
 }
+
+// -----
+
+#lhs = affine_map<(d0, d1, d2) -> (d0, d1)>
+#rhs = affine_map<(d0, d1, d2) -> (d1, d2)>
+#out = affine_map<(d0, d1, d2) -> (d0, d2)>
+#rows = affine_map<(d0, d1, d2) -> (d0 * 14 + d1, d2)>
+#chan = affine_map<(d0, d1, d2) -> (d2)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// A 1x1 convolution's plain product [H*W, C] read over [H, W, C] (bias + residual add): the
+// consumer is folded to the product's [H*W, C] (the residual collapsed, a view), fused into the
+// tile loop, and its result expanded back to [H, W, C].
+// CHECK-LABEL: func @folded_rows_epilogue
+// CHECK-DAG: %[[RES:.*]] = tensor.collapse_shape %arg3 {{\[}}[0, 1], [2]] : tensor<14x14x128xf32> into tensor<196x128xf32>
+// CHECK: %[[LOOP:.*]] = scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (196, 128) step (16, 64)
+// CHECK: %[[TILE:.*]] = linalg.generic
+// CHECK-SAME: kiln.tile_sizes
+// CHECK: %[[EPI:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[TILE]], %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<64xf32>, tensor<?x64xf32>)
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice %[[EPI]]
+// CHECK-NOT: linalg.generic
+// CHECK: %[[OUT:.*]] = tensor.expand_shape %[[LOOP]] {{\[}}[0, 1], [2]] output_shape [14, 14, 128]
+// CHECK: return %[[OUT]]
+func.func @folded_rows_epilogue(%a: tensor<196x64xf32>, %b: tensor<64x128xf32>, %bias: tensor<128xf32>,
+                                %res: tensor<14x14x128xf32>) -> tensor<14x14x128xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<196x128xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<196x128xf32>) -> tensor<196x128xf32>
+  %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : tensor<196x64xf32>, tensor<64x128xf32>) outs(%c : tensor<196x128xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<196x128xf32>
+  %d = tensor.empty() : tensor<14x14x128xf32>
+  %1 = linalg.generic {indexing_maps = [#rows, #chan, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%0, %bias, %res : tensor<196x128xf32>, tensor<128xf32>, tensor<14x14x128xf32>) outs(%d : tensor<14x14x128xf32>) {
+  ^bb0(%x: f32, %b0: f32, %r: f32, %o: f32):
+    %s = arith.addf %x, %b0 : f32
+    %t = arith.addf %s, %r : f32
+    linalg.yield %t : f32
+  } -> tensor<14x14x128xf32>
+  return %1 : tensor<14x14x128xf32>
+}
+
+// -----
+
+#lhs = affine_map<(d0, d1, d2) -> (d0, d1)>
+#rhs = affine_map<(d0, d1, d2) -> (d1, d2)>
+#out = affine_map<(d0, d1, d2) -> (d0, d2)>
+#rows = affine_map<(d0, d1, d2) -> (d0 * 14 + d1, d2)>
+#chan = affine_map<(d0, d1, d2) -> (d2)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// The same epilogue padded afterwards (a depthwise convolution's input) stays a kernel of its
+// own, still reading the product through folded rows: kiln-pad-in-place gives it the padded
+// buffer's interior to write.
+// CHECK-LABEL: func @folded_rows_epilogue_padded
+// CHECK: %[[LOOP:.*]] = scf.forall
+// CHECK: scf.forall.in_parallel
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[LOOP]], %{{.*}} : tensor<196x128xf32>, tensor<128xf32>) outs(%{{.*}} : tensor<14x14x128xf32>)
+// CHECK: tensor.pad
+func.func @folded_rows_epilogue_padded(%a: tensor<196x64xf32>, %b: tensor<64x128xf32>,
+                                       %bias: tensor<128xf32>) -> tensor<16x16x128xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<196x128xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%e : tensor<196x128xf32>) -> tensor<196x128xf32>
+  %0 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : tensor<196x64xf32>, tensor<64x128xf32>) outs(%c : tensor<196x128xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<196x128xf32>
+  %d = tensor.empty() : tensor<14x14x128xf32>
+  %1 = linalg.generic {indexing_maps = [#rows, #chan, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%0, %bias : tensor<196x128xf32>, tensor<128xf32>) outs(%d : tensor<14x14x128xf32>) {
+  ^bb0(%x: f32, %b0: f32, %o: f32):
+    %s = arith.addf %x, %b0 : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<14x14x128xf32>
+  %p = tensor.pad %1 low[1, 1, 0] high[1, 1, 0] {
+  ^bb0(%i: index, %j: index, %k: index):
+    tensor.yield %zero : f32
+  } : tensor<14x14x128xf32> to tensor<16x16x128xf32>
+  return %p : tensor<16x16x128xf32>
+}
