@@ -444,18 +444,23 @@ def loadavg():
 
 
 def fma_peaks(args):
-    """{threads: GFLOP/s} from bench/fmapeak's kiln-fmapeak in --bin, or {} where it is missing."""
+    """({threads: GFLOP/s}, round trip ns or None) from bench/fmapeak's kiln-fmapeak in --bin;
+    ({}, None) where it is missing. The round trip (a cache line between two threads and back) is
+    measured with the largest thread count of 2 or more."""
     tool = os.path.join(args.bin or "", "kiln-fmapeak")
-    peaks = {}
+    peaks, trip = {}, None
     if args.no_kiln or not os.access(tool, os.X_OK):
-        return peaks
+        return peaks, trip
     for t in args.threads:
         rc, out, _, _ = run(["taskset", "-c", args.taskset, tool, "--threads", str(t)]
                             if args.taskset else [tool, "--threads", str(t)], args.timeout)
         m = re.search(r"fma_gflop_per_s=([0-9.]+)", out) if rc == 0 else None
         if m:
             peaks[t] = float(m.group(1))
-    return peaks
+        m = re.search(r"round_trip_ns=([0-9.]+)", out) if rc == 0 else None
+        if m:
+            trip = float(m.group(1))
+    return peaks, trip
 
 
 def case_flops(case, args):
@@ -571,7 +576,7 @@ def main():
               "session peaks at %s MiB" % (env.get("node", "?"), mib(env["node_ort_baseline_rss_kib"])))
     # The multiply-add peak at each thread count, before the models and again after them (the
     # larger is reported): compute-bound models are judged against it, in the same run.
-    peaks_start = fma_peaks(args)
+    peaks_start, trip_start = fma_peaks(args)
     flops = {case.model: case_flops(case, args) for case in cases} if peaks_start else {}
     sys.stdout.flush()
 
@@ -656,9 +661,10 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
     env["loadavg_end"] = loadavg()
-    peaks_end = fma_peaks(args) if peaks_start else {}
+    peaks_end, trip_end = fma_peaks(args) if peaks_start else ({}, None)
     peaks = {t: max(peaks_start.get(t, 0), peaks_end.get(t, 0)) for t in peaks_start}
     env["fma_peak_gflop_per_s"] = {"start": peaks_start, "end": peaks_end}
+    env["core_round_trip_ns"] = {"start": trip_start, "end": trip_end}
     print("")
     print("# 1-minute load average: %s at the start, %s at the end (%s CPUs)" % (
         env["loadavg_start"], env["loadavg_end"], env["host_cpus"]))
@@ -667,6 +673,11 @@ def main():
             "%d thread%s %.0f / %s" % (t, "" if t == 1 else "s", peaks_start[t],
                                        "%.0f" % peaks_end[t] if t in peaks_end else "-")
             for t in sorted(peaks)))
+        if trip_start or trip_end:
+            print("# a cache line's round trip between two threads (kiln-fmapeak) at the start / end: "
+                  "%s / %s ns: on a VM it moves with where the host places the vCPUs, and the "
+                  "2-thread times of small models move with it" % (
+                      "%.0f" % trip_start if trip_start else "-", "%.0f" % trip_end if trip_end else "-"))
         print("# kiln GFLOP/s = the model's Conv/ConvTranspose/Gemm/MatMul flops "
               "(bench/model_flops.py) / kiln's median; % of peak against the larger of the two")
     header = ["model", "batch", "threads", "kiln median ms", "kiln p90 ms",

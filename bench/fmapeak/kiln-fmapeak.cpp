@@ -8,6 +8,12 @@
 // 256-bit with AVX2), for DURATION ms (default 200), R times (default 5); prints the best round as
 // `fma_gflop_per_s=X threads=N vector_bits=B` (2 flops per multiply-add per lane). bench/run.py
 // runs it beside the models it times, so "% of peak" is measured in the same run.
+//
+// With 2 or more threads it also prints `round_trip_ns=R`: the median time for a cache line to go
+// from one thread to another and back (two threads passing a counter, 100,000 times). On a
+// virtual machine it moves with where the host places the vCPUs (160 ns on the same core
+// complex, 600-700 ns across them were both seen here within an hour), and small models on two
+// threads, whose kernels hand rows between the cores, move with it.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -65,6 +71,35 @@ float fmaBlocks(int64_t blocks, float seed) {
     sum += all[l];
   return sum;
 }
+// Median round trip of a cache line between two threads, in nanoseconds.
+double roundTripNs() {
+  std::vector<double> rounds;
+  for (int r = 0; r < 5; ++r) {
+    alignas(64) static std::atomic<int64_t> ping{0};
+    alignas(64) static std::atomic<int64_t> pong{0};
+    ping.store(0);
+    pong.store(0);
+    constexpr int64_t kPasses = 100000;
+    std::thread other([] {
+      for (int64_t i = 1; i <= kPasses; ++i) {
+        while (ping.load(std::memory_order_acquire) != i) {
+        }
+        pong.store(i, std::memory_order_release);
+      }
+    });
+    auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 1; i <= kPasses; ++i) {
+      ping.store(i, std::memory_order_release);
+      while (pong.load(std::memory_order_acquire) != i) {
+      }
+    }
+    double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    other.join();
+    rounds.push_back(ns / kPasses);
+  }
+  std::sort(rounds.begin(), rounds.end());
+  return rounds[rounds.size() / 2];
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -121,6 +156,10 @@ int main(int argc, char **argv) {
     double flops = 2.0 * double(threads) * double(blocks) * kStep * kChains * kLanes;
     best = std::max(best, flops / s / 1e9);
   }
-  std::printf("fma_gflop_per_s=%.1f threads=%d vector_bits=%d\n", best, threads, kLanes * 32);
+  if (threads >= 2)
+    std::printf("fma_gflop_per_s=%.1f threads=%d vector_bits=%d round_trip_ns=%.0f\n", best, threads, kLanes * 32,
+                roundTripNs());
+  else
+    std::printf("fma_gflop_per_s=%.1f threads=%d vector_bits=%d\n", best, threads, kLanes * 32);
   return sink.load() == 12345.0f ? 2 : 0;
 }
