@@ -8,7 +8,6 @@
 #include "mlir/IR/Dominance.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include <functional>
 
 namespace kiln {
 #define GEN_PASS_DEF_FUSEEPILOGUESPASS
@@ -100,6 +99,18 @@ int64_t foldedRowsDim(AffineMap map, ArrayRef<int64_t> ranges) {
   return folded;
 }
 
+/// Whether `v` is padded, directly or through reshapes.
+bool isPadded(Value v, int depth = 0) {
+  for (Operation *user : v.getUsers()) {
+    if (isa<tensor::PadOp>(user))
+      return true;
+    if (depth < 3 && isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(user) &&
+        isPadded(user->getResult(0), depth + 1))
+      return true;
+  }
+  return false;
+}
+
 /// A consumer that reads the product through folded rows (foldedRowsDim) is rewritten over the
 /// product's own iteration space, dims i and i+1 folded into one: operands that carry both dims
 /// in order are collapsed the same way (a view), operands without them keep their data, and the
@@ -114,16 +125,7 @@ linalg::GenericOp foldConsumerRows(RewriterBase &rewriter, scf::ForallOp loop, l
   // its own: kiln-pad-in-place makes it write the padded buffer's interior, where in the
   // product's tiles it would leave a copy into that buffer (mobilenet_v2, 1 thread: a 20 us
   // copy for a 10 us epilogue per block).
-  std::function<bool(Value, int)> padded = [&](Value v, int depth) {
-    for (Operation *user : v.getUsers()) {
-      if (isa<tensor::PadOp>(user))
-        return true;
-      if (depth < 3 && isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(user) && padded(user->getResult(0), depth + 1))
-        return true;
-    }
-    return false;
-  };
-  if (padded(consumer->getResult(0), 0))
+  if (isPadded(consumer->getResult(0)))
     return nullptr;
   SmallVector<int64_t> ranges = consumer.getStaticLoopRanges();
   int64_t i = -1;
@@ -137,74 +139,56 @@ linalg::GenericOp foldConsumerRows(RewriterBase &rewriter, scf::ForallOp loop, l
     return nullptr;
   MLIRContext *ctx = rewriter.getContext();
   unsigned n = consumer.getNumLoops();
-  // Consumer dim d -> folded dim.
-  auto newDim = [&](unsigned d) { return d <= unsigned(i) ? d : d - 1; };
-  // Rewrites one operand's map and value, or fails.
-  auto fold = [&](Value v, AffineMap map, Value &newValue, AffineMap &newMap) -> bool {
-    if (v == product) {
-      newValue = v;
-      newMap = AffineMap::getMultiDimIdentityMap(n - 1, ctx);
-      return true;
-    }
-    if (!map.isProjectedPermutation())
-      return false;
-    auto type = dyn_cast<RankedTensorType>(v.getType());
-    if (!type)
-      return false;
-    SmallVector<AffineExpr> exprs;
+  // Plan every operand before creating anything, so a consumer that cannot follow is left
+  // untouched: its new map, and the dims to collapse where it carries both folded dims.
+  struct Plan {
+    AffineMap map;
     SmallVector<ReassociationIndices> groups;
     bool collapse = false;
+  };
+  SmallVector<Plan> plans;
+  for (OpOperand &operand : consumer->getOpOperands()) {
+    Plan plan;
+    AffineMap map = consumer.getMatchingIndexingMap(&operand);
+    if (operand.get() == product) {
+      plan.map = AffineMap::getMultiDimIdentityMap(n - 1, ctx);
+      plans.push_back(plan);
+      continue;
+    }
+    if (!map.isProjectedPermutation() || !isa<RankedTensorType>(operand.get().getType()))
+      return nullptr;
+    SmallVector<AffineExpr> exprs;
     for (unsigned r = 0; r < map.getNumResults(); ++r) {
       unsigned d = cast<AffineDimExpr>(map.getResult(r)).getPosition();
       if (d == unsigned(i) + 1)
-        return false; // the inner folded dim without the outer one before it
+        return nullptr; // the inner folded dim without the outer one right before it
       if (d == unsigned(i)) {
         if (r + 1 >= map.getNumResults() || map.getResult(r + 1) != getAffineDimExpr(i + 1, ctx))
-          return false;
-        groups.push_back({int64_t(r), int64_t(r) + 1});
+          return nullptr;
+        plan.groups.push_back({int64_t(r), int64_t(r) + 1});
         exprs.push_back(getAffineDimExpr(i, ctx));
-        collapse = true;
+        plan.collapse = true;
         ++r;
         continue;
       }
-      groups.push_back({int64_t(r)});
-      exprs.push_back(getAffineDimExpr(newDim(d), ctx));
+      plan.groups.push_back({int64_t(r)});
+      exprs.push_back(getAffineDimExpr(d <= unsigned(i) ? d : d - 1, ctx));
     }
-    newMap = AffineMap::get(n - 1, 0, exprs, ctx);
-    newValue = collapse ? tensor::CollapseShapeOp::create(rewriter, consumer.getLoc(), v, groups).getResult() : v;
-    return true;
-  };
-  // Check every operand first, so a consumer that cannot follow is left untouched.
-  for (OpOperand &operand : consumer->getOpOperands()) {
-    AffineMap map = consumer.getMatchingIndexingMap(&operand);
-    if (operand.get() == product)
-      continue;
-    if (!map.isProjectedPermutation())
+    plan.map = AffineMap::get(n - 1, 0, exprs, ctx);
+    if (consumer.isDpsInit(&operand) && !plan.map.isIdentity())
       return nullptr;
-    bool ok = true;
-    for (unsigned r = 0; r < map.getNumResults(); ++r) {
-      unsigned d = cast<AffineDimExpr>(map.getResult(r)).getPosition();
-      if (d == unsigned(i) + 1 && !(r > 0 && map.getResult(r - 1) == getAffineDimExpr(i, ctx)))
-        ok = false;
-      if (d == unsigned(i))
-        ok = ok && r + 1 < map.getNumResults() && map.getResult(r + 1) == getAffineDimExpr(i + 1, ctx);
-    }
-    if (!ok)
-      return nullptr;
+    plans.push_back(plan);
   }
   rewriter.setInsertionPoint(consumer);
   SmallVector<Value> inputs, inits;
   SmallVector<AffineMap> maps;
-  for (OpOperand &operand : consumer->getOpOperands()) {
-    Value v;
-    AffineMap m;
-    if (!fold(operand.get(), consumer.getMatchingIndexingMap(&operand), v, m))
-      return nullptr; // checked above; unreachable in practice
+  for (auto [operand, plan] : llvm::zip(consumer->getOpOperands(), plans)) {
+    Value v = operand.get();
+    if (plan.collapse)
+      v = tensor::CollapseShapeOp::create(rewriter, consumer.getLoc(), v, plan.groups);
     (consumer.isDpsInit(&operand) ? inits : inputs).push_back(v);
-    maps.push_back(m);
+    maps.push_back(plan.map);
   }
-  if (!maps.back().isIdentity())
-    return nullptr;
   SmallVector<utils::IteratorType> iters(n - 1, utils::IteratorType::parallel);
   auto folded = linalg::GenericOp::create(rewriter, consumer.getLoc(), TypeRange{inits[0].getType()}, inputs, inits,
                                           maps, iters);

@@ -4,7 +4,6 @@
 #include "thread_pool.h"
 
 #include <algorithm>
-#include <climits>
 #if defined(__x86_64__)
 #include <xmmintrin.h>
 #endif
@@ -81,7 +80,6 @@ ThreadPool::~ThreadPool() {
   wake.notify_all();
   for (auto &t : workers)
     t.join();
-  delete[] slots;
 }
 
 #if defined(__x86_64__)

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -32,7 +33,7 @@ private:
   struct Slot;
   struct CallerFpMode;
   void workerMain(int self);
-  bool helpWithPublishedJobs(int self, std::vector<uint64_t> &finished);
+  bool helpWithPublishedJobs(int self, std::vector<uint64_t> &helped);
   static void runParts(Job &job, int self);
 
   // About 50-100 microseconds of polling before a worker sleeps.
@@ -41,7 +42,7 @@ private:
   // taken runs its loop alone.
   static constexpr int kSlots = 16;
 
-  Slot *slots; // kSlots of them
+  std::unique_ptr<Slot[]> slots; // kSlots of them
   std::atomic<int> published{0}; // slots holding a job, readable without locks
   // Publications so far: sleeping workers wait for it to change.
   std::atomic<uint64_t> generation{0};
