@@ -5,7 +5,7 @@ Run with Debian's Python, which has onnx and numpy:
 
     /usr/bin/python3 test/models/gen_lm.py             # models, tokenizers, ORT references
     /usr/bin/python3 test/models/gen_lm.py --no-ort    # models only; keep and re-check the references
-    /usr/bin/python3 test/models/gen_lm.py --tinyllama /tmp/tinyllama [--layers N]
+    /usr/bin/python3 test/models/gen_lm.py --tinyllama /tmp/tinyllama [--layers N] [--successor-cycle C]
                                                        # the llama family at TinyLlama-1.1B's
                                                        # shape (~4.4 GB, external data; not in CI)
 
@@ -514,7 +514,18 @@ def build_llama(cfg, W):
         r = g.op("Sqrt", [g.op("Add", [var, g.f32(eps)], name + "/add_eps")], name + "/sqrt")
         return g.op("Mul", [g.op("Div", [inp, r], name + "/div"), w], name + "/mul_weight")
 
-    emb = W.normal("model.embed_tokens.weight", (v_, h_), 1.0)
+    cycle = cfg.get("successor_cycle", 0)
+    if cycle:
+        # A model whose greedy output repeats text: the output head's column for
+        # token succ[t] is token t's embedding, so the token after t is succ[t]
+        # (the embedding dominates the residual stream; the layers still run and
+        # perturb it). succ cycles through blocks of `cycle` shuffled tokens, so a
+        # context holding one pass of a cycle is continued by repeating it: the
+        # case prompt-lookup speculation is for, at the real model's cost.
+        emb_a = W.rng.standard_normal((v_, h_), dtype=np.float32)
+        emb = W.add("model.embed_tokens.weight", emb_a)
+    else:
+        emb = W.normal("model.embed_tokens.weight", (v_, h_), 1.0)
     bias = attention_bias_llama(g)
     # Rotary embedding, shared by all layers: cos/sin [B,1,S,D].
     inv_freq = (1.0 / (cfg["rope_theta"] ** (np.arange(0, D, 2, dtype=np.float64) / D)))
@@ -581,8 +592,17 @@ def build_llama(cfg, W):
                                         out_std / np.sqrt(f_))], p + "/mlp/down_proj")
         x = g.op("Add", [x, m], p + "/residual_mlp")
     x = rms("norm", x, "model.norm.weight")
-    g.op("MatMul", [x, W.normal("lm_head.weight", (h_, v_), 3.0 / np.sqrt(h_))], "lm_head",
-         outputs=["logits"])
+    if cycle:
+        order = W.rng.permutation(v_)
+        head = np.empty((h_, v_), dtype=np.float32)
+        for start in range(0, v_, cycle):
+            block = order[start:start + cycle]
+            head[:, np.roll(block, -1)] = emb_a[block].T * np.float32(3.0 / np.sqrt(h_))
+        head_name = W.add("lm_head.weight", head)
+        del head, emb_a
+    else:
+        head_name = W.normal("lm_head.weight", (h_, v_), 3.0 / np.sqrt(h_))
+    g.op("MatMul", [x, head_name], "lm_head", outputs=["logits"])
     return g
 
 
@@ -967,12 +987,13 @@ def gen_tiny(use_ort):
         write_test_data(name, cfg, model, W.arrays, prompts, use_ort)
 
 
-def gen_tinyllama(out_dir, layers):
+def gen_tinyllama(out_dir, layers, successor_cycle):
     """The llama family at TinyLlama-1.1B's shape, weights streamed to
     model.onnx.data (one file) next to model.onnx."""
     cfg = dict(TINYLLAMA)
     if layers:
         cfg["layers"] = layers
+    cfg["successor_cycle"] = successor_cycle
     os.makedirs(out_dir, exist_ok=True)
     W = ExternalWeights(cfg["seed"], out_dir, "model.onnx.data")
     try:
@@ -998,9 +1019,14 @@ def main():
                     help="only write the TinyLlama-1.1B-shaped llama (about 4.4 GB) into DIR")
     ap.add_argument("--layers", type=int, default=0,
                     help="with --tinyllama: number of layers (default 22)")
+    ap.add_argument("--successor-cycle", type=int, default=0, metavar="C",
+                    help="with --tinyllama: an output head that makes the greedy continuation "
+                         "walk fixed cycles of C tokens (for prompt-lookup speculation benchmarks)")
     args = ap.parse_args()
+    if args.successor_cycle and not args.tinyllama:
+        ap.error("--successor-cycle needs --tinyllama")
     if args.tinyllama:
-        gen_tinyllama(args.tinyllama, args.layers)
+        gen_tinyllama(args.tinyllama, args.layers, args.successor_cycle)
     else:
         gen_tiny(not args.no_ort)
     print("done")
