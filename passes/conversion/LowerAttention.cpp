@@ -27,6 +27,10 @@ constexpr int64_t kKeyTile = 64;
 /// Vector accumulators of one output row kept in registers across the keys
 /// (a head of 128 f32 values in 16-lane vectors).
 constexpr int64_t kMaxAccumulators = 8;
+/// Keys per split (rounded up to whole key tiles) when the keys are split
+/// over work items: a decode step at a long context has only batch x heads
+/// items, fewer than a server's cores.
+constexpr int64_t kSplitKeys = 512;
 
 /// The static size an extract_slice gives a dim of `size` (a Value stays dynamic).
 int64_t staticSize(OpFoldResult size) {
@@ -131,12 +135,46 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
     outDims.push_back(dv);
     Value init = emptyTensor(b, loc, rt, outDims);
 
+    // Split keys (FlashDecoding, as the CUDA kernel does): past splitKeys keys, each work
+    // item takes the key tiles of one split of splitKeys keys and writes its rows' partial
+    // max, sum and accumulator; a second loop combines the splits of each row. Splits start
+    // at fixed key offsets whatever the batch, the heads or the query rows, so a row's
+    // reduction order depends on its keys alone: decode steps, speculative verification and
+    // chunked prefill still agree bit for bit. Where the key count is only known at run time
+    // and there is one split, the items write the output as unsplit ones do (the partials and the
+    // combination are then empty), so short contexts cost no second pass and give the same bits.
+    const int64_t splitKeys = llvm::divideCeil(kSplitKeys, keyTile) * keyTile;
+    std::optional<int64_t> staticKeys = getConstantIntValue(sk);
+    const bool splitting = !staticKeys || *staticKeys > splitKeys;
+    Value splits = arith::MaxSIOp::create(b, loc, arith::CeilDivSIOp::create(b, loc, sk, c(splitKeys)), c(1));
+    Value oneSplit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, splits, c(1));
+    auto onOneSplit = [&](Value yes, Value no) -> Value { return arith::SelectOp::create(b, loc, oneSplit, yes, no); };
+
     SmallVector<OpFoldResult> ubs;
     for (int64_t i = 0; i < nb; ++i)
       ubs.push_back(getAsOpFoldResult(outDims[i]));
     Value blocks = arith::CeilDivSIOp::create(b, loc, sq, c(kQueryBlock));
     ubs.push_back(blocks);
-    auto forall = scf::ForallOp::create(b, loc, ubs, ValueRange{init}, std::nullopt);
+    // Split partials: the max and the sum [batch..., 2, split, query row] (one tensor: two
+    // equal empty tensors would be one value after CSE) and acc [batch..., split, query row, dv].
+    SmallVector<Value> partials;
+    if (splitting) {
+      ubs.push_back(splits);
+      auto partial = [&](ArrayRef<Value> tail) {
+        SmallVector<Value> dims(outDims.begin(), outDims.begin() + nb);
+        dims.append(tail.begin(), tail.end());
+        SmallVector<int64_t> shape;
+        for (Value dim : dims)
+          shape.push_back(getConstantIntValue(dim).value_or(ShapedType::kDynamic));
+        partials.push_back(emptyTensor(b, loc, RankedTensorType::get(shape, et), dims));
+      };
+      Value partialRows = onOneSplit(c(0), sq);
+      partial({c(2), splits, partialRows});
+      partial({splits, partialRows, dv});
+    }
+    SmallVector<Value> outs = {init};
+    outs.append(partials);
+    auto forall = scf::ForallOp::create(b, loc, ubs, outs, std::nullopt);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(forall.getBody());
     SmallVector<Value> ivs(forall.getInductionVars());
@@ -294,14 +332,16 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
       return loopOp.getResult(0);
     };
 
-    auto loop = scf::ForOp::create(b, loc, c(0), sk, c(keyTile), loopInits);
+    Value kBegin = splitting ? arith::MulIOp::create(b, loc, ivs[nb + 1], c(splitKeys)).getResult() : c(0);
+    Value kEnd = splitting ? minIdx(sk, arith::AddIOp::create(b, loc, kBegin, c(splitKeys))) : sk;
+    auto loop = scf::ForOp::create(b, loc, kBegin, kEnd, c(keyTile), loopInits);
     {
       OpBuilder::InsertionGuard loopGuard(b);
       b.setInsertionPointToStart(loop.getBody());
       Value k0 = loop.getInductionVar();
       Value m = loop.getRegionIterArg(0), l = loop.getRegionIterArg(1), acc = loop.getRegionIterArg(2);
       Value scoresBuf = loop.getRegionIterArg(3), rowBuf = loop.getRegionIterArg(4);
-      Value kn = minIdx(c(keyTile), arith::SubIOp::create(b, loc, sk, k0));
+      Value kn = minIdx(c(keyTile), arith::SubIOp::create(b, loc, kEnd, k0));
       Value kTile, vTile, scratch;
       if (gatherTiles) {
         // Both copies before either tile is read: the reads never see a later write.
@@ -518,29 +558,146 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
     }
     // out = acc / l; with no keys at all the product with an empty V is 0 (while a
     // row whose keys are all -inf stays 0 / 0 = NaN, as the unfused graph gives).
-    Value acc = loop.getResult(2), l = loop.getResult(1);
-    Value noKeys = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, sk, c(0));
-    Value out = linalg::GenericOp::create(
-                    b, loc, acc.getType(), ValueRange{l}, ValueRange{acc},
-                    SmallVector<AffineMap>{map({i}, 2), map({i, j}, 2)},
-                    SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel},
-                    [&](OpBuilder &nb, Location lc, ValueRange a) {
-                      Value quotient = divValues(nb, lc, a[1], a[0]);
-                      linalg::YieldOp::create(nb, lc, ValueRange{arith::SelectOp::create(
-                                                          nb, lc, noKeys, scalarConstant(nb, lc, et, 0.0), quotient)});
-                    })
-                    .getResult(0);
-    {
+    auto finish = [&](Value acc, Value l) {
+      Value noKeys = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, sk, c(0));
+      return linalg::GenericOp::create(
+                 b, loc, acc.getType(), ValueRange{l}, ValueRange{acc},
+                 SmallVector<AffineMap>{map({i}, 2), map({i, j}, 2)},
+                 SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel},
+                 [&](OpBuilder &nb, Location lc, ValueRange a) {
+                   Value quotient = divValues(nb, lc, a[1], a[0]);
+                   linalg::YieldOp::create(nb, lc, ValueRange{arith::SelectOp::create(
+                                                       nb, lc, noKeys, scalarConstant(nb, lc, et, 0.0), quotient)});
+                 })
+          .getResult(0);
+    };
+    auto insertRows = [&](Value part, Value into, ArrayRef<OpFoldResult> offsets, ArrayRef<OpFoldResult> sizes) {
       OpBuilder::InsertionGuard termGuard(b);
-      b.setInsertionPointToStart(forall.getTerminator().getBody());
-      SmallVector<OpFoldResult> offsets, sizes = unit(nb);
-      for (int64_t bi = 0; bi < nb; ++bi)
-        offsets.push_back(ivs[bi]);
-      offsets.append({q0, b.getIndexAttr(0)});
-      sizes.append({rows, dvSize});
-      tensor::ParallelInsertSliceOp::create(b, loc, out, forall.getRegionIterArgs()[0], offsets, sizes, unit(rank));
+      // In the order of the shared outputs, one insert each: MLIR's forall canonicalizations
+      // pair the n-th insert with the n-th output.
+      b.setInsertionPointToEnd(cast<scf::ForallOp>(into.getParentRegion()->getParentOp()).getTerminator().getBody());
+      tensor::ParallelInsertSliceOp::create(b, loc, part, into, offsets, sizes,
+                                            SmallVector<OpFoldResult>(offsets.size(), b.getIndexAttr(1)));
+    };
+    SmallVector<OpFoldResult> batchAt(ivs.begin(), ivs.begin() + nb);
+    auto at = [&](ArrayRef<OpFoldResult> tail) {
+      SmallVector<OpFoldResult> v(batchAt);
+      v.append(tail.begin(), tail.end());
+      return v;
+    };
+    auto sizesOf = [&](ArrayRef<OpFoldResult> tail) {
+      SmallVector<OpFoldResult> v = unit(nb);
+      v.append(tail.begin(), tail.end());
+      return v;
+    };
+    if (!splitting) {
+      insertRows(finish(loop.getResult(2), loop.getResult(1)), forall.getRegionIterArgs()[0],
+                 at({q0, b.getIndexAttr(0)}), sizesOf({rows, dvSize}));
+      rewriter.replaceOp(op, forall.getResult(0));
+      return success();
     }
-    rewriter.replaceOp(op, forall.getResult(0));
+    // The first n rows of a [rows] or [rows, dv] tile.
+    auto firstRows = [&](Value t, Value n) -> Value {
+      auto tt = cast<RankedTensorType>(t.getType());
+      SmallVector<OpFoldResult> offsets(tt.getRank(), b.getIndexAttr(0)), sizes = {n};
+      SmallVector<int64_t> shape = {ShapedType::kDynamic};
+      if (tt.getRank() == 2) {
+        sizes.push_back(dvSize);
+        shape.push_back(tt.getDimSize(1));
+      }
+      return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get(shape, et), t, offsets, sizes,
+                                            unit(tt.getRank()));
+    };
+    // One split: the output rows. Several: this split's partial results (empty extents otherwise).
+    OpFoldResult one = b.getIndexAttr(1);
+    Value split = ivs[nb + 1];
+    Value outRows = onOneSplit(rows, c(0)), partRows = onOneSplit(c(0), rows), partAt = onOneSplit(c(0), q0);
+    insertRows(firstRows(finish(loop.getResult(2), loop.getResult(1)), outRows), forall.getRegionIterArgs()[0],
+               at({q0, b.getIndexAttr(0)}), sizesOf({outRows, dvSize}));
+    Value maxSum = tensor::EmptyOp::create(b, loc, RankedTensorType::get({2, ShapedType::kDynamic}, et), ValueRange{partRows});
+    for (int64_t which = 0; which < 2; ++which)
+      maxSum = tensor::InsertSliceOp::create(b, loc, firstRows(loop.getResult(which), partRows), maxSum,
+                                             SmallVector<OpFoldResult>{b.getIndexAttr(which), b.getIndexAttr(0)},
+                                             SmallVector<OpFoldResult>{one, partRows}, unit(2));
+    insertRows(maxSum, forall.getRegionIterArgs()[1], at({b.getIndexAttr(0), split, partAt}),
+               sizesOf({b.getIndexAttr(2), one, partRows}));
+    insertRows(firstRows(loop.getResult(2), partRows), forall.getRegionIterArgs()[2],
+               at({split, partAt, b.getIndexAttr(0)}), sizesOf({one, partRows, dvSize}));
+
+    // The combination, per query block: M = max_s m_s, w_s = exp(m_s - M),
+    // l = sum_s l_s w_s, acc = sum_s acc_s w_s (splits in order), out = acc / l.
+    b.setInsertionPointAfter(forall);
+    SmallVector<OpFoldResult> ubs2(ubs.begin(), ubs.end() - 2);
+    ubs2.push_back(onOneSplit(c(0), blocks)); // nothing to combine with one split
+    auto combine = scf::ForallOp::create(b, loc, ubs2, ValueRange{forall.getResult(0)}, std::nullopt);
+    b.setInsertionPointToStart(combine.getBody());
+    ivs.assign(combine.getInductionVars().begin(), combine.getInductionVars().end());
+    batchAt.assign(ivs.begin(), ivs.begin() + nb);
+    q0 = arith::MulIOp::create(b, loc, ivs[nb], c(kQueryBlock));
+    rows = minIdx(c(kQueryBlock), arith::SubIOp::create(b, loc, sq, q0));
+    OpFoldResult splitCount = getAsOpFoldResult(splits);
+    auto sliceOf = [&](Value t, ArrayRef<OpFoldResult> tail, ArrayRef<OpFoldResult> sizes,
+                       ArrayRef<int64_t> shape) -> Value {
+      return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get(shape, et), t, at(tail), sizesOf(sizes),
+                                            SmallVector<OpFoldResult>(nb + tail.size(), one));
+    };
+    const int64_t dyn = ShapedType::kDynamic;
+    OpFoldResult zeroIdx = b.getIndexAttr(0);
+    Value mS = sliceOf(forall.getResult(1), {zeroIdx, zeroIdx, q0}, {one, splitCount, rows}, {dyn, dyn});
+    Value lS = sliceOf(forall.getResult(1), {one, zeroIdx, q0}, {one, splitCount, rows}, {dyn, dyn});
+    Value accS = sliceOf(forall.getResult(2), {zeroIdx, q0, zeroIdx}, {splitCount, rows, dvSize},
+                         {dyn, dyn, staticSize(dvSize)});
+    AffineExpr s2 = getAffineDimExpr(0, ctx), r2 = getAffineDimExpr(1, ctx), e2 = getAffineDimExpr(2, ctx);
+    auto rowType = RankedTensorType::get({dyn}, et);
+    auto rowsOf = [&](Value fill) {
+      return linalg::FillOp::create(b, loc, fill, tensor::EmptyOp::create(b, loc, rowType, ValueRange{rows}).getResult())
+          .getResult(0);
+    };
+    // (The first loop's constants live in its body.)
+    negInf = fc(-std::numeric_limits<double>::infinity());
+    zero = fc(0.0);
+    SmallVector<IteratorType> sr = {IteratorType::reduction, IteratorType::parallel};
+    Value mAll = linalg::GenericOp::create(
+                     b, loc, rowType, ValueRange{mS}, ValueRange{rowsOf(negInf)},
+                     SmallVector<AffineMap>{map({s2, r2}, 2), map({r2}, 2)}, sr,
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       linalg::YieldOp::create(nb, l, maxValues(nb, l, a[0], a[1]));
+                     })
+                     .getResult(0);
+    auto wType = RankedTensorType::get({dyn, dyn}, et);
+    Value weights = linalg::GenericOp::create(
+                        b, loc, wType, ValueRange{mAll, mS},
+                        ValueRange{tensor::EmptyOp::create(b, loc, wType, ValueRange{splits, rows}).getResult()},
+                        SmallVector<AffineMap>{map({r2}, 2), map({s2, r2}, 2), map({s2, r2}, 2)},
+                        SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel},
+                        [&](OpBuilder &nb, Location l, ValueRange a) {
+                          Value x = arith::SubFOp::create(nb, l, a[1], safeMax(nb, l, a[0]));
+                          linalg::YieldOp::create(nb, l, math::ExpOp::create(nb, l, x).getResult());
+                        })
+                        .getResult(0);
+    Value lAll = linalg::GenericOp::create(
+                     b, loc, rowType, ValueRange{lS, weights}, ValueRange{rowsOf(zero)},
+                     SmallVector<AffineMap>{map({s2, r2}, 2), map({s2, r2}, 2), map({r2}, 2)}, sr,
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       linalg::YieldOp::create(nb, l, addValues(nb, l, a[2], mulValues(nb, l, a[0], a[1])));
+                     })
+                     .getResult(0);
+    SmallVector<Value> accDims = {rows};
+    if (accType0.isDynamicDim(1))
+      accDims.push_back(dv);
+    Value accZero =
+        linalg::FillOp::create(b, loc, zero, tensor::EmptyOp::create(b, loc, accType0, accDims).getResult()).getResult(0);
+    Value accAll = linalg::GenericOp::create(
+                       b, loc, accType0, ValueRange{accS, weights}, ValueRange{accZero},
+                       SmallVector<AffineMap>{map({s2, r2, e2}, 3), map({s2, r2}, 3), map({r2, e2}, 3)},
+                       SmallVector<IteratorType>{IteratorType::reduction, IteratorType::parallel, IteratorType::parallel},
+                       [&](OpBuilder &nb, Location l, ValueRange a) {
+                         linalg::YieldOp::create(nb, l, addValues(nb, l, a[2], mulValues(nb, l, a[0], a[1])));
+                       })
+                       .getResult(0);
+    insertRows(finish(accAll, lAll), combine.getRegionIterArgs()[0], at({q0, b.getIndexAttr(0)}),
+               sizesOf({rows, dvSize}));
+    rewriter.replaceOp(op, combine.getResult(0));
     return success();
   }
 };

@@ -65,6 +65,8 @@ public:
   bool parallelFor(int32_t, kiln_abi_kernel_fn fn, void *captures, int64_t count, int64_t flops, int64_t bytes,
                    std::string &) override {
     constexpr int64_t kSmallBytes = 256 << 10, kSmallFlops = 1 << 20;
+    if (count <= 0) // e.g. the attention's combination of key splits when there is one split
+      return true;
     if (bytes <= 0 || bytes > kSmallBytes || flops > kSmallFlops)
       pool.parallelFor(fn, captures, count);
     else if (count > 0)

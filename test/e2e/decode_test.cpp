@@ -1396,6 +1396,84 @@ TEST_P(DecodeTest, SequenceApiRefusesBadRequests) {
 
 INSTANTIATE_TEST_SUITE_P(Families, DecodeTest, ::testing::Values("gpt2", "llama"));
 
+// Past 512 keys the attention splits its keys over work items and combines the splits. A row's
+// splits start at fixed key offsets, so the logits stay bitwise equal whether the prompt was
+// prefilled in chunks of 5 or in one run, cached in 16-token blocks or contiguously, and whether a
+// token was decoded alone or verified among speculated ones; and they agree with the unfused graph
+// (scores and Softmax materialized: an independent computation).
+TEST(DecodeLongContext, SplitKeysAgreeOnEveryPathAndWithTheUnfusedGraph) {
+  std::vector<int32_t> prompt;
+  for (int32_t i = 0; i < 1100; ++i) // 1100 + 8 keys: three splits
+    prompt.push_back((7 + 13 * i) % 500);
+  const size_t steps = 8;
+  kiln_sampling_params greedy = raggedSampling();
+  greedy.temperature = 0.0f;
+  const Trace chunked = decodeAlone("llama_long", prompt, steps, greedy);
+  ASSERT_EQ(chunked.tokens.size(), steps);
+  const size_t vocab = chunked.logits[0].size();
+  auto bitwise = [&](const Trace &t, const std::string &what) {
+    ASSERT_EQ(t.tokens, chunked.tokens) << what;
+    for (size_t s = 0; s < steps; ++s)
+      ASSERT_EQ(std::memcmp(t.logits[s].data(), chunked.logits[s].data(), sizeof(float) * vocab), 0)
+          << what << ": logits of step " << s << " differ";
+  };
+  bitwise(decodeAlone("llama_long_paged16", prompt, steps, greedy), "paged cache");
+  {
+    // The prompt prefilled in one run.
+    SequenceDecoder d("llama_long", 1);
+    int64_t id = 0;
+    Error a{kiln_generator_add_sequence(d.gen, prompt.data(), prompt.size(), &greedy, &id)};
+    ASSERT_FALSE(a) << a.message();
+    size_t left = 0;
+    Error p{kiln_generator_prefill(d.gen, id, prompt.size(), &left)};
+    ASSERT_FALSE(p) << p.message();
+    ASSERT_EQ(left, 0u);
+    Trace whole;
+    for (size_t s = 0; s < steps; ++s) {
+      int32_t token = -1;
+      Error e{kiln_generator_step(d.gen, &id, 1, &token)};
+      ASSERT_FALSE(e) << e.message();
+      const float *l = kiln_generator_sequence_logits(d.gen, id);
+      whole.logits.emplace_back(l, l + vocab);
+      whole.tokens.push_back(token);
+    }
+    bitwise(whole, "prompt in one run");
+  }
+  {
+    // Verification of speculated tokens: the plain tokens as drafts, 3 at a time.
+    SequenceDecoder d("llama_long", 1);
+    int64_t id = 0;
+    Error a{kiln_generator_add_sequence(d.gen, prompt.data(), prompt.size(), &greedy, &id)};
+    ASSERT_FALSE(a) << a.message();
+    prefillAll(d.gen, id);
+    size_t done = 0;
+    while (done < steps) {
+      std::vector<int32_t> draft(chunked.tokens.begin() + long(done),
+                                 chunked.tokens.begin() + long(std::min(done + 3, steps)));
+      std::vector<int32_t> out(draft.size() + 1);
+      size_t n = 0;
+      Error e{kiln_generator_step_draft(d.gen, id, draft.data(), done ? draft.size() : 0, out.data(), &n)};
+      ASSERT_FALSE(e) << e.message();
+      done += n;
+      const float *l = kiln_generator_sequence_logits(d.gen, id);
+      if (done <= steps)
+        ASSERT_EQ(std::memcmp(l, chunked.logits[done - 1].data(), sizeof(float) * vocab), 0)
+            << "verified token " << done - 1;
+    }
+  }
+  // The unfused graph: the same greedy tokens, logits within float rounding.
+  const Trace unfused = decodeAlone("llama_long_unfused", prompt, steps, greedy);
+  ASSERT_EQ(unfused.tokens, chunked.tokens);
+  for (size_t s = 0; s < steps; ++s) {
+    float worst = 0, scale = 0;
+    for (size_t v = 0; v < vocab; ++v) {
+      worst = std::max(worst, std::fabs(unfused.logits[s][v] - chunked.logits[s][v]));
+      scale = std::max(scale, std::fabs(unfused.logits[s][v]));
+    }
+    EXPECT_LE(worst, 1e-4f * scale) << "step " << s;
+  }
+}
+
 TEST(DecodeSetup, ModelWithoutCacheIsRefused) {
   kiln_model *model = nullptr;
   Error e{kiln_model_load((kOut + "/mlp.kiln").c_str(), nullptr, &model)};

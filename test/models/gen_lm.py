@@ -593,7 +593,8 @@ def build_llama(cfg, W):
         x = g.op("Add", [x, m], p + "/residual_mlp")
     x = rms("norm", x, "model.norm.weight")
     if cycle:
-        order = W.rng.permutation(v_)
+        # Its own generator, so that models of any depth (a draft and its target) share it.
+        order = np.random.default_rng(cfg["seed"] + 1).permutation(v_)
         head = np.empty((h_, v_), dtype=np.float32)
         for start in range(0, v_, cycle):
             block = order[start:start + cycle]

@@ -1,6 +1,9 @@
 // graph.attention lowers to a FlashAttention-style kernel: an scf.forall over (batch/heads, query blocks of
 // 16 rows), inside it an scf.for over key tiles of 64 carrying the row max, row sum and output accumulator
-// (plus the reused score tile); the Sq x Sk scores never exist.
+// (plus the reused score tile); the Sq x Sk scores never exist. Past 512 keys (or with a dynamic key
+// count) the keys are split: the work items are (batch/heads, query blocks, splits of 512 keys), each
+// writes its partial max, sum and accumulator, and a second scf.forall combines the splits. With one
+// split at run time the items write the output themselves and the second loop has no work items.
 // RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg -canonicalize -cse | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg -canonicalize -cse | FileCheck %s --check-prefix=NOSCORES
 
@@ -11,16 +14,26 @@
 // Keys: the smaller of K's, V's and the mask's lengths (a broken promise reads nothing out of bounds).
 // CHECK: %[[KV:.*]] = arith.minsi
 // CHECK: %[[SK:.*]] = arith.minsi %[[KV]]
+// CHECK: %[[NS:.*]] = arith.ceildivsi %[[SK]], %c512
+// CHECK: %[[SPLITS:.*]] = arith.maxsi %[[NS]], %c1
+// CHECK: %[[ONE:.*]] = arith.cmpi eq, %[[SPLITS]], %c1
 // CHECK: %[[BLOCKS:.*]] = arith.ceildivsi %[[SQ]], %c16
-// CHECK: %[[R:.*]] = scf.forall (%[[B:.*]], %[[H:.*]], %[[QB:.*]]) in (%{{.*}}, 4, %[[BLOCKS]]) shared_outs(%[[OUT:.*]] = %{{.*}}) -> (tensor<?x4x?x16xf32>)
+// The partials have no rows with one split.
+// CHECK: arith.select %[[ONE]], %c0, %[[SQ]]
+// CHECK: %[[R:.*]]:3 = scf.forall (%[[B:.*]], %[[H:.*]], %[[QB:.*]], %[[S:.*]]) in (%{{.*}}, 4, %[[BLOCKS]], %[[SPLITS]]) shared_outs(%[[OUT0:.*]] = %{{.*}}, %[[ML:.*]] = %{{.*}}, %[[PACC:.*]] = %{{.*}}) -> (tensor<?x4x?x16xf32>, tensor<?x4x2x?x?xf32>, tensor<?x4x?x?x16xf32>)
 // Query head h reads key/value head h / 2.
 // CHECK: arith.divsi %[[H]], %c2
 // CHECK: %[[Q0:.*]] = arith.muli %[[QB]], %c16
 // CHECK: %[[ROWS:.*]] = arith.minsi %{{.*}}, %c16
 // CHECK: tensor.extract_slice %[[Q]][%[[B]], %[[H]], %[[Q0]], 0] [1, 1, %[[ROWS]], 16] [1, 1, 1, 1] : tensor<?x4x?x16xf32> to tensor<?x16xf32>
 // CHECK: %[[TILE:.*]] = tensor.empty() : tensor<16x64xf32>
-// CHECK: %[[FOR:.*]]:5 = scf.for %[[K0:.*]] = %c0 to %[[SK]] step %c64 iter_args(%[[MAX:.*]] = %{{.*}}, %[[SUM:.*]] = %{{.*}}, %[[ACC:.*]] = %{{.*}}, %{{.*}} = %[[TILE]], %{{.*}} = %{{.*}}) -> (tensor<?xf32>, tensor<?xf32>, tensor<?x16xf32>, tensor<16x64xf32>, tensor<16xf32>)
-// The tail tile has min(64, Sk - k0) keys.
+// Split s takes keys [512 s, min(Sk, 512 (s + 1))).
+// CHECK: %[[KB:.*]] = arith.muli %[[S]], %c512
+// CHECK: %[[KE0:.*]] = arith.addi %[[KB]], %c512
+// CHECK: %[[KE:.*]] = arith.minsi %[[SK]], %[[KE0]]
+// CHECK: %[[FOR:.*]]:5 = scf.for %[[K0:.*]] = %[[KB]] to %[[KE]] step %c64 iter_args(%[[MAX:.*]] = %{{.*}}, %[[SUM:.*]] = %{{.*}}, %[[ACC:.*]] = %{{.*}}, %{{.*}} = %[[TILE]], %{{.*}} = %{{.*}}) -> (tensor<?xf32>, tensor<?xf32>, tensor<?x16xf32>, tensor<16x64xf32>, tensor<16xf32>)
+// The tail tile has min(64, end - k0) keys.
+// CHECK: arith.subi %[[KE]], %[[K0]]
 // CHECK: %[[KN:.*]] = arith.minsi %{{.*}}, %c64
 // CHECK: tensor.extract_slice %[[K]][%{{.*}}, %{{.*}}, %[[K0]], 0] [1, 1, %[[KN]], 16]
 // CHECK: tensor.extract_slice %[[V]][%{{.*}}, %{{.*}}, %[[K0]], 0] [1, 1, %[[KN]], 16]
@@ -43,11 +56,34 @@
 // CHECK: vector.fma
 // CHECK: vector.transfer_write
 // CHECK: scf.yield
-// out = acc / l, written at the block's rows.
+// One split: the item writes its rows of the output (acc / l); several: its partial max and sum
+// (one [2, rows] tile) and accumulator.
+// CHECK: %[[OUTROWS:.*]] = arith.select %[[ONE]], %[[ROWS]], %c0
+// CHECK: %[[PROWS:.*]] = arith.select %[[ONE]], %c0, %[[ROWS]]
+// CHECK: %[[PAT:.*]] = arith.select %[[ONE]], %c0, %[[Q0]]
 // CHECK: arith.divf
 // CHECK: scf.forall.in_parallel
-// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][%[[B]], %[[H]], %[[Q0]], 0] [1, 1, %[[ROWS]], 16]
-// CHECK: return %[[R]]
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[OUT0]][%[[B]], %[[H]], %[[Q0]], 0] [1, 1, %[[OUTROWS]], 16]
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[ML]][%[[B]], %[[H]], 0, %[[S]], %[[PAT]]] [1, 1, 2, 1, %[[PROWS]]]
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[PACC]][%[[B]], %[[H]], %[[S]], %[[PAT]], 0] [1, 1, 1, %[[PROWS]], 16]
+// The combination per query block: M = max over splits, w = exp(m - M), l = sum l w, acc = sum acc w
+// (splits outermost, in order), out = acc / l written at the block's rows; no work items with one split.
+// CHECK: %[[CB:.*]] = arith.select %[[ONE]], %c0, %[[BLOCKS]]
+// CHECK: %[[C:.*]] = scf.forall (%[[B2:.*]], %[[H2:.*]], %[[QB2:.*]]) in (%{{.*}}, 4, %[[CB]]) shared_outs(%[[OUT:.*]] = %[[R]]#0) -> (tensor<?x4x?x16xf32>)
+// CHECK: %[[Q02:.*]] = arith.muli %[[QB2]], %c16
+// CHECK: %[[ROWS2:.*]] = arith.minsi %{{.*}}, %c16
+// CHECK: tensor.extract_slice %[[R]]#1[%[[B2]], %[[H2]], 0, 0, %[[Q02]]] [1, 1, 1, %[[SPLITS]], %[[ROWS2]]]
+// CHECK: tensor.extract_slice %[[R]]#1[%[[B2]], %[[H2]], 1, 0, %[[Q02]]] [1, 1, 1, %[[SPLITS]], %[[ROWS2]]]
+// CHECK: tensor.extract_slice %[[R]]#2[%[[B2]], %[[H2]], 0, %[[Q02]], 0] [1, 1, %[[SPLITS]], %[[ROWS2]], 16]
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]
+// CHECK: arith.select
+// CHECK: math.exp
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "parallel"]
+// CHECK: arith.divf
+// CHECK: scf.forall.in_parallel
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][%[[B2]], %[[H2]], %[[Q02]], 0] [1, 1, %[[ROWS2]], 16]
+// CHECK: return %[[C]]
 // NOSCORES-LABEL: func @decode
 // NOSCORES-NOT: tensor<?x4x?x?xf32>
 // NOSCORES-NOT: tensor<?x2x?x?xf32>
@@ -63,6 +99,9 @@ func.func @decode(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor
 // CHECK: scf.forall (%{{.*}}, %{{.*}}) in (2, 7)
 // CHECK: scf.for %{{.*}} = %c0 to %c300 step %c64 iter_args
 // CHECK-SAME: -> (tensor<?xf32>, tensor<?xf32>, tensor<?x8xf32>, tensor<16x64xf32>, tensor<16xf32>)
+// 300 keys, known: one split, no combination.
+// CHECK-NOT: scf.forall (
+// CHECK: return
 // NOSCORES-LABEL: func @prefill
 // NOSCORES-NOT: 100x300xf32>{{.*}}linalg
 // NOSCORES-NOT: tensor<1x2x100x300xf32>
@@ -70,6 +109,20 @@ func.func @decode(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor
 func.func @prefill(%q: tensor<1x2x100x16xf32>, %k: tensor<1x2x300x16xf32>, %v: tensor<1x2x300x8xf32>, %m: tensor<100x300xf32>) -> tensor<1x2x100x8xf32> {
   %0 = graph.attention %q, %k, %v, %m {scale = 0.25 : f32} : (tensor<1x2x100x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x8xf32>, tensor<100x300xf32>) -> tensor<1x2x100x8xf32>
   return %0 : tensor<1x2x100x8xf32>
+}
+
+// -----
+
+// 1100 known keys: 3 splits (512, 512, 76), 2 query blocks.
+// CHECK-LABEL: func @long_static
+// CHECK: %[[P:.*]]:3 = scf.forall (%{{.*}}, %{{.*}}, %[[S:.*]]) in (2, 2, 3) shared_outs({{.*}}) -> (tensor<2x20x16xf32>, tensor<2x2x3x20xf32>, tensor<2x3x20x16xf32>)
+// CHECK: %[[KB:.*]] = arith.muli %[[S]], %c512
+// CHECK: scf.for %{{.*}} = %[[KB]] to %{{.*}} step %c64
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (2, 2) shared_outs(%{{.*}} = %[[P]]#0) -> (tensor<2x20x16xf32>)
+// CHECK: tensor.extract_slice %[[P]]#2{{.*}} : tensor<2x3x20x16xf32> to tensor<3x?x16xf32>
+func.func @long_static(%q: tensor<2x20x16xf32>, %k: tensor<2x1100x16xf32>, %v: tensor<2x1100x16xf32>) -> tensor<2x20x16xf32> {
+  %0 = graph.attention %q, %k, %v {scale = 0.25 : f32} : (tensor<2x20x16xf32>, tensor<2x1100x16xf32>, tensor<2x1100x16xf32>) -> tensor<2x20x16xf32>
+  return %0 : tensor<2x20x16xf32>
 }
 
 // -----
