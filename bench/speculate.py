@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Prompt-lookup speculative decoding: tokens/s with and without it, same artifact, same run.
+"""Speculative decoding (prompt lookup, draft model): tokens/s with and without it, same artifact, same run.
 
     /usr/bin/python3 test/models/gen_lm.py --tinyllama /tmp/tlc --successor-cycle 256
     build/bin/kiln-compile /tmp/tlc/model.onnx -o /tmp/tlc/m.kiln --quiet
     bench/speculate.py --artifact /tmp/tlc/m.kiln --threads 2 --markdown
-    bench/speculate.py --artifact /tmp/tlc/m.kiln --edit-every 12     # an inexact copy in the prompt
+    bench/speculate.py --artifact /tmp/tlc/m.kiln --edit-every 10     # an inexact copy in the prompt
+    bench/speculate.py --artifact /tmp/tlc/m.kiln --lookup "" --draft-model /tmp/tlcd/m.kiln
+                       # a 1-layer draft (gen_lm.py --tinyllama /tmp/tlcd --layers 1 --successor-cycle 256)
 
 Speculation pays when the output repeats text already in the context (code edits, quotes,
 summaries). Random-weight models never repeat their context, so the 1.1B model here is the
@@ -19,7 +21,10 @@ perturb the residual; a step costs exactly what the random model's does). The be
 3. runs, in --rounds alternating rounds, each a fresh process with --warmup runs first:
 
        kiln-run generate A --prompt-ids IDS --max-new-tokens N --no-eos --ids --stats --threads T
-                         [--speculate lookup:K]
+                         [--speculate lookup:K | --speculate draft:D:K]
+
+A draft model D is a smaller decoder with the same vocabulary: it proposes K greedy tokens, the
+target verifies them in one run. The draft's own steps are part of the timed decode.
 
 Reported, medians over rounds: tokens/s of the decode steps (kiln's --stats: new tokens after the
 first over their time), model runs after the first token, drafted and accepted tokens, and the
@@ -63,7 +68,10 @@ def main():
     ap.add_argument("--artifact", required=True, help="a decoder artifact (kiln-compile of gen_lm.py's model)")
     ap.add_argument("--context", type=int, default=256, help="tokens decoded into the prompt (default 256)")
     ap.add_argument("--new", type=int, default=200, help="new tokens per measured run (default 200)")
-    ap.add_argument("--draft", default="4,8", help="draft lengths K to measure (default 4,8)")
+    ap.add_argument("--lookup", default="4,8", help="prompt-lookup draft lengths K to measure (default 4,8; '' none)")
+    ap.add_argument("--draft-model", action="append", default=[], metavar="D",
+                    help="a draft decoder artifact to measure (repeatable)")
+    ap.add_argument("--draft-k", default="4", help="draft-model draft lengths K (default 4)")
     ap.add_argument("--edit-every", type=int, default=0, metavar="E",
                     help="replace every E-th copied prompt token (an inexact copy; default none)")
     ap.add_argument("--vocab", type=int, default=32000, help="vocabulary size, for the edits (default 32000)")
@@ -81,7 +89,8 @@ def main():
         for i in range(args.edit_every - 1, len(copied), args.edit_every):
             copied[i] = (copied[i] + 1) % args.vocab
     prompt = PREAMBLE + copied
-    configs = [None] + ["lookup:%s" % k for k in args.draft.split(",")]
+    configs = [None] + ["lookup:%s" % k for k in args.lookup.split(",") if k]
+    configs += ["draft:%s:%s" % (d, k) for d in args.draft_model for k in args.draft_k.split(",") if k]
 
     results = {c: [] for c in configs}
     reference = None

@@ -55,9 +55,9 @@ func.func @kv_cache_paged_view(%pool: tensor<?x2x16x4xf32>, %table: tensor<?x?xi
 // CHECK-LABEL: func @paged_attention_small_blocks
 // CHECK-SAME: %{{.*}}: tensor<?x2x?x4xf32>, %[[KP:[a-z0-9]+]]: tensor<?x2x16x4xf32>, %[[VP:[a-z0-9]+]]: tensor<?x2x16x4xf32>, %[[TABLE:[a-z0-9]+]]: tensor<?x?xi64>
 // CHECK-NOT: linalg.index
-// CHECK: scf.forall (%{{.*}}, %[[H:.*]], %{{.*}}) in
+// CHECK: scf.forall (%{{[a-z0-9]+}}, %[[H:[a-z0-9]+]], %{{.*}}) in
 // CHECK: %[[S0:.*]] = tensor.empty() : tensor<128x4xf32>
-// CHECK: scf.for %[[K0:.*]] = %c0 to %{{.*}} step %c64 iter_args({{.*}}%[[S:.*]] = %[[S0]])
+// CHECK: scf.for %[[K0:.*]] = %{{.*}} to %{{.*}} step %c64 iter_args({{.*}}%[[S:.*]] = %[[S0]])
 // CHECK: %[[N:.*]] = arith.ceildivui %{{.*}}, %c16
 // CHECK: %[[KS:.*]] = scf.for %{{.*}} = %c0 to %[[N]] step %c1 iter_args(%[[A:.*]] = %[[S]])
 // CHECK: tensor.extract %[[TABLE]]
@@ -82,7 +82,7 @@ func.func @paged_attention_small_blocks(%q: tensor<?x2x?x4xf32>, %kpool: tensor<
 // CHECK-LABEL: func @paged_attention_large_blocks
 // CHECK-SAME: %{{.*}}: tensor<?x2x?x4xf32>, %[[KP:[a-z0-9]+]]: tensor<?x2x128x4xf32>, %[[VP:[a-z0-9]+]]: tensor<?x2x128x4xf32>, %[[TABLE:[a-z0-9]+]]: tensor<?x?xi64>
 // CHECK-NOT: tensor<128x4xf32>
-// CHECK: scf.for %[[K0:.*]] = %c0 to %{{.*}} step %c64
+// CHECK: scf.for %[[K0:.*]] = %{{.*}} to %{{.*}} step %c64
 // CHECK: %[[COL:.*]] = arith.divui %[[K0]], %c128
 // CHECK: %[[OFF:.*]] = arith.remui %[[K0]], %c128
 // CHECK: tensor.extract %[[TABLE]][%{{.*}}, %[[COL]]]
@@ -101,7 +101,7 @@ func.func @paged_attention_large_blocks(%q: tensor<?x2x?x4xf32>, %kpool: tensor<
 // CHECK-LABEL: func @paged_attention_other_blocks
 // CHECK-SAME: %{{.*}}: tensor<?x2x?x4xf32>, %[[KP:[a-z0-9]+]]: tensor<?x2x48x4xf32>
 // CHECK: tensor.empty() : tensor<16x48xf32>
-// CHECK: scf.for %[[K0:.*]] = %c0 to %{{.*}} step %c48
+// CHECK: scf.for %[[K0:.*]] = %{{.*}} to %{{.*}} step %c48
 // CHECK: tensor.extract_slice %[[KP]][%{{.*}}, %{{.*}}, %{{.*}}, 0] [1, 1, %{{.*}}, 4]
 func.func @paged_attention_other_blocks(%q: tensor<?x2x?x4xf32>, %kpool: tensor<?x2x48x4xf32>, %vpool: tensor<?x2x48x4xf32>, %table: tensor<?x?xi64>, %pos: tensor<i64>, %mask: tensor<?x1x?x?xf32>) -> tensor<?x2x?x4xf32> {
   %k = graph.kv_cache_paged_view %kpool, %table, %pos {axis = 2 : i64} : (tensor<?x2x48x4xf32>, tensor<?x?xi64>, tensor<i64>) -> tensor<?x2x?x4xf32>
