@@ -626,24 +626,25 @@ struct Trace {
 
 constexpr size_t kChunk = 5; // prompt chunk of the tests' prefills
 
-void prefillAll(kiln_generator *gen, int64_t id) {
+void prefillAll(kiln_generator *gen, int64_t id, size_t chunk = kChunk) {
   size_t left = 1;
   while (left > 0) {
-    Error e{kiln_generator_prefill(gen, id, kChunk, &left)};
+    Error e{kiln_generator_prefill(gen, id, chunk, &left)};
     ASSERT_FALSE(e) << e.message();
   }
 }
 
-// Adds `prompt`, prefills it, decodes `steps` tokens: the tokens and each step's logits.
+// Adds `prompt`, prefills it (runs of `chunk` tokens), decodes `steps` tokens: the tokens and each
+// step's logits.
 Trace decodeIn(SequenceDecoder &d, const std::vector<int32_t> &prompt, size_t steps,
-               const kiln_sampling_params &sampling, int64_t *idOut = nullptr) {
+               const kiln_sampling_params &sampling, int64_t *idOut = nullptr, size_t chunk = kChunk) {
   Trace t;
   int64_t id = 0;
   Error a{kiln_generator_add_sequence(d.gen, prompt.data(), prompt.size(), &sampling, &id)};
   EXPECT_FALSE(a) << a.message();
   if (a)
     return t;
-  prefillAll(d.gen, id);
+  prefillAll(d.gen, id, chunk);
   const int32_t vocab = kiln_generator_vocab_size(d.gen);
   for (size_t s = 0; s < steps; ++s) {
     int32_t token = -1;
@@ -662,9 +663,9 @@ Trace decodeIn(SequenceDecoder &d, const std::vector<int32_t> &prompt, size_t st
 
 // The same in a generator of its own, sequence alone.
 Trace decodeAlone(const std::string &family, const std::vector<int32_t> &prompt, size_t steps,
-                  const kiln_sampling_params &sampling) {
+                  const kiln_sampling_params &sampling, size_t chunk = kChunk) {
   SequenceDecoder d(family, 1);
-  return decodeIn(d, prompt, steps, sampling);
+  return decodeIn(d, prompt, steps, sampling, nullptr, chunk);
 }
 
 std::vector<std::vector<int32_t>> raggedPrompts() {
@@ -1418,27 +1419,7 @@ TEST(DecodeLongContext, SplitKeysAgreeOnEveryPathAndWithTheUnfusedGraph) {
           << what << ": logits of step " << s << " differ";
   };
   bitwise(decodeAlone("llama_long_paged16", prompt, steps, greedy), "paged cache");
-  {
-    // The prompt prefilled in one run.
-    SequenceDecoder d("llama_long", 1);
-    int64_t id = 0;
-    Error a{kiln_generator_add_sequence(d.gen, prompt.data(), prompt.size(), &greedy, &id)};
-    ASSERT_FALSE(a) << a.message();
-    size_t left = 0;
-    Error p{kiln_generator_prefill(d.gen, id, prompt.size(), &left)};
-    ASSERT_FALSE(p) << p.message();
-    ASSERT_EQ(left, 0u);
-    Trace whole;
-    for (size_t s = 0; s < steps; ++s) {
-      int32_t token = -1;
-      Error e{kiln_generator_step(d.gen, &id, 1, &token)};
-      ASSERT_FALSE(e) << e.message();
-      const float *l = kiln_generator_sequence_logits(d.gen, id);
-      whole.logits.emplace_back(l, l + vocab);
-      whole.tokens.push_back(token);
-    }
-    bitwise(whole, "prompt in one run");
-  }
+  bitwise(decodeAlone("llama_long", prompt, steps, greedy, prompt.size()), "prompt in one run");
   {
     // Verification of speculated tokens: the plain tokens as drafts, 3 at a time.
     SequenceDecoder d("llama_long", 1);
