@@ -631,7 +631,7 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
     ubs2.push_back(onOneSplit(c(0), blocks)); // nothing to combine with one split
     auto combine = scf::ForallOp::create(b, loc, ubs2, ValueRange{forall.getResult(0)}, std::nullopt);
     b.setInsertionPointToStart(combine.getBody());
-    ivs.assign(combine.getInductionVars().begin(), combine.getInductionVars().end());
+    ivs = combine.getInductionVars(); // a new vector each call: never pair two calls' begin and end
     batchAt.assign(ivs.begin(), ivs.begin() + nb);
     q0 = arith::MulIOp::create(b, loc, ivs[nb], c(kQueryBlock));
     rows = minIdx(c(kQueryBlock), arith::SubIOp::create(b, loc, sq, q0));
