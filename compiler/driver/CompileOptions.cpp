@@ -62,11 +62,6 @@ bool validateOptions(const CompileOptions &o, std::string *error) {
     return fail("--precision=" + o.precision + " and --quantize both change the weights: choose one");
   if (o.kvBlockSize < 0 || o.kvBlockSize > 4096)
     return fail("--kv-block-size must be between 0 and 4096");
-  // The CUDA attention kernels read one contiguous row per sequence (CudaBackend keeps the
-  // caches unpaged): a paged artifact would silently be something else than asked for.
-  if (o.kvBlockSize > 0 && target->formsGpuKernels())
-    return fail("--kv-block-size needs a CPU target (x86, x86-scalar): the CUDA attention kernels do not read "
-                "paged caches yet");
   if (o.kvBlockSize > 0 && !o.kvCache)
     return fail("--kv-block-size pages the KV cache: it cannot go with --kv-cache=false");
   if (o.maxContext < 1 || o.maxContext > (int64_t(1) << 24))

@@ -60,7 +60,7 @@ void addGraphPhase(OpPassManager &pm, const PipelineOptions &options, const Grap
   }
   if (options.kvCache) {
     KvCacheInPlacePassOptions kv;
-    kv.blockSize = steps.pagedKvCache ? options.kvBlockSize : 0;
+    kv.blockSize = options.kvBlockSize;
     pm.addPass(createKvCacheInPlacePass(kv));
     pm.addPass(createLastPositionLogitsPass());
   }

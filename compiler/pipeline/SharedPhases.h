@@ -16,9 +16,6 @@ struct GraphPhaseSteps {
   /// kiln-fuse-attention (with --fusion): a target without an attention kernel of its own leaves
   /// attention to the unfused lowering.
   bool fuseAttention = true;
-  /// Paged KV caches (PipelineOptions::kvBlockSize); a target whose attention kernels do not read
-  /// through a block table yet keeps one contiguous row per sequence (the CUDA target today).
-  bool pagedKvCache = true;
   /// After quantization: the target's weight precision (CUDA's half-precision products).
   std::function<void(mlir::OpPassManager &)> afterQuantize;
   /// After weights are outlined: the target's weight layout (the CPU's column panels).

@@ -731,9 +731,27 @@ struct AttentionToKernelPattern : OpConversionPattern<graph::AttentionOp> {
       outDims.push_back(dimValue(rewriter, loc, adaptor.getQuery(), i));
     outDims.push_back(dimValue(rewriter, loc, adaptor.getValue(), rank - 1));
     Value init = emptyTensor(rewriter, loc, rt, outDims);
-    auto kernelOp = kernel::AttentionOp::create(rewriter, loc, TypeRange{init.getType()}, adaptor.getQuery(),
-                                                adaptor.getKey(), adaptor.getValue(), adaptor.getMask(), init,
-                                                op.getScaleAttr());
+    // Keys and values viewed from a paged KV cache: the kernel reads the pools through the block
+    // table, for the view's length of keys (its gathered copy is left dead).
+    Value key = adaptor.getKey(), value = adaptor.getValue(), table, keyCount;
+    auto kView = op.getKey().getDefiningOp<graph::KvCachePagedViewOp>();
+    auto vView = op.getValue().getDefiningOp<graph::KvCachePagedViewOp>();
+    if (kView && vView && rank >= 3 && kView.getAxis() == rank - 2 && vView.getAxis() == rank - 2 &&
+        kView.getBlockTable() == vView.getBlockTable()) {
+      Value kPool = rewriter.getRemappedValue(kView.getPool()), vPool = rewriter.getRemappedValue(vView.getPool());
+      table = rewriter.getRemappedValue(kView.getBlockTable());
+      int64_t kb = kPool ? cast<RankedTensorType>(kPool.getType()).getDimSize(rank - 2) : 0;
+      int64_t vb = vPool ? cast<RankedTensorType>(vPool.getType()).getDimSize(rank - 2) : 0;
+      if (table && kb > 0 && kb == vb && !ShapedType::isDynamic(kb)) {
+        keyCount = dimValue(rewriter, loc, adaptor.getKey(), rank - 2);
+        key = kPool;
+        value = vPool;
+      } else {
+        table = Value();
+      }
+    }
+    auto kernelOp = kernel::AttentionOp::create(rewriter, loc, TypeRange{init.getType()}, adaptor.getQuery(), key,
+                                                value, adaptor.getMask(), table, keyCount, init, op.getScaleAttr());
     rewriter.replaceOp(op, kernelOp.getResult()[0]);
     return success();
   }

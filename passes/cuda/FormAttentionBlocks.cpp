@@ -21,6 +21,11 @@
 // shared memory or recomputed from indices, so kiln-emulate-gpu-blocks runs the kernel as it is.
 // f16 and bf16 operands are computed in f32.
 //
+// Paged (a block table): key and value are the pools of a paged KV cache, and a thread finds key
+// j of sequence b in block table[b, j / block] at offset j % block. Only the addresses change:
+// the tiles, their order and the arithmetic are the contiguous cache's, so paged decoding gives
+// the contiguous cache's bits, and the pools are read in place (no gathered copy per step).
+//
 // A decode step has only batch x heads blocks, each walking the whole context alone. When blocks
 // are few and keys many, the host splits the keys into ranges of whole tiles, one block each
 // (FlashDecoding): each block stores its rows' acc, m and l in partial buffers instead of the
@@ -145,6 +150,9 @@ struct AttentionLowering {
 
   // Set by run() on the host, read by the kernels.
   Value q, k, v, mask, out;
+  // Paged: the block table, the pools' block size, their last block and the table's last row.
+  Value table, lastBlock, lastRow;
+  int64_t blockSize = 0;
   int64_t mrank = 0;
   SmallVector<BatchMap> kMap, vMap, maskMap;
   SmallVector<Value> trips; // the grid's (batch..., row block) extents
@@ -165,6 +173,11 @@ struct AttentionLowering {
     at.rows = minIdx(c(kRows), arith::SubIOp::create(b, loc, sq, at.row0));
     at.qIdx.assign(at.ids.begin(), at.ids.begin() + nb);
     for (int64_t i = 0; i < nb; ++i) {
+      if (i == 0 && table) { // the sequence's row of the block table
+        at.kIdx.push_back(minIdx(at.ids[0], lastRow));
+        at.vIdx.push_back(at.kIdx.back());
+        continue;
+      }
       at.kIdx.push_back(mapIndex(kMap[i], at.ids[i]));
       at.vIdx.push_back(mapIndex(vMap[i], at.ids[i]));
     }
@@ -176,6 +189,21 @@ struct AttentionLowering {
     return idx;
   }
   Value negInf() { return fc(-std::numeric_limits<double>::infinity()); }
+  /// Element `col` of key (or value) row `key` of `buffer` for the batch indices `batch`: the
+  /// row itself, or, paged, the row's block (named by the table, clamped into the pool) at
+  /// offset key % block.
+  Value loadRow(Value buffer, ArrayRef<Value> batch, Value key, Value col) {
+    if (!table)
+      return load(buffer, at(batch, key, col));
+    Value blockCol = arith::DivUIOp::create(b, loc, key, c(blockSize));
+    Value id = memref::LoadOp::create(b, loc, table, ValueRange{batch[0], blockCol});
+    Value blk = arith::IndexCastOp::create(b, loc, b.getIndexType(), id);
+    blk = arith::MaxSIOp::create(b, loc, minIdx(blk, lastBlock), c(0));
+    SmallVector<Value> idx = {blk};
+    idx.append(batch.begin() + 1, batch.end());
+    idx.append({arith::RemUIOp::create(b, loc, key, c(blockSize)), col});
+    return load(buffer, idx);
+  }
   /// Stores an f32 result into `out`, rounded to its element type.
   void storeOut(Value x, ValueRange idx) {
     if (et != f32)
@@ -295,7 +323,7 @@ struct AttentionLowering {
               b.setInsertionPointToStart(dot.getBody());
               Value col = dot.getInductionVar();
               Value qv = memref::LoadOp::create(b, loc, qs, ValueRange{r, col});
-              Value kv = load(k, at(pl.kIdx, key, col));
+              Value kv = loadRow(k, pl.kIdx, key, col);
               scf::YieldOp::create(b, loc, ValueRange{math::FmaOp::create(b, loc, qv, kv, dot.getRegionIterArg(0))});
             }
             Value sc = dot.getResult(0);
@@ -334,7 +362,7 @@ struct AttentionLowering {
               b.setInsertionPointToStart(pv.getBody());
               Value j = pv.getInductionVar();
               Value pj = memref::LoadOp::create(b, loc, p, ValueRange{r, j});
-              Value vj = load(v, at(pl.vIdx, arith::AddIOp::create(b, loc, k0, j), e));
+              Value vj = loadRow(v, pl.vIdx, arith::AddIOp::create(b, loc, k0, j), e);
               scf::YieldOp::create(b, loc, ValueRange{math::FmaOp::create(b, loc, pj, vj, pv.getRegionIterArg(0))});
             }
             memref::StoreOp::create(b, loc, pv.getResult(0), acc, ValueRange{r, e});
@@ -446,19 +474,31 @@ struct AttentionLowering {
       int64_t j = i - (rank - mrank);
       return (mask && j >= 0 && staticDim(mask, j) != 1) ? j : -1;
     };
-    SmallVector<std::pair<Value, int64_t>> sqUses = {{q, rank - 2}}, skUses = {{k, rank - 2}, {v, rank - 2}};
+    SmallVector<std::pair<Value, int64_t>> sqUses = {{q, rank - 2}}, skUses;
+    if (op.isPaged()) { // the pools' dim rank - 2 is their block size; the op says how many keys
+      table = op.getBlockTable();
+      blockSize = staticDim(k, rank - 2);
+      lastBlock = b.createOrFold<arith::SubIOp>(loc, dim(k, 0), c(1));
+      lastRow = b.createOrFold<arith::MaxSIOp>(loc, b.createOrFold<arith::SubIOp>(loc, dim(table, 0), c(1)), c(0));
+    } else {
+      skUses = {{k, rank - 2}, {v, rank - 2}};
+    }
     if (maskDim(rank - 2) >= 0)
       sqUses.push_back({mask, maskDim(rank - 2)});
     if (maskDim(rank - 1) >= 0)
       skUses.push_back({mask, maskDim(rank - 1)});
     sq = shared(sqUses);
     sk = shared(skUses);
+    if (table) {
+      Value count = b.createOrFold<arith::MaxSIOp>(loc, op.getKeyCount(), c(0));
+      sk = sk ? minIdx(sk, count) : count;
+    }
     for (int64_t i = 0; i < nb; ++i)
       qBatch.push_back(dim(q, i));
     maskMap.resize(mrank);
     for (int64_t i = 0; i < nb; ++i) {
-      kMap.push_back(batchMap(k, i, i));
-      vMap.push_back(batchMap(v, i, i));
+      kMap.push_back(i == 0 && table ? BatchMap() : batchMap(k, i, i));
+      vMap.push_back(i == 0 && table ? BatchMap() : batchMap(v, i, i));
     }
     for (int64_t j = 0; j < mrank && j + rank - mrank < nb; ++j)
       maskMap[j] = batchMap(mask, j, j + rank - mrank);

@@ -11,7 +11,10 @@ the batch), while a broken half-precision path differs from the first token. How
 printed. A last f32 build, `fp32-split`, splits attention's keys over blocks of 128
 (--gpu-attention-split-keys=128) and decodes from prompts of 100 tokens (a batch of one, and 60 and
 100 left-padded), so that 148 keys take two blocks a row and the combining launch: its tokens must
-equal x86's too.
+equal x86's too. The `paged` builds page the KV cache in blocks of 16 tokens (--kv-block-size=16,
+x86's reference staying contiguous): the fused kernel reads the pools through the block table
+(alone and with split keys), the unfused attention reads the gathered view; all must give x86's
+tokens.
 
     check_cuda_emulated_decode.py --bin build/bin --models test/models/lm [--tokens 48]
 """
@@ -31,6 +34,9 @@ BUILDS = {
     "fp16": (["--precision=fp16"], PROMPTS),
     "bf16": (["--precision=bf16"], PROMPTS),
     "fp32-split": (["--precision=fp32", "--gpu-attention-split-keys=128"], LONG_PROMPTS),
+    "fp32-paged": (["--precision=fp32", "--kv-block-size=16"], PROMPTS),
+    "fp32-paged-split": (["--precision=fp32", "--kv-block-size=16", "--gpu-attention-split-keys=128"], LONG_PROMPTS),
+    "fp32-paged-unfused": (["--precision=fp32", "--kv-block-size=16", "--gpu-attention=unfused"], PROMPTS),
 }
 
 

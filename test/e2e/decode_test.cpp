@@ -807,6 +807,28 @@ TEST_P(DecodeTest, PagedDecodeIsBitwiseEqualToContiguousDecode) {
   }
 }
 
+// The same on the CUDA pipeline's kernels (run on the CPU, --target=cuda-emulated): the GPU
+// attention kernel reads each sequence's keys through the block table in the contiguous cache's
+// tiles and order, so a paged sequence's logits are bitwise those of the contiguous cache, and of
+// decoding it alone, wherever its blocks lie.
+TEST_P(DecodeTest, EmulatedGpuPagedDecodeIsBitwiseEqualToContiguousDecode) {
+  const kiln_sampling_params sampling = raggedSampling();
+  std::vector<Trace> contiguous = raggedContinuousBatch(GetParam() + "_emulated", sampling);
+  std::vector<Trace> paged = raggedContinuousBatch(GetParam() + "_emulated_paged16", sampling, 40);
+  ASSERT_EQ(contiguous.size(), raggedPrompts().size());
+  ASSERT_EQ(paged.size(), contiguous.size());
+  for (size_t i = 0; i < contiguous.size(); ++i) {
+    SCOPED_TRACE("sequence " + std::to_string(i));
+    ASSERT_EQ(paged[i].tokens, contiguous[i].tokens);
+    for (size_t s = 0; s < contiguous[i].logits.size(); ++s) {
+      const auto &want = contiguous[i].logits[s];
+      ASSERT_EQ(std::memcmp(paged[i].logits[s].data(), want.data(), want.size() * sizeof(float)), 0)
+          << "step " << s << ": paged logits differ from the contiguous cache's";
+    }
+  }
+  checkRaggedContinuousBatch(GetParam() + "_emulated_paged16");
+}
+
 // A pool smaller than every sequence at full context: blocks are taken as sequences grow, a
 // sequence that needs a block when none is free gets KILN_ERROR_OUT_OF_RANGE (its state
 // unchanged, nothing crashes), and removing a sequence returns its blocks.

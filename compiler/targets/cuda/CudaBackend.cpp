@@ -47,8 +47,6 @@ public:
       // Attention is fused only for its own kernel (kiln-form-attention-blocks); unfused, its two
       // products go to cuBLASLt and its softmax to block reductions.
       steps.fuseAttention = options.gpuAttention;
-      // kiln_kernel.attention and its split-key blocks read one contiguous row per sequence.
-      steps.pagedKvCache = false;
       if (!options.precision.empty())
         steps.afterQuantize = [type = options.precision](OpPassManager &p) {
           HalfPrecisionProductsPassOptions half;

@@ -50,11 +50,26 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("needs query, key, value and init of one rank");
   if (getMask() && shaped(getMask()).getRank() > rank)
     return emitOpError("needs a mask of rank at most the query's");
+  const bool paged = isPaged();
+  if (paged != static_cast<bool>(getKeyCount()))
+    return emitOpError("needs a block_table and a key_count together");
+  if (paged) {
+    auto table = shaped(getBlockTable());
+    if (!table.hasRank() || table.getRank() != 2 || !table.getElementType().isSignlessInteger(64))
+      return emitOpError("needs a block_table of rank 2 and i64 elements");
+    if (isa<MemRefType>(table) != buffers)
+      return emitOpError("needs all operands tensors or all buffers");
+    if (rank < 3)
+      return emitOpError("paged needs a batch dim in the query");
+    int64_t block = k.getDimSize(rank - 2);
+    if (ShapedType::isDynamic(block) || block <= 0 || v.getDimSize(rank - 2) != block)
+      return emitOpError("paged needs key and value pools of one static block size");
+  }
   // Two extents that must agree, where both are known.
   auto differ = [](int64_t a, int64_t b) { return !ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b; };
   if (differ(q.getDimSize(rank - 1), k.getDimSize(rank - 1)))
     return emitOpError("query and key have different head sizes");
-  if (differ(k.getDimSize(rank - 2), v.getDimSize(rank - 2)))
+  if (!paged && differ(k.getDimSize(rank - 2), v.getDimSize(rank - 2)))
     return emitOpError("key and value have different key counts");
   if (differ(out.getDimSize(rank - 1), v.getDimSize(rank - 1)))
     return emitOpError("init's last dim is not the value's");
@@ -66,7 +81,8 @@ LogicalResult AttentionOp::verify() {
     return ShapedType::isDynamic(part) || ShapedType::isDynamic(whole) || (part > 0 && whole % part == 0) ||
            (part == 0 && whole == 0);
   };
-  for (int64_t i = 0; i < rank - 2; ++i)
+  // (Paged: dim 0 of key and value counts the pool's blocks.)
+  for (int64_t i = paged ? 1 : 0; i < rank - 2; ++i)
     if (!divides(k.getDimSize(i), q.getDimSize(i)) || !divides(v.getDimSize(i), q.getDimSize(i)))
       return emitOpError("key/value batch dim ") << i << " does not divide the query's";
   if (getMask()) {
@@ -76,7 +92,7 @@ LogicalResult AttentionOp::verify() {
       int64_t i = j + lead, size = m.getDimSize(j);
       if (size == 1)
         continue;
-      int64_t against = i == rank - 1 ? k.getDimSize(rank - 2) : q.getDimSize(i);
+      int64_t against = i == rank - 1 ? (paged ? ShapedType::kDynamic : k.getDimSize(rank - 2)) : q.getDimSize(i);
       if (i >= rank - 2 ? differ(size, against) : !divides(size, against))
         return emitOpError("mask dim ") << j << " does not broadcast to the scores";
     }
@@ -88,6 +104,8 @@ void AttentionOp::getEffects(SmallVectorImpl<SideEffects::EffectInstance<MemoryE
   if (!hasBufferSemantics())
     return;
   for (OpOperand &operand : getOperation()->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType())) // key_count
+      continue;
     if (&operand == &getInitMutable())
       effects.emplace_back(MemoryEffects::Write::get(), &operand, SideEffects::DefaultResource::get());
     else
@@ -118,11 +136,12 @@ LogicalResult AttentionOp::bufferize(RewriterBase &rewriter, const bufferization
     return v ? bufferization::getBuffer(rewriter, v, options, state) : FailureOr<Value>(Value());
   };
   FailureOr<Value> q = buffer(getQuery()), k = buffer(getKey()), v = buffer(getValue()), mask = buffer(getMask()),
-                   init = buffer(getInit());
-  if (failed(q) || failed(k) || failed(v) || failed(mask) || failed(init))
+                   table = buffer(getBlockTable()), init = buffer(getInit());
+  if (failed(q) || failed(k) || failed(v) || failed(mask) || failed(table) || failed(init))
     return failure();
   rewriter.setInsertionPoint(*this);
-  AttentionOp::create(rewriter, getLoc(), TypeRange{}, *q, *k, *v, *mask, *init, getScaleAttr());
+  AttentionOp::create(rewriter, getLoc(), TypeRange{}, *q, *k, *v, *mask, *table, getKeyCount(), *init,
+                      getScaleAttr());
   bufferization::replaceOpWithBufferizedValues(rewriter, *this, *init);
   return success();
 }

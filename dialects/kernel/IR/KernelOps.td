@@ -22,6 +22,7 @@ def Kernel_Dialect : Dialect {
 }
 
 def Kernel_AttentionOp : Op<Kernel_Dialect, "attention", [
+    AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     DestinationStyleOpInterface,
     DeclareOpInterfaceMethods<BufferizableOpInterface,
@@ -37,12 +38,23 @@ def Kernel_AttentionOp : Op<Kernel_Dialect, "attention", [
     grouped-query attention. A row whose every score is -inf is NaN (as
     ONNX's Softmax gives); with no keys at all the result is 0.
 
+    Paged (a `block_table` and a `key_count`): `key` and `value` are the
+    pools of a paged KV cache, [blocks, B1..., block, D], and query batch
+    index (b0, b1, ...) reads keys j < key_count at
+    `pool[block_table[b0, j / block], b1 / (Bq1 / Bk1), ..., j % block]`
+    (block ids clamped into the pool: a row's mask hides what lies past its
+    own length). The other batch dims map as above. This is how
+    kiln-kv-cache-in-place's block tables reach the GPU kernel without a
+    gathered copy of the cache.
+
     On tensors it returns the written `init`; on buffers it has no result.
     `kiln-convert-graph-to-linalg{gpu-attention=true}` makes it from
     `graph.attention` for the CUDA target, and `kiln-form-attention-blocks`
     lowers the buffer form to one GPU block per query row.
 
     ```mlir
+    %p = kiln_kernel.attention %q, %kpool, %vpool mask %m : tensor<?x1x1x?xf32> paged %table : tensor<?x?xi64> keys %n into %init
+        : tensor<?x4x1x16xf32>, tensor<?x2x16x16xf32>, tensor<?x2x16x16xf32>, tensor<?x4x1x16xf32> -> tensor<?x4x1x16xf32>
     %o = kiln_kernel.attention %q, %k, %v mask %m : tensor<1x1x?x?xf32> into %init {scale = 1.250000e-01 : f32}
         : tensor<1x12x?x64xf32>, tensor<1x12x?x64xf32>, tensor<1x12x?x64xf32>, tensor<1x12x?x64xf32> -> tensor<1x12x?x64xf32>
     kiln_kernel.attention %qb, %kb, %vb into %ob {scale = 1.0 : f32}
@@ -50,10 +62,12 @@ def Kernel_AttentionOp : Op<Kernel_Dialect, "attention", [
     ```
   }];
   let arguments = (ins AnyShaped:$query, AnyShaped:$key, AnyShaped:$value, Optional<AnyShaped>:$mask,
+                   Optional<AnyShaped>:$block_table, Optional<Index>:$key_count,
                    AnyShaped:$init, DefaultValuedAttr<F32Attr, "1.0">:$scale);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`mask` $mask^ `:` type($mask))? `into` $init attr-dict
+    $query `,` $key `,` $value (`mask` $mask^ `:` type($mask))?
+    (`paged` $block_table^ `:` type($block_table) `keys` $key_count)? `into` $init attr-dict
     `:` type($query) `,` type($key) `,` type($value) `,` type($init) (`->` type($result)^)?
   }];
   let hasVerifier = 1;
@@ -61,6 +75,8 @@ def Kernel_AttentionOp : Op<Kernel_Dialect, "attention", [
     ::mlir::MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
     /// Whether the operands are buffers (after bufferization).
     bool hasBufferSemantics() { return ::llvm::isa<::mlir::MemRefType>(getInit().getType()); }
+    /// Whether key and value are the pools of a paged KV cache, read through the block table.
+    bool isPaged() { return static_cast<bool>(getBlockTable()); }
   }];
 }
 

@@ -70,3 +70,35 @@ func.func @rank(%q: memref<16xf32>, %k: memref<16xf32>, %v: memref<8xf32>, %o: m
   kiln_kernel.attention %q, %k, %v into %o : memref<16xf32>, memref<16xf32>, memref<8xf32>, memref<8xf32>
   return
 }
+
+// -----
+
+func.func @paged_table_type(%q: memref<?x4x1x16xf32>, %kp: memref<?x2x16x16xf32>, %vp: memref<?x2x16x8xf32>, %t: memref<?xi64>, %n: index, %o: memref<?x4x1x8xf32>) {
+  // expected-error @+1 {{needs a block_table of rank 2 and i64 elements}}
+  kiln_kernel.attention %q, %kp, %vp paged %t : memref<?xi64> keys %n into %o : memref<?x4x1x16xf32>, memref<?x2x16x16xf32>, memref<?x2x16x8xf32>, memref<?x4x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @paged_block_sizes(%q: memref<?x4x1x16xf32>, %kp: memref<?x2x16x16xf32>, %vp: memref<?x2x8x8xf32>, %t: memref<?x?xi64>, %n: index, %o: memref<?x4x1x8xf32>) {
+  // expected-error @+1 {{paged needs key and value pools of one static block size}}
+  kiln_kernel.attention %q, %kp, %vp paged %t : memref<?x?xi64> keys %n into %o : memref<?x4x1x16xf32>, memref<?x2x16x16xf32>, memref<?x2x8x8xf32>, memref<?x4x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @paged_rank(%q: memref<1x16xf32>, %kp: memref<16x16xf32>, %vp: memref<16x8xf32>, %t: memref<?x?xi64>, %n: index, %o: memref<1x8xf32>) {
+  // expected-error @+1 {{paged needs a batch dim in the query}}
+  kiln_kernel.attention %q, %kp, %vp paged %t : memref<?x?xi64> keys %n into %o : memref<1x16xf32>, memref<16x16xf32>, memref<16x8xf32>, memref<1x8xf32>
+  return
+}
+
+// -----
+
+func.func @paged_without_count(%q: memref<?x4x1x16xf32>, %kp: memref<?x2x16x16xf32>, %vp: memref<?x2x16x8xf32>, %t: memref<?x?xi64>, %o: memref<?x4x1x8xf32>) {
+  // expected-error @+1 {{needs a block_table and a key_count together}}
+  "kiln_kernel.attention"(%q, %kp, %vp, %t, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 1>, scale = 1.0 : f32}> : (memref<?x4x1x16xf32>, memref<?x2x16x16xf32>, memref<?x2x16x8xf32>, memref<?x?xi64>, memref<?x4x1x8xf32>) -> ()
+  return
+}

@@ -35,3 +35,23 @@ func.func @on_buffers(%q: memref<4x16xf16>, %k: memref<9x16xf16>, %v: memref<9x8
   kiln_kernel.attention %q, %k, %v into %o : memref<4x16xf16>, memref<9x16xf16>, memref<9x8xf16>, memref<4x8xf16>
   return
 }
+
+// -----
+
+// Paged: key and value are pools of blocks read through a block table for a key count; the table
+// is bufferized as a read operand, the count passes through.
+// CHECK-LABEL: func @paged
+// CHECK: kiln_kernel.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} : tensor<?x1x1x?xf32> paged %{{.*}} : tensor<?x?xi64> keys %{{.*}} into %{{.*}} {scale = 2.500000e-01 : f32} : tensor<?x4x1x16xf32>, tensor<?x2x16x16xf32>, tensor<?x2x16x8xf32>, tensor<?x4x1x8xf32> -> tensor<?x4x1x8xf32>
+// BUF-LABEL: func @paged
+// BUF-SAME: %[[T:[a-z0-9]+]]: memref<?x?xi64{{.*}}>, %[[N:[a-z0-9]+]]: index
+// BUF-NOT: memref.copy
+// BUF: kiln_kernel.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} : memref<?x1x1x?xf32{{.*}}> paged %[[T]] : memref<?x?xi64{{.*}}> keys %[[N]] into
+func.func @paged(%q: tensor<?x4x1x16xf32>, %kp: tensor<?x2x16x16xf32>, %vp: tensor<?x2x16x8xf32>, %m: tensor<?x1x1x?xf32>,
+                 %table: tensor<?x?xi64>, %n: index) -> tensor<?x4x1x8xf32> {
+  %c0 = arith.constant 0 : index
+  %b = tensor.dim %q, %c0 : tensor<?x4x1x16xf32>
+  %e = tensor.empty(%b) : tensor<?x4x1x8xf32>
+  %r = kiln_kernel.attention %q, %kp, %vp mask %m : tensor<?x1x1x?xf32> paged %table : tensor<?x?xi64> keys %n into %e {scale = 0.25 : f32}
+      : tensor<?x4x1x16xf32>, tensor<?x2x16x16xf32>, tensor<?x2x16x8xf32>, tensor<?x4x1x8xf32> -> tensor<?x4x1x8xf32>
+  return %r : tensor<?x4x1x8xf32>
+}

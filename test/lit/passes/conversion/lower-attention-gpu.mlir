@@ -60,3 +60,28 @@ func.func @wide_head(%q: tensor<3x512xf32>, %k: tensor<5x512xf32>, %v: tensor<5x
   %o = graph.attention %q, %k, %v : (tensor<3x512xf32>, tensor<5x512xf32>, tensor<5x64xf32>) -> tensor<3x64xf32>
   return %o : tensor<3x64xf32>
 }
+
+// -----
+
+// Keys and values that are paged views of one block table: the kernel reads the pools through the
+// table for the view's length of keys (position, capped by the table's capacity); the gathers are
+// left dead and canonicalization removes them.
+// RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg="gpu-attention=true" -canonicalize -cse | FileCheck %s --check-prefix=PAGED
+// PAGED-LABEL: func @paged
+// PAGED-SAME: %[[Q:[a-z0-9]+]]: tensor<?x4x1x16xf32>, %[[KP:[a-z0-9]+]]: tensor<?x2x16x16xf32>, %[[VP:[a-z0-9]+]]: tensor<?x2x16x16xf32>, %[[T:[a-z0-9]+]]: tensor<?x?xi64>, %{{.*}}: tensor<i64>, %[[M:[a-z0-9]+]]: tensor<?x1x1x?xf32>
+// PAGED-NOT: linalg.generic
+// PAGED: %[[W:.*]] = tensor.dim %[[T]], %c1
+// PAGED: %[[CAP:.*]] = arith.muli %[[W]], %c16
+// PAGED: %[[N:.*]] = arith.select
+// PAGED: kiln_kernel.attention %[[Q]], %[[KP]], %[[VP]] mask %[[M]] : tensor<?x1x1x?xf32> paged %[[T]] : tensor<?x?xi64> keys %[[N]] into
+// PAGED-SAME: : tensor<?x4x1x16xf32>, tensor<?x2x16x16xf32>, tensor<?x2x16x16xf32>, tensor<?x4x1x16xf32> -> tensor<?x4x1x16xf32>
+// PAGED-NOT: linalg.generic
+// CHECK-LABEL: func @paged
+// CPU-LABEL: func @paged
+// CPU-NOT: kiln_kernel
+func.func @paged(%q: tensor<?x4x1x16xf32>, %kpool: tensor<?x2x16x16xf32>, %vpool: tensor<?x2x16x16xf32>, %table: tensor<?x?xi64>, %pos: tensor<i64>, %mask: tensor<?x1x1x?xf32>) -> tensor<?x4x1x16xf32> {
+  %k = graph.kv_cache_paged_view %kpool, %table, %pos {axis = 2 : i64} : (tensor<?x2x16x16xf32>, tensor<?x?xi64>, tensor<i64>) -> tensor<?x2x?x16xf32>
+  %v = graph.kv_cache_paged_view %vpool, %table, %pos {axis = 2 : i64} : (tensor<?x2x16x16xf32>, tensor<?x?xi64>, tensor<i64>) -> tensor<?x2x?x16xf32>
+  %0 = graph.attention %q, %k, %v, %mask {scale = 2.500000e-01 : f32} : (tensor<?x4x1x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x1x1x?xf32>) -> tensor<?x4x1x16xf32>
+  return %0 : tensor<?x4x1x16xf32>
+}

@@ -133,3 +133,37 @@ func.func @dynamic_keys(%q: memref<1x4x1x16xf32>, %k: memref<1x4x?x16xf32>, %v: 
   kiln_kernel.attention %q, %k, %v into %o : memref<1x4x1x16xf32>, memref<1x4x?x16xf32>, memref<1x4x?x16xf32>, memref<1x4x1x16xf32>
   return
 }
+
+// -----
+
+// Paged keys and values (pools of blocks of 16, a block table, a key count): the keys walked are
+// the key count's (the smaller of it and the mask's), and a thread finds key j of its sequence in
+// block table[b, j / 16], clamped into the pool, at offset j % 16; the table's row is the block's
+// batch index (clamped into the table). Head h reads pool head h / 2, as without paging.
+// CHECK-LABEL: func @paged
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: memref<?x4x1x16xf32>, %[[KP:[a-z0-9]+]]: memref<?x2x16x16xf32>, %[[VP:[a-z0-9]+]]: memref<?x2x16x8xf32>, %[[M:[a-z0-9]+]]: memref<?x1x1x?xf32>, %[[T:[a-z0-9]+]]: memref<?x?xi64>, %[[N:[a-z0-9]+]]: index
+// CHECK-DAG: %[[NB:.*]] = memref.dim %[[KP]], %c0
+// CHECK-DAG: %[[LAST:.*]] = arith.subi %[[NB]], %c1
+// CHECK-DAG: %[[MK:.*]] = memref.dim %[[M]], %c3
+// CHECK-DAG: %[[NPOS:.*]] = arith.maxsi %[[N]], %c0
+// CHECK: %[[SK:.*]] = arith.minsi %[[MK]], %[[NPOS]]
+// CHECK: gpu.launch
+// CHECK: arith.minsi %{{.*}}, %{{.*}}
+// CHECK: scf.for %[[K0:.*]] = %c0 to %[[SK]] step %c128 {
+// CHECK: %[[KEY:.*]] = arith.addi %[[K0]], %{{.*}}
+// CHECK: %[[COL:.*]] = arith.divui %[[KEY]], %c16
+// CHECK: %[[ID:.*]] = memref.load %[[T]][%{{.*}}, %[[COL]]]
+// CHECK: %[[BLK:.*]] = arith.index_cast %[[ID]]
+// CHECK: %[[CL:.*]] = arith.minsi %[[BLK]], %[[LAST]]
+// CHECK: %[[B:.*]] = arith.maxsi %[[CL]], %c0
+// CHECK: %[[OFF:.*]] = arith.remui %[[KEY]], %c16
+// CHECK: memref.load %[[KP]][%[[B]], %{{.*}}, %[[OFF]], %{{.*}}]
+// CHECK: memref.load %[[T]]
+// CHECK: memref.load %[[VP]]
+// CHECK-NOT: kiln_kernel.attention
+func.func @paged(%q: memref<?x4x1x16xf32>, %kp: memref<?x2x16x16xf32>, %vp: memref<?x2x16x8xf32>, %m: memref<?x1x1x?xf32>,
+                 %table: memref<?x?xi64>, %n: index, %o: memref<?x4x1x8xf32>) {
+  kiln_kernel.attention %q, %kp, %vp mask %m : memref<?x1x1x?xf32> paged %table : memref<?x?xi64> keys %n into %o {scale = 0.25 : f32}
+      : memref<?x4x1x16xf32>, memref<?x2x16x16xf32>, memref<?x2x16x8xf32>, memref<?x4x1x8xf32>
+  return
+}
