@@ -168,10 +168,10 @@ mkdir -p "$dec"
 f32_pass=0 f32_fail=0 half_same=0 half_diff=0 half_err=0
 : > "$logs/decode-lines.txt"
 for lm in gpt2 llama; do
-  for v in fused unfused split fp16 bf16; do
+  for v in fused unfused split paged pagedsplit fp16 bf16; do
     for n in 1 2 3 4; do
-      # The long prompts (3, 4) for the split; the short ones (1, 2) for the rest.
-      if [ $v = split ]; then [ $n -ge 3 ] || continue; else [ $n -le 2 ] || continue; fi
+      # The long prompts (3, 4) for the splits; the short ones (1, 2) for the rest.
+      case $v in *split) [ $n -ge 3 ] || continue ;; *) [ $n -le 2 ] || continue ;; esac
       tag= decode $lm $v $n
       rc=$?
       f=$dec/$lm-$v-$n
@@ -193,8 +193,8 @@ for lm in gpt2 llama; do
     done
   done
 done
-[ $f32_fail = 0 ] && row "decoders f32 tokens = x86 (fused, unfused, split)" required $f32_pass $f32_fail pass ||
-  row "decoders f32 tokens = x86 (fused, unfused, split)" required $f32_pass $f32_fail FAIL
+[ $f32_fail = 0 ] && row "decoders f32 tokens = x86 (fused, unfused, split, paged)" required $f32_pass $f32_fail pass ||
+  row "decoders f32 tokens = x86 (fused, unfused, split, paged)" required $f32_pass $f32_fail FAIL
 row "decoders fp16/bf16 tokens = x86 f32" reported $half_same $((half_diff + half_err)) reported "$half_diff differ, $half_err errors"
 section "Decoding: greedy tokens against the x86 build (48 new tokens)"
 code < "$logs/decode-lines.txt"
@@ -243,8 +243,8 @@ set -- $(e2e_counts "$logs/pointer-check-own.log") 0 0
 pc_pass=$1 pc_fail=$2
 : > "$logs/pointer-check-decoders.txt"
 for lm in gpt2 llama; do
-  for v in fused unfused split; do
-    n=1; [ $v = split ] && n=3
+  for v in fused unfused split paged pagedsplit; do
+    n=1; case $v in *split) n=3 ;; esac
     tag=-pointers decode $lm $v $n KILN_CUDA_CHECK_POINTERS=1
     rc=$?
     if [ $rc = 0 ]; then pc_pass=$((pc_pass + 1)); echo "ok   $lm $v prompt $n"

@@ -14,7 +14,7 @@
 # (test/e2e/cuda_compile_pass.txt), each compiled for ARCH with its data sets (test/models/lm/* with
 # --kv-cache=false: their data sets are single calls in the "with past" layout, 7 inputs and the
 # present outputs, which a KV-cache artifact, taking kiln.past_length as an 8th input, cannot run);
-# the two test decoders in f32 (attention fused and unfused, keys split over blocks), fp16 and
+# the two test decoders in f32 (attention fused and unfused, keys split over blocks, paged caches), fp16 and
 # bf16, with the greedy tokens the x86 build gives for each prompt; the bench GPT in f32 and the
 # bench BERT in bf16 (attention fused), with ONNX Runtime's outputs; the large
 # decoder's graph (bench/gpu/make_large_decoder.py, TinyLlama-1.1B shapes; weights are regenerated
@@ -96,6 +96,10 @@ for lm in gpt2 llama; do
     build/bin/kiln-compile --quiet --kv-cache=true $cuda "$model" -o "$pack/lm/$lm-fused.kiln"
     build/bin/kiln-compile --quiet --kv-cache=true $cuda --gpu-attention=unfused "$model" -o "$pack/lm/$lm-unfused.kiln"
     build/bin/kiln-compile --quiet --kv-cache=true $cuda --gpu-attention-split-keys=128 "$model" -o "$pack/lm/$lm-split.kiln"
+    # Paged KV caches (blocks of 16): the fused kernel reading the pools through the block table.
+    build/bin/kiln-compile --quiet --kv-cache=true $cuda --kv-block-size=16 "$model" -o "$pack/lm/$lm-paged.kiln"
+    build/bin/kiln-compile --quiet --kv-cache=true $cuda --kv-block-size=16 --gpu-attention-split-keys=128 "$model" \
+      -o "$pack/lm/$lm-pagedsplit.kiln"
     build/bin/kiln-compile --quiet --kv-cache=true $cuda --precision=fp16 "$model" -o "$pack/lm/$lm-fp16.kiln"
     build/bin/kiln-compile --quiet --kv-cache=true $cuda --precision=bf16 "$model" -o "$pack/lm/$lm-bf16.kiln"
   }
