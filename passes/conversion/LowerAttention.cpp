@@ -157,6 +157,19 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
     ubs.push_back(blocks);
     // Split partials: the max and the sum [batch..., 2, split, query row] (one tensor: two
     // equal empty tensors would be one value after CSE) and acc [batch..., split, query row, dv].
+    // Keys read from a KV cache are at most its capacity, a size known when the run starts: the
+    // partials then have a slot for every split the capacity allows, so kiln-plan-memory places
+    // them in the arena and reuses the space layer after layer (sized by the run's own split
+    // count they would be heap buffers, each layer's held until the run ends: gigabytes for a
+    // long prefill of a large model).
+    Value keyBound;
+    if (paged) {
+      keyBound = arith::MulIOp::create(b, loc, dimValue(b, loc, pagedTable, 1), c(blockSize));
+    } else if (auto append = op.getKey().getDefiningOp<graph::KvCacheAppendOp>();
+               append && append.getAxis() == rank - 2) {
+      if (Value cache = rewriter.getRemappedValue(append.getCache()))
+        keyBound = dimValue(b, loc, cache, rank - 2);
+    }
     SmallVector<Value> partials;
     if (splitting) {
       ubs.push_back(splits);
@@ -168,9 +181,13 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
           shape.push_back(getConstantIntValue(dim).value_or(ShapedType::kDynamic));
         partials.push_back(emptyTensor(b, loc, RankedTensorType::get(shape, et), dims));
       };
-      Value partialRows = onOneSplit(c(0), sq);
-      partial({c(2), splits, partialRows});
-      partial({splits, partialRows, dv});
+      Value slots = splits, partialRows = onOneSplit(c(0), sq);
+      if (keyBound) {
+        slots = arith::MaxSIOp::create(b, loc, arith::CeilDivSIOp::create(b, loc, keyBound, c(splitKeys)), c(1));
+        partialRows = dimValue(b, loc, q, rank - 2); // >= sq, and unlike the mask's rows known at the start
+      }
+      partial({c(2), slots, partialRows});
+      partial({slots, partialRows, dv});
     }
     SmallVector<Value> outs = {init};
     outs.append(partials);

@@ -169,3 +169,29 @@ func.func @odd_head(%q: tensor<8x80x15xf32>, %k: tensor<8x80x15xf32>, %v: tensor
   %0 = graph.attention %q, %k, %v {scale = 0.258 : f32} : (tensor<8x80x15xf32>, tensor<8x80x15xf32>, tensor<8x80x15xf32>) -> tensor<8x80x15xf32>
   return %0 : tensor<8x80x15xf32>
 }
+
+// -----
+
+// Keys read from a KV cache: the partials have a slot for every split of the cache's capacity
+// (ceil(capacity / 512)) and a row for every row of the query (the mask's rows are not known until
+// it is computed), sizes known when the run starts (the
+// memory plan then places them in its arena and reuses the space from layer to layer); the work
+// items still take the run's own split count.
+// CHECK-LABEL: func @cached_keys
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<?x4x?x16xf32>, %[[CACHE:[a-z0-9]+]]: tensor<?x2x?x16xf32>
+// CHECK-DAG: %[[CAP:.*]] = tensor.dim %[[CACHE]], %c2
+// CHECK-DAG: %[[DQ:.*]] = tensor.dim %[[Q]], %c2
+// CHECK: %[[NS:.*]] = arith.ceildivsi %{{.*}}, %c512
+// CHECK: %[[SPLITS:.*]] = arith.maxsi %[[NS]], %c1
+// CHECK: %[[SLOTS0:.*]] = arith.ceildivsi %[[CAP]], %c512
+// CHECK: %[[SLOTS:.*]] = arith.maxsi %[[SLOTS0]], %c1
+// CHECK-DAG: tensor.empty(%{{.*}}, %[[SLOTS]], %[[DQ]]) : tensor<?x4x2x?x?xf32>
+// CHECK-DAG: tensor.empty(%{{.*}}, %[[SLOTS]], %[[DQ]]) : tensor<?x4x?x?x16xf32>
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}}, 4, %{{.*}}, %[[SPLITS]])
+func.func @cached_keys(%q: tensor<?x4x?x16xf32>, %cache: tensor<?x2x?x16xf32>, %vcache: tensor<?x2x?x16xf32>,
+                       %new: tensor<?x2x?x16xf32>, %pos: tensor<i64>, %m: tensor<?x1x?x?xf32>) -> tensor<?x4x?x16xf32> {
+  %k = graph.kv_cache_append %cache, %new, %pos {axis = 2 : i64} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<i64>) -> tensor<?x2x?x16xf32>
+  %v = graph.kv_cache_append %vcache, %new, %pos {axis = 2 : i64} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<i64>) -> tensor<?x2x?x16xf32>
+  %0 = graph.attention %q, %k, %v, %m {scale = 0.25 : f32} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x16xf32>
+  return %0 : tensor<?x4x?x16xf32>
+}
