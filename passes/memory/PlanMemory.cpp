@@ -100,8 +100,10 @@ std::string exprText(Value v, int depth = 0) {
     return binary("+");
   if (isa<arith::SubIOp>(def))
     return binary("-");
-  if (isa<arith::DivUIOp, arith::DivSIOp, arith::CeilDivSIOp, arith::CeilDivUIOp>(def))
+  if (isa<arith::DivUIOp, arith::DivSIOp>(def))
     return binary("/");
+  if (isa<arith::CeilDivSIOp, arith::CeilDivUIOp>(def))
+    return "ceil" + binary("/");
   if (isa<arith::MaxSIOp, arith::MaxUIOp>(def))
     return "max" + binary(",");
   if (isa<arith::MinSIOp, arith::MinUIOp>(def))
