@@ -39,6 +39,29 @@ int64_t staticSize(OpFoldResult size) {
   return ShapedType::kDynamic;
 }
 
+/// Keys and values that are paged views (kiln-kv-cache-in-place with a block size) of one block
+/// table along the key axis: their pools (remapped), the table and the pools' block size. Empty
+/// (no table) when they are not.
+struct PagedKeyValues {
+  Value kPool, vPool, table;
+  int64_t blockSize = 0;
+};
+PagedKeyValues pagedKeyValues(graph::AttentionOp op, ConversionPatternRewriter &rewriter, int64_t rank) {
+  auto kView = op.getKey().getDefiningOp<graph::KvCachePagedViewOp>();
+  auto vView = op.getValue().getDefiningOp<graph::KvCachePagedViewOp>();
+  if (!kView || !vView || kView.getAxis() != rank - 2 || vView.getAxis() != rank - 2 ||
+      kView.getBlockTable() != vView.getBlockTable())
+    return {};
+  PagedKeyValues p{rewriter.getRemappedValue(kView.getPool()), rewriter.getRemappedValue(vView.getPool()),
+                   rewriter.getRemappedValue(kView.getBlockTable())};
+  int64_t kb = p.kPool ? cast<RankedTensorType>(p.kPool.getType()).getDimSize(rank - 2) : 0;
+  int64_t vb = p.vPool ? cast<RankedTensorType>(p.vPool.getType()).getDimSize(rank - 2) : 0;
+  if (!p.table || kb <= 0 || kb != vb)
+    return {};
+  p.blockSize = kb;
+  return p;
+}
+
 /// The kernel, per work item (one query block of one batch/head):
 ///   m = -inf, l = 0, acc = 0   (per query row)
 ///   for each key tile:   S = Q K^T * scale + mask
@@ -66,20 +89,12 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
       return rewriter.notifyMatchFailure(op, "attention on non-float tensors");
     int64_t rank = qt.getRank(), nb = rank - 2;
     // Keys and values viewed from a paged KV cache: read from the pool (the write's result).
-    Value kPool, vPool, pagedTable;
-    int64_t keyTile = kKeyTile, blockSize = 0;
-    auto kView = op.getKey().getDefiningOp<graph::KvCachePagedViewOp>();
-    auto vView = op.getValue().getDefiningOp<graph::KvCachePagedViewOp>();
-    bool paged = kView && vView && rank == 4 && kView.getAxis() == rank - 2 && vView.getAxis() == rank - 2 &&
-                 kView.getBlockTable() == vView.getBlockTable();
+    PagedKeyValues pagedKV = rank == 4 ? pagedKeyValues(op, rewriter, rank) : PagedKeyValues();
+    Value kPool = pagedKV.kPool, vPool = pagedKV.vPool, pagedTable = pagedKV.table;
+    int64_t keyTile = kKeyTile, blockSize = pagedKV.blockSize;
+    const bool paged = static_cast<bool>(pagedTable);
     if (paged) {
-      kPool = rewriter.getRemappedValue(kView.getPool());
-      vPool = rewriter.getRemappedValue(vView.getPool());
-      pagedTable = rewriter.getRemappedValue(kView.getBlockTable());
-      int64_t kb = kPool ? cast<RankedTensorType>(kPool.getType()).getDimSize(rank - 2) : 0;
-      int64_t vb = vPool ? cast<RankedTensorType>(vPool.getType()).getDimSize(rank - 2) : 0;
-      paged = pagedTable && kb > 0 && kb == vb;
-      blockSize = paged ? kb : 0;
+      const int64_t kb = blockSize;
       // Blocks that divide the key tile (gathered into one tile: static, equal head sizes), or
       // that it divides, keep the contiguous cache's tiles, so paged decoding is bitwise the
       // contiguous one's; other sizes make a tile of one block.
@@ -751,21 +766,11 @@ struct AttentionToKernelPattern : OpConversionPattern<graph::AttentionOp> {
     // Keys and values viewed from a paged KV cache: the kernel reads the pools through the block
     // table, for the view's length of keys (its gathered copy is left dead).
     Value key = adaptor.getKey(), value = adaptor.getValue(), table, keyCount;
-    auto kView = op.getKey().getDefiningOp<graph::KvCachePagedViewOp>();
-    auto vView = op.getValue().getDefiningOp<graph::KvCachePagedViewOp>();
-    if (kView && vView && rank >= 3 && kView.getAxis() == rank - 2 && vView.getAxis() == rank - 2 &&
-        kView.getBlockTable() == vView.getBlockTable()) {
-      Value kPool = rewriter.getRemappedValue(kView.getPool()), vPool = rewriter.getRemappedValue(vView.getPool());
-      table = rewriter.getRemappedValue(kView.getBlockTable());
-      int64_t kb = kPool ? cast<RankedTensorType>(kPool.getType()).getDimSize(rank - 2) : 0;
-      int64_t vb = vPool ? cast<RankedTensorType>(vPool.getType()).getDimSize(rank - 2) : 0;
-      if (table && kb > 0 && kb == vb && !ShapedType::isDynamic(kb)) {
-        keyCount = dimValue(rewriter, loc, adaptor.getKey(), rank - 2);
-        key = kPool;
-        value = vPool;
-      } else {
-        table = Value();
-      }
+    if (PagedKeyValues paged = rank >= 3 ? pagedKeyValues(op, rewriter, rank) : PagedKeyValues(); paged.table) {
+      keyCount = dimValue(rewriter, loc, adaptor.getKey(), rank - 2);
+      key = paged.kPool;
+      value = paged.vPool;
+      table = paged.table;
     }
     auto kernelOp = kernel::AttentionOp::create(rewriter, loc, TypeRange{init.getType()}, adaptor.getQuery(), key,
                                                 value, adaptor.getMask(), table, keyCount, init, op.getScaleAttr());
