@@ -94,15 +94,14 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
     int64_t keyTile = kKeyTile, blockSize = pagedKV.blockSize;
     const bool paged = static_cast<bool>(pagedTable);
     if (paged) {
-      const int64_t kb = blockSize;
       // Blocks that divide the key tile (gathered into one tile: static, equal head sizes), or
       // that it divides, keep the contiguous cache's tiles, so paged decoding is bitwise the
       // contiguous one's; other sizes make a tile of one block.
       const int64_t width = kt.getDimSize(rank - 1);
-      const bool gatherable = kKeyTile % kb == 0 && width != ShapedType::kDynamic &&
+      const bool gatherable = kKeyTile % blockSize == 0 && width != ShapedType::kDynamic &&
                               width == vt.getDimSize(rank - 1) && width == qt.getDimSize(rank - 1);
-      if (paged && kb % kKeyTile != 0 && !gatherable)
-        keyTile = kb;
+      if (blockSize % kKeyTile != 0 && !gatherable)
+        keyTile = blockSize;
     }
     // Small blocks: a key tile gathers kKeyTile / block blocks into a scratch tile.
     const bool gatherTiles = paged && blockSize < keyTile;

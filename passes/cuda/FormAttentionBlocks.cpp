@@ -189,19 +189,26 @@ struct AttentionLowering {
     return idx;
   }
   Value negInf() { return fc(-std::numeric_limits<double>::infinity()); }
-  /// Element `col` of key (or value) row `key` of `buffer` for the batch indices `batch`: the
-  /// row itself, or, paged, the row's block (named by the table, clamped into the pool) at
-  /// offset key % block.
-  Value loadRow(Value buffer, ArrayRef<Value> batch, Value key, Value col) {
-    if (!table)
-      return load(buffer, at(batch, key, col));
+  /// Where key (or value) row `key` for the batch indices `batch` lies, all indices but the
+  /// column: the row itself, or, paged, the row's block (named by the table, clamped into the
+  /// pool) at offset key % block. Computed once per row, outside the loops over its columns.
+  SmallVector<Value> rowAt(ArrayRef<Value> batch, Value key) {
+    SmallVector<Value> idx(batch);
+    if (!table) {
+      idx.push_back(key);
+      return idx;
+    }
     Value blockCol = arith::DivUIOp::create(b, loc, key, c(blockSize));
     Value id = memref::LoadOp::create(b, loc, table, ValueRange{batch[0], blockCol});
     Value blk = arith::IndexCastOp::create(b, loc, b.getIndexType(), id);
-    blk = arith::MaxSIOp::create(b, loc, minIdx(blk, lastBlock), c(0));
-    SmallVector<Value> idx = {blk};
-    idx.append(batch.begin() + 1, batch.end());
-    idx.append({arith::RemUIOp::create(b, loc, key, c(blockSize)), col});
+    idx[0] = arith::MaxSIOp::create(b, loc, minIdx(blk, lastBlock), c(0));
+    idx.push_back(arith::RemUIOp::create(b, loc, key, c(blockSize)));
+    return idx;
+  }
+  /// Element `col` of the row at `row` (rowAt's indices).
+  Value loadAt(Value buffer, ArrayRef<Value> row, Value col) {
+    SmallVector<Value> idx(row);
+    idx.push_back(col);
     return load(buffer, idx);
   }
   /// Stores an f32 result into `out`, rounded to its element type.
@@ -317,13 +324,14 @@ struct AttentionLowering {
             b.setInsertionPointToStart(score.elseBlock());
             scf::YieldOp::create(b, loc, negInf());
             b.setInsertionPointToStart(score.thenBlock());
+            SmallVector<Value> kRow = rowAt(pl.kIdx, key);
             auto dot = scf::ForOp::create(b, loc, zero, c(d), one, ValueRange{fc(0.0)});
             {
               OpBuilder::InsertionGuard g2(b);
               b.setInsertionPointToStart(dot.getBody());
               Value col = dot.getInductionVar();
               Value qv = memref::LoadOp::create(b, loc, qs, ValueRange{r, col});
-              Value kv = loadRow(k, pl.kIdx, key, col);
+              Value kv = loadAt(k, kRow, col);
               scf::YieldOp::create(b, loc, ValueRange{math::FmaOp::create(b, loc, qv, kv, dot.getRegionIterArg(0))});
             }
             Value sc = dot.getResult(0);
@@ -362,7 +370,7 @@ struct AttentionLowering {
               b.setInsertionPointToStart(pv.getBody());
               Value j = pv.getInductionVar();
               Value pj = memref::LoadOp::create(b, loc, p, ValueRange{r, j});
-              Value vj = loadRow(v, pl.vIdx, arith::AddIOp::create(b, loc, k0, j), e);
+              Value vj = loadAt(v, rowAt(pl.vIdx, arith::AddIOp::create(b, loc, k0, j)), e);
               scf::YieldOp::create(b, loc, ValueRange{math::FmaOp::create(b, loc, pj, vj, pv.getRegionIterArg(0))});
             }
             memref::StoreOp::create(b, loc, pv.getResult(0), acc, ValueRange{r, e});
