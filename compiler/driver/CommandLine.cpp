@@ -94,6 +94,10 @@ cl::opt<bool> channelsLast("channels-last",
                            cl::desc("x86: run 2-D convolutions channels-last (NHWC), layout changes only at the "
                                     "edges of conv segments (default true; false: NCHW, to compare or bisect)"),
                            cl::init(true), cl::cat(category));
+cl::opt<int64_t> winogradTile("winograd",
+                              cl::desc("x86: compute 3x3 stride-1 channels-last convolutions with Winograd's "
+                                       "F(m x m, 3x3), m = 2 or 4 (default 2); 0: direct (to compare or bisect)"),
+                              cl::init(2), cl::cat(category));
 cl::opt<bool> printLayouts("print-layouts",
                            cl::desc("x86: print each convolution's layout (NHWC or NCHW and why) and the layout "
                                     "changes left"),
@@ -211,6 +215,7 @@ CompileOptions parseCommandLine(int argc, char **argv, const char *version, bool
   o.printMemoryPlan = printMemoryPlan;
   o.channelsLast = channelsLast;
   o.printLayouts = printLayouts;
+  o.winogradTile = winogradTile;
   o.quantize = quantize;
   o.quantizeGroup = quantizeGroup;
   o.quantizeScale = quantizeScale;

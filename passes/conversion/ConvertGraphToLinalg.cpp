@@ -36,6 +36,7 @@ struct ConvertGraphToLinalgPass
     populateNnLoweringPatterns(patterns, rowVectorReductions, vectorBits);
     populateShapeLoweringPatterns(patterns);
     populateResizeLoweringPatterns(patterns);
+    populateWinogradLoweringPatterns(patterns, vectorBits);
     populateScatterGatherLoweringPatterns(patterns);
     populateAttentionLoweringPatterns(patterns, gpuAttention);
     populateRuntimeOperandLoweringPatterns(patterns);

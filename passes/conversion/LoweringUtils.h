@@ -141,6 +141,7 @@ void populateContractionLoweringPatterns(mlir::RewritePatternSet &patterns, bool
 void populateNnLoweringPatterns(mlir::RewritePatternSet &patterns, bool rowVectors = false, int64_t vectorBits = 256);
 void populateShapeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateResizeLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateWinogradLoweringPatterns(mlir::RewritePatternSet &patterns, int64_t vectorBits);
 void populateScatterGatherLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// `gpuAttention`: where the GPU kernel applies, graph.attention becomes kiln_kernel.attention.
 void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns, bool gpuAttention);

@@ -368,12 +368,6 @@ Value productConvTranspose(OpBuilder &b, graph::ConvTransposeOp op, std::string 
   return transposeOf(b, loc, out, kToNchw);
 }
 
-std::string nodeName(Location loc) {
-  llvm::SetVector<StringRef> names;
-  collectNodeNames(loc, names);
-  return names.empty() ? std::string("(unnamed)") : names.front().str();
-}
-
 struct ChannelsLastPass : impl::ChannelsLastPassBase<ChannelsLastPass> {
   using ChannelsLastPassBase::ChannelsLastPassBase;
 

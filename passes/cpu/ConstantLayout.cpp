@@ -80,20 +80,25 @@ Value permutedConstant(OpBuilder &b, Value value, ArrayRef<int64_t> perm, String
   // `viewAs`: the permuted elements under another shape of the same size.
   auto outType = RankedTensorType::get(viewAs.empty() ? outDims : SmallVector<int64_t>(viewAs),
                                        type.getElementType());
+  return constantLike(b, constant, outType, data, suffix);
+}
+
+Value constantLike(OpBuilder &b, graph::ConstantOp like, RankedTensorType type, ArrayRef<char> data,
+                   StringRef suffix) {
   Attribute attr;
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(constant.getValue())) {
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(like.getValue())) {
     std::string key = (resource.getRawHandle().getKey() + suffix).str();
     attr = DenseResourceElementsAttr::get(
-        outType, key, HeapAsmResourceBlob::allocateAndCopyWithAlign(data, 64, /*dataIsMutable=*/false));
+        type, key, HeapAsmResourceBlob::allocateAndCopyWithAlign(data, 64, /*dataIsMutable=*/false));
   } else {
     bool splat = false;
-    if (!DenseElementsAttr::isValidRawBuffer(outType, data, splat))
+    if (!DenseElementsAttr::isValidRawBuffer(type, data, splat))
       return {};
-    attr = DenseElementsAttr::getFromRawBuffer(outType, data);
+    attr = DenseElementsAttr::getFromRawBuffer(type, data);
   }
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(constant);
-  return graph::ConstantOp::create(b, constant.getLoc(), cast<ElementsAttr>(attr));
+  b.setInsertionPoint(like);
+  return graph::ConstantOp::create(b, like.getLoc(), cast<ElementsAttr>(attr));
 }
 
 } // namespace kiln

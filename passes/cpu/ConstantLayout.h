@@ -2,6 +2,8 @@
 #ifndef KILN_PASSES_CPU_CONSTANTLAYOUT_H
 #define KILN_PASSES_CPU_CONSTANTLAYOUT_H
 
+#include "dialects/graph/IR/Graph.h"
+
 #include "mlir/IR/Builders.h"
 
 namespace kiln {
@@ -17,6 +19,12 @@ llvm::SmallVector<int64_t> permuted(llvm::ArrayRef<int64_t> dims, llvm::ArrayRef
 /// is not a readable constant.
 mlir::Value permutedConstant(mlir::OpBuilder &b, mlir::Value value, llvm::ArrayRef<int64_t> perm,
                              llvm::StringRef suffix, llvm::ArrayRef<int64_t> viewAs = {}, int64_t padLast = 0);
+
+/// A new graph.constant of `type` holding `data` (row-major), placed beside
+/// `like` and stored as `like` is: a resource (its key + `suffix`) or dense
+/// elements. Null when `data` does not fit `type`.
+mlir::Value constantLike(mlir::OpBuilder &b, graph::ConstantOp like, mlir::RankedTensorType type,
+                         llvm::ArrayRef<char> data, llvm::StringRef suffix);
 
 } // namespace kiln
 

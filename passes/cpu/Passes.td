@@ -245,6 +245,27 @@ def ChannelsLastPass : Pass<"kiln-channels-last", "::mlir::ModuleOp"> {
   ];
 }
 
+def WinogradConvsPass : Pass<"kiln-winograd-convs", "::mlir::ModuleOp"> {
+  let summary = "Compute 3x3 stride-1 channels-last convolutions with Winograd's F(m x m, 3 x 3)";
+  let description = [{
+    Each f32 graph.nhwc_conv of group 1 with a constant [3, 3, C, K] weight,
+    unit strides and dilations, static sizes, C and K multiples of 8 and at
+    least `min-channels`, and at least `min-tiles` output tiles becomes
+    graph.winograd_input -> (tile + 2)^2 graph.matmul by the transformed
+    weights G g G^T (computed here, at compile time) -> graph.winograd_output
+    (bias included): (tile + 2)^2 multiply-adds per tile and channel pair
+    instead of 9 tile^2. With `print`, lists each 3x3 convolution's form and
+    why one stays direct. Runs after kiln-channels-last and before
+    kiln-outline-weights, while weights are constants.
+  }];
+  let options = [
+    Option<"tile", "tile", "int64_t", "2", "Output tile size m of F(m x m, 3 x 3): 2 or 4">,
+    Option<"minChannels", "min-channels", "int64_t", "32", "Fewest input and output channels">,
+    Option<"minTiles", "min-tiles", "int64_t", "1", "Fewest output tiles (smaller maps stay direct)">,
+    Option<"print", "print", "bool", "false", "Print each 3x3 convolution's form">
+  ];
+}
+
 def ConstantGemmToMatmulPass : Pass<"kiln-constant-gemm-to-matmul", "::mlir::ModuleOp"> {
   let summary = "Rewrite a Gemm with a constant B as a product with a [K, N] constant and a bias add";
   let description = [{

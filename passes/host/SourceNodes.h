@@ -5,6 +5,8 @@
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <string>
+
 namespace kiln {
 
 inline void collectNodeNames(mlir::Location loc, llvm::SetVector<llvm::StringRef> &names) {
@@ -13,6 +15,13 @@ inline void collectNodeNames(mlir::Location loc, llvm::SetVector<llvm::StringRef
       names.insert(nl.getName().getValue());
     return mlir::WalkResult::advance();
   });
+}
+
+/// The first ONNX node name in `loc`, or "(unnamed)": how a report names an op.
+inline std::string nodeName(mlir::Location loc) {
+  llvm::SetVector<llvm::StringRef> names;
+  collectNodeNames(loc, names);
+  return names.empty() ? std::string("(unnamed)") : names.front().str();
 }
 
 } // namespace kiln

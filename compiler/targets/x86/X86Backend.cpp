@@ -65,6 +65,12 @@ public:
           ChannelsLastPassOptions layout;
           layout.print = options.printLayouts;
           p.addPass(createChannelsLastPass(layout));
+          if (options.winogradTile) {
+            WinogradConvsPassOptions winograd;
+            winograd.tile = options.winogradTile;
+            winograd.print = options.printLayouts;
+            p.addPass(createWinogradConvsPass(winograd));
+          }
         }
       };
       addGraphPhase(pm, options, steps);

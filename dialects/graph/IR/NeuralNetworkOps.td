@@ -179,6 +179,48 @@ def Graph_NhwcConvOp : Graph_Op<"nhwc_conv"> {
   let results = (outs AnyRankedTensor:$result);
 }
 
+def Graph_WinogradInputOp : Graph_Op<"winograd_input"> {
+  let summary = "Winograd F(m x m, 3 x 3) input transform of a channels-last tensor";
+  let description = [{
+    The first step of a 3x3 stride-1 convolution computed with Winograd's
+    minimal filtering (kiln-winograd-convs). The output [OH, OW] of the
+    convolution with `pads` (begin H, W then end H, W) is cut into tiles of
+    `tile` x `tile` positions (m = 2 or 4; the last row and column of tiles
+    may reach past OH, OW). Tile (ty, tx) reads the a x a window (a = m + 2)
+    of the zero-padded input d[i][j] = x[n, m*ty + i - pads[0], m*tx + j -
+    pads[1], c] and gives V = B^T d B (B as in `dialects/graph/IR/Winograd.h`).
+    Result e = e1 * a + e2 is V[e1][e2] of every tile: [N, TH * TW, C],
+    tiles row by row (TH = ceil(OH / m), TW = ceil(OW / m)). Static H, W, C.
+
+    ```mlir
+    %v:16 = graph.winograd_input %x {tile = 2 : i64, pads = array<i64: 1, 1, 1, 1>}
+        : (tensor<1x8x8x32xf32>) -> (tensor<1x16x32xf32>, ...)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$tile, DenseI64ArrayAttr:$pads);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+}
+
+def Graph_WinogradOutputOp : Graph_Op<"winograd_output", [AttrSizedOperandSegments]> {
+  let summary = "Winograd F(m x m, 3 x 3) output transform: tiles back to a channels-last tensor";
+  let description = [{
+    The last step of graph.winograd_input's convolution: `products` are the
+    a x a element-wise products M[e1][e2] of every tile ([N, TH * TW, K]
+    each: the transformed input times the transformed weight U = G g G^T,
+    contracted over the input channels), and the output is Y = A^T M A per
+    tile, cut to `height` x `width` positions, plus the optional `bias` [K]:
+    [N, height, width, K].
+
+    ```mlir
+    %y = graph.winograd_output %m0, ..., %m15, %b {tile = 2 : i64, height = 8 : i64, width = 8 : i64}
+        : (tensor<1x16x48xf32>, ..., tensor<48xf32>) -> tensor<1x8x8x48xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$products, Optional<AnyRankedTensor>:$bias,
+                   I64Attr:$tile, I64Attr:$height, I64Attr:$width);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 def Graph_ConvTransposeOp : Graph_Op<"conv_transpose"> {
   let summary = "N-D transposed convolution (weight [C_in, C_out/group, k...])";
   let description = [{

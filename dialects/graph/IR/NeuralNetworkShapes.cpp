@@ -1,5 +1,6 @@
 // Result types of the contraction and neural-network graph ops (NeuralNetworkOps.td).
 #include "dialects/graph/IR/ShapeInference.h"
+#include "dialects/graph/IR/Winograd.h"
 
 using namespace mlir;
 using namespace kiln::graph::detail;
@@ -286,6 +287,54 @@ LogicalResult NhwcConvOp::inferReturnTypes(MLIRContext *, std::optional<Location
                                     false));
   out.push_back(cout);
   types.push_back(RankedTensorType::get(out, x.getElementType()));
+  return success();
+}
+
+/// Tiles of `tile` positions that cover `size` outputs.
+static int64_t tileCount(int64_t size, int64_t tile) { return (size + tile - 1) / tile; }
+
+LogicalResult WinogradInputOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  int64_t tile = adaptor.getTile();
+  ArrayRef<int64_t> pads = adaptor.getPads();
+  if (!winograd::supportedTile(tile))
+    return fail(loc, "winograd_input tile must be 2 or 4, not " + Twine(tile));
+  if (x.getRank() != 4 || x.isDynamicDim(1) || x.isDynamicDim(2) || x.isDynamicDim(3))
+    return fail(loc, "winograd_input takes an [N, H, W, C] tensor of static H, W, C");
+  if (pads.size() != 4 || llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+    return fail(loc, "winograd_input needs 4 non-negative pads");
+  int64_t oh = x.getDimSize(1) + pads[0] + pads[2] - 2, ow = x.getDimSize(2) + pads[1] + pads[3] - 2;
+  if (oh < 1 || ow < 1)
+    return fail(loc, "winograd_input's 3x3 window does not fit the padded input");
+  int64_t a = tile + 2;
+  auto type = RankedTensorType::get({x.getDimSize(0), tileCount(oh, tile) * tileCount(ow, tile), x.getDimSize(3)},
+                                    x.getElementType());
+  types.append(a * a, type);
+  return success();
+}
+
+LogicalResult WinogradOutputOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &types) {
+  int64_t tile = adaptor.getTile(), height = adaptor.getHeight(), width = adaptor.getWidth();
+  if (!winograd::supportedTile(tile))
+    return fail(loc, "winograd_output tile must be 2 or 4, not " + Twine(tile));
+  if (height < 1 || width < 1)
+    return fail(loc, "winograd_output needs a positive height and width");
+  ValueRange products = adaptor.getProducts();
+  if ((int64_t)products.size() != (tile + 2) * (tile + 2))
+    return fail(loc, "winograd_output takes " + Twine((tile + 2) * (tile + 2)) + " products, not " +
+                         Twine(products.size()));
+  auto m = rankedType(products[0]);
+  int64_t tiles = tileCount(height, tile) * tileCount(width, tile);
+  if (m.getRank() != 3 || m.getDimSize(1) != tiles || m.isDynamicDim(2))
+    return fail(loc, "winograd_output's products must be [N, " + Twine(tiles) + ", K] of static K");
+  for (Value p : products)
+    if (p.getType() != m)
+      return fail(loc, "winograd_output's products must all have one type");
+  if (failed(checkConvBias(loc, adaptor.getBias(), m.getDimSize(2))))
+    return failure();
+  types.push_back(RankedTensorType::get({m.getDimSize(0), height, width, m.getDimSize(2)}, m.getElementType()));
   return success();
 }
 

@@ -1,0 +1,176 @@
+// Computes the 3x3 stride-1 channels-last convolutions of x86 programs with Winograd's minimal
+// filtering F(m x m, 3 x 3): fewer multiply-adds per output than any direct or implicit-GEMM form.
+//
+// The implicit-GEMM convolution already runs its products near the core's multiply-add peak
+// (docs/performance.md: resnet's 3x3 convolutions at 200-220 GFLOP/s of about 230), so the way
+// to a faster 3x3 convolution is fewer multiply-adds. Per a x a input tile (a = m + 2) and
+// channel pair, F(m x m, 3 x 3) needs a^2 of them for m^2 outputs where the direct form needs
+// 9 m^2: 2.25x fewer for m = 2, 4x for m = 4. The rewrite, for a graph.nhwc_conv of group 1,
+// a constant [3, 3, C, K] weight and unit strides and dilations:
+//   %v:a^2 = graph.winograd_input %x            // B^T d B per tile: [N, tiles, C] each
+//   %p_e  = graph.matmul %v_e, %U_e             // a^2 products [N, tiles, C] x [C, K]
+//   %y    = graph.winograd_output %p..., %bias  // A^T M A per tile, + bias: [N, OH, OW, K]
+// with U = G g G^T computed here, at compile time (a^2 constants [C, K] that
+// kiln-pack-matmul-weights then stores as column panels, like any product's weight). The
+// products are the packed product's tiles and microkernel: nothing new runs the multiply-adds.
+//
+// The transforms cost a few additions per tile and channel, which the K (or C) channels of
+// the product share, so a convolution with few channels gains nothing; the transformed weights
+// are a^2 / 9 times the original (1.8x for m = 2), which a convolution on a small map, bound by
+// streaming its weights rather than by its multiply-adds, pays for in memory traffic. Both limits
+// are options (`min-channels`, `min-tiles`).
+#include "passes/cpu/ConstantLayout.h"
+#include "passes/cpu/Passes.h"
+#include "passes/host/SourceNodes.h"
+
+#include "dialects/graph/IR/Graph.h"
+#include "dialects/graph/IR/Winograd.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+
+namespace kiln {
+#define GEN_PASS_DEF_WINOGRADCONVSPASS
+#include "passes/cpu/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Why `conv` keeps its direct form, or "" when F(tile x tile, 3x3) computes it.
+std::string refusal(graph::NhwcConvOp conv, int64_t tile, int64_t minChannels, int64_t minTiles) {
+  auto x = cast<RankedTensorType>(conv.getInput().getType());
+  auto w = cast<RankedTensorType>(conv.getWeight().getType());
+  auto y = cast<RankedTensorType>(conv.getType());
+  if (!x.getElementType().isF32() || y.isDynamicDim(1) || y.isDynamicDim(2))
+    return "not f32 of static spatial sizes";
+  if (x.isDynamicDim(1) || x.isDynamicDim(2) || x.isDynamicDim(3))
+    return "input of dynamic sizes";
+  if (conv.getGroup() != 1)
+    return "grouped";
+  if (!w.hasStaticShape() || w.getDimSize(0) != 3 || w.getDimSize(1) != 3)
+    return "not a 3x3 window";
+  if (llvm::any_of(conv.getStrides(), [](int64_t s) { return s != 1; }))
+    return "strided";
+  if (llvm::any_of(conv.getDilations(), [](int64_t d) { return d != 1; }))
+    return "dilated";
+  if (!conv.getWeight().getDefiningOp<graph::ConstantOp>())
+    return "weight not a constant";
+  int64_t c = w.getDimSize(2), k = w.getDimSize(3);
+  // The transforms run on vectors of 8 or 16 channels.
+  if (c % 8 != 0 || k % 8 != 0)
+    return "channels not a multiple of 8";
+  if (c < minChannels || k < minChannels)
+    return "fewer than " + std::to_string(minChannels) + " channels";
+  int64_t tiles = ceilDiv(y.getDimSize(1), tile) * ceilDiv(y.getDimSize(2), tile);
+  if (tiles < minTiles)
+    return std::to_string(tiles) + " tiles, fewer than " + std::to_string(minTiles);
+  return "";
+}
+
+/// The a^2 transformed weights U[e1][e2] = (G g G^T)[e1][e2] of a constant HWIO weight
+/// [3, 3, C, K], each [C, K], or an empty vector when the weight cannot be read.
+SmallVector<Value> transformedWeights(OpBuilder &b, Value weight, const graph::winograd::Matrices &t) {
+  auto constant = weight.getDefiningOp<graph::ConstantOp>();
+  auto type = cast<RankedTensorType>(weight.getType());
+  std::vector<char> scratch;
+  ArrayRef<char> bytes;
+  if (!graph::constantBytes(constant.getValue(), scratch, bytes) ||
+      bytes.size() != sizeof(float) * type.getNumElements())
+    return {};
+  int64_t c = type.getDimSize(2), k = type.getDimSize(3), ck = c * k, a = t.a;
+  std::vector<float> g(9 * ck);
+  std::memcpy(g.data(), bytes.data(), bytes.size());
+  // Per channel pair: (G g) [a][3], then (G g) G^T [a][a], in double.
+  std::vector<std::vector<float>> u(a * a, std::vector<float>(ck));
+  for (int64_t p = 0; p < ck; ++p) {
+    double gg[6][3] = {};
+    for (int64_t e = 0; e < a; ++e)
+      for (int64_t j = 0; j < 3; ++j)
+        for (int64_t i = 0; i < 3; ++i)
+          gg[e][j] += t.g[e * 3 + i] * double(g[(i * 3 + j) * ck + p]);
+    for (int64_t e1 = 0; e1 < a; ++e1)
+      for (int64_t e2 = 0; e2 < a; ++e2) {
+        double v = 0;
+        for (int64_t j = 0; j < 3; ++j)
+          v += gg[e1][j] * t.g[e2 * 3 + j];
+        u[e1 * a + e2][p] = float(v);
+      }
+  }
+  auto outType = RankedTensorType::get({c, k}, b.getF32Type());
+  SmallVector<Value> weights;
+  for (int64_t e = 0; e < a * a; ++e) {
+    ArrayRef<char> data(reinterpret_cast<const char *>(u[e].data()), ck * sizeof(float));
+    Value v = constantLike(b, constant, outType, data, ".winograd" + std::to_string(e));
+    if (!v)
+      return {};
+    weights.push_back(v);
+  }
+  return weights;
+}
+
+struct WinogradConvsPass : impl::WinogradConvsPassBase<WinogradConvsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (!graph::winograd::supportedTile(tile)) {
+      getOperation().emitError("kiln-winograd-convs: tile must be 2 or 4, not ") << tile;
+      return signalPassFailure();
+    }
+    graph::winograd::Matrices t = graph::winograd::matrices(tile);
+    std::vector<std::string> report;
+    SmallVector<graph::NhwcConvOp> convs;
+    getOperation().walk([&](graph::NhwcConvOp conv) { convs.push_back(conv); });
+    OpBuilder b(&getContext());
+    for (graph::NhwcConvOp conv : convs) {
+      std::string name = nodeName(conv.getLoc());
+      // Only 3x3 windows are candidates: the others are not worth a line.
+      auto w = cast<RankedTensorType>(conv.getWeight().getType());
+      bool candidate = w.getRank() == 4 && w.getDimSize(0) == 3 && w.getDimSize(1) == 3;
+      std::string why = refusal(conv, tile, minChannels, minTiles);
+      if (why.empty()) {
+        b.setInsertionPoint(conv);
+        SmallVector<Value> weights = transformedWeights(b, conv.getWeight(), t);
+        if (weights.empty())
+          why = "weight not readable";
+        else
+          rewrite(b, conv, weights);
+      }
+      if (candidate)
+        report.push_back(name + ": " + (why.empty() ? "F(" + std::to_string(tile) + "x" + std::to_string(tile) +
+                                                          ", 3x3)"
+                                                    : "direct (" + why + ")"));
+    }
+    if (!print)
+      return;
+    llvm::outs() << "winograd convolutions:\n";
+    for (const std::string &line : report)
+      llvm::outs() << "  " << line << "\n";
+  }
+
+  void rewrite(OpBuilder &b, graph::NhwcConvOp conv, ArrayRef<Value> weights) {
+    Location loc = conv.getLoc();
+    auto y = cast<RankedTensorType>(conv.getType());
+    auto input = graph::WinogradInputOp::create(b, loc, conv.getInput(), b.getI64IntegerAttr(tile), conv.getPadsAttr());
+    SmallVector<Value> products;
+    for (auto [v, u] : llvm::zip(input.getResults(), weights))
+      products.push_back(graph::MatMulOp::create(b, loc, v, u));
+    Value out = graph::WinogradOutputOp::create(b, loc, products, conv.getBias(), b.getI64IntegerAttr(tile),
+                                                b.getI64IntegerAttr(y.getDimSize(1)),
+                                                b.getI64IntegerAttr(y.getDimSize(2)));
+    Operation *weight = conv.getWeight().getDefiningOp();
+    conv.replaceAllUsesWith(out);
+    conv.erase();
+    // The direct weight, read by nothing now, would otherwise still be outlined and stored.
+    if (weight->use_empty())
+      weight->erase();
+  }
+};
+
+} // namespace
+} // namespace kiln
