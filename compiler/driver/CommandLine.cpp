@@ -95,9 +95,10 @@ cl::opt<bool> channelsLast("channels-last",
                                     "edges of conv segments (default true; false: NCHW, to compare or bisect)"),
                            cl::init(true), cl::cat(category));
 cl::opt<int64_t> winogradTile("winograd",
-                              cl::desc("x86: compute 3x3 stride-1 channels-last convolutions with Winograd's "
-                                       "F(m x m, 3x3), m = 2 or 4 (default 2); 0: direct (to compare or bisect)"),
-                              cl::init(2), cl::cat(category));
+                              cl::desc("x86: compute 3x3 stride-1 channels-last convolutions on maps of 49 "
+                                       "tiles or more with Winograd's F(m x m, 3x3), m up to this: 2 or 4 (default "
+                                       "4); 0: direct (to compare or bisect)"),
+                              cl::init(4), cl::cat(category));
 cl::opt<bool> printLayouts("print-layouts",
                            cl::desc("x86: print each convolution's layout (NHWC or NCHW and why) and the layout "
                                     "changes left"),

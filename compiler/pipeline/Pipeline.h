@@ -66,8 +66,8 @@ struct PipelineOptions {
   bool channelsLast = true;
   bool printLayouts = false;
   /// x86: 3x3 stride-1 channels-last convolutions as Winograd F(m x m, 3 x 3)
-  /// with m = `winogradTile` (kiln-winograd-convs); 0: direct.
-  int64_t winogradTile = 2;
+  /// with m up to `winogradTile` (kiln-winograd-convs); 0: direct.
+  int64_t winogradTile = 4;
   /// Weight-only quantization of matrix-product weights (kiln-quantize-weights):
   /// int8 per output channel, int4 per group of `quantizeGroup` along K; weights or nodes whose
   /// name contains one of `quantizeKeep` stay in f32.

@@ -20,25 +20,38 @@ using namespace kiln::graph;
 namespace kiln {
 namespace {
 
+/// acc + c * v (c * v without `acc`), as an addition or subtraction for c = +-1.
+Value combineTerm(OpBuilder &b, Location loc, Value acc, double c, Value v,
+                  const std::function<Value(double)> &splat) {
+  if (!acc)
+    return c == 1 ? v : c == -1 ? arith::NegFOp::create(b, loc, v).getResult() : arith::MulFOp::create(b, loc, v, splat(c));
+  if (c == 1)
+    return arith::AddFOp::create(b, loc, acc, v);
+  if (c == -1)
+    return arith::SubFOp::create(b, loc, acc, v);
+  return vector::FMAOp::create(b, loc, v, splat(c), acc);
+}
+
 /// sum_k coeffs[k * stride] * values[k] over the nonzero coefficients (at least one).
 Value combine(OpBuilder &b, Location loc, const double *coeffs, int64_t stride, ArrayRef<Value> values) {
   auto type = cast<VectorType>(values[0].getType());
-  auto splat = [&](double c) -> Value {
+  std::function<Value(double)> splat = [&](double c) -> Value {
     return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), c)));
   };
-  Value acc;
+  // Started from a positive term where there is one: b - a, not -a + b.
+  int64_t n = values.size(), start = -1;
+  for (int64_t k = 0; k < n && start < 0; ++k)
+    if (coeffs[k * stride] > 0)
+      start = k;
+  for (int64_t k = 0; k < n && start < 0; ++k)
+    if (coeffs[k * stride] != 0)
+      start = k;
+  Value acc = combineTerm(b, loc, Value(), coeffs[start * stride], values[start], splat);
   for (auto [k, v] : llvm::enumerate(values)) {
     double c = coeffs[k * stride];
-    if (c == 0)
+    if (c == 0 || (int64_t)k == start)
       continue;
-    if (!acc)
-      acc = c == 1 ? v : c == -1 ? arith::NegFOp::create(b, loc, v).getResult() : arith::MulFOp::create(b, loc, v, splat(c));
-    else if (c == 1)
-      acc = arith::AddFOp::create(b, loc, acc, v);
-    else if (c == -1)
-      acc = arith::SubFOp::create(b, loc, acc, v);
-    else
-      acc = vector::FMAOp::create(b, loc, v, splat(c), acc);
+    acc = combineTerm(b, loc, acc, c, v, splat);
   }
   return acc;
 }
@@ -111,9 +124,9 @@ struct WinogradInputPattern : OpConversionPattern<WinogradInputOp> {
       inits.push_back(emptyTensor(rewriter, loc, cast<RankedTensorType>(type), {batch, index(rewriter, loc, th * tw),
                                                                                  index(rewriter, loc, channels)}));
     auto vecType = VectorType::get({lanes}, et);
-    auto forall = scf::ForallOp::create(rewriter, loc, ArrayRef<OpFoldResult>{OpFoldResult(batch),
-                                                                              rewriter.getIndexAttr(th)},
-                                        inits, std::nullopt);
+    auto forall = scf::ForallOp::create(
+        rewriter, loc, ArrayRef<OpFoldResult>{tensor::getMixedSize(rewriter, loc, x, 0), rewriter.getIndexAttr(th)},
+        inits, std::nullopt);
     OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
     Value n = forall.getInductionVars()[0], ty = forall.getInductionVars()[1];
     Value first = arith::MulIOp::create(fb, loc, ty, index(fb, loc, tw));
@@ -188,8 +201,9 @@ struct WinogradOutputPattern : OpConversionPattern<WinogradOutputOp> {
     auto vecType = VectorType::get({lanes}, et);
     Value zero = scalarConstant(rewriter, loc, et, 0);
     SmallVector<bool> inBounds = {true};
-    auto forall = scf::ForallOp::create(rewriter, loc, ArrayRef<OpFoldResult>{OpFoldResult(batch),
-                                                                              rewriter.getIndexAttr(th)},
+    auto forall = scf::ForallOp::create(rewriter, loc,
+                                        ArrayRef<OpFoldResult>{tensor::getMixedSize(rewriter, loc, products[0], 0),
+                                                               rewriter.getIndexAttr(th)},
                                         ValueRange{init}, std::nullopt);
     OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
     Value n = forall.getInductionVars()[0], ty = forall.getInductionVars()[1];

@@ -250,7 +250,8 @@ def WinogradConvsPass : Pass<"kiln-winograd-convs", "::mlir::ModuleOp"> {
   let description = [{
     Each f32 graph.nhwc_conv of group 1 with a constant [3, 3, C, K] weight,
     unit strides and dilations, static sizes, C and K multiples of 8 and at
-    least `min-channels`, and at least `min-tiles` output tiles becomes
+    least `min-channels`, and at least `min-tiles` output tiles of m x m (m
+    the largest tile up to `tile` that gives that many) becomes
     graph.winograd_input -> (tile + 2)^2 graph.matmul by the transformed
     weights G g G^T (computed here, at compile time) -> graph.winograd_output
     (bias included): (tile + 2)^2 multiply-adds per tile and channel pair
@@ -259,9 +260,9 @@ def WinogradConvsPass : Pass<"kiln-winograd-convs", "::mlir::ModuleOp"> {
     kiln-outline-weights, while weights are constants.
   }];
   let options = [
-    Option<"tile", "tile", "int64_t", "2", "Output tile size m of F(m x m, 3 x 3): 2 or 4">,
+    Option<"tile", "tile", "int64_t", "4", "Largest output tile m of F(m x m, 3 x 3): 2 or 4">,
     Option<"minChannels", "min-channels", "int64_t", "32", "Fewest input and output channels">,
-    Option<"minTiles", "min-tiles", "int64_t", "1", "Fewest output tiles (smaller maps stay direct)">,
+    Option<"minTiles", "min-tiles", "int64_t", "49", "Fewest output tiles (smaller maps stay direct)">,
     Option<"print", "print", "bool", "false", "Print each 3x3 convolution's form">
   ];
 }

@@ -18,7 +18,8 @@
 // the product share, so a convolution with few channels gains nothing; the transformed weights
 // are a^2 / 9 times the original (1.8x for m = 2), which a convolution on a small map, bound by
 // streaming its weights rather than by its multiply-adds, pays for in memory traffic. Both limits
-// are options (`min-channels`, `min-tiles`).
+// are options (`min-channels`, `min-tiles`), and the tile is the largest (up to `tile`) that still
+// gives `min-tiles` tiles.
 #include "passes/cpu/ConstantLayout.h"
 #include "passes/cpu/Passes.h"
 #include "passes/host/SourceNodes.h"
@@ -42,8 +43,14 @@ namespace {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// Why `conv` keeps its direct form, or "" when F(tile x tile, 3x3) computes it.
-std::string refusal(graph::NhwcConvOp conv, int64_t tile, int64_t minChannels, int64_t minTiles) {
+/// Why `conv` keeps its direct form, or "" when F(m x m, 3x3) computes it; then `m` is the
+/// largest tile up to `maxTile` that cuts the output into `minTiles` tiles or more. A product
+/// reads each transformed weight once per tile, so a map of few tiles (resnet's 7x7 maps: 16
+/// tiles of 2x2) streams a^2 / 9 times the weights for few multiply-adds each, where the direct
+/// form reads each weight once per output position: measured slower or barely faster
+/// (docs/performance.md). Larger tiles need fewer multiply-adds but cover more positions past
+/// the output's edge on a small map (a 14x14 map in 4x4 tiles computes 16x16).
+std::string refusal(graph::NhwcConvOp conv, int64_t maxTile, int64_t minChannels, int64_t minTiles, int64_t &m) {
   auto x = cast<RankedTensorType>(conv.getInput().getType());
   auto w = cast<RankedTensorType>(conv.getWeight().getType());
   auto y = cast<RankedTensorType>(conv.getType());
@@ -67,10 +74,11 @@ std::string refusal(graph::NhwcConvOp conv, int64_t tile, int64_t minChannels, i
     return "channels not a multiple of 8";
   if (c < minChannels || k < minChannels)
     return "fewer than " + std::to_string(minChannels) + " channels";
-  int64_t tiles = ceilDiv(y.getDimSize(1), tile) * ceilDiv(y.getDimSize(2), tile);
-  if (tiles < minTiles)
-    return std::to_string(tiles) + " tiles, fewer than " + std::to_string(minTiles);
-  return "";
+  for (m = maxTile; m >= 2; m -= 2)
+    if (ceilDiv(y.getDimSize(1), m) * ceilDiv(y.getDimSize(2), m) >= minTiles)
+      return "";
+  return std::to_string(ceilDiv(y.getDimSize(1), 2) * ceilDiv(y.getDimSize(2), 2)) + " tiles, fewer than " +
+         std::to_string(minTiles);
 }
 
 /// The a^2 transformed weights U[e1][e2] = (G g G^T)[e1][e2] of a constant HWIO weight
@@ -122,7 +130,6 @@ struct WinogradConvsPass : impl::WinogradConvsPassBase<WinogradConvsPass> {
       getOperation().emitError("kiln-winograd-convs: tile must be 2 or 4, not ") << tile;
       return signalPassFailure();
     }
-    graph::winograd::Matrices t = graph::winograd::matrices(tile);
     std::vector<std::string> report;
     SmallVector<graph::NhwcConvOp> convs;
     getOperation().walk([&](graph::NhwcConvOp conv) { convs.push_back(conv); });
@@ -132,17 +139,18 @@ struct WinogradConvsPass : impl::WinogradConvsPassBase<WinogradConvsPass> {
       // Only 3x3 windows are candidates: the others are not worth a line.
       auto w = cast<RankedTensorType>(conv.getWeight().getType());
       bool candidate = w.getRank() == 4 && w.getDimSize(0) == 3 && w.getDimSize(1) == 3;
-      std::string why = refusal(conv, tile, minChannels, minTiles);
+      int64_t m = 0;
+      std::string why = refusal(conv, tile, minChannels, minTiles, m);
       if (why.empty()) {
         b.setInsertionPoint(conv);
-        SmallVector<Value> weights = transformedWeights(b, conv.getWeight(), t);
+        SmallVector<Value> weights = transformedWeights(b, conv.getWeight(), graph::winograd::matrices(m));
         if (weights.empty())
           why = "weight not readable";
         else
-          rewrite(b, conv, weights);
+          rewrite(b, conv, weights, m);
       }
       if (candidate)
-        report.push_back(name + ": " + (why.empty() ? "F(" + std::to_string(tile) + "x" + std::to_string(tile) +
+        report.push_back(name + ": " + (why.empty() ? "F(" + std::to_string(m) + "x" + std::to_string(m) +
                                                           ", 3x3)"
                                                     : "direct (" + why + ")"));
     }
@@ -153,14 +161,14 @@ struct WinogradConvsPass : impl::WinogradConvsPassBase<WinogradConvsPass> {
       llvm::outs() << "  " << line << "\n";
   }
 
-  void rewrite(OpBuilder &b, graph::NhwcConvOp conv, ArrayRef<Value> weights) {
+  void rewrite(OpBuilder &b, graph::NhwcConvOp conv, ArrayRef<Value> weights, int64_t m) {
     Location loc = conv.getLoc();
     auto y = cast<RankedTensorType>(conv.getType());
-    auto input = graph::WinogradInputOp::create(b, loc, conv.getInput(), b.getI64IntegerAttr(tile), conv.getPadsAttr());
+    auto input = graph::WinogradInputOp::create(b, loc, conv.getInput(), b.getI64IntegerAttr(m), conv.getPadsAttr());
     SmallVector<Value> products;
     for (auto [v, u] : llvm::zip(input.getResults(), weights))
       products.push_back(graph::MatMulOp::create(b, loc, v, u));
-    Value out = graph::WinogradOutputOp::create(b, loc, products, conv.getBias(), b.getI64IntegerAttr(tile),
+    Value out = graph::WinogradOutputOp::create(b, loc, products, conv.getBias(), b.getI64IntegerAttr(m),
                                                 b.getI64IntegerAttr(y.getDimSize(1)),
                                                 b.getI64IntegerAttr(y.getDimSize(2)));
     Operation *weight = conv.getWeight().getDefiningOp();

@@ -23,6 +23,11 @@ fallbacks, with ONNX Runtime's outputs as references.
   21 floats), max pooling, a dilated 3x3 on 3 channels (patch rows), a dilated 3x3 on 16 channels
   (taps one by one), 1x1 convs with ReLU and a residual Add in their epilogue, a depthwise 3x3 on
   output rows of 6 (a block of 4 positions, then 2 one by one) and of 4, odd sizes (13x11).
+- winograd: the 3x3 stride-1 convolutions kiln computes with Winograd's F(m x m, 3x3)
+  (passes/cpu/WinogradConvs.cpp): F(4x4) on 28x27 maps with a residual Add and ReLU after it, with
+  asymmetric pads (27x26 outputs: a last row and column of tiles past the output), 40 channels
+  (vectors of 8 channels) and no bias; F(2x2) on 13x13 maps after max pooling; a 3-channel
+  3x3 conv that stays direct.
 The others have a symbolic batch and two data sets (batch 1 and 3). Deterministic (fixed seeds).
 """
 import os
@@ -58,10 +63,11 @@ class Graph:
 
     def conv(self, x, cin, cout, k, stride=1, pad=None, dilation=1, group=1, bias=True):
         pad = (k // 2) * dilation if pad is None else pad
+        pads = list(pad) if isinstance(pad, (list, tuple)) else [pad] * 4
         fan_in = cin // group * k * k
         w = self.const(self.rng.standard_normal((cout, cin // group, k, k)) * np.sqrt(2.0 / fan_in))
         inputs = [x, w] + ([self.const(self.rng.standard_normal(cout) * 0.1)] if bias else [])
-        return self.node("Conv", inputs, kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4,
+        return self.node("Conv", inputs, kernel_shape=[k, k], strides=[stride, stride], pads=pads,
                          dilations=[dilation, dilation], group=group)
 
     def relu6(self, x):
@@ -176,8 +182,21 @@ def implicit_windows():
     g.save("implicit_windows", ["batch", 3, 26, 22], y, ["batch", 16, 5, 4])
 
 
+def winograd():
+    g = Graph(2106)
+    h = g.node("Relu", [g.conv("x", 3, 32, 3)])                # 3 channels: direct, 28x27
+    h = g.node("Relu", [g.node("Add", [h, g.conv(h, 32, 32, 3)])])  # F(4x4), 28 rows: epilogue fused
+    h = g.node("Relu", [g.conv(h, 32, 40, 3, pad=[0, 1, 1, 0])])  # F(4x4), 27x26, Cout 40
+    h = g.conv(h, 40, 40, 3, bias=False)                       # F(4x4), 40 channels, no bias
+    h = g.node("MaxPool", [h], kernel_shape=[2, 2], strides=[2, 2])  # 13x13
+    a = g.conv(h, 40, 32, 3)                                   # F(2x2): 7 x 7 tiles
+    b = g.conv(h, 40, 32, 3)
+    y = g.node("Relu", [g.node("Add", [a, b])])
+    g.save("winograd", ["batch", 3, 28, 27], y, ["batch", 32, 13, 13])
+
+
 def main():
-    names = sys.argv[1:] or ["depthwise", "se_concat", "odd_channels", "fpn", "implicit_windows"]
+    names = sys.argv[1:] or ["depthwise", "se_concat", "odd_channels", "fpn", "implicit_windows", "winograd"]
     for name in names:
         globals()[name]()
     print("wrote", OUT)

@@ -613,3 +613,39 @@ func.func @kv_cache_paged_view_update_rank(%pool: tensor<?x2x16x4xf32>, %t: tens
   %0 = graph.kv_cache_paged_view %pool, %t, %p, %n {axis = 2 : i64} : (tensor<?x2x16x4xf32>, tensor<?x?xi64>, tensor<i64>, tensor<?x4xf32>) -> tensor<?x2x?x4xf32>
   return %0 : tensor<?x2x?x4xf32>
 }
+
+// -----
+
+func.func @winograd_tile(%x: tensor<1x8x8x32xf32>) -> tensor<1x4x32xf32> {
+  // expected-error @+2 {{winograd_input tile must be 2 or 4, not 3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %v = graph.winograd_input %x {tile = 3 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x8x8x32xf32>) -> tensor<1x4x32xf32>
+  return %v : tensor<1x4x32xf32>
+}
+
+// -----
+
+func.func @winograd_input_dynamic(%x: tensor<1x?x8x32xf32>) -> tensor<1x4x32xf32> {
+  // expected-error @+2 {{winograd_input takes an [N, H, W, C] tensor of static H, W, C}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %v = graph.winograd_input %x {tile = 2 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x?x8x32xf32>) -> tensor<1x4x32xf32>
+  return %v : tensor<1x4x32xf32>
+}
+
+// -----
+
+func.func @winograd_output_count(%p: tensor<1x16x32xf32>) -> tensor<1x8x8x32xf32> {
+  // expected-error @+2 {{winograd_output takes 16 products, not 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = graph.winograd_output %p, %p {tile = 2 : i64, height = 8 : i64, width = 8 : i64, operandSegmentSizes = array<i32: 2, 0>} : (tensor<1x16x32xf32>, tensor<1x16x32xf32>) -> tensor<1x8x8x32xf32>
+  return %y : tensor<1x8x8x32xf32>
+}
+
+// -----
+
+func.func @winograd_output_tiles(%p: tensor<1x12x32xf32>) -> tensor<1x8x8x32xf32> {
+  // expected-error @+2 {{winograd_output's products must be [N, 16, K] of static K}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = graph.winograd_output %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p {tile = 2 : i64, height = 8 : i64, width = 8 : i64, operandSegmentSizes = array<i32: 16, 0>} : (tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>) -> tensor<1x8x8x32xf32>
+  return %y : tensor<1x8x8x32xf32>
+}

@@ -401,3 +401,17 @@ func.func @channels_last_ops(%x: tensor<?x8x8x16xf32>, %w: tensor<3x3x16x32xf32>
       : (tensor<?x8x8x16xf32>, tensor<1x144x64xf32>) -> tensor<?x4x4x64xf32>
   return %1, %2 : tensor<?x2x2x32xf32>, tensor<?x4x4x64xf32>
 }
+
+// -----
+
+// Winograd F(2x2, 3x3) transforms (kiln-winograd-convs): 16 results of
+// [N, tiles, C] (a 7x5 output in 2x2 tiles: 4 x 3 = 12 tiles), and back to
+// [N, height, width, K].
+// CHECK-LABEL: func @winograd
+// CHECK: %[[V:.*]]:16 = graph.winograd_input %{{.*}} {pads = array<i64: 1, 1, 1, 1>, tile = 2 : i64} : (tensor<?x7x5x32xf32>) -> (tensor<?x12x32xf32>,
+// CHECK: graph.winograd_output {{.*}} {height = 7 : i64, operandSegmentSizes = array<i32: 16, 1>, tile = 2 : i64, width = 5 : i64} : ({{.*}}, tensor<48xf32>) -> tensor<?x7x5x48xf32>
+func.func @winograd(%x: tensor<?x7x5x32xf32>, %b: tensor<48xf32>, %p0: tensor<?x12x48xf32>) -> tensor<?x7x5x48xf32> {
+  %v:16 = graph.winograd_input %x {tile = 2 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<?x7x5x32xf32>) -> (tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>)
+  %y = graph.winograd_output %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %b {tile = 2 : i64, height = 7 : i64, width = 5 : i64, operandSegmentSizes = array<i32: 16, 1>} : (tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<48xf32>) -> tensor<?x7x5x48xf32>
+  return %y : tensor<?x7x5x48xf32>
+}

@@ -1,0 +1,65 @@
+// graph.winograd_input / graph.winograd_output -> vector code over channels:
+// a forall over (n, row of tiles); per tile and vector of channels, the tile's
+// 16 input vectors (or 16 products) combined in registers.
+// RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg=vector-bits=512 | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg | FileCheck %s --check-prefix=W256
+
+// Input: padded so that every 4x4 window is inside (7x6 outputs in 4 x 3
+// tiles of 2x2 read rows 0..9 and columns 0..7); B^T d B is additions and
+// subtractions only; one vector written into each of the 16 results.
+// CHECK-LABEL: func @input
+// CHECK: tensor.pad %arg0 low[0, 1, 1, 0] high[0, 2, 1, 0]
+// CHECK: scf.forall (%[[N:.*]], %[[TY:.*]]) in (1, 4) shared_outs({{.*}}) -> (tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>)
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c3
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c32{{.*}} step %c16
+// CHECK-COUNT-16: vector.transfer_read %padded{{.*}} : tensor<1x10x8x32xf32>, vector<16xf32>
+// CHECK-NOT: arith.mulf
+// CHECK-NOT: arith.negf
+// CHECK-COUNT-16: vector.transfer_write {{.*}} : vector<16xf32>, tensor<1x3x32xf32>
+// CHECK-COUNT-16: tensor.parallel_insert_slice
+// W256-LABEL: func @input
+// W256: step %c8
+// W256-COUNT-16: vector.transfer_read %padded{{.*}} : tensor<1x10x8x32xf32>, vector<8xf32>
+func.func @input(%x: tensor<1x7x6x32xf32>) -> tensor<1x12x32xf32> {
+  %v:16 = graph.winograd_input %x {tile = 2 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x7x6x32xf32>) -> (tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>)
+  return %v#5 : tensor<1x12x32xf32>
+}
+
+// -----
+
+// Output, 8x5 positions: rows of 2x2 tiles are [1, 2, 5, 48] blocks of the
+// result, which an elementwise consumer can be fused into (kiln.epilogue_tiles);
+// two whole tiles write 4 vectors each, the last one (column 4) 2; the bias
+// is added to each.
+// CHECK-LABEL: func @output_even
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (%{{.*}}, 4) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<?x8x5x48xf32>)
+// CHECK: tensor.extract_slice {{.*}} to tensor<1x2x5x48xf32>
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c2
+// CHECK-COUNT-16: vector.transfer_read %arg0{{.*}} : tensor<?x12x48xf32>, vector<16xf32>
+// CHECK: vector.transfer_read %arg1
+// CHECK-COUNT-4: vector.transfer_write
+// CHECK: scf.for %{{.*}} = %c2{{.*}} to %c3
+// CHECK-COUNT-16: vector.transfer_read %arg0
+// CHECK: vector.transfer_read %arg1
+// CHECK-COUNT-2: vector.transfer_write
+// CHECK-NOT: vector.transfer_write
+// CHECK: tensor.parallel_insert_slice {{.*}} : tensor<1x2x5x48xf32> into tensor<?x8x5x48xf32>
+// CHECK: } {kiln.epilogue_tiles}
+// CHECK-NOT: tensor.extract_slice
+func.func @output_even(%p: tensor<?x12x48xf32>, %b: tensor<48xf32>) -> tensor<?x8x5x48xf32> {
+  %y = graph.winograd_output %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %b {tile = 2 : i64, height = 8 : i64, width = 5 : i64, operandSegmentSizes = array<i32: 16, 1>} : (tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<48xf32>) -> tensor<?x8x5x48xf32>
+  return %y : tensor<?x8x5x48xf32>
+}
+
+// -----
+
+// 7 rows: the last row of tiles writes a row past the output, which a slice
+// cuts off; the loop is then no epilogue's tile loop.
+// CHECK-LABEL: func @output_odd
+// CHECK: scf.forall {{.*}} -> (tensor<1x8x4x48xf32>)
+// CHECK-NOT: kiln.epilogue_tiles
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, 0, 0] [1, 7, 4, 48] [1, 1, 1, 1] : tensor<1x8x4x48xf32> to tensor<1x7x4x48xf32>
+func.func @output_odd(%p: tensor<1x8x48xf32>) -> tensor<1x7x4x48xf32> {
+  %y = graph.winograd_output %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p {tile = 2 : i64, height = 7 : i64, width = 4 : i64, operandSegmentSizes = array<i32: 16, 0>} : (tensor<1x8x48xf32>, tensor<1x8x48xf32>, tensor<1x8x48xf32>, tensor<1x8x48xf32>, tensor<1x8x48xf32>, tensor<1x8x48xf32>, tensor<1x8x48xf32>, tensor<1x8x48xf32>, tensor<1x8x48xf32>, tensor<1x8x48xf32>, tensor<1x8x48xf32>, tensor<1x8x48xf32>, tensor<1x8x48xf32>, tensor<1x8x48xf32>, tensor<1x8x48xf32>, tensor<1x8x48xf32>) -> tensor<1x7x4x48xf32>
+  return %y : tensor<1x7x4x48xf32>
+}
