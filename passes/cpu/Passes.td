@@ -261,7 +261,7 @@ def WinogradConvsPass : Pass<"kiln-winograd-convs", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"tile", "tile", "int64_t", "4", "Largest output tile m of F(m x m, 3 x 3): 2 or 4">,
-    Option<"minChannels", "min-channels", "int64_t", "32", "Fewest input and output channels">,
+    Option<"minChannels", "min-channels", "int64_t", "16", "Fewest input and output channels">,
     Option<"minTiles", "min-tiles", "int64_t", "49", "Fewest output tiles (smaller maps stay direct)">,
     Option<"print", "print", "bool", "false", "Print each 3x3 convolution's form">
   ];

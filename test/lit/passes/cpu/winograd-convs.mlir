@@ -63,21 +63,21 @@ func.func @tile_choice(%x: tensor<1x28x26x32xf32>, %z: tensor<1x28x28x32xf32>) -
 // PRINT-NEXT: dilated: direct (dilated)
 // PRINT-NEXT: grouped: direct (grouped)
 // PRINT-NEXT: small: direct (16 tiles, fewer than 49)
-// PRINT-NEXT: narrow: direct (fewer than 32 channels)
+// PRINT-NEXT: narrow: direct (fewer than 16 channels)
 // PRINT-NEXT: argument: direct (weight not a constant)
 // PRINT-NOT: five
-func.func @refused(%x: tensor<1x14x14x32xf32>, %s: tensor<1x7x7x32xf32>, %n: tensor<1x14x14x16xf32>, %wa: tensor<3x3x32x32xf32>)
-    -> (tensor<1x7x7x32xf32>, tensor<1x12x12x32xf32>, tensor<1x14x14x32xf32>, tensor<1x7x7x32xf32>, tensor<1x14x14x16xf32>, tensor<1x14x14x32xf32>, tensor<1x14x14x32xf32>) {
+func.func @refused(%x: tensor<1x14x14x32xf32>, %s: tensor<1x7x7x32xf32>, %n: tensor<1x14x14x8xf32>, %wa: tensor<3x3x32x32xf32>)
+    -> (tensor<1x7x7x32xf32>, tensor<1x12x12x32xf32>, tensor<1x14x14x32xf32>, tensor<1x7x7x32xf32>, tensor<1x14x14x8xf32>, tensor<1x14x14x32xf32>, tensor<1x14x14x32xf32>) {
   %w = graph.constant {value = dense<0.5> : tensor<3x3x32x32xf32>} : () -> tensor<3x3x32x32xf32>
   %wg = graph.constant {value = dense<0.5> : tensor<3x3x16x32xf32>} : () -> tensor<3x3x16x32xf32>
-  %wn = graph.constant {value = dense<0.5> : tensor<3x3x16x16xf32>} : () -> tensor<3x3x16x16xf32>
+  %wn = graph.constant {value = dense<0.5> : tensor<3x3x8x8xf32>} : () -> tensor<3x3x8x8xf32>
   %w5 = graph.constant {value = dense<0.5> : tensor<5x5x32x32xf32>} : () -> tensor<5x5x32x32xf32>
   %0 = graph.nhwc_conv %x, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>} : (tensor<1x14x14x32xf32>, tensor<3x3x32x32xf32>) -> tensor<1x7x7x32xf32> loc("strided")
   %1 = graph.nhwc_conv %x, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 2, 2>} : (tensor<1x14x14x32xf32>, tensor<3x3x32x32xf32>) -> tensor<1x12x12x32xf32> loc("dilated")
   %2 = graph.nhwc_conv %x, %wg {group = 2 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x14x14x32xf32>, tensor<3x3x16x32xf32>) -> tensor<1x14x14x32xf32> loc("grouped")
   %3 = graph.nhwc_conv %s, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x7x7x32xf32>, tensor<3x3x32x32xf32>) -> tensor<1x7x7x32xf32> loc("small")
-  %4 = graph.nhwc_conv %n, %wn {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x14x14x16xf32>, tensor<3x3x16x16xf32>) -> tensor<1x14x14x16xf32> loc("narrow")
+  %4 = graph.nhwc_conv %n, %wn {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x14x14x8xf32>, tensor<3x3x8x8xf32>) -> tensor<1x14x14x8xf32> loc("narrow")
   %5 = graph.nhwc_conv %x, %wa {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x14x14x32xf32>, tensor<3x3x32x32xf32>) -> tensor<1x14x14x32xf32> loc("argument")
   %6 = graph.nhwc_conv %x, %w5 {pads = array<i64: 2, 2, 2, 2>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x14x14x32xf32>, tensor<5x5x32x32xf32>) -> tensor<1x14x14x32xf32> loc("five")
-  return %0, %1, %2, %3, %4, %5, %6 : tensor<1x7x7x32xf32>, tensor<1x12x12x32xf32>, tensor<1x14x14x32xf32>, tensor<1x7x7x32xf32>, tensor<1x14x14x16xf32>, tensor<1x14x14x32xf32>, tensor<1x14x14x32xf32>
+  return %0, %1, %2, %3, %4, %5, %6 : tensor<1x7x7x32xf32>, tensor<1x12x12x32xf32>, tensor<1x14x14x32xf32>, tensor<1x7x7x32xf32>, tensor<1x14x14x8xf32>, tensor<1x14x14x32xf32>, tensor<1x14x14x32xf32>
 }
