@@ -89,7 +89,9 @@ static Value packedMatMulProduct(OpBuilder &b, Location loc, Value a, Value w, T
   int64_t outer = at.getRank() - 1; // batch dims and m
   bool oneBatch = llvm::all_of(at.getShape().take_front(std::max<int64_t>(outer - 1, 0)),
                                [](int64_t d) { return d == 1; });
-  if (outer < 2 || oneBatch)
+  // Weights per leading batch index (a 4-D rhs): the batch dims stay dims of the product.
+  bool perBatch = cast<RankedTensorType>(w.getType()).getRank() == 4;
+  if (outer < 2 || oneBatch || perBatch)
     return packedProduct(b, loc, a, w, et);
   // The weights do not depend on the batch dims: every row of every batch
   // element is one row of a single [rows, K] product. Tiled per batch element
@@ -130,6 +132,8 @@ static Value packedProduct(OpBuilder &b, Location loc, Value a, Value w, Type et
   // Columns innermost: a loop nest that is not vectorized by kiln still
   // streams the panel and the output contiguously.
   int64_t panel = outer, k = outer + 1, col = outer + 2, numDims = outer + 3;
+  // A 4-D weight [E, panels, K, B]: the leading batch dim picks the weight.
+  int64_t first = wt.getRank() - 3;
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
   SmallVector<AffineExpr> ae, oe;
   for (int64_t i = 0; i < outer; ++i) {
@@ -138,19 +142,21 @@ static Value packedProduct(OpBuilder &b, Location loc, Value a, Value w, Type et
   }
   ae.push_back(d(k));
   oe.append({d(panel), d(col)});
-  SmallVector<AffineMap> maps = {AffineMap::get(numDims, 0, ae, ctx),
-                                 AffineMap::get(numDims, 0, {d(panel), d(k), d(col)}, ctx),
+  SmallVector<AffineExpr> we = {d(panel), d(k), d(col)};
+  if (first)
+    we.insert(we.begin(), d(0));
+  SmallVector<AffineMap> maps = {AffineMap::get(numDims, 0, ae, ctx), AffineMap::get(numDims, 0, we, ctx),
                                  AffineMap::get(numDims, 0, oe, ctx)};
   SmallVector<IteratorType> iters(numDims, IteratorType::parallel);
   iters[k] = IteratorType::reduction;
   SmallVector<int64_t> shape3(at.getShape().drop_back());
-  shape3.append({wt.getDimSize(0), wt.getDimSize(2)});
+  shape3.append({wt.getDimSize(first), wt.getDimSize(first + 2)});
   auto t3 = RankedTensorType::get(shape3, et);
   SmallVector<Value> dims;
   for (int64_t i = 0; i < outer; ++i)
     dims.push_back(rowCount && outer == 1 ? rowCount : dimValue(b, loc, a, i));
-  dims.append({arith::ConstantIndexOp::create(b, loc, wt.getDimSize(0)),
-               arith::ConstantIndexOp::create(b, loc, wt.getDimSize(2))});
+  dims.append({arith::ConstantIndexOp::create(b, loc, wt.getDimSize(first)),
+               arith::ConstantIndexOp::create(b, loc, wt.getDimSize(first + 2))});
   Value init = filledTensor(b, loc, t3, dims, scalarConstant(b, loc, et, 0));
   Value product = contraction(b, loc, a, w, init, maps, iters);
   product.getDefiningOp()->setAttr("kiln.packed_rhs", b.getUnitAttr());

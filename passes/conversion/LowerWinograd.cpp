@@ -90,8 +90,8 @@ SmallVector<Value> forLoop(OpBuilder &b, Location loc, Value lb, Value ub, int64
 }
 
 /// winograd_input: work items (n, ty), one row of tiles each; per tile and vector of channels,
-/// the a x a input vectors of the zero-padded input, B^T d B, one vector into each of the a^2
-/// results.
+/// the a x a input vectors of the zero-padded input, B^T d B, one vector into each of the
+/// result's a^2 leading slices.
 struct WinogradInputPattern : OpConversionPattern<WinogradInputOp> {
   WinogradInputPattern(MLIRContext *ctx, int64_t vectorBits) : OpConversionPattern(ctx), vectorBits(vectorBits) {}
   int64_t vectorBits;
@@ -119,28 +119,27 @@ struct WinogradInputPattern : OpConversionPattern<WinogradInputOp> {
     Value zero = scalarConstant(rewriter, loc, et, 0);
     Value padded = tensor::PadOp::create(rewriter, loc, Type(), x, low, high, zero);
     Value batch = dimValue(rewriter, loc, x, 0);
-    SmallVector<Value> inits;
-    for (Type type : op.getResultTypes())
-      inits.push_back(emptyTensor(rewriter, loc, cast<RankedTensorType>(type), {batch, index(rewriter, loc, th * tw),
-                                                                                 index(rewriter, loc, channels)}));
+    Value init = emptyTensor(rewriter, loc, cast<RankedTensorType>(op.getType()),
+                             {index(rewriter, loc, a * a), batch, index(rewriter, loc, th * tw),
+                              index(rewriter, loc, channels)});
     auto vecType = VectorType::get({lanes}, et);
     auto forall = scf::ForallOp::create(
         rewriter, loc, ArrayRef<OpFoldResult>{tensor::getMixedSize(rewriter, loc, x, 0), rewriter.getIndexAttr(th)},
-        inits, std::nullopt);
+        ValueRange{init}, std::nullopt);
     OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
     Value n = forall.getInductionVars()[0], ty = forall.getInductionVars()[1];
     Value first = arith::MulIOp::create(fb, loc, ty, index(fb, loc, tw));
-    auto rowType = RankedTensorType::get({1, tw, channels}, et);
-    SmallVector<OpFoldResult> offsets = {n, first, fb.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes = {fb.getIndexAttr(1), fb.getIndexAttr(tw), fb.getIndexAttr(channels)};
-    SmallVector<OpFoldResult> strides(3, fb.getIndexAttr(1));
-    SmallVector<Value> rows;
-    for (Value out : forall.getRegionIterArgs())
-      rows.push_back(tensor::ExtractSliceOp::create(fb, loc, rowType, out, offsets, sizes, strides));
+    // The work item's row of tiles in every element's slice: [a^2, 1, TW, C].
+    auto rowType = RankedTensorType::get({a * a, 1, tw, channels}, et);
+    SmallVector<OpFoldResult> offsets = {fb.getIndexAttr(0), n, first, fb.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {fb.getIndexAttr(a * a), fb.getIndexAttr(1), fb.getIndexAttr(tw),
+                                       fb.getIndexAttr(channels)};
+    SmallVector<OpFoldResult> strides(4, fb.getIndexAttr(1));
+    Value row = tensor::ExtractSliceOp::create(fb, loc, rowType, forall.getRegionIterArgs()[0], offsets, sizes, strides);
     Value top = arith::MulIOp::create(fb, loc, ty, index(fb, loc, m));
     SmallVector<bool> inBounds = {true};
     SmallVector<Value> written = forLoop(
-        fb, loc, index(fb, loc, 0), index(fb, loc, tw), 1, rows, [&](OpBuilder &tb, Value tx, ValueRange tiles) {
+        fb, loc, index(fb, loc, 0), index(fb, loc, tw), 1, row, [&](OpBuilder &tb, Value tx, ValueRange tiles) {
           Value left = arith::MulIOp::create(tb, loc, tx, index(tb, loc, m));
           return forLoop(tb, loc, index(tb, loc, 0), index(tb, loc, channels), lanes, tiles,
                          [&](OpBuilder &cb, Value ch, ValueRange outs) {
@@ -153,18 +152,18 @@ struct WinogradInputPattern : OpConversionPattern<WinogradInputOp> {
                                                                           ValueRange{n, r, col, ch}, zero, inBounds));
                              }
                            }
-                           SmallVector<Value> v = sandwich(cb, loc, t.bt, a, a, d), next;
-                           for (auto [value, out] : llvm::zip(v, outs))
-                             next.push_back(vector::TransferWriteOp::create(cb, loc, value, out,
-                                                                            ValueRange{index(cb, loc, 0), tx, ch},
-                                                                            inBounds)
-                                                .getResult());
-                           return next;
+                           SmallVector<Value> v = sandwich(cb, loc, t.bt, a, a, d);
+                           Value out = outs[0];
+                           for (auto [e, value] : llvm::enumerate(v))
+                             out = vector::TransferWriteOp::create(
+                                       cb, loc, value, out, ValueRange{index(cb, loc, e), index(cb, loc, 0), tx, ch},
+                                       inBounds)
+                                       .getResult();
+                           return SmallVector<Value>{out};
                          });
         });
     OpBuilder ib = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
-    for (auto [row, out] : llvm::zip(written, forall.getRegionIterArgs()))
-      tensor::ParallelInsertSliceOp::create(ib, loc, row, out, offsets, sizes, strides);
+    tensor::ParallelInsertSliceOp::create(ib, loc, written[0], forall.getRegionIterArgs()[0], offsets, sizes, strides);
     rewriter.replaceOp(op, forall.getResults());
     return success();
   }
@@ -191,9 +190,9 @@ struct WinogradOutputPattern : OpConversionPattern<WinogradOutputOp> {
     int64_t lanes = channelLanes(vectorBits, channels, et);
     if (channels % lanes != 0)
       return rewriter.notifyMatchFailure(op, "channels not a multiple of the vector width");
-    SmallVector<Value> products(adaptor.getProducts());
+    Value products = adaptor.getProducts();
     Value bias = adaptor.getBias();
-    Value batch = dimValue(rewriter, loc, products[0], 0);
+    Value batch = dimValue(rewriter, loc, products, 1);
     int64_t rowsOut = th * m; // == oh when m divides it
     auto outType = RankedTensorType::get({rt.getDimSize(0), rowsOut, ow, channels}, et);
     Value init = emptyTensor(rewriter, loc, outType,
@@ -202,7 +201,7 @@ struct WinogradOutputPattern : OpConversionPattern<WinogradOutputOp> {
     Value zero = scalarConstant(rewriter, loc, et, 0);
     SmallVector<bool> inBounds = {true};
     auto forall = scf::ForallOp::create(rewriter, loc,
-                                        ArrayRef<OpFoldResult>{tensor::getMixedSize(rewriter, loc, products[0], 0),
+                                        ArrayRef<OpFoldResult>{tensor::getMixedSize(rewriter, loc, products, 1),
                                                                rewriter.getIndexAttr(th)},
                                         ValueRange{init}, std::nullopt);
     OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
@@ -225,9 +224,10 @@ struct WinogradOutputPattern : OpConversionPattern<WinogradOutputOp> {
                            tb, loc, index(tb, loc, 0), index(tb, loc, channels), lanes, outs,
                            [&](OpBuilder &cb, Value ch, ValueRange out) -> SmallVector<Value> {
                              SmallVector<Value> mv;
-                             for (Value p : products)
-                               mv.push_back(vector::TransferReadOp::create(cb, loc, vecType, p,
-                                                                           ValueRange{n, tileIndex, ch}, zero, inBounds));
+                             for (int64_t e = 0; e < a * a; ++e)
+                               mv.push_back(vector::TransferReadOp::create(
+                                   cb, loc, vecType, products, ValueRange{index(cb, loc, e), n, tileIndex, ch}, zero,
+                                   inBounds));
                              SmallVector<Value> y = sandwich(cb, loc, t.at, m, a, mv);
                              Value b0 = bias ? vector::TransferReadOp::create(cb, loc, vecType, bias, ValueRange{ch},
                                                                               zero, inBounds)

@@ -252,8 +252,9 @@ def WinogradConvsPass : Pass<"kiln-winograd-convs", "::mlir::ModuleOp"> {
     unit strides and dilations, static sizes, C and K multiples of 8 and at
     least `min-channels`, and at least `min-tiles` output tiles of m x m (m
     the largest tile up to `tile` that gives that many) becomes
-    graph.winograd_input -> (tile + 2)^2 graph.matmul by the transformed
-    weights G g G^T (computed here, at compile time) -> graph.winograd_output
+    graph.winograd_input -> one graph.packed_matmul by the (tile + 2)^2
+    transformed weights G g G^T (computed and packed into panels here, at
+    compile time) -> graph.winograd_output
     (bias included): (tile + 2)^2 multiply-adds per tile and channel pair
     instead of 9 tile^2. With `print`, lists each 3x3 convolution's form and
     why one stays direct. Runs after kiln-channels-last and before
@@ -263,6 +264,7 @@ def WinogradConvsPass : Pass<"kiln-winograd-convs", "::mlir::ModuleOp"> {
     Option<"tile", "tile", "int64_t", "4", "Largest output tile m of F(m x m, 3 x 3): 2 or 4">,
     Option<"minChannels", "min-channels", "int64_t", "16", "Fewest input and output channels">,
     Option<"minTiles", "min-tiles", "int64_t", "49", "Fewest output tiles (smaller maps stay direct)">,
+    Option<"panel", "panel", "int64_t", "64", "Columns per transformed weight panel (16 or 8 where it does not divide)">,
     Option<"print", "print", "bool", "false", "Print each 3x3 convolution's form">
   ];
 }

@@ -7,12 +7,13 @@
 // channel pair, F(m x m, 3 x 3) needs a^2 of them for m^2 outputs where the direct form needs
 // 9 m^2: 2.25x fewer for m = 2, 4x for m = 4. The rewrite, for a graph.nhwc_conv of group 1,
 // a constant [3, 3, C, K] weight and unit strides and dilations:
-//   %v:a^2 = graph.winograd_input %x            // B^T d B per tile: [N, tiles, C] each
-//   %p_e  = graph.matmul %v_e, %U_e             // a^2 products [N, tiles, C] x [C, K]
-//   %y    = graph.winograd_output %p..., %bias  // A^T M A per tile, + bias: [N, OH, OW, K]
-// with U = G g G^T computed here, at compile time (a^2 constants [C, K] that
-// kiln-pack-matmul-weights then stores as column panels, like any product's weight). The
-// products are the packed product's tiles and microkernel: nothing new runs the multiply-adds.
+//   %v = graph.winograd_input %x              // B^T d B per tile: [a^2, N, tiles, C]
+//   %p = graph.packed_matmul %v, %U           // a^2 products [N, tiles, C] x [C, K], one launch
+//   %y = graph.winograd_output %p, %bias      // A^T M A per tile, + bias: [N, OH, OW, K]
+// with U = G g G^T computed here, at compile time, and stored as column panels per tile
+// element ([a^2, K / B, C, B]). The products are the packed product's tiles and microkernel:
+// nothing new runs the multiply-adds, and the a^2 products are one launch whose work items
+// are (element, row block, panel), not a^2 launches too short to split across threads.
 //
 // The transforms cost a few additions per tile and channel, which the K (or C) channels of
 // the product share, so a convolution with few channels gains nothing; the transformed weights
@@ -81,9 +82,19 @@ std::string refusal(graph::NhwcConvOp conv, int64_t maxTile, int64_t minChannels
          std::to_string(minTiles);
 }
 
+/// Columns per weight panel: `panel` where it divides K, else 16 or 8.
+int64_t panelWidth(int64_t k, int64_t panel) {
+  for (int64_t b : {panel, int64_t(16), int64_t(8)})
+    if (b > 0 && k % b == 0)
+      return b;
+  return 0;
+}
+
 /// The a^2 transformed weights U[e1][e2] = (G g G^T)[e1][e2] of a constant HWIO weight
-/// [3, 3, C, K], each [C, K], or an empty vector when the weight cannot be read.
-SmallVector<Value> transformedWeights(OpBuilder &b, Value weight, const graph::winograd::Matrices &t) {
+/// [3, 3, C, K], each [C, K], stored as column panels of `width`: [a^2, K / width, C, width],
+/// element (e, p, c, j) = U_e[c, p * width + j] (graph.packed_matmul's per-batch weights). Null
+/// when the weight cannot be read.
+Value transformedWeights(OpBuilder &b, Value weight, const graph::winograd::Matrices &t, int64_t width) {
   auto constant = weight.getDefiningOp<graph::ConstantOp>();
   auto type = cast<RankedTensorType>(weight.getType());
   std::vector<char> scratch;
@@ -91,35 +102,31 @@ SmallVector<Value> transformedWeights(OpBuilder &b, Value weight, const graph::w
   if (!graph::constantBytes(constant.getValue(), scratch, bytes) ||
       bytes.size() != sizeof(float) * type.getNumElements())
     return {};
-  int64_t c = type.getDimSize(2), k = type.getDimSize(3), ck = c * k, a = t.a;
+  int64_t c = type.getDimSize(2), k = type.getDimSize(3), ck = c * k, a = t.a, panels = k / width;
   std::vector<float> g(9 * ck);
   std::memcpy(g.data(), bytes.data(), bytes.size());
-  // Per channel pair: (G g) [a][3], then (G g) G^T [a][a], in double.
-  std::vector<std::vector<float>> u(a * a, std::vector<float>(ck));
-  for (int64_t p = 0; p < ck; ++p) {
-    double gg[6][3] = {};
-    for (int64_t e = 0; e < a; ++e)
-      for (int64_t j = 0; j < 3; ++j)
-        for (int64_t i = 0; i < 3; ++i)
-          gg[e][j] += t.g[e * 3 + i] * double(g[(i * 3 + j) * ck + p]);
-    for (int64_t e1 = 0; e1 < a; ++e1)
-      for (int64_t e2 = 0; e2 < a; ++e2) {
-        double v = 0;
+  std::vector<float> u(a * a * ck);
+  for (int64_t ci = 0; ci < c; ++ci)
+    for (int64_t ki = 0; ki < k; ++ki) {
+      // (G g) [a][3], then (G g) G^T [a][a], in double.
+      int64_t p = ci * k + ki;
+      double gg[6][3] = {};
+      for (int64_t e = 0; e < a; ++e)
         for (int64_t j = 0; j < 3; ++j)
-          v += gg[e1][j] * t.g[e2 * 3 + j];
-        u[e1 * a + e2][p] = float(v);
-      }
-  }
-  auto outType = RankedTensorType::get({c, k}, b.getF32Type());
-  SmallVector<Value> weights;
-  for (int64_t e = 0; e < a * a; ++e) {
-    ArrayRef<char> data(reinterpret_cast<const char *>(u[e].data()), ck * sizeof(float));
-    Value v = constantLike(b, constant, outType, data, ".winograd" + std::to_string(e));
-    if (!v)
-      return {};
-    weights.push_back(v);
-  }
-  return weights;
+          for (int64_t i = 0; i < 3; ++i)
+            gg[e][j] += t.g[e * 3 + i] * double(g[(i * 3 + j) * ck + p]);
+      int64_t packed = ((ki / width) * c + ci) * width + ki % width;
+      for (int64_t e1 = 0; e1 < a; ++e1)
+        for (int64_t e2 = 0; e2 < a; ++e2) {
+          double v = 0;
+          for (int64_t j = 0; j < 3; ++j)
+            v += gg[e1][j] * t.g[e2 * 3 + j];
+          u[(e1 * a + e2) * ck + packed] = float(v);
+        }
+    }
+  auto outType = RankedTensorType::get({a * a, panels, c, width}, b.getF32Type());
+  ArrayRef<char> data(reinterpret_cast<const char *>(u.data()), u.size() * sizeof(float));
+  return constantLike(b, constant, outType, data, ".winograd");
 }
 
 struct WinogradConvsPass : impl::WinogradConvsPassBase<WinogradConvsPass> {
@@ -143,8 +150,9 @@ struct WinogradConvsPass : impl::WinogradConvsPassBase<WinogradConvsPass> {
       std::string why = refusal(conv, tile, minChannels, minTiles, m);
       if (why.empty()) {
         b.setInsertionPoint(conv);
-        SmallVector<Value> weights = transformedWeights(b, conv.getWeight(), graph::winograd::matrices(m));
-        if (weights.empty())
+        int64_t k = cast<RankedTensorType>(conv.getWeight().getType()).getDimSize(3);
+        Value weights = transformedWeights(b, conv.getWeight(), graph::winograd::matrices(m), panelWidth(k, panel));
+        if (!weights)
           why = "weight not readable";
         else
           rewrite(b, conv, weights, m);
@@ -161,13 +169,11 @@ struct WinogradConvsPass : impl::WinogradConvsPassBase<WinogradConvsPass> {
       llvm::outs() << "  " << line << "\n";
   }
 
-  void rewrite(OpBuilder &b, graph::NhwcConvOp conv, ArrayRef<Value> weights, int64_t m) {
+  void rewrite(OpBuilder &b, graph::NhwcConvOp conv, Value weights, int64_t m) {
     Location loc = conv.getLoc();
     auto y = cast<RankedTensorType>(conv.getType());
-    auto input = graph::WinogradInputOp::create(b, loc, conv.getInput(), b.getI64IntegerAttr(m), conv.getPadsAttr());
-    SmallVector<Value> products;
-    for (auto [v, u] : llvm::zip(input.getResults(), weights))
-      products.push_back(graph::MatMulOp::create(b, loc, v, u));
+    Value input = graph::WinogradInputOp::create(b, loc, conv.getInput(), b.getI64IntegerAttr(m), conv.getPadsAttr());
+    Value products = graph::PackedMatMulOp::create(b, loc, input, weights);
     Value out = graph::WinogradOutputOp::create(b, loc, products, conv.getBias(), b.getI64IntegerAttr(m),
                                                 b.getI64IntegerAttr(y.getDimSize(1)),
                                                 b.getI64IntegerAttr(y.getDimSize(2)));

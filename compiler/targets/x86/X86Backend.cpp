@@ -68,6 +68,7 @@ public:
           if (options.winogradTile) {
             WinogradConvsPassOptions winograd;
             winograd.tile = options.winogradTile;
+            winograd.panel = options.vectorBits >= 512 ? 64 : 16; // as the products' panels below
             winograd.print = options.printLayouts;
             p.addPass(createWinogradConvsPass(winograd));
           }

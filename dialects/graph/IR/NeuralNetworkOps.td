@@ -28,13 +28,16 @@ def Graph_PackedMatMulOp : Graph_Op<"packed_matmul", [SameOperandsElementType]> 
     tile of the product then reads its weights as one sequential stream
     instead of K strided rows, which is what decoding (M = 1) and prefill are
     bound by. kiln-pack-matmul-weights introduces it for constant weights;
-    the artifact stores them packed.
+    the artifact stores them packed. A 4-D `rhs` [E, N / B, K, B] holds one
+    such matrix per index of the lhs's leading dim E (`lhs` [E, ..., M, K]):
+    E products in one launch (kiln-winograd-convs' per-tile-element products).
 
     ```mlir
     %c = graph.packed_matmul %a, %w : (tensor<?x?x2048xf32>, tensor<88x2048x64xf32>) -> tensor<?x?x5632xf32>
+    %d = graph.packed_matmul %v, %u : (tensor<16x?x49x64xf32>, tensor<16x1x64x64xf32>) -> tensor<16x?x49x64xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$lhs, 3DTensorOf<[F32]>:$rhs);
+  let arguments = (ins AnyRankedTensor:$lhs, TensorRankOf<[F32], [3, 4]>:$rhs);
   let results = (outs AnyRankedTensor:$result);
 }
 
@@ -189,34 +192,35 @@ def Graph_WinogradInputOp : Graph_Op<"winograd_input"> {
     may reach past OH, OW). Tile (ty, tx) reads the a x a window (a = m + 2)
     of the zero-padded input d[i][j] = x[n, m*ty + i - pads[0], m*tx + j -
     pads[1], c] and gives V = B^T d B (B as in `dialects/graph/IR/Winograd.h`).
-    Result e = e1 * a + e2 is V[e1][e2] of every tile: [N, TH * TW, C],
-    tiles row by row (TH = ceil(OH / m), TW = ceil(OW / m)). Static H, W, C.
+    The result [a * a, N, TH * TW, C] holds V[e1][e2] of every tile at
+    [e1 * a + e2, n, ty * TW + tx] (TH = ceil(OH / m), TW = ceil(OW / m)):
+    each of its a * a leading slices is one product's lhs. Static H, W, C.
 
     ```mlir
-    %v:16 = graph.winograd_input %x {tile = 2 : i64, pads = array<i64: 1, 1, 1, 1>}
-        : (tensor<1x8x8x32xf32>) -> (tensor<1x16x32xf32>, ...)
+    %v = graph.winograd_input %x {tile = 2 : i64, pads = array<i64: 1, 1, 1, 1>}
+        : (tensor<1x8x8x32xf32>) -> tensor<16x1x16x32xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, I64Attr:$tile, DenseI64ArrayAttr:$pads);
-  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let results = (outs AnyRankedTensor:$result);
 }
 
-def Graph_WinogradOutputOp : Graph_Op<"winograd_output", [AttrSizedOperandSegments]> {
+def Graph_WinogradOutputOp : Graph_Op<"winograd_output"> {
   let summary = "Winograd F(m x m, 3 x 3) output transform: tiles back to a channels-last tensor";
   let description = [{
-    The last step of graph.winograd_input's convolution: `products` are the
-    a x a element-wise products M[e1][e2] of every tile ([N, TH * TW, K]
-    each: the transformed input times the transformed weight U = G g G^T,
-    contracted over the input channels), and the output is Y = A^T M A per
-    tile, cut to `height` x `width` positions, plus the optional `bias` [K]:
-    [N, height, width, K].
+    The last step of graph.winograd_input's convolution: `products`
+    [a * a, N, TH * TW, K] holds the a x a element-wise products M[e1][e2] of
+    every tile (the transformed input times the transformed weight U =
+    G g G^T, contracted over the input channels), and the output is Y =
+    A^T M A per tile, cut to `height` x `width` positions, plus the optional
+    `bias` [K]: [N, height, width, K].
 
     ```mlir
-    %y = graph.winograd_output %m0, ..., %m15, %b {tile = 2 : i64, height = 8 : i64, width = 8 : i64}
-        : (tensor<1x16x48xf32>, ..., tensor<48xf32>) -> tensor<1x8x8x48xf32>
+    %y = graph.winograd_output %p, %b {tile = 2 : i64, height = 8 : i64, width = 8 : i64}
+        : (tensor<16x1x16x48xf32>, tensor<48xf32>) -> tensor<1x8x8x48xf32>
     ```
   }];
-  let arguments = (ins Variadic<AnyRankedTensor>:$products, Optional<AnyRankedTensor>:$bias,
+  let arguments = (ins AnyRankedTensor:$products, Optional<AnyRankedTensor>:$bias,
                    I64Attr:$tile, I64Attr:$height, I64Attr:$width);
   let results = (outs AnyRankedTensor:$result);
 }

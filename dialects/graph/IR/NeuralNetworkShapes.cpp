@@ -12,11 +12,16 @@ LogicalResult PackedMatMulOp::inferReturnTypes(MLIRContext *, std::optional<Loca
   auto a = rankedType(adaptor.getLhs()), w = rankedType(adaptor.getRhs());
   if (a.getRank() < 2 || !w.hasStaticShape())
     return fail(loc, "packed_matmul needs a lhs of rank >= 2 and a static packed weight");
+  // A 4-D rhs: one [N / B, K, B] weight per index of the lhs's leading dim.
+  int64_t first = w.getRank() - 3;
+  if (first == 1 && (a.getRank() < 3 || a.getDimSize(0) != w.getDimSize(0)))
+    return fail(loc, "packed_matmul with " + Twine(w.getDimSize(0)) +
+                         " weights needs a lhs of rank >= 3 with as many in its leading dim");
   int64_t k = a.getDimSize(a.getRank() - 1);
-  if (k != kDyn && k != w.getDimSize(1))
-    return fail(loc, "packed_matmul contracts " + Twine(k) + " with " + Twine(w.getDimSize(1)));
+  if (k != kDyn && k != w.getDimSize(first + 1))
+    return fail(loc, "packed_matmul contracts " + Twine(k) + " with " + Twine(w.getDimSize(first + 1)));
   SmallVector<int64_t> dims(a.getShape());
-  dims.back() = w.getDimSize(0) * w.getDimSize(2);
+  dims.back() = w.getDimSize(first) * w.getDimSize(first + 2);
   types.push_back(a.clone(dims));
   return success();
 }
@@ -308,9 +313,8 @@ LogicalResult WinogradInputOp::inferReturnTypes(MLIRContext *, std::optional<Loc
   if (oh < 1 || ow < 1)
     return fail(loc, "winograd_input's 3x3 window does not fit the padded input");
   int64_t a = tile + 2;
-  auto type = RankedTensorType::get({x.getDimSize(0), tileCount(oh, tile) * tileCount(ow, tile), x.getDimSize(3)},
-                                    x.getElementType());
-  types.append(a * a, type);
+  types.push_back(RankedTensorType::get(
+      {a * a, x.getDimSize(0), tileCount(oh, tile) * tileCount(ow, tile), x.getDimSize(3)}, x.getElementType()));
   return success();
 }
 
@@ -321,20 +325,14 @@ LogicalResult WinogradOutputOp::inferReturnTypes(MLIRContext *, std::optional<Lo
     return fail(loc, "winograd_output tile must be 2 or 4, not " + Twine(tile));
   if (height < 1 || width < 1)
     return fail(loc, "winograd_output needs a positive height and width");
-  ValueRange products = adaptor.getProducts();
-  if ((int64_t)products.size() != (tile + 2) * (tile + 2))
-    return fail(loc, "winograd_output takes " + Twine((tile + 2) * (tile + 2)) + " products, not " +
-                         Twine(products.size()));
-  auto m = rankedType(products[0]);
-  int64_t tiles = tileCount(height, tile) * tileCount(width, tile);
-  if (m.getRank() != 3 || m.getDimSize(1) != tiles || m.isDynamicDim(2))
-    return fail(loc, "winograd_output's products must be [N, " + Twine(tiles) + ", K] of static K");
-  for (Value p : products)
-    if (p.getType() != m)
-      return fail(loc, "winograd_output's products must all have one type");
-  if (failed(checkConvBias(loc, adaptor.getBias(), m.getDimSize(2))))
+  auto m = rankedType(adaptor.getProducts());
+  int64_t a = tile + 2, tiles = tileCount(height, tile) * tileCount(width, tile);
+  if (m.getRank() != 4 || m.getDimSize(0) != a * a || m.getDimSize(2) != tiles || m.isDynamicDim(3))
+    return fail(loc, "winograd_output's products must be [" + Twine(a * a) + ", N, " + Twine(tiles) +
+                         ", K] of static K");
+  if (failed(checkConvBias(loc, adaptor.getBias(), m.getDimSize(3))))
     return failure();
-  types.push_back(RankedTensorType::get({m.getDimSize(0), height, width, m.getDimSize(2)}, m.getElementType()));
+  types.push_back(RankedTensorType::get({m.getDimSize(1), height, width, m.getDimSize(3)}, m.getElementType()));
   return success();
 }
 

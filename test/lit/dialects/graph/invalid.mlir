@@ -616,36 +616,45 @@ func.func @kv_cache_paged_view_update_rank(%pool: tensor<?x2x16x4xf32>, %t: tens
 
 // -----
 
-func.func @winograd_tile(%x: tensor<1x8x8x32xf32>) -> tensor<1x4x32xf32> {
+func.func @winograd_tile(%x: tensor<1x8x8x32xf32>) -> tensor<9x1x4x32xf32> {
   // expected-error @+2 {{winograd_input tile must be 2 or 4, not 3}}
   // expected-error @+1 {{failed to infer returned types}}
-  %v = graph.winograd_input %x {tile = 3 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x8x8x32xf32>) -> tensor<1x4x32xf32>
-  return %v : tensor<1x4x32xf32>
+  %v = graph.winograd_input %x {tile = 3 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x8x8x32xf32>) -> tensor<9x1x4x32xf32>
+  return %v : tensor<9x1x4x32xf32>
 }
 
 // -----
 
-func.func @winograd_input_dynamic(%x: tensor<1x?x8x32xf32>) -> tensor<1x4x32xf32> {
+func.func @winograd_input_dynamic(%x: tensor<1x?x8x32xf32>) -> tensor<16x1x16x32xf32> {
   // expected-error @+2 {{winograd_input takes an [N, H, W, C] tensor of static H, W, C}}
   // expected-error @+1 {{failed to infer returned types}}
-  %v = graph.winograd_input %x {tile = 2 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x?x8x32xf32>) -> tensor<1x4x32xf32>
-  return %v : tensor<1x4x32xf32>
+  %v = graph.winograd_input %x {tile = 2 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x?x8x32xf32>) -> tensor<16x1x16x32xf32>
+  return %v : tensor<16x1x16x32xf32>
 }
 
 // -----
 
-func.func @winograd_output_count(%p: tensor<1x16x32xf32>) -> tensor<1x8x8x32xf32> {
-  // expected-error @+2 {{winograd_output takes 16 products, not 2}}
+func.func @winograd_output_elements(%p: tensor<36x1x16x32xf32>) -> tensor<1x8x8x32xf32> {
+  // expected-error @+2 {{winograd_output's products must be [16, N, 16, K] of static K}}
   // expected-error @+1 {{failed to infer returned types}}
-  %y = graph.winograd_output %p, %p {tile = 2 : i64, height = 8 : i64, width = 8 : i64, operandSegmentSizes = array<i32: 2, 0>} : (tensor<1x16x32xf32>, tensor<1x16x32xf32>) -> tensor<1x8x8x32xf32>
+  %y = graph.winograd_output %p {tile = 2 : i64, height = 8 : i64, width = 8 : i64} : (tensor<36x1x16x32xf32>) -> tensor<1x8x8x32xf32>
   return %y : tensor<1x8x8x32xf32>
 }
 
 // -----
 
-func.func @winograd_output_tiles(%p: tensor<1x12x32xf32>) -> tensor<1x8x8x32xf32> {
-  // expected-error @+2 {{winograd_output's products must be [N, 16, K] of static K}}
+func.func @winograd_output_tiles(%p: tensor<16x1x12x32xf32>) -> tensor<1x8x8x32xf32> {
+  // expected-error @+2 {{winograd_output's products must be [16, N, 16, K] of static K}}
   // expected-error @+1 {{failed to infer returned types}}
-  %y = graph.winograd_output %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p {tile = 2 : i64, height = 8 : i64, width = 8 : i64, operandSegmentSizes = array<i32: 16, 0>} : (tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>, tensor<1x12x32xf32>) -> tensor<1x8x8x32xf32>
+  %y = graph.winograd_output %p {tile = 2 : i64, height = 8 : i64, width = 8 : i64} : (tensor<16x1x12x32xf32>) -> tensor<1x8x8x32xf32>
   return %y : tensor<1x8x8x32xf32>
+}
+
+// -----
+
+func.func @packed_matmul_weights_per_batch(%a: tensor<8x5x32xf32>, %w: tensor<16x1x32x64xf32>) -> tensor<8x5x64xf32> {
+  // expected-error @+2 {{packed_matmul with 16 weights needs a lhs of rank >= 3 with as many in its leading dim}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %c = graph.packed_matmul %a, %w : (tensor<8x5x32xf32>, tensor<16x1x32x64xf32>) -> tensor<8x5x64xf32>
+  return %c : tensor<8x5x64xf32>
 }

@@ -404,14 +404,17 @@ func.func @channels_last_ops(%x: tensor<?x8x8x16xf32>, %w: tensor<3x3x16x32xf32>
 
 // -----
 
-// Winograd F(2x2, 3x3) transforms (kiln-winograd-convs): 16 results of
-// [N, tiles, C] (a 7x5 output in 2x2 tiles: 4 x 3 = 12 tiles), and back to
+// Winograd F(2x2, 3x3) transforms (kiln-winograd-convs): [16, N, tiles, C]
+// (a 7x5 output in 2x2 tiles: 4 x 3 = 12 tiles), the 16 products in one
+// packed_matmul with a weight per leading index, and back to
 // [N, height, width, K].
 // CHECK-LABEL: func @winograd
-// CHECK: %[[V:.*]]:16 = graph.winograd_input %{{.*}} {pads = array<i64: 1, 1, 1, 1>, tile = 2 : i64} : (tensor<?x7x5x32xf32>) -> (tensor<?x12x32xf32>,
-// CHECK: graph.winograd_output {{.*}} {height = 7 : i64, operandSegmentSizes = array<i32: 16, 1>, tile = 2 : i64, width = 5 : i64} : ({{.*}}, tensor<48xf32>) -> tensor<?x7x5x48xf32>
-func.func @winograd(%x: tensor<?x7x5x32xf32>, %b: tensor<48xf32>, %p0: tensor<?x12x48xf32>) -> tensor<?x7x5x48xf32> {
-  %v:16 = graph.winograd_input %x {tile = 2 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<?x7x5x32xf32>) -> (tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>, tensor<?x12x32xf32>)
-  %y = graph.winograd_output %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %p0, %b {tile = 2 : i64, height = 7 : i64, width = 5 : i64, operandSegmentSizes = array<i32: 16, 1>} : (tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<?x12x48xf32>, tensor<48xf32>) -> tensor<?x7x5x48xf32>
+// CHECK: %[[V:.*]] = graph.winograd_input %arg0 {pads = array<i64: 1, 1, 1, 1>, tile = 2 : i64} : (tensor<?x7x5x32xf32>) -> tensor<16x?x12x32xf32>
+// CHECK: %[[P:.*]] = graph.packed_matmul %[[V]], %arg2 : (tensor<16x?x12x32xf32>, tensor<16x3x32x16xf32>) -> tensor<16x?x12x48xf32>
+// CHECK: graph.winograd_output %[[P]], %arg1 {height = 7 : i64, tile = 2 : i64, width = 5 : i64} : (tensor<16x?x12x48xf32>, tensor<48xf32>) -> tensor<?x7x5x48xf32>
+func.func @winograd(%x: tensor<?x7x5x32xf32>, %b: tensor<48xf32>, %u: tensor<16x3x32x16xf32>) -> tensor<?x7x5x48xf32> {
+  %v = graph.winograd_input %x {tile = 2 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<?x7x5x32xf32>) -> tensor<16x?x12x32xf32>
+  %p = graph.packed_matmul %v, %u : (tensor<16x?x12x32xf32>, tensor<16x3x32x16xf32>) -> tensor<16x?x12x48xf32>
+  %y = graph.winograd_output %p, %b {tile = 2 : i64, height = 7 : i64, width = 5 : i64} : (tensor<16x?x12x48xf32>, tensor<48xf32>) -> tensor<?x7x5x48xf32>
   return %y : tensor<?x7x5x48xf32>
 }
