@@ -250,8 +250,11 @@ Results importRecurrent(NodeContext &c, Cell cell) {
       rzr = e.slice(rd, 0, 0, 2 * hidden);
       rh = e.slice(rd, 0, 2 * hidden, 3 * hidden);
     }
-    // Gate k of a [..., gates*hidden] value (a bias alone is 1-D).
-    auto gate = [&](Value v, int64_t k) {
+    // Gate k of a [..., gates*hidden] value (a bias alone is 1-D). Null once an op has failed
+    // (a hostile model's shapes): the emitter then skips every later op.
+    auto gate = [&](Value v, int64_t k) -> Value {
+      if (!v)
+        return {};
       return e.slice(v, cast<RankedTensorType>(v.getType()).getRank() - 1, k * hidden, (k + 1) * hidden);
     };
 
