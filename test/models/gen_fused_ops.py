@@ -8,6 +8,9 @@ as the fused ops directly, with numpy reference outputs (float64 math, stored as
   (opset 23) nodes, imported as graph.gelu / graph.rms_norm.
 - *_decomposed: the same functions in the node forms exporters write, which
   kiln-fuse-* turn into those ops; a fused model must match the reference.
+- sigmoid_range, silu_range: Sigmoid and x * Sigmoid(x) (fused to graph.silu) over a fixed
+  input from -1e30 to 1e30 (the saturated ends, the clamp of kiln's exp(-x) at |x| ~ 87,
+  zero, tiny values, and a dense sweep of [-100, 100]).
 Deterministic (fixed seed). onnx 1.12 predates opsets 20/23, so models are not checked.
 """
 import math
@@ -28,7 +31,7 @@ def const(name, value, dtype=np.float32):
                             value=numpy_helper.from_array(np.array(value, dtype=dtype), name))
 
 
-def save(name, nodes, inputs, opset, reference, initializers=()):
+def save(name, nodes, inputs, opset, reference, initializers=(), xs=None):
     graph = helper.make_graph(
         nodes, name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, SHAPE) for n in inputs],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, SHAPE)], list(initializers))
@@ -40,11 +43,13 @@ def save(name, nodes, inputs, opset, reference, initializers=()):
     with open(os.path.join(d, "model.onnx"), "wb") as f:
         f.write(model.SerializeToString())
     rng = np.random.default_rng(sum(map(ord, name)))
-    xs = [(rng.standard_normal(SHAPE) * 2.0).astype(np.float32) for _ in inputs]
+    if xs is None:
+        xs = [(rng.standard_normal(SHAPE) * 2.0).astype(np.float32) for _ in inputs]
     for i, x in enumerate(xs):
         with open(os.path.join(d, "test_data_set_0", "input_%d.pb" % i), "wb") as f:
             f.write(numpy_helper.from_array(x, inputs[i]).SerializeToString())
-    y = reference(*[x.astype(np.float64) for x in xs]).astype(np.float32)
+    with np.errstate(over="ignore"):  # exp(-x) of the most negative inputs is inf: the limit is right
+        y = reference(*[x.astype(np.float64) for x in xs]).astype(np.float32)
     with open(os.path.join(d, "test_data_set_0", "output_0.pb"), "wb") as f:
         f.write(numpy_helper.from_array(y, "y").SerializeToString())
 
@@ -123,6 +128,15 @@ def main():
           helper.make_node("Mul", ["gate", "s"], ["silu"]),
           helper.make_node("Mul", ["silu", "up"], ["y"])],
          ["gate", "up"], 13, lambda g, u: g / (1 + np.exp(-g)) * u)
+    ends = [-1e30, -1e4, -126.0, -88.0, -87.5, -87.0, -20.0, -1e-30, 0.0, 1e-30, 1e-3, 20.0,
+            87.0, 87.5, 88.0, 1e30]
+    sweep = np.linspace(-100, 100, int(np.prod(SHAPE)) - len(ends))
+    logistic_range = [np.concatenate([ends, sweep]).astype(np.float32).reshape(SHAPE)]
+    save("sigmoid_range", [helper.make_node("Sigmoid", ["x"], ["y"])], ["x"], 13,
+         lambda x: 1 / (1 + np.exp(-x)), xs=logistic_range)
+    save("silu_range",
+         [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"])],
+         ["x"], 13, lambda x: x / (1 + np.exp(-x)), xs=logistic_range)
 
 
 if __name__ == "__main__":
