@@ -4,7 +4,7 @@
 //
 //   node bench/ort_bench.js MODEL.onnx [INPUT.pb | NAME=INPUT.pb ...] [--test-data-dir DIR]
 //        [--threads N] [--iterations N] [--warmup W] [--opt-level all|extended|basic|disabled]
-//        [--json]
+//        [--json] [--profile PREFIX]
 //
 // Inputs are ONNX TensorProto files, bound in the model's input order (or by
 // NAME=). --test-data-dir DIR reads DIR/input_K.pb. The session uses
@@ -17,6 +17,10 @@
 //
 // median is the middle value (mean of the two middle ones for even N), p90 the
 // nearest-rank 90th percentile. --json prints the same figures as JSON instead.
+// --profile PREFIX turns on ONNX Runtime's profiler for the timed runs and prints, on
+// stderr, where its JSON trace was written (PREFIX_<date>.json) and a table of each
+// node's mean microseconds per run, largest first: where ORT's time goes, to set beside
+// kiln-run --profile-summary (the timed runs then include the profiler's overhead).
 // onnxruntime-node comes from bench/node_modules (bench/setup.sh).
 
 const fs = require('fs');
@@ -32,7 +36,7 @@ function usage(msg) {
 
 function parseArgs(argv) {
   const o = { model: null, inputs: [], dataDir: null, threads: 1, iterations: 100, warmup: 10,
-    optLevel: 'all', json: false };
+    optLevel: 'all', json: false, profile: null };
   const intArg = (name, v, min) => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < min) usage(`${name} needs an integer >= ${min}, got '${v}'`);
@@ -47,6 +51,7 @@ function parseArgs(argv) {
     else if (a === '--test-data-dir') o.dataDir = next();
     else if (a === '--opt-level') o.optLevel = next();
     else if (a === '--json') o.json = true;
+    else if (a === '--profile') o.profile = next();
     else if (a === '-h' || a === '--help') usage();
     else if (a.startsWith('--')) usage(`unknown option ${a}`);
     else if (!o.model) o.model = a;
@@ -65,6 +70,40 @@ function percentiles(times) {
   return { median, p90, min: s[0], max: s[n - 1] };
 }
 
+// onnxruntime-node's endProfiling() returns nothing: the newest PREFIX_*.json is the trace.
+function profileFile(returned, prefix) {
+  if (typeof returned === 'string') return returned;
+  const dir = path.dirname(path.resolve(prefix));
+  const base = path.basename(prefix) + '_';
+  const found = fs.readdirSync(dir).filter((f) => f.startsWith(base) && f.endsWith('.json'))
+    .map((f) => path.join(dir, f)).sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs);
+  if (!found.length) throw new Error(`no profile ${prefix}_*.json was written`);
+  return found[0];
+}
+
+// Sums the trace's node events (name `<node>_kernel_time`) per node over all runs.
+function printProfile(file, runs) {
+  const events = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const perNode = new Map();
+  let total = 0;
+  for (const e of events) {
+    if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
+    const node = e.name.slice(0, -'_kernel_time'.length);
+    const op = e.args && e.args.op_name ? e.args.op_name : '';
+    const cur = perNode.get(node) || { op, us: 0 };
+    cur.us += e.dur;
+    perNode.set(node, cur);
+    total += e.dur;
+  }
+  const rows = [...perNode.entries()].sort((a, b) => b[1].us - a[1].us);
+  console.error(`ort profile: ${file}, ${runs} runs, nodes ${(total / runs).toFixed(1)} us/run`);
+  console.error('   share     us/run  op                 node');
+  for (const [node, { op, us }] of rows) {
+    console.error(`${(100 * us / total).toFixed(1).padStart(7)}%  ${(us / runs).toFixed(2).padStart(9)}  ` +
+      `${op.padEnd(18)} ${node}`);
+  }
+}
+
 async function main() {
   const o = parseArgs(process.argv.slice(2));
   const ort = tp.loadOrt();
@@ -73,6 +112,7 @@ async function main() {
     interOpNumThreads: 1,
     executionMode: 'sequential',
     graphOptimizationLevel: o.optLevel,
+    ...(o.profile ? { enableProfiling: true, profileFilePrefix: o.profile } : {}),
   });
 
   let specs = o.inputs.slice();
@@ -108,6 +148,7 @@ async function main() {
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
   const p = percentiles(times);
+  if (o.profile) printProfile(profileFile(session.endProfiling(), o.profile), o.warmup + o.iterations);
   if (o.json) {
     console.log(JSON.stringify({ ...p, iterations: o.iterations, threads: o.threads,
       ort_version: ort.env.versions ? ort.env.versions.node : undefined }));
