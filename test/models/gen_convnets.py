@@ -28,6 +28,10 @@ fallbacks, with ONNX Runtime's outputs as references.
   asymmetric pads (27x26 outputs: a last row and column of tiles past the output), 40 channels
   (vectors of 8 channels) and no bias; F(2x2) on 13x13 maps after max pooling; a 3-channel
   3x3 conv that stays direct.
+- shuffle: ShuffleNet v2 units (passes/cpu/ChooseChannelsLast.cpp keeps them channels-last): the
+  channel split as two Slices, 1x1 / depthwise 3x3 / 1x1 branches, Concat, the channel shuffle
+  as Reshape [N, 2, C/2, H, W] (batch copied by a 0), Transpose, Reshape; a stride-2 unit with
+  two branches; ReduceMean over H and W without keepdims.
 The others have a symbolic batch and two data sets (batch 1 and 3). Deterministic (fixed seeds).
 """
 import os
@@ -69,6 +73,11 @@ class Graph:
         inputs = [x, w] + ([self.const(self.rng.standard_normal(cout) * 0.1)] if bias else [])
         return self.node("Conv", inputs, kernel_shape=[k, k], strides=[stride, stride], pads=pads,
                          dilations=[dilation, dilation], group=group)
+
+    def const_i64(self, values):
+        n = self.name("c")
+        self.inits.append(numpy_helper.from_array(np.asarray(values, dtype=np.int64), n))
+        return n
 
     def relu6(self, x):
         return self.node("Clip", [x, self.const(0.0), self.const(6.0)])
@@ -195,8 +204,38 @@ def winograd():
     g.save("winograd", ["batch", 3, 28, 27], y, ["batch", 32, 13, 13])
 
 
+def shuffle():
+    g = Graph(2107)
+
+    def channel_shuffle(x, c, hw):
+        shape = g.name("shape")
+        g.inits.append(numpy_helper.from_array(np.array([0, 2, c // 2, hw, hw], dtype=np.int64), shape))
+        back = g.name("shape")
+        g.inits.append(numpy_helper.from_array(np.array([0, c, hw, hw], dtype=np.int64), back))
+        x = g.node("Reshape", [x, shape])
+        x = g.node("Transpose", [x], perm=[0, 2, 1, 3, 4])
+        return g.node("Reshape", [x, back])
+
+    def branch(x, c, stride):
+        h = g.node("Relu", [g.conv(x, c, c, 1)])
+        h = g.conv(h, c, c, 3, stride=stride, group=c)
+        return g.node("Relu", [g.conv(h, c, c, 1)])
+
+    x = g.node("Relu", [g.conv("x", 3, 32, 3)])                # 16x16x32
+    # Stride 1: split, one branch, concat, shuffle.
+    x1 = g.node("Slice", [x, g.const_i64([0]), g.const_i64([16]), g.const_i64([1])])
+    x2 = g.node("Slice", [x, g.const_i64([16]), g.const_i64([32]), g.const_i64([1])])
+    x = channel_shuffle(g.node("Concat", [x1, branch(x2, 16, 1)], axis=1), 32, 16)
+    # Stride 2: both branches see the whole input.
+    b1 = g.node("Relu", [g.conv(g.conv(x, 32, 32, 3, stride=2, group=32), 32, 32, 1)])
+    x = channel_shuffle(g.node("Concat", [b1, branch(x, 32, 2)], axis=1), 64, 8)
+    y = g.node("ReduceMean", [x], axes=[2, 3], keepdims=0)
+    g.save("shuffle", ["batch", 3, 16, 16], y, ["batch", 64])
+
+
 def main():
-    names = sys.argv[1:] or ["depthwise", "se_concat", "odd_channels", "fpn", "implicit_windows", "winograd"]
+    names = sys.argv[1:] or ["depthwise", "se_concat", "odd_channels", "fpn", "implicit_windows", "winograd",
+                             "shuffle"]
     for name in names:
         globals()[name]()
     print("wrote", OUT)

@@ -147,3 +147,59 @@ func.func @resize(%x: tensor<1x16x4x4xf32>) -> (tensor<1x16x8x8xf32>, tensor<1x1
   %3 = graph.resize %0 scales %s {mode = "linear", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"} : (tensor<1x16x4x4xf32>, tensor<4xf32>) -> tensor<1x16x8x8xf32>
   return %2, %3 : tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>
 }
+
+// -----
+
+// A ShuffleNet unit stays channels-last: the concat of two conv branches, the channel
+// shuffle (reshape to [N, 2, C/2, H, W], swap, reshape back) as the same shuffle of the NHWC
+// channels, the split as slices of the last axis (axis -3 too), and a reduce_mean over H and
+// W without keepdims reading the NHWC map. Transposes left: the input's (twice, until CSE)
+// and the returned conv's.
+// CHECK-LABEL: func @shuffle_unit
+// CHECK: %[[CAT:.*]] = graph.concat %{{.*}}, %{{.*}} {axis = 3 : i64} : {{.*}} -> tensor<1x8x8x32xf32>
+// CHECK: %[[SPLIT:.*]] = graph.reshape %[[CAT]], %{{.*}} : (tensor<1x8x8x32xf32>, tensor<5xi64>) -> tensor<1x8x8x2x16xf32>
+// CHECK: %[[SWAP:.*]] = graph.transpose %[[SPLIT]] {perm = array<i64: 0, 1, 2, 4, 3>} : (tensor<1x8x8x2x16xf32>) -> tensor<1x8x8x16x2xf32>
+// CHECK: %[[SH:.*]] = graph.reshape %[[SWAP]], %{{.*}} : (tensor<1x8x8x16x2xf32>, tensor<4xi64>) -> tensor<1x8x8x32xf32>
+// CHECK: %[[LO:.*]] = graph.slice %[[SH]] {axes = array<i64: 3>, ends = array<i64: 16>, starts = array<i64: 0>, steps = array<i64: 1>}
+// CHECK: %[[HI:.*]] = graph.slice %[[SH]] {axes = array<i64: 3>, ends = array<i64: 32>, starts = array<i64: 16>, steps = array<i64: 1>}
+// CHECK: %[[C:.*]] = graph.nhwc_conv %[[HI]]
+// CHECK: %[[OUT:.*]] = graph.transpose %[[C]] {perm = array<i64: 0, 3, 1, 2>}
+// CHECK: %[[M:.*]] = graph.reduce_mean %[[LO]] {axes = array<i64: 1, 2>, keepdims = 0 : i64} : (tensor<1x8x8x16xf32>) -> tensor<1x16xf32>
+// CHECK: return %[[OUT]], %[[M]]
+// PRINT-LABEL: c: NHWC (packed product)
+// PRINT-NEXT: layout changes left (NCHW<->NHWC transposes): 3
+func.func @shuffle_unit(%x: tensor<1x16x8x8xf32>) -> (tensor<1x16x8x8xf32>, tensor<1x16xf32>) {
+  %w = graph.constant {value = dense<0.5> : tensor<16x16x1x1xf32>} : () -> tensor<16x16x1x1xf32>
+  %split = graph.constant {value = dense<[1, 2, 16, 8, 8]> : tensor<5xi64>} : () -> tensor<5xi64>
+  %merge = graph.constant {value = dense<[1, 32, 8, 8]> : tensor<4xi64>} : () -> tensor<4xi64>
+  %a = graph.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x8x8xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x8x8xf32> loc("a")
+  %b = graph.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x8x8xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x8x8xf32> loc("b")
+  %cat = graph.concat %a, %b {axis = 1 : i64} : (tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>) -> tensor<1x32x8x8xf32>
+  %0 = graph.reshape %cat, %split : (tensor<1x32x8x8xf32>, tensor<5xi64>) -> tensor<1x2x16x8x8xf32>
+  %1 = graph.transpose %0 {perm = array<i64: 0, 2, 1, 3, 4>} : (tensor<1x2x16x8x8xf32>) -> tensor<1x16x2x8x8xf32>
+  %2 = graph.reshape %1, %merge : (tensor<1x16x2x8x8xf32>, tensor<4xi64>) -> tensor<1x32x8x8xf32>
+  %lo = graph.slice %2 {axes = array<i64: 1>, ends = array<i64: 16>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x32x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %hi = graph.slice %2 {axes = array<i64: -3>, ends = array<i64: 32>, starts = array<i64: 16>, steps = array<i64: 1>} : (tensor<1x32x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %c = graph.conv %hi, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x8x8xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x8x8xf32> loc("c")
+  %m = graph.reduce_mean %lo {axes = array<i64: 2, 3>, keepdims = 0 : i64} : (tensor<1x16x8x8xf32>) -> tensor<1x16xf32>
+  return %c, %m : tensor<1x16x8x8xf32>, tensor<1x16xf32>
+}
+
+// -----
+
+// Reductions: without keepdims, one over H alone would leave NHWC's (N, W, C) where NCHW
+// leaves (N, C, W): it reads the NCHW map. With keepdims, one over C is the same reduction of
+// the NHWC map, transposed back.
+// CHECK-LABEL: func @reduce_refused
+// CHECK: %[[C:.*]] = graph.nhwc_conv
+// CHECK: %[[NCHW:.*]] = graph.transpose %[[C]] {perm = array<i64: 0, 3, 1, 2>}
+// CHECK: graph.reduce_max %[[NCHW]] {axes = array<i64: 2>, keepdims = 0 : i64} : (tensor<1x16x8x8xf32>) -> tensor<1x16x8xf32>
+// CHECK: %[[S:.*]] = graph.reduce_sum %[[C]] {axes = array<i64: 3>} : (tensor<1x8x8x16xf32>) -> tensor<1x8x8x1xf32>
+// CHECK: graph.transpose %[[S]] {perm = array<i64: 0, 3, 1, 2>}
+func.func @reduce_refused(%x: tensor<1x16x8x8xf32>) -> (tensor<1x16x8xf32>, tensor<1x1x8x8xf32>) {
+  %w = graph.constant {value = dense<0.5> : tensor<16x16x1x1xf32>} : () -> tensor<16x16x1x1xf32>
+  %a = graph.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x8x8xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x8x8xf32> loc("a")
+  %h = graph.reduce_max %a {axes = array<i64: 2>, keepdims = 0 : i64} : (tensor<1x16x8x8xf32>) -> tensor<1x16x8xf32>
+  %c = graph.reduce_sum %a {axes = array<i64: 1>, keepdims = 1 : i64} : (tensor<1x16x8x8xf32>) -> tensor<1x1x8x8xf32>
+  return %h, %c : tensor<1x16x8xf32>, tensor<1x1x8x8xf32>
+}
