@@ -281,6 +281,17 @@ def ConstantGemmToMatmulPass : Pass<"kiln-constant-gemm-to-matmul", "::mlir::Mod
   }];
 }
 
+def FoldChannelScalesPass : Pass<"kiln-fold-channel-scales", "::mlir::ModuleOp"> {
+  let summary = "Scale a 1x1 convolution's weight rows instead of its input's channels";
+  let description = [{
+    A channels-last graph.packed_conv, 1x1 with unit strides and no pads, whose input is
+    graph.mul of a [1, H, W, K] map and a [1, 1, 1, K] scale (squeeze-and-excitation) read
+    by it alone reads the map itself, with its packed weight [panels, K, columns] multiplied
+    by the scale reshaped to [1, K, 1], where that weight has fewer elements than the map.
+    Runs after kiln-pack-matmul-weights.
+  }];
+}
+
 def PadProductColumnsPass : Pass<"kiln-pad-product-columns", "::mlir::ModuleOp"> {
   let summary = "Pad the constant weight of a matrix product to whole 16-column panels";
   let description = [{

@@ -32,6 +32,10 @@ fallbacks, with ONNX Runtime's outputs as references.
   channel split as two Slices, 1x1 / depthwise 3x3 / 1x1 branches, Concat, the channel shuffle
   as Reshape [N, 2, C/2, H, W] (batch copied by a 0), Transpose, Reshape; a stride-2 unit with
   two branches; ReduceMean over H and W without keepdims.
+- se_project: EfficientNet-style blocks at batch 1 (static): SiLU as Sigmoid + Mul, a
+  squeeze-and-excitation scale multiplied into the 1x1 projection's input, which
+  kiln-fold-channel-scales (passes/cpu/FoldChannelScales.cpp) moves into the projection's
+  weight rows on the 24x24 map and leaves on the 3x3 one (there the weight is the larger).
 The others have a symbolic batch and two data sets (batch 1 and 3). Deterministic (fixed seeds).
 """
 import os
@@ -233,9 +237,30 @@ def shuffle():
     g.save("shuffle", ["batch", 3, 16, 16], y, ["batch", 64])
 
 
+def se_project():
+    g = Graph(2108)
+
+    def silu(x):
+        return g.node("Mul", [x, g.node("Sigmoid", [x])])
+
+    def block(x, cin, cexp, cout, stride):
+        h = silu(g.conv(x, cin, cexp, 1))
+        h = silu(g.conv(h, cexp, cexp, 3, stride=stride, group=cexp))
+        s = g.node("GlobalAveragePool", [h])
+        s = silu(g.conv(s, cexp, cexp // 4, 1))
+        s = g.node("Sigmoid", [g.conv(s, cexp // 4, cexp, 1)])
+        return g.conv(g.node("Mul", [h, s]), cexp, cout, 1)
+
+    x = silu(g.conv("x", 3, 16, 3, stride=2))                  # 24x24x16
+    x = g.node("Add", [x, block(x, 16, 64, 16, 1)])            # folded: 24*24*64 > 64*16 weights
+    x = block(x, 16, 96, 32, 2)                                # 12x12: folded
+    x = block(x, 32, 128, 64, 4)                               # 3x3: 9*128 < 128*64, left alone
+    g.save("se_project", [1, 3, 48, 48], x, [1, 64, 3, 3], batches=(1,))
+
+
 def main():
     names = sys.argv[1:] or ["depthwise", "se_concat", "odd_channels", "fpn", "implicit_windows", "winograd",
-                             "shuffle"]
+                             "shuffle", "se_project"]
     for name in names:
         globals()[name]()
     print("wrote", OUT)

@@ -57,6 +57,7 @@ public:
         PackMatmulWeightsPassOptions packing;
         packing.convPanel = vectorBits >= 512 ? 64 : 16;
         p.addPass(createPackMatmulWeightsPass(packing));
+        p.addPass(createFoldChannelScalesPass());
       };
       steps.afterQuantize = [&options](OpPassManager &p) {
         p.addPass(createConstantGemmToMatmulPass());
