@@ -21,6 +21,9 @@ numpy float64 references, to test kiln-fuse-attention's fused kernel end to end
   late_max       scores growing with the key index over 300 keys (every key tile's max
                  exceeds the last: rescaling checked), 11 query rows, rows whose first
                  128 or 256 keys are masked, a row with none (NaN).
+  odd_head       heads of 15 (an SVTR block's), whose scores take the keys in the vector
+                 lanes (K^T tiles): Sq x Sk = 20 x 70 (two query blocks, a last key tile
+                 of 6), 1 x 5, 17 x 130 (a last tile of 2).
 
 Run with /usr/bin/python3 (needs onnx and numpy): gen_attention.py [OUT_DIR]
 (default test/models/attention). Deterministic: rerunning gives the same files.
@@ -264,6 +267,23 @@ def late_max():
          [("out", F, [1, H, "sq", D])], [const("scale", 0.125, np.float32)], [([q, k, v, mask], [ref])])
 
 
+def odd_head():
+    H, D = 3, 15
+    nodes = gpt2_nodes()
+    F = TensorProto.FLOAT
+    inputs = [("q", F, [1, H, "sq", D]), ("k", F, [1, H, "sk", D]), ("v", F, [1, H, "sk", D]),
+              ("mask", F, [1, 1, "sq", "sk"])]
+    scale = np.float32(1 / np.sqrt(D))
+    sets = []
+    for sq, sk in ((20, 70), (1, 5), (17, 130)):
+        q, k, v = f32((1, H, sq, D)), f32((1, H, sk, D)), f32((1, H, sk, D))
+        allowed = rng.random((sq, sk)) > 0.2
+        allowed[:, -1] = True
+        mask = np.where(allowed, 0.0, -1e9).astype(np.float32).reshape(1, 1, sq, sk)
+        sets.append(([q, k, v, mask], [attention(q, k, v, scale, mask.astype(np.float64))]))
+    save("odd_head", nodes, inputs, [("out", F, [1, H, "sq", D])], [const("scale", scale, np.float32)], sets)
+
+
 if __name__ == "__main__":
     mha_additive()
     where_causal()
@@ -272,3 +292,4 @@ if __name__ == "__main__":
     plain_2d()
     where_lowest()
     late_max()
+    odd_head()

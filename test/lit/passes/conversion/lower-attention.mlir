@@ -157,13 +157,21 @@ func.func @wide_values(%q: tensor<2x?x16xf32>, %k: tensor<2x?x16xf32>, %v: tenso
 
 // -----
 
-// A head of 15 (an SVTR block's 120 channels in 8 heads) does not split into whole vectors:
-// one 16-lane vector per row, its last lane masked (read as zero, never written): the
-// transfers carry no in_bounds = [true].
+// A head of 15 (an SVTR block's 120 channels in 8 heads) does not split into whole vectors.
+// The scores take 16 keys in the lanes: each key tile transposed into a [15, 64] scratch
+// (carried by the key loop), then per row and block of 16 keys, 15 broadcasts of Q[row, c]
+// times K^T[c, keys], written whole into the 16x64 score tile; no horizontal reductions.
+// P V keeps a 16-lane row per query, its last lane masked (read as zero, never written).
 // CHECK-LABEL: func @odd_head
+// CHECK: %[[KT0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<15x64xf32>)
+// CHECK: scf.for {{.*}} step %c64 iter_args({{.*}}, %[[KT:[^ ]*]] = %[[KT0]]) -> ({{.*}}, tensor<15x64xf32>)
+// CHECK: %[[T:.*]] = linalg.transpose ins(%{{.*}} : tensor<?x15xf32>) outs(%{{.*}} : tensor<15x?xf32>) permutation = [1, 0]
+// CHECK: %[[KTN:.*]] = tensor.insert_slice %[[T]] into %[[KT]][0, 0] [15, %{{.*}}]
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c16 iter_args(%{{.*}} = %{{.*}}) -> (tensor<16x64xf32>)
+// CHECK-COUNT-15: vector.transfer_read %[[KTN]][%{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<15x64xf32>, vector<16xf32>
+// CHECK: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<16xf32>, tensor<16x64xf32>
+// CHECK-NOT: vector.reduction
 // CHECK: vector.transfer_read %{{[^ ]*}}[%{{[^]]*}}], %{{[a-z_0-9]*}} : tensor<?x15xf32>, vector<16xf32>
-// CHECK: vector.fma
-// CHECK: vector.reduction <add>
 // CHECK: vector.transfer_write %{{[^ ]*}}, %{{[^ ]*}}[%{{[^]]*}}] : vector<16xf32>, tensor<?x15xf32>
 func.func @odd_head(%q: tensor<8x80x15xf32>, %k: tensor<8x80x15xf32>, %v: tensor<8x80x15xf32>) -> tensor<8x80x15xf32> {
   %0 = graph.attention %q, %k, %v {scale = 0.258 : f32} : (tensor<8x80x15xf32>, tensor<8x80x15xf32>, tensor<8x80x15xf32>) -> tensor<8x80x15xf32>
