@@ -85,6 +85,12 @@ graph::TransposeOp transposeFeeding(Value v) {
   return t && cast<RankedTensorType>(t.getType()).getRank() == 4 ? t : nullptr;
 }
 
+/// The NHWC value `v` is the transpose to NCHW of, or null.
+Value nhwcSource(Value v) {
+  auto t = transposeFeeding(v);
+  return t && t.getPerm() == ArrayRef<int64_t>(kToNchw) ? t.getInput() : Value();
+}
+
 /// A value whose broadcast does not depend on the layout: every dim 1.
 bool layoutFree(Value v) {
   auto t = cast<RankedTensorType>(v.getType());
@@ -189,10 +195,10 @@ struct SinkTransposeThroughConcat : OpRewritePattern<graph::ConcatOp> {
 struct GlobalAveragePoolChannelsLast : OpRewritePattern<graph::GlobalAveragePoolOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(graph::GlobalAveragePoolOp op, PatternRewriter &rewriter) const override {
-    auto t = transposeFeeding(op.getInput());
-    if (!t || t.getPerm() != ArrayRef<int64_t>(kToNchw))
+    Value y = nhwcSource(op.getInput());
+    if (!y)
       return failure();
-    Value mean = graph::ReduceMeanOp::create(rewriter, op.getLoc(), t.getInput(), rewriter.getDenseI64ArrayAttr({1, 2}),
+    Value mean = graph::ReduceMeanOp::create(rewriter, op.getLoc(), y, rewriter.getDenseI64ArrayAttr({1, 2}),
                                              rewriter.getI64IntegerAttr(1));
     rewriter.replaceOp(op, transposeOf(rewriter, op.getLoc(), mean, kToNchw));
     return success();
@@ -207,8 +213,8 @@ template <typename ReduceOp>
 struct ReduceChannelsLast : OpRewritePattern<ReduceOp> {
   using OpRewritePattern<ReduceOp>::OpRewritePattern;
   LogicalResult matchAndRewrite(ReduceOp op, PatternRewriter &rewriter) const override {
-    auto t = transposeFeeding(op.getInput());
-    if (!t || t.getPerm() != ArrayRef<int64_t>(kToNchw))
+    Value y = nhwcSource(op.getInput());
+    if (!y)
       return failure();
     SmallVector<bool> reduced(4, op.getAxes().empty());
     for (int64_t a : op.getAxes()) {
@@ -228,7 +234,7 @@ struct ReduceChannelsLast : OpRewritePattern<ReduceOp> {
       }
     }
     llvm::sort(axes);
-    Value moved = ReduceOp::create(rewriter, op.getLoc(), t.getInput(), rewriter.getDenseI64ArrayAttr(axes),
+    Value moved = ReduceOp::create(rewriter, op.getLoc(), y, rewriter.getDenseI64ArrayAttr(axes),
                                    rewriter.getI64IntegerAttr(op.getKeepdims()));
     rewriter.replaceOp(op, op.getKeepdims() ? transposeOf(rewriter, op.getLoc(), moved, kToNchw) : moved);
     return success();
@@ -358,8 +364,8 @@ Value shapeConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
 struct SliceChannelsLast : OpRewritePattern<graph::SliceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(graph::SliceOp op, PatternRewriter &rewriter) const override {
-    auto t = transposeFeeding(op.getInput());
-    if (!t || t.getPerm() != ArrayRef<int64_t>(kToNchw))
+    Value y = nhwcSource(op.getInput());
+    if (!y)
       return failure();
     SmallVector<int64_t> axes;
     for (int64_t a : op.getAxes()) {
@@ -367,7 +373,7 @@ struct SliceChannelsLast : OpRewritePattern<graph::SliceOp> {
         return failure();
       axes.push_back(kToNchw[a < 0 ? a + 4 : a]);
     }
-    Value moved = graph::SliceOp::create(rewriter, op.getLoc(), t.getInput(), op.getStartsAttr(), op.getEndsAttr(),
+    Value moved = graph::SliceOp::create(rewriter, op.getLoc(), y, op.getStartsAttr(), op.getEndsAttr(),
                                          rewriter.getDenseI64ArrayAttr(axes), op.getStepsAttr());
     rewriter.replaceOp(op, transposeOf(rewriter, op.getLoc(), moved, kToNchw));
     return success();
@@ -388,8 +394,8 @@ struct ChannelShuffleChannelsLast : OpRewritePattern<graph::ReshapeOp> {
     auto split = swap.getInput().getDefiningOp<graph::ReshapeOp>();
     if (!split)
       return failure();
-    auto t = transposeFeeding(split.getInput());
-    if (!t || t.getPerm() != ArrayRef<int64_t>(kToNchw))
+    Value nhwc = nhwcSource(split.getInput());
+    if (!nhwc)
       return failure();
     auto xt = cast<RankedTensorType>(split.getInput().getType());
     auto st = cast<RankedTensorType>(split.getType());
@@ -406,7 +412,7 @@ struct ChannelShuffleChannelsLast : OpRewritePattern<graph::ReshapeOp> {
       return failure();
     Location loc = op.getLoc();
     int64_t batch = ShapedType::isDynamic(n) ? 0 : n;
-    Value y = graph::ReshapeOp::create(rewriter, loc, t.getInput(),
+    Value y = graph::ReshapeOp::create(rewriter, loc, nhwc,
                                        shapeConstant(rewriter, loc, {batch, h, w, groups, c / groups}),
                                        rewriter.getI64IntegerAttr(0));
     y = transposeOf(rewriter, loc, y, ArrayRef<int64_t>{0, 1, 2, 4, 3});
