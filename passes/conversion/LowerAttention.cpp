@@ -31,6 +31,9 @@ constexpr int64_t kMaxAccumulators = 8;
 /// over work items: a decode step at a long context has only batch x heads
 /// items, fewer than a server's cores.
 constexpr int64_t kSplitKeys = 512;
+/// Static key counts up to this make one key tile where the keys sit in vector lanes: the
+/// [16 x 128] score tile, K^T [15 x 128] and the value tile (30 KB) still fit L1.
+constexpr int64_t kMaxWholeKeys = 128;
 
 /// The static size an extract_slice gives a dim of `size` (a Value stays dynamic).
 int64_t staticSize(OpFoldResult size) {
@@ -157,8 +160,17 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
     // chunked prefill still agree bit for bit. Where the key count is only known at run time
     // and there is one split, the items write the output as unsplit ones do (the partials and the
     // combination are then empty), so short contexts cost no second pass and give the same bits.
-    const int64_t splitKeys = llvm::divideCeil(kSplitKeys, keyTile) * keyTile;
     std::optional<int64_t> staticKeys = getConstantIntValue(sk);
+    // Heads of 9 to 15 (f32, static), too short for a whole vector: the scores take the keys in
+    // the vector lanes (below). Without a mask their softmax is vector code too, and a static
+    // key count of at most kMaxWholeKeys is one tile: the online softmax's rescaling and its
+    // row reductions then happen once per row, not once per 64 keys.
+    const std::optional<int64_t> staticHead = getConstantIntValue(d);
+    const bool keysInLanes = et.isF32() && staticHead && *staticHead > 8 && *staticHead < 16;
+    const bool vectorSoftmax = keysInLanes && !mask;
+    if (vectorSoftmax && !paged && staticKeys && *staticKeys > 0 && *staticKeys <= kMaxWholeKeys)
+      keyTile = llvm::alignTo(*staticKeys, 16);
+    const int64_t splitKeys = llvm::divideCeil(kSplitKeys, keyTile) * keyTile;
     const bool splitting = !staticKeys || *staticKeys > splitKeys;
     Value splits = arith::MaxSIOp::create(b, loc, arith::CeilDivSIOp::create(b, loc, sk, c(splitKeys)), c(1));
     Value oneSplit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, splits, c(1));
@@ -333,12 +345,11 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
     // 24 GFLOP/s, 296 us a block (now 152) where ONNX Runtime's unfused products take about 60.
     // Heads of 8 and 16 keep the dot products (whole vectors); a decode step's single query row
     // would not repay the transpose.
-    const int64_t headSize0 = staticSize(dSize);
-    const bool keysInLanes = et.isF32() && !ShapedType::isDynamic(headSize0) && headSize0 > 8 && headSize0 < 16;
+    int64_t headSize = staticSize(dSize), valueSize = staticSize(dvSize);
     const size_t ktIndex = loopInits.size();
     if (keysInLanes)
       loopInits.push_back(linalg::FillOp::create(b, loc, zero,
-                                                 tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{headSize0, keyTile}, et)
+                                                 tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{headSize, keyTile}, et)
                                                      .getResult())
                               .getResult(0));
 
@@ -360,7 +371,6 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
         return 0;
       return n % 16 == 0 ? 16 : n % 8 == 0 ? 8 : n > 8 ? 16 : 0;
     };
-    int64_t headSize = staticSize(dSize), valueSize = staticSize(dvSize);
     int64_t qkWidth = et.isF32() ? vectorWidth(headSize) : 0, pvWidth = et.isF32() ? vectorWidth(valueSize) : 0;
     auto zeroVector = [&](VectorType vt) -> Value {
       return arith::ConstantOp::create(b, loc, vt, DenseElementsAttr::get(vt, b.getFloatAttr(et, 0.0)));
@@ -377,6 +387,64 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
       Value next = body(loopOp.getInductionVar(), loopOp.getRegionIterArg(0));
       scf::YieldOp::create(b, loc, ValueRange{next});
       return loopOp.getResult(0);
+    };
+
+    // The online softmax of one key tile as vector code, row by row, over the score buffer
+    // [16, keyTile] (the scores of rows [0, rows) and keys [0, kn), whole blocks of 16 past kn
+    // read but masked out): m' = max(m, row max), alpha = exp(m - m'), P = exp(S - m') in place,
+    // l' = l * alpha + sum P. Returns the buffer holding P, m', l' and the row buffer holding
+    // alpha. The generic form's row reductions were scalar loops (LLVM may not reorder a float
+    // sum), most of a small-head attention's time.
+    auto vectorTileSoftmax = [&](Value scores, Value m, Value l, Value rowBuf, Value rows,
+                                 Value kn) -> std::tuple<Value, Value, Value, Value> {
+      auto vt = VectorType::get({16}, et);
+      auto maskType = VectorType::get({16}, b.getI1Type());
+      Value negInfV = vector::BroadcastOp::create(b, loc, vt, negInf), zeroV = zeroVector(vt);
+      auto rowLoop = scf::ForOp::create(b, loc, c(0), rows, c(1), ValueRange{scores, m, l, rowBuf});
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(rowLoop.getBody());
+      Value row = rowLoop.getInductionVar();
+      Value sBuf = rowLoop.getRegionIterArg(0), mT = rowLoop.getRegionIterArg(1), lT = rowLoop.getRegionIterArg(2),
+            aBuf = rowLoop.getRegionIterArg(3);
+      auto keysLeft = [&](Value key) {
+        return vector::CreateMaskOp::create(b, loc, maskType, ValueRange{arith::SubIOp::create(b, loc, kn, key)});
+      };
+      auto maxLoop = scf::ForOp::create(b, loc, c(0), kn, c(16), ValueRange{negInfV});
+      {
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(maxLoop.getBody());
+        Value key = maxLoop.getInductionVar();
+        Value sv = arith::SelectOp::create(b, loc, keysLeft(key), readVector(vt, sBuf, {row, key}), negInfV);
+        scf::YieldOp::create(b, loc, ValueRange{maxValues(b, loc, sv, maxLoop.getRegionIterArg(0))});
+      }
+      Value tileMax = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF, maxLoop.getResult(0));
+      Value mOld = tensor::ExtractOp::create(b, loc, mT, ValueRange{row});
+      Value mRow = maxValues(b, loc, tileMax, mOld);
+      Value safe = safeMax(b, loc, mRow);
+      Value alphaRow = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, mOld, safe));
+      Value safeV = vector::BroadcastOp::create(b, loc, vt, safe);
+      auto expLoop = scf::ForOp::create(b, loc, c(0), kn, c(16), ValueRange{sBuf, zeroV});
+      {
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(expLoop.getBody());
+        Value key = expLoop.getInductionVar();
+        Value pv = math::ExpOp::create(
+            b, loc, arith::SubFOp::create(b, loc, readVector(vt, expLoop.getRegionIterArg(0), {row, key}), safeV));
+        Value sum = arith::AddFOp::create(b, loc, expLoop.getRegionIterArg(1),
+                                          arith::SelectOp::create(b, loc, keysLeft(key), pv, zeroV));
+        Value written = vector::TransferWriteOp::create(b, loc, pv, expLoop.getRegionIterArg(0), ValueRange{row, key},
+                                                        ArrayRef<bool>{true})
+                            .getResult();
+        scf::YieldOp::create(b, loc, ValueRange{written, sum});
+      }
+      Value tileSum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, expLoop.getResult(1));
+      Value lOld = tensor::ExtractOp::create(b, loc, lT, ValueRange{row});
+      Value lRow = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, lOld, alphaRow), tileSum);
+      scf::YieldOp::create(b, loc,
+                           ValueRange{expLoop.getResult(0), tensor::InsertOp::create(b, loc, mRow, mT, ValueRange{row}),
+                                      tensor::InsertOp::create(b, loc, lRow, lT, ValueRange{row}),
+                                      tensor::InsertOp::create(b, loc, alphaRow, aBuf, ValueRange{row})});
+      return {rowLoop.getResult(0), rowLoop.getResult(1), rowLoop.getResult(2), rowLoop.getResult(3)};
     };
 
     Value kBegin = splitting ? arith::MulIOp::create(b, loc, ivs[nb + 1], c(splitKeys)).getResult() : c(0);
@@ -417,23 +485,49 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
         kt = linalg::TransposeOp::create(b, loc, kTile, kt, ArrayRef<int64_t>{1, 0}).getResult()[0];
         ktNext = tensor::InsertSliceOp::create(b, loc, kt, loop.getRegionIterArg(ktIndex), zero2, ktSizes, unit(2));
         auto vt = VectorType::get({16}, et);
-        scoresDest = forRange(rows, scoresBuf, [&](Value row, Value sRows) {
+        // `group` rows from `row0`, each block of 16 keys: independent FMA chains that share
+        // the K^T loads (one row alone is a chain of `head` dependent FMAs per block).
+        auto scoreRows = [&](Value row0, int64_t group, Value sRows) -> Value {
           auto blocks = scf::ForOp::create(b, loc, c(0), kn, c(16), ValueRange{sRows});
           OpBuilder::InsertionGuard g(b);
           b.setInsertionPointToStart(blocks.getBody());
           Value key = blocks.getInductionVar();
-          Value sum = zeroVector(vt);
+          SmallVector<Value> rowIdx, sums(group, zeroVector(vt));
+          for (int64_t r = 0; r < group; ++r)
+            rowIdx.push_back(r ? arith::AddIOp::create(b, loc, row0, c(r)).getResult() : row0);
           for (int64_t ch = 0; ch < headSize; ++ch) {
-            Value qs = tensor::ExtractOp::create(b, loc, qBlock, ValueRange{row, c(ch)});
-            sum = vector::FMAOp::create(b, loc, vector::BroadcastOp::create(b, loc, vt, qs),
-                                        readVector(vt, ktNext, {c(ch), key}), sum);
+            Value kv = readVector(vt, ktNext, {c(ch), key});
+            for (int64_t r = 0; r < group; ++r) {
+              Value qs = tensor::ExtractOp::create(b, loc, qBlock, ValueRange{rowIdx[r], c(ch)});
+              sums[r] = vector::FMAOp::create(b, loc, vector::BroadcastOp::create(b, loc, vt, qs), kv, sums[r]);
+            }
           }
-          Value written = vector::TransferWriteOp::create(b, loc, sum, blocks.getRegionIterArg(0), ValueRange{row, key},
-                                                          ArrayRef<bool>{true})
-                              .getResult();
+          Value written = blocks.getRegionIterArg(0);
+          for (int64_t r = 0; r < group; ++r) {
+            Value sum = sums[r];
+            if (vectorSoftmax && scale != 1.0)
+              sum = arith::MulFOp::create(b, loc, sum, vector::BroadcastOp::create(b, loc, vt, fc(scale)));
+            written = vector::TransferWriteOp::create(b, loc, sum, written, ValueRange{rowIdx[r], key},
+                                                      ArrayRef<bool>{true})
+                          .getResult();
+          }
           scf::YieldOp::create(b, loc, ValueRange{written});
           return blocks.getResult(0);
+        };
+        constexpr int64_t kScoreRows = 4;
+        Value groups = arith::DivUIOp::create(b, loc, rows, c(kScoreRows));
+        scoresDest = forRange(groups, scoresBuf, [&](Value g, Value sRows) {
+          return scoreRows(arith::MulIOp::create(b, loc, g, c(kScoreRows)), kScoreRows, sRows);
         });
+        auto restRows = scf::ForOp::create(b, loc, arith::MulIOp::create(b, loc, groups, c(kScoreRows)), rows, c(1),
+                                           ValueRange{scoresDest});
+        {
+          OpBuilder::InsertionGuard g(b);
+          b.setInsertionPointToStart(restRows.getBody());
+          scf::YieldOp::create(b, loc,
+                               ValueRange{scoreRows(restRows.getInductionVar(), 1, restRows.getRegionIterArg(0))});
+        }
+        scoresDest = restRows.getResult(0);
         s = tensor::ExtractSliceOp::create(b, loc, sType, scoresDest, zero2, SmallVector<OpFoldResult>{rows, kn}, unit(2));
       } else if (qkWidth) {
         // S = Q K^T as dot products of contiguous rows, `qkWidth` lanes at a time.
@@ -494,7 +588,7 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
         maskIn.push_back(tensor::ExtractSliceOp::create(b, loc, tileType, mask, offsets, sizes, unit(mrank)));
         maskMaps.push_back(map(exprs, 2));
       }
-      if (mask || scale != 1.0) {
+      if (!vectorSoftmax && (mask || scale != 1.0)) {
         SmallVector<AffineMap> maps = maskMaps;
         maps.push_back(map({i, j}, 2));
         s = linalg::GenericOp::create(
@@ -510,8 +604,15 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
                 })
                 .getResult(0);
       }
-      // The tile's row max.
       auto rType = RankedTensorType::get({ShapedType::kDynamic}, et);
+      Value mNew, lNew, alpha, p, scoresNext, rowNext;
+      if (vectorSoftmax) {
+        std::tie(scoresNext, mNew, lNew, rowNext) = vectorTileSoftmax(scoresDest, m, l, rowBuf, rows, kn);
+        alpha = tensor::ExtractSliceOp::create(b, loc, rType, rowNext, SmallVector<OpFoldResult>{b.getIndexAttr(0)},
+                                               SmallVector<OpFoldResult>{rows}, unit(1));
+        p = tensor::ExtractSliceOp::create(b, loc, sType, scoresNext, zero2, SmallVector<OpFoldResult>{rows, kn}, unit(2));
+      } else {
+      // The tile's row max.
       Value tileMax = tensor::ExtractSliceOp::create(b, loc, rType, rowBuf, SmallVector<OpFoldResult>{b.getIndexAttr(0)},
                                                      SmallVector<OpFoldResult>{rows}, unit(1));
       tileMax = linalg::FillOp::create(b, loc, negInf, tileMax).getResult(0);
@@ -531,9 +632,11 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
             Value alpha = math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], safeMax(nb, l, mNew)));
             linalg::YieldOp::create(nb, l, ValueRange{mNew, mulValues(nb, l, a[1], alpha), alpha});
           });
-      Value mNew = update.getResult(0), lScaled = update.getResult(1), alpha = update.getResult(2);
+      mNew = update.getResult(0);
+      Value lScaled = update.getResult(1);
+      alpha = update.getResult(2);
       // P = exp(S - m'), in place of S.
-      Value p = linalg::GenericOp::create(
+      p = linalg::GenericOp::create(
                     b, loc, sType, ValueRange{mNew}, ValueRange{s}, SmallVector<AffineMap>{map({i}, 2), map({i, j}, 2)},
                     SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel},
                     [&](OpBuilder &nb, Location l, ValueRange a) {
@@ -541,13 +644,17 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
                       linalg::YieldOp::create(nb, l, math::ExpOp::create(nb, l, x).getResult());
                     })
                     .getResult(0);
-      Value lNew = linalg::GenericOp::create(
-                       b, loc, rType, ValueRange{p}, ValueRange{lScaled}, SmallVector<AffineMap>{map({i, j}, 2), map({i}, 2)},
-                       SmallVector<IteratorType>{IteratorType::parallel, IteratorType::reduction},
-                       [&](OpBuilder &nb, Location l, ValueRange a) {
-                         linalg::YieldOp::create(nb, l, addValues(nb, l, a[1], a[0]));
-                       })
-                       .getResult(0);
+      lNew = linalg::GenericOp::create(
+                 b, loc, rType, ValueRange{p}, ValueRange{lScaled}, SmallVector<AffineMap>{map({i, j}, 2), map({i}, 2)},
+                 SmallVector<IteratorType>{IteratorType::parallel, IteratorType::reduction},
+                 [&](OpBuilder &nb, Location l, ValueRange a) {
+                   linalg::YieldOp::create(nb, l, addValues(nb, l, a[1], a[0]));
+                 })
+                 .getResult(0);
+      scoresNext = tensor::InsertSliceOp::create(b, loc, p, scoresDest, zero2, SmallVector<OpFoldResult>{rows, kn}, unit(2));
+      rowNext = tensor::InsertSliceOp::create(b, loc, alpha, rowBuf, SmallVector<OpFoldResult>{b.getIndexAttr(0)},
+                                              SmallVector<OpFoldResult>{rows}, unit(1));
+      }
       auto accType = cast<RankedTensorType>(acc.getType());
       Value accNew;
       if (pvWidth) {
@@ -556,34 +663,57 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
         auto vt = VectorType::get({pvWidth}, et);
         int64_t chunks = (valueSize + pvWidth - 1) / pvWidth;
         auto wholeChunk = [&](int64_t ch) { return (ch + 1) * pvWidth <= valueSize; };
-        accNew = forRange(rows, acc, [&](Value row, Value accRows) {
-          Value scaleRow = vector::BroadcastOp::create(b, loc, vt, tensor::ExtractOp::create(b, loc, alpha, ValueRange{row}));
-          if (chunks <= kMaxAccumulators) {
-            // The whole row of acc in registers: independent accumulators, one P load per key.
-            SmallVector<Value> starts;
+        // `group` rows from `row0` with the whole row of acc in registers: independent
+        // accumulators, each V chunk loaded once per key for all the rows. One row alone is a
+        // chain of dependent FMAs (a head of 15: one accumulator, 4 cycles a key); each row
+        // still sums its keys in order, so the bits do not depend on the grouping.
+        auto rowsInRegisters = [&](Value row0, int64_t group, Value accRows) -> Value {
+          SmallVector<Value> rowIdx, starts;
+          for (int64_t r = 0; r < group; ++r)
+            rowIdx.push_back(r ? arith::AddIOp::create(b, loc, row0, c(r)).getResult() : row0);
+          for (Value row : rowIdx) {
+            Value scaleRow = vector::BroadcastOp::create(b, loc, vt, tensor::ExtractOp::create(b, loc, alpha, ValueRange{row}));
             for (int64_t ch = 0; ch < chunks; ++ch)
               starts.push_back(arith::MulFOp::create(
                   b, loc, readVector(vt, accRows, {row, c(ch * pvWidth)}, wholeChunk(ch)), scaleRow));
-            auto keys = scf::ForOp::create(b, loc, c(0), kn, c(1), starts);
-            {
-              OpBuilder::InsertionGuard g(b);
-              b.setInsertionPointToStart(keys.getBody());
-              Value key = keys.getInductionVar();
-              Value pv = vector::BroadcastOp::create(b, loc, vt, tensor::ExtractOp::create(b, loc, p, ValueRange{row, key}));
-              SmallVector<Value> next;
-              for (int64_t ch = 0; ch < chunks; ++ch)
-                next.push_back(vector::FMAOp::create(
-                    b, loc, pv, readVector(vt, vTile, {key, c(ch * pvWidth)}, wholeChunk(ch)),
-                    keys.getRegionIterArg(ch)));
-              scf::YieldOp::create(b, loc, next);
-            }
-            Value written = accRows;
-            for (int64_t ch = 0; ch < chunks; ++ch)
-              written = vector::TransferWriteOp::create(b, loc, keys.getResult(ch), written, ValueRange{row, c(ch * pvWidth)},
-                                                        ArrayRef<bool>{wholeChunk(ch)})
-                            .getResult();
-            return written;
           }
+          auto keys = scf::ForOp::create(b, loc, c(0), kn, c(1), starts);
+          {
+            OpBuilder::InsertionGuard g(b);
+            b.setInsertionPointToStart(keys.getBody());
+            Value key = keys.getInductionVar();
+            SmallVector<Value> vv, next;
+            for (int64_t ch = 0; ch < chunks; ++ch)
+              vv.push_back(readVector(vt, vTile, {key, c(ch * pvWidth)}, wholeChunk(ch)));
+            for (auto [r, row] : llvm::enumerate(rowIdx)) {
+              Value pv = vector::BroadcastOp::create(b, loc, vt, tensor::ExtractOp::create(b, loc, p, ValueRange{row, key}));
+              for (int64_t ch = 0; ch < chunks; ++ch)
+                next.push_back(vector::FMAOp::create(b, loc, pv, vv[ch], keys.getRegionIterArg(r * chunks + ch)));
+            }
+            scf::YieldOp::create(b, loc, next);
+          }
+          Value written = accRows;
+          for (auto [r, row] : llvm::enumerate(rowIdx))
+            for (int64_t ch = 0; ch < chunks; ++ch)
+              written = vector::TransferWriteOp::create(b, loc, keys.getResult(r * chunks + ch), written,
+                                                        ValueRange{row, c(ch * pvWidth)}, ArrayRef<bool>{wholeChunk(ch)})
+                            .getResult();
+          return written;
+        };
+        const int64_t group = std::min<int64_t>(4, std::max<int64_t>(1, kMaxAccumulators / chunks));
+        Value grouped = acc;
+        if (chunks <= kMaxAccumulators && group > 1) {
+          Value groups = arith::DivUIOp::create(b, loc, rows, c(group));
+          grouped = forRange(groups, acc, [&](Value g, Value accRows) {
+            return rowsInRegisters(arith::MulIOp::create(b, loc, g, c(group)), group, accRows);
+          });
+        }
+        Value firstLeft = chunks <= kMaxAccumulators && group > 1
+                              ? arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, rows, c(group)), c(group)).getResult()
+                              : c(0);
+        // A row too wide for registers: a chunk of pvWidth value columns at a time.
+        auto chunkByChunk = [&](Value row, Value accRows) -> Value {
+          Value scaleRow = vector::BroadcastOp::create(b, loc, vt, tensor::ExtractOp::create(b, loc, alpha, ValueRange{row}));
           auto cols = scf::ForOp::create(b, loc, c(0), c(valueSize), c(pvWidth), ValueRange{accRows});
           OpBuilder::InsertionGuard g(b);
           b.setInsertionPointToStart(cols.getBody());
@@ -604,7 +734,18 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
                               .getResult();
           scf::YieldOp::create(b, loc, ValueRange{written});
           return cols.getResult(0);
-        });
+        };
+        // The rows left after the groups, one at a time.
+        auto rest = scf::ForOp::create(b, loc, firstLeft, rows, c(1), ValueRange{grouped});
+        {
+          OpBuilder::InsertionGuard restGuard(b);
+          b.setInsertionPointToStart(rest.getBody());
+          Value row = rest.getInductionVar(), accRows = rest.getRegionIterArg(0);
+          scf::YieldOp::create(b, loc,
+                               ValueRange{chunks <= kMaxAccumulators ? rowsInRegisters(row, 1, accRows)
+                                                                     : chunkByChunk(row, accRows)});
+        }
+        accNew = rest.getResult(0);
       } else {
         Value accScaled = linalg::GenericOp::create(
                               b, loc, accType, ValueRange{alpha}, ValueRange{acc},
@@ -624,9 +765,6 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
                      })
                      .getResult(0);
       }
-      Value scoresNext = tensor::InsertSliceOp::create(b, loc, p, scoresDest, zero2, SmallVector<OpFoldResult>{rows, kn}, unit(2));
-      Value rowNext = tensor::InsertSliceOp::create(b, loc, alpha, rowBuf, SmallVector<OpFoldResult>{b.getIndexAttr(0)},
-                                                    SmallVector<OpFoldResult>{rows}, unit(1));
       SmallVector<Value> yields = {mNew, lNew, accNew, scoresNext, rowNext};
       if (gatherTiles)
         yields.push_back(scratch);

@@ -49,8 +49,15 @@
 // CHECK: linalg.generic {{.*}} outs(%[[MAX]], %[[SUM]], %{{.*}} : tensor<?xf32>, tensor<?xf32>, tensor<?xf32>)
 // CHECK: math.exp
 // CHECK: math.exp
-// acc = acc * alpha + P V: a row of acc in a vector, one broadcast P entry times a row of V per key.
-// CHECK: scf.for %{{.*}} = %c0 to %[[ROWS]] step %c1 iter_args(%{{.*}} = %[[ACC]]) -> (tensor<?x16xf32>)
+// acc = acc * alpha + P V: a row of acc in a vector, one broadcast P entry times a row of V per key;
+// four rows at a time (four independent FMA chains sharing each V row), then the rows left one
+// by one.
+// CHECK: %[[GROUPS:.*]] = arith.divui %[[ROWS]], %c4
+// CHECK: %[[GROUPED:.*]] = scf.for %{{.*}} = %c0 to %[[GROUPS]] step %c1 iter_args(%{{.*}} = %[[ACC]]) -> (tensor<?x16xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %[[KN]] step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-4: vector.fma
+// CHECK: %[[LEFT:.*]] = arith.muli %[[GROUPS]], %c4
+// CHECK: scf.for %{{.*}} = %[[LEFT]] to %[[ROWS]] step %c1 iter_args(%{{.*}} = %[[GROUPED]]) -> (tensor<?x16xf32>)
 // CHECK: scf.for %{{.*}} = %c0 to %[[KN]] step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<16xf32>)
 // CHECK: vector.broadcast
 // CHECK: vector.fma
@@ -158,23 +165,54 @@ func.func @wide_values(%q: tensor<2x?x16xf32>, %k: tensor<2x?x16xf32>, %v: tenso
 // -----
 
 // A head of 15 (an SVTR block's 120 channels in 8 heads) does not split into whole vectors.
-// The scores take 16 keys in the lanes: each key tile transposed into a [15, 64] scratch
-// (carried by the key loop), then per row and block of 16 keys, 15 broadcasts of Q[row, c]
-// times K^T[c, keys], written whole into the 16x64 score tile; no horizontal reductions.
-// P V keeps a 16-lane row per query, its last lane masked (read as zero, never written).
+// The scores take 16 keys in the lanes: the key tile transposed into a [15, keys] scratch, then
+// per block of 16 keys and four query rows at a time, 15 broadcasts of Q[row, c] times K^T[c,
+// keys] (four FMA chains sharing each K^T read), scaled and written whole into the score tile.
+// 80 static keys (at most 128) are one tile of 80: no key loop, no rescaling between tiles. The
+// softmax is vector code per row: a masked max over the blocks and one horizontal max, exp of
+// the blocks in place with a masked sum, one horizontal sum. P V keeps a 16-lane row per query,
+// its last lane masked (read as zero, never written), four rows at a time.
 // CHECK-LABEL: func @odd_head
-// CHECK: %[[KT0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<15x64xf32>)
-// CHECK: scf.for {{.*}} step %c64 iter_args({{.*}}, %[[KT:[^ ]*]] = %[[KT0]]) -> ({{.*}}, tensor<15x64xf32>)
-// CHECK: %[[T:.*]] = linalg.transpose ins(%{{.*}} : tensor<?x15xf32>) outs(%{{.*}} : tensor<15x?xf32>) permutation = [1, 0]
-// CHECK: %[[KTN:.*]] = tensor.insert_slice %[[T]] into %[[KT]][0, 0] [15, %{{.*}}]
-// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c16 iter_args(%{{.*}} = %{{.*}}) -> (tensor<16x64xf32>)
-// CHECK-COUNT-15: vector.transfer_read %[[KTN]][%{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<15x64xf32>, vector<16xf32>
-// CHECK: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<16xf32>, tensor<16x64xf32>
-// CHECK-NOT: vector.reduction
+// CHECK: %[[KT0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<15x80xf32>)
+// CHECK-NOT: step %c64
+// CHECK: %[[KT:.*]] = linalg.transpose ins(%{{.*}} : tensor<80x15xf32>) outs(%[[KT0]] : tensor<15x80xf32>) permutation = [1, 0]
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 iter_args(%{{.*}} = %{{.*}}) -> (tensor<16x80xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c80 step %c16 iter_args(%{{.*}} = %{{.*}}) -> (tensor<16x80xf32>)
+// CHECK-COUNT-60: vector.fma
+// CHECK-COUNT-4: arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c80 step %c16 iter_args(%{{.*}} = %{{.*}}) -> (vector<16xf32>)
+// CHECK: vector.create_mask
+// CHECK: vector.reduction <maxnumf>
+// CHECK: math.exp %{{.*}} : f32
+// CHECK: scf.for %{{.*}} = %c0 to %c80 step %c16 iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (tensor<16x80xf32>, vector<16xf32>)
+// CHECK: math.exp %{{.*}} : vector<16xf32>
+// CHECK: vector.reduction <add>
 // CHECK: vector.transfer_read %{{[^ ]*}}[%{{[^]]*}}], %{{[a-z_0-9]*}} : tensor<?x15xf32>, vector<16xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c80 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK: vector.transfer_write %{{[^ ]*}}, %{{[^ ]*}}[%{{[^]]*}}] : vector<16xf32>, tensor<?x15xf32>
 func.func @odd_head(%q: tensor<8x80x15xf32>, %k: tensor<8x80x15xf32>, %v: tensor<8x80x15xf32>) -> tensor<8x80x15xf32> {
   %0 = graph.attention %q, %k, %v {scale = 0.258 : f32} : (tensor<8x80x15xf32>, tensor<8x80x15xf32>, tensor<8x80x15xf32>) -> tensor<8x80x15xf32>
+  return %0 : tensor<8x80x15xf32>
+}
+
+// -----
+
+// Past 128 static keys the tiles are 64 keys again (the online softmax rescales between them,
+// still in vector code); a mask keeps the generic softmax (linalg row reductions).
+// CHECK-LABEL: func @odd_head_long
+// CHECK: tensor<15x64xf32>
+// CHECK: scf.for {{.*}} step %c64
+// CHECK: vector.reduction <maxnumf>
+// CHECK-LABEL: func @odd_head_masked
+// CHECK: scf.for {{.*}} step %c64
+// CHECK-NOT: vector.reduction <maxnumf>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+func.func @odd_head_long(%q: tensor<8x80x15xf32>, %k: tensor<8x130x15xf32>, %v: tensor<8x130x15xf32>) -> tensor<8x80x15xf32> {
+  %0 = graph.attention %q, %k, %v {scale = 0.258 : f32} : (tensor<8x80x15xf32>, tensor<8x130x15xf32>, tensor<8x130x15xf32>) -> tensor<8x80x15xf32>
+  return %0 : tensor<8x80x15xf32>
+}
+func.func @odd_head_masked(%q: tensor<8x80x15xf32>, %k: tensor<8x80x15xf32>, %v: tensor<8x80x15xf32>, %m: tensor<80x80xf32>) -> tensor<8x80x15xf32> {
+  %0 = graph.attention %q, %k, %v, %m {scale = 0.258 : f32} : (tensor<8x80x15xf32>, tensor<8x80x15xf32>, tensor<8x80x15xf32>, tensor<80x80xf32>) -> tensor<8x80x15xf32>
   return %0 : tensor<8x80x15xf32>
 }
 
