@@ -421,14 +421,14 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
       Value mOld = tensor::ExtractOp::create(b, loc, mT, ValueRange{row});
       Value mRow = maxValues(b, loc, tileMax, mOld);
       Value safe = safeMax(b, loc, mRow);
-      Value alphaRow = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, mOld, safe));
+      Value alphaRow = expOfNonPositive(b, loc, arith::SubFOp::create(b, loc, mOld, safe));
       Value safeV = vector::BroadcastOp::create(b, loc, vt, safe);
       auto expLoop = scf::ForOp::create(b, loc, c(0), kn, c(16), ValueRange{sBuf, zeroV});
       {
         OpBuilder::InsertionGuard g2(b);
         b.setInsertionPointToStart(expLoop.getBody());
         Value key = expLoop.getInductionVar();
-        Value pv = math::ExpOp::create(
+        Value pv = expOfNonPositive(
             b, loc, arith::SubFOp::create(b, loc, readVector(vt, expLoop.getRegionIterArg(0), {row, key}), safeV));
         Value sum = arith::AddFOp::create(b, loc, expLoop.getRegionIterArg(1),
                                           arith::SelectOp::create(b, loc, keysLeft(key), pv, zeroV));

@@ -50,39 +50,6 @@ Value powScalar(OpBuilder &b, Location loc, Value x, Value y) {
   return math::IPowIOp::create(b, loc, x, y);
 }
 
-/// exp(-x) for the logistic function 1 / (1 + exp(-x)) (Sigmoid, SiLU). For f32, a lean
-/// version of math.exp's approximation: x clamped to [-87.3, 87.3], m = round(x log2(e)),
-/// s = x - m ln2 in two steps (ln2's high part has few bits, so m * high is exact), then
-/// exp(-x) = 2^-m e^-s with 2^-m built in the exponent bits (m in [-126, 126]: a normal
-/// float) and e^-s by a degree-5 polynomial on |s| <= ln2/2, fitted for relative error: at
-/// most 2.3e-7 over the clamped range, measured in float over 2M points. Beyond the clamp
-/// the logistic is saturated: 1 + exp(-x) is 1, or 2^126 (the logistic then 1.2e-38 instead
-/// of less, SiLU x * 1.2e-38). math.exp's general form costs ~24 vector ops where this takes
-/// 16: SiLU after every convolution was 17% of efficientnet_b0 (1 thread, AVX-512: 7.65 ->
-/// 6.32 ms with it replaced by ReLU, 6.89 with this). Other types keep math.exp.
-static Value expOfNegated(OpBuilder &b, Location l, Value x) {
-  Type t = x.getType();
-  if (!t.isF32())
-    return math::ExpOp::create(b, l, arith::NegFOp::create(b, l, x));
-  auto c = [&](double v) { return scalarConstant(b, l, t, v); };
-  Value xc = arith::MinimumFOp::create(b, l, arith::MaximumFOp::create(b, l, x, c(-87.3)), c(87.3));
-  Value m = math::RoundEvenOp::create(b, l, arith::MulFOp::create(b, l, xc, c(1.4426950408889634)));
-  Value s = math::FmaOp::create(b, l, m, c(-0.693145751953125), xc);
-  s = math::FmaOp::create(b, l, m, c(-1.4286068202862268e-06), s);
-  // e^-s = sum coefficient[k] (-s)^k, by Horner in s with the odd terms negated.
-  static const double coefficient[] = {1.000000072e+00, -9.999996919e-01, 4.999889484e-01,
-                                       -1.666757487e-01, 4.191538369e-02, -8.297646588e-03};
-  Value p = c(coefficient[5]);
-  for (int k = 4; k >= 0; --k)
-    p = math::FmaOp::create(b, l, p, s, c(coefficient[k]));
-  // 2^-m: 127 - m in the exponent field.
-  Type i32 = b.getI32Type();
-  Value bits = arith::SubIOp::create(b, l, arith::ConstantOp::create(b, l, b.getI32IntegerAttr(127)),
-                                     arith::FPToSIOp::create(b, l, i32, m));
-  bits = arith::ShLIOp::create(b, l, bits, arith::ConstantOp::create(b, l, b.getI32IntegerAttr(23)));
-  return arith::MulFOp::create(b, l, p, arith::BitcastOp::create(b, l, t, bits));
-}
-
 /// Cast needs the result's element type, so it gets its own pattern.
 struct CastPattern : OpConversionPattern<CastOp> {
   using OpConversionPattern::OpConversionPattern;

@@ -9,6 +9,10 @@ CPU in CI and on a GPU in bench/gpu-check.sh:
   sum_columns     ReduceSum down the 3000 rows of [3000, 8]: 8 outputs reading strided columns
   softmax_decode  Softmax over k keys of [1, 4, 1, k] (k symbolic: 700, and 5 for the host's
                   one-thread choice), a decode step's attention probabilities
+  softmax_rows    Softmax over the 1001 of [3, 4, 1001] (x86: one row kernel, 16-lane passes and a
+                  9-element tail) with -inf entries (masked: exactly 0), spreads past the f32 exp's
+                  range (-1e30 next to 1e30: 0) and values 86-100 below the row max
+  log_softmax_rows LogSoftmax over the 37 of [2, 5, 37] (finite, spreads up to 1e6)
   layer_norm      LayerNormalization over 768 of [3, 768] with scale and bias
   int_max_sum     ReduceMax of int32 and ReduceSum of int64 over 400 of [5, 400]
   sum_square      ReduceSumSquare over 500 of [4, 500] (the value is computed before it is folded)
@@ -91,6 +95,28 @@ def softmax_decode():
          [("x", F, [1, 4, 1, "k"])], [("y", F, [1, 4, 1, "k"])], sets)
 
 
+def softmax_rows():
+    x = (rng.standard_normal((3, 4, 1001)) * 4).astype(np.float32)
+    x[0, 0, ::7] = -np.inf
+    x[0, 1, :5] = [1e30, -1e30, 3e29, -5.0, 0.0]
+    x[0, 2, :8] = [0.0, -86.0, -87.0, -87.3, -87.5, -88.0, -100.0, -1e4]
+    x[0, 2, 8:] = -200.0
+    x[1, 3, -9:] = [50.0, -np.inf, 49.0, -np.inf, 10.0, 0.0, -1.0, 51.0, -np.inf]
+    e = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))
+    save("softmax_rows", [helper.make_node("Softmax", ["x"], ["y"], axis=-1)],
+         [("x", F, [3, 4, 1001])], [("y", F, [3, 4, 1001])],
+         [[[x], [(e / e.sum(axis=-1, keepdims=True)).astype(np.float32)]]])
+
+
+def log_softmax_rows():
+    x = (rng.standard_normal((2, 5, 37)) * 4).astype(np.float32)
+    x[1, 2, :4] = [1e6, -1e6, 0.0, 5e5]
+    d = x.astype(np.float64) - x.max(axis=-1, keepdims=True)
+    y = d - np.log(np.exp(d).sum(axis=-1, keepdims=True))
+    save("log_softmax_rows", [helper.make_node("LogSoftmax", ["x"], ["y"], axis=-1)],
+         [("x", F, [2, 5, 37])], [("y", F, [2, 5, 37])], [[[x], [y.astype(np.float32)]]])
+
+
 def layer_norm():
     x = rng.standard_normal((3, 768)).astype(np.float32)
     scale = rng.standard_normal(768).astype(np.float32)
@@ -122,5 +148,7 @@ def sum_square():
          [[[x], [(x.astype(np.float64) ** 2).sum(axis=1).astype(np.float32)]]])
 
 
-for make in (sum_rows, max_min_rows, sum_all, sum_columns, softmax_decode, layer_norm, int_max_sum, sum_square):
+# New models go last: the generator's one random stream keeps the earlier models' data.
+for make in (sum_rows, max_min_rows, sum_all, sum_columns, softmax_decode, layer_norm, int_max_sum, sum_square,
+             softmax_rows, log_softmax_rows):
     make()

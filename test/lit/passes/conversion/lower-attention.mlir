@@ -183,9 +183,9 @@ func.func @wide_values(%q: tensor<2x?x16xf32>, %k: tensor<2x?x16xf32>, %v: tenso
 // CHECK: scf.for %{{.*}} = %c0 to %c80 step %c16 iter_args(%{{.*}} = %{{.*}}) -> (vector<16xf32>)
 // CHECK: vector.create_mask
 // CHECK: vector.reduction <maxnumf>
-// CHECK: math.exp %{{.*}} : f32
+// CHECK: math.roundeven %{{.*}} : f32
 // CHECK: scf.for %{{.*}} = %c0 to %c80 step %c16 iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (tensor<16x80xf32>, vector<16xf32>)
-// CHECK: math.exp %{{.*}} : vector<16xf32>
+// CHECK: math.roundeven %{{.*}} : vector<16xf32>
 // CHECK: vector.reduction <add>
 // CHECK: vector.transfer_read %{{[^ ]*}}[%{{[^]]*}}], %{{[a-z_0-9]*}} : tensor<?x15xf32>, vector<16xf32>
 // CHECK: scf.for %{{.*}} = %c0 to %c80 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)

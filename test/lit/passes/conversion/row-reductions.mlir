@@ -3,29 +3,48 @@
 // RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg | FileCheck %s --check-prefix=GENERIC
 // RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg="row-vector-reductions=true vector-bits=512" | FileCheck %s --check-prefix=WIDE
 
-// A softmax over 40 elements per row: the max and the sum of exponentials
-// are row kernels (a work item per row, vectors of 8 accumulated in
-// registers, then across the lanes), the normalization stays elementwise.
-// Without the option (the GPU targets) both are linalg reductions.
+// A softmax over 40 elements per row: one work item per row (the row stays in cache), three
+// passes in vectors of 8 then the last elements one by one: the max (accumulated in registers,
+// then across the lanes), the exponentials of x - max (kiln's own f32 exp: a round to an
+// integer power of two and a polynomial, 0 below -87.3) written to the output row as they are
+// summed, then the row scaled by 1 / sum. A log-softmax writes x - max - log(sum) in its third
+// pass. Without the option (the GPU targets) both are linalg reductions.
 // CHECK-LABEL: func @softmax_long_rows
 // CHECK: scf.forall
-// CHECK: scf.for {{.*}} -> (vector<8xf32>)
+// CHECK: scf.for {{.*}} = %c0{{.*}} to %c40{{.*}} step %c8{{.*}} iter_args({{.*}}) -> (vector<8xf32>)
 // CHECK: arith.cmpf ogt, {{.*}} : vector<8xf32>
+// CHECK-NOT: scf.forall
+// CHECK: scf.for {{.*}} = %c0{{.*}} to %c40{{.*}} step %c8{{.*}} iter_args({{.*}}) -> (vector<8xf32>, tensor<40xf32>)
+// CHECK: math.roundeven {{.*}} : vector<8xf32>
+// CHECK: arith.cmpf olt, {{.*}} : vector<8xf32>
+// CHECK: vector.transfer_write
+// CHECK: %[[INV:.*]] = arith.divf %cst{{.*}}, %{{.*}} : f32
+// CHECK: %[[INVV:.*]] = vector.broadcast %[[INV]]
+// CHECK: scf.for {{.*}} = %c0{{.*}} to %c40{{.*}} step %c8{{.*}} iter_args({{.*}}) -> (tensor<40xf32>)
+// CHECK: arith.mulf %{{.*}}, %[[INVV]] : vector<8xf32>
+// CHECK-NOT: linalg.generic
+// CHECK-LABEL: func @log_softmax_odd_rows
 // CHECK: scf.forall
-// CHECK: math.exp {{.*}} : vector<8xf32>
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
-// CHECK: %[[INV:.*]] = arith.divf %cst{{.*}}, %in
-// CHECK: arith.mulf %{{.*}}, %[[INV]]
+// CHECK: scf.for {{.*}} = %c0{{.*}} to %c16{{.*}} step %c8
+// CHECK: scf.for {{.*}} = %c0{{.*}} to %c16{{.*}} step %c8
+// CHECK: math.log
+// CHECK: scf.for {{.*}} = %c0{{.*}} to %c16{{.*}} step %c8
+// CHECK-COUNT-3: arith.subf
+// CHECK: tensor.insert
 // With 512-bit vectors (and rows of 32 or more) the row kernels take 16 lanes.
 // WIDE-LABEL: func @softmax_long_rows
 // WIDE: scf.for {{.*}} -> (vector<16xf32>)
-// WIDE: math.exp {{.*}} : vector<16xf32>
+// WIDE: math.roundeven {{.*}} : vector<16xf32>
 // GENERIC-LABEL: func @softmax_long_rows
 // GENERIC-NOT: scf.forall
 // GENERIC: iterator_types = ["parallel", "reduction"]
 func.func @softmax_long_rows(%x: tensor<?x40xf32>) -> tensor<?x40xf32> {
   %0 = graph.softmax %x {axis = -1 : i64} : (tensor<?x40xf32>) -> tensor<?x40xf32>
   return %0 : tensor<?x40xf32>
+}
+func.func @log_softmax_odd_rows(%x: tensor<2x3x17xf32>) -> tensor<2x3x17xf32> {
+  %0 = graph.log_softmax %x {axis = 2 : i64} : (tensor<2x3x17xf32>) -> tensor<2x3x17xf32>
+  return %0 : tensor<2x3x17xf32>
 }
 
 // -----
