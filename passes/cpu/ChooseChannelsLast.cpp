@@ -493,10 +493,10 @@ struct ChannelsLastPass : impl::ChannelsLastPassBase<ChannelsLastPass> {
       }
       b.setInsertionPoint(conv);
       Location loc = conv.getLoc();
-      // A packed product's Cout padded to whole 16-column panels with zero
-      // filters (and zero biases); the padding is sliced off its result.
+      // A packed product's Cout padded to whole panels with zero filters (and
+      // zero biases); the padding is sliced off its result.
       int64_t cout = cast<RankedTensorType>(conv.getWeight().getType()).getDimSize(0);
-      int64_t pad = plan == ConvPlan::Packed ? (16 - cout % 16) % 16 : 0;
+      int64_t pad = plan == ConvPlan::Packed ? panelPadding(cout) : 0;
       // [Cout, C/G, kh, kw] -> [kh, kw, C/G, Cout]
       Value weight = permutedConstant(b, conv.getWeight(), ArrayRef<int64_t>{2, 3, 1, 0}, ".hwio", {}, pad);
       Value bias = conv.getBias();

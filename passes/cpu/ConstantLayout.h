@@ -8,6 +8,18 @@
 
 namespace kiln {
 
+/// Zero columns to add to a packed product's N (a weight's columns, a convolution's Cout) so
+/// that its panels are whole: to a multiple of 16, or, from 512 columns on where that leaves an
+/// odd count of 16-column panels, to a multiple of 64. A 16-column panel's register block is one
+/// vector per row, a broadcast load per multiply-add: squeezenet's 1000-class 1x1 convolution
+/// ran at 150 GFLOP/s that way and at 190 as 1024 columns in 64-column panels (2.4% more work).
+inline int64_t panelPadding(int64_t n) {
+  int64_t to16 = (16 - n % 16) % 16;
+  if (n >= 512 && ((n + to16) / 16) % 2 == 1)
+    return (64 - n % 64) % 64;
+  return to16;
+}
+
 /// `dims` permuted: result dim i is dims[perm[i]].
 llvm::SmallVector<int64_t> permuted(llvm::ArrayRef<int64_t> dims, llvm::ArrayRef<int64_t> perm);
 

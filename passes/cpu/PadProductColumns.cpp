@@ -31,7 +31,7 @@ struct PadProductColumnsPass : impl::PadProductColumnsPassBase<PadProductColumns
       if (a.getRank() < 2 || w.getRank() != 2 || !w.hasStaticShape() || !w.getElementType().isF32() ||
           !op.getRhs().getDefiningOp<graph::ConstantOp>() || !op.getRhs().hasOneUse())
         continue;
-      int64_t n = w.getDimSize(1), pad = (16 - n % 16) % 16;
+      int64_t n = w.getDimSize(1), pad = panelPadding(n);
       if (pad == 0 || n < 16)
         continue;
       b.setInsertionPoint(op);

@@ -128,6 +128,18 @@ func.func @padded(%x: tensor<1x8x4x4xf32>) -> tensor<1x24x4x4xf32> {
 
 // -----
 
+// A classifier's 1000 output channels: 1008 would be an odd count of 16-column panels, so Cout is
+// padded to 1024 (64-column panels, whose register blocks are four vectors wide).
+// PRINT: classes: NHWC (packed product, Cout 1000 padded to 1024)
+func.func @padded_wide(%x: tensor<1x16x2x2xf32>) -> tensor<1x1000x2x2xf32> {
+  %w = graph.constant {value = dense<1.0> : tensor<1000x16x1x1xf32>} : () -> tensor<1000x16x1x1xf32>
+  %0 = graph.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x2x2xf32>, tensor<1000x16x1x1xf32>) -> tensor<1x1000x2x2xf32> loc("classes")
+  %1 = graph.relu %0 : (tensor<1x1000x2x2xf32>) -> tensor<1x1000x2x2xf32>
+  return %1 : tensor<1x1000x2x2xf32>
+}
+
+// -----
+
 // A nearest resize between convolutions runs channels-last: its scales are
 // permuted ([1, 1, 2, 2] -> [1, 2, 2, 1]); a linear one keeps the layout
 // change in front of it.

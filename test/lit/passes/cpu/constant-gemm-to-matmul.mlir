@@ -19,10 +19,10 @@ func.func @linear(%x: tensor<?x2xf32>, %bias: tensor<16xf32>) -> tensor<?x16xf32
 
 // -----
 
-// A classifier's 1000 columns: after kiln-pad-product-columns, 1008 columns
-// sliced back to 1000, so the weight packs into panels.
+// A classifier's 1000 columns: after kiln-pad-product-columns, 1024 columns (1008 would be an
+// odd count of 16-column panels: 64-column ones instead) sliced back to 1000, so the weight packs.
 // PADDED-LABEL: func @classifier
-// PADDED: graph.matmul {{.*}} -> tensor<1x1008xf32>
+// PADDED: graph.matmul {{.*}} -> tensor<1x1024xf32>
 // PADDED: graph.slice {{.*}} -> tensor<1x1000xf32>
 // PADDED: graph.add
 func.func @classifier(%x: tensor<1x32xf32>, %bias: tensor<1000xf32>) -> tensor<1x1000xf32> {

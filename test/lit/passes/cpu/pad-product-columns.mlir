@@ -16,6 +16,29 @@ func.func @odd_columns(%x: tensor<?x3x2xf32>) -> tensor<?x3x20xf32> {
 
 // -----
 
+// From 512 columns on, an odd count of 16-column panels becomes 64-column panels instead (a
+// one-vector register block reads a broadcast per multiply-add): 6625 CTC classes -> 6656, not
+// 6640; 528 -> 576. An even count keeps 16-column rounding: 1000 + 8 would be 1008 = 63 x 16
+// (odd: 1024), 1050 -> 1056 = 66 x 16.
+// CHECK-LABEL: func @wide_panels
+// CHECK: graph.matmul {{.*}} -> tensor<1x6656xf32>
+// CHECK: graph.matmul {{.*}} -> tensor<1x576xf32>
+// CHECK: graph.matmul {{.*}} -> tensor<1x1056xf32>
+// CHECK: graph.matmul {{.*}} -> tensor<1x32xf32>
+func.func @wide_panels(%x: tensor<1x2xf32>) -> (tensor<1x6625xf32>, tensor<1x528xf32>, tensor<1x1050xf32>, tensor<1x20xf32>) {
+  %a = graph.constant {value = dense<1.0> : tensor<2x6625xf32>} : () -> tensor<2x6625xf32>
+  %b = graph.constant {value = dense<1.0> : tensor<2x528xf32>} : () -> tensor<2x528xf32>
+  %c = graph.constant {value = dense<1.0> : tensor<2x1050xf32>} : () -> tensor<2x1050xf32>
+  %d = graph.constant {value = dense<1.0> : tensor<2x20xf32>} : () -> tensor<2x20xf32>
+  %0 = graph.matmul %x, %a : (tensor<1x2xf32>, tensor<2x6625xf32>) -> tensor<1x6625xf32>
+  %1 = graph.matmul %x, %b : (tensor<1x2xf32>, tensor<2x528xf32>) -> tensor<1x528xf32>
+  %2 = graph.matmul %x, %c : (tensor<1x2xf32>, tensor<2x1050xf32>) -> tensor<1x1050xf32>
+  %3 = graph.matmul %x, %d : (tensor<1x2xf32>, tensor<2x20xf32>) -> tensor<1x20xf32>
+  return %0, %1, %2, %3 : tensor<1x6625xf32>, tensor<1x528xf32>, tensor<1x1050xf32>, tensor<1x20xf32>
+}
+
+// -----
+
 // Left alone: N a multiple of 16, N below 16, a weight read elsewhere too
 // (it would be stored twice), a weight that is not a constant.
 // CHECK-LABEL: func @left_alone
