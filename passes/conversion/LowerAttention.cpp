@@ -612,48 +612,50 @@ struct AttentionPattern : OpConversionPattern<graph::AttentionOp> {
                                                SmallVector<OpFoldResult>{rows}, unit(1));
         p = tensor::ExtractSliceOp::create(b, loc, sType, scoresNext, zero2, SmallVector<OpFoldResult>{rows, kn}, unit(2));
       } else {
-      // The tile's row max.
-      Value tileMax = tensor::ExtractSliceOp::create(b, loc, rType, rowBuf, SmallVector<OpFoldResult>{b.getIndexAttr(0)},
-                                                     SmallVector<OpFoldResult>{rows}, unit(1));
-      tileMax = linalg::FillOp::create(b, loc, negInf, tileMax).getResult(0);
-      tileMax = linalg::GenericOp::create(
-                    b, loc, rType, ValueRange{s}, ValueRange{tileMax}, SmallVector<AffineMap>{map({i, j}, 2), map({i}, 2)},
-                    SmallVector<IteratorType>{IteratorType::parallel, IteratorType::reduction},
-                    [&](OpBuilder &nb, Location l, ValueRange a) {
-                      linalg::YieldOp::create(nb, l, maxValues(nb, l, a[0], a[1]));
-                    })
-                    .getResult(0);
-      // m' = max(m, tile max); l *= alpha; the scratch row now holds alpha.
-      auto update = linalg::GenericOp::create(
-          b, loc, TypeRange{rType, rType, rType}, ValueRange{}, ValueRange{m, l, tileMax},
-          SmallVector<AffineMap>(3, map({i}, 1)), SmallVector<IteratorType>{IteratorType::parallel},
-          [&](OpBuilder &nb, Location l, ValueRange a) {
-            Value mNew = maxValues(nb, l, a[2], a[0]);
-            Value alpha = math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], safeMax(nb, l, mNew)));
-            linalg::YieldOp::create(nb, l, ValueRange{mNew, mulValues(nb, l, a[1], alpha), alpha});
-          });
-      mNew = update.getResult(0);
-      Value lScaled = update.getResult(1);
-      alpha = update.getResult(2);
-      // P = exp(S - m'), in place of S.
-      p = linalg::GenericOp::create(
-                    b, loc, sType, ValueRange{mNew}, ValueRange{s}, SmallVector<AffineMap>{map({i}, 2), map({i, j}, 2)},
-                    SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel},
-                    [&](OpBuilder &nb, Location l, ValueRange a) {
-                      Value x = arith::SubFOp::create(nb, l, a[1], safeMax(nb, l, a[0]));
-                      linalg::YieldOp::create(nb, l, math::ExpOp::create(nb, l, x).getResult());
-                    })
-                    .getResult(0);
-      lNew = linalg::GenericOp::create(
-                 b, loc, rType, ValueRange{p}, ValueRange{lScaled}, SmallVector<AffineMap>{map({i, j}, 2), map({i}, 2)},
-                 SmallVector<IteratorType>{IteratorType::parallel, IteratorType::reduction},
-                 [&](OpBuilder &nb, Location l, ValueRange a) {
-                   linalg::YieldOp::create(nb, l, addValues(nb, l, a[1], a[0]));
-                 })
-                 .getResult(0);
-      scoresNext = tensor::InsertSliceOp::create(b, loc, p, scoresDest, zero2, SmallVector<OpFoldResult>{rows, kn}, unit(2));
-      rowNext = tensor::InsertSliceOp::create(b, loc, alpha, rowBuf, SmallVector<OpFoldResult>{b.getIndexAttr(0)},
-                                              SmallVector<OpFoldResult>{rows}, unit(1));
+        // The tile's row reduction of `of` [rows, kn] into `init` [rows] by `combine`.
+        auto reduceRows = [&](Value of, Value init, Value (*combine)(OpBuilder &, Location, Value, Value)) {
+          return linalg::GenericOp::create(
+                     b, loc, rType, ValueRange{of}, ValueRange{init},
+                     SmallVector<AffineMap>{map({i, j}, 2), map({i}, 2)},
+                     SmallVector<IteratorType>{IteratorType::parallel, IteratorType::reduction},
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       linalg::YieldOp::create(nb, l, combine(nb, l, a[1], a[0]));
+                     })
+              .getResult(0);
+        };
+        // The tile's row max (maxValues keeps the accumulator over a NaN score).
+        Value tileMax = tensor::ExtractSliceOp::create(b, loc, rType, rowBuf, SmallVector<OpFoldResult>{b.getIndexAttr(0)},
+                                                       SmallVector<OpFoldResult>{rows}, unit(1));
+        tileMax = linalg::FillOp::create(b, loc, negInf, tileMax).getResult(0);
+        tileMax = reduceRows(s, tileMax, [](OpBuilder &nb, Location l, Value acc, Value x) {
+          return maxValues(nb, l, x, acc);
+        });
+        // m' = max(m, tile max); l *= alpha; the scratch row now holds alpha.
+        auto update = linalg::GenericOp::create(
+            b, loc, TypeRange{rType, rType, rType}, ValueRange{}, ValueRange{m, l, tileMax},
+            SmallVector<AffineMap>(3, map({i}, 1)), SmallVector<IteratorType>{IteratorType::parallel},
+            [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value mNew = maxValues(nb, l, a[2], a[0]);
+              Value alpha = math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], safeMax(nb, l, mNew)));
+              linalg::YieldOp::create(nb, l, ValueRange{mNew, mulValues(nb, l, a[1], alpha), alpha});
+            });
+        mNew = update.getResult(0);
+        alpha = update.getResult(2);
+        // P = exp(S - m'), in place of S.
+        p = linalg::GenericOp::create(
+                b, loc, sType, ValueRange{mNew}, ValueRange{s}, SmallVector<AffineMap>{map({i}, 2), map({i, j}, 2)},
+                SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel},
+                [&](OpBuilder &nb, Location l, ValueRange a) {
+                  Value x = arith::SubFOp::create(nb, l, a[1], safeMax(nb, l, a[0]));
+                  linalg::YieldOp::create(nb, l, math::ExpOp::create(nb, l, x).getResult());
+                })
+                .getResult(0);
+        lNew = reduceRows(p, update.getResult(1), [](OpBuilder &nb, Location l, Value acc, Value x) {
+          return addValues(nb, l, acc, x);
+        });
+        scoresNext = tensor::InsertSliceOp::create(b, loc, p, scoresDest, zero2, SmallVector<OpFoldResult>{rows, kn}, unit(2));
+        rowNext = tensor::InsertSliceOp::create(b, loc, alpha, rowBuf, SmallVector<OpFoldResult>{b.getIndexAttr(0)},
+                                                SmallVector<OpFoldResult>{rows}, unit(1));
       }
       auto accType = cast<RankedTensorType>(acc.getType());
       Value accNew;

@@ -353,12 +353,6 @@ struct ComposeTransposes : OpRewritePattern<graph::TransposeOp> {
   }
 };
 
-/// A 1-D i64 constant (a reshape's shape).
-Value shapeConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
-  auto type = RankedTensorType::get({(int64_t)shape.size()}, b.getI64Type());
-  return graph::ConstantOp::create(b, loc, cast<ElementsAttr>(DenseIntElementsAttr::get(type, shape)));
-}
-
 /// slice(T_nchw(y)) -> T_nchw(slice(y)) over the same axes of y: ShuffleNet's channel split
 /// stays channels-last.
 struct SliceChannelsLast : OpRewritePattern<graph::SliceOp> {

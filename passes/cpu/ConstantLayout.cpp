@@ -101,4 +101,9 @@ Value constantLike(OpBuilder &b, graph::ConstantOp like, RankedTensorType type, 
   return graph::ConstantOp::create(b, like.getLoc(), cast<ElementsAttr>(attr));
 }
 
+Value shapeConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
+  auto type = RankedTensorType::get({(int64_t)shape.size()}, b.getI64Type());
+  return graph::ConstantOp::create(b, loc, cast<ElementsAttr>(DenseIntElementsAttr::get(type, shape)));
+}
+
 } // namespace kiln

@@ -20,6 +20,9 @@ inline int64_t panelPadding(int64_t n) {
   return to16;
 }
 
+/// A 1-D i64 graph.constant (a reshape's shape).
+mlir::Value shapeConstant(mlir::OpBuilder &b, mlir::Location loc, llvm::ArrayRef<int64_t> shape);
+
 /// `dims` permuted: result dim i is dims[perm[i]].
 llvm::SmallVector<int64_t> permuted(llvm::ArrayRef<int64_t> dims, llvm::ArrayRef<int64_t> perm);
 

@@ -6,6 +6,7 @@
 // elements than x (early blocks: a 112x112x32 map against 32x16 weights) scaling W costs a
 // few hundred multiplies and the multiply over the whole map, a pass of its own bound by
 // memory, disappears. Batch 1 only: every sample has its own s.
+#include "passes/cpu/ConstantLayout.h"
 #include "passes/cpu/Passes.h"
 
 #include "dialects/graph/IR/Graph.h"
@@ -55,10 +56,7 @@ struct FoldChannelScalesPass : impl::FoldChannelScalesPassBase<FoldChannelScales
         continue;
       b.setInsertionPoint(conv);
       Location loc = conv.getLoc();
-      auto shapeType = RankedTensorType::get({3}, b.getI64Type());
-      Value shape = graph::ConstantOp::create(
-          b, loc, cast<ElementsAttr>(DenseIntElementsAttr::get(shapeType, ArrayRef<int64_t>{1, k, 1})));
-      Value rows = graph::ReshapeOp::create(b, loc, scale, shape, b.getI64IntegerAttr(0));
+      Value rows = graph::ReshapeOp::create(b, loc, scale, shapeConstant(b, loc, {1, k, 1}), b.getI64IntegerAttr(0));
       Value weight = graph::MulOp::create(b, loc, conv.getWeight(), rows);
       conv.getInputMutable().assign(map);
       conv.getWeightMutable().assign(weight);
