@@ -32,7 +32,7 @@ constexpr int64_t kMaxAccumulators = 8;
 /// items, fewer than a server's cores.
 constexpr int64_t kSplitKeys = 512;
 /// Static key counts up to this make one key tile where the keys sit in vector lanes: the
-/// [16 x 128] score tile, K^T [15 x 128] and the value tile (30 KB) still fit L1.
+/// [16 x 128] score tile, K^T [15 x 128] and the value tile (about 24 KB) still fit L1.
 constexpr int64_t kMaxWholeKeys = 128;
 
 /// The static size an extract_slice gives a dim of `size` (a Value stays dynamic).
