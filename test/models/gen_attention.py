@@ -103,12 +103,18 @@ def gpt2_nodes():
     ]
 
 
+def gpt2_inputs(heads, head, mask_dims):
+    """gpt2_nodes()'s inputs: q [1, heads, sq, head], k and v [1, heads, sk, head], the mask."""
+    F = TensorProto.FLOAT
+    return [("q", F, [1, heads, "sq", head]), ("k", F, [1, heads, "sk", head]),
+            ("v", F, [1, heads, "sk", head]), ("mask", F, mask_dims)]
+
+
 def mha_additive():
     H, D = 4, 16
     nodes = gpt2_nodes()
     F = TensorProto.FLOAT
-    inputs = [("q", F, [1, H, "sq", D]), ("k", F, [1, H, "sk", D]), ("v", F, [1, H, "sk", D]),
-              ("mask", F, [1, 1, "sq", "sk"])]
+    inputs = gpt2_inputs(H, D, [1, 1, "sq", "sk"])
     sets = []
     for sq, sk in ((5, 77), (1, 130), (20, 20), (3, 0)):
         q, k, v = f32((1, H, sq, D)), f32((1, H, sk, D)), f32((1, H, sk, D))
@@ -263,7 +269,7 @@ def late_max():
     ref = attention(q, k, v, np.float64(np.float32(0.125)), mask.astype(np.float64))
     assert np.isnan(ref[:, :, 6]).all() and not np.isnan(np.delete(ref, 6, axis=2)).any()
     save("late_max", nodes,
-         [("q", F, [1, H, "sq", D]), ("k", F, [1, H, "sk", D]), ("v", F, [1, H, "sk", D]), ("mask", F, ["sq", "sk"])],
+         gpt2_inputs(H, D, ["sq", "sk"]),
          [("out", F, [1, H, "sq", D])], [const("scale", 0.125, np.float32)], [([q, k, v, mask], [ref])])
 
 
@@ -271,8 +277,7 @@ def odd_head():
     H, D = 3, 15
     nodes = gpt2_nodes()
     F = TensorProto.FLOAT
-    inputs = [("q", F, [1, H, "sq", D]), ("k", F, [1, H, "sk", D]), ("v", F, [1, H, "sk", D]),
-              ("mask", F, [1, 1, "sq", "sk"])]
+    inputs = gpt2_inputs(H, D, [1, 1, "sq", "sk"])
     scale = np.float32(1 / np.sqrt(D))
     sets = []
     for sq, sk in ((20, 70), (1, 5), (17, 130)):
