@@ -115,7 +115,11 @@ public:
       return;
     }
     case Phase::Bufferized:
-      addBufferizeToLoops(pm, options);
+      addBufferizeToLoops(pm, options, [&options](OpPassManager &p) {
+        VectorizeCopiesPassOptions copies;
+        copies.vectorBits = options.vectorBits;
+        p.addNestedPass<func::FuncOp>(createVectorizeCopiesPass(copies));
+      });
       addCpuKernelLaunches(pm);
       return;
     case Phase::Llvm: {

@@ -269,3 +269,47 @@ func.func @folded_rows_epilogue_padded(%a: tensor<196x64xf32>, %b: tensor<64x128
   } : tensor<14x14x128xf32> to tensor<16x16x128xf32>
   return %p : tensor<16x16x128xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// A marked loop whose last tile is shorter (a Winograd output's last row of
+// tiles past the output's rows: min(2, 7 - 2 i) rows) still takes its
+// consumer: the consumer's tile has the loop's dynamic size.
+// CHECK-LABEL: func @marked_partial_rows
+// CHECK: scf.forall (%[[I:.*]]) in (4)
+// CHECK: %[[ROWS:.*]] = arith.minsi
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<?x8xf32>) outs(%{{.*}} : tensor<?x8xf32>)
+// CHECK: arith.maximumf
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}, 0] [%[[ROWS]], 8] [1, 1] : tensor<?x8xf32> into tensor<7x8xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @marked_partial_rows(%x: tensor<8x8xf32>, %init: tensor<7x8xf32>, %d: tensor<7x8xf32>) -> tensor<7x8xf32> {
+  %c2 = arith.constant 2 : index
+  %c7 = arith.constant 7 : index
+  %0 = scf.forall (%i) in (4) shared_outs(%o = %init) -> (tensor<7x8xf32>) {
+    %top = arith.muli %i, %c2 : index
+    %left = arith.subi %c7, %top : index
+    %rows = arith.minsi %c2, %left : index
+    %tile = tensor.extract_slice %x[%top, 0] [%rows, 8] [1, 1] : tensor<8x8xf32> to tensor<?x8xf32>
+    %dst = tensor.extract_slice %o[%top, 0] [%rows, 8] [1, 1] : tensor<7x8xf32> to tensor<?x8xf32>
+    %neg = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%tile : tensor<?x8xf32>) outs(%dst : tensor<?x8xf32>) {
+    ^bb0(%a: f32, %b: f32):
+      %n = arith.negf %a : f32
+      linalg.yield %n : f32
+    } -> tensor<?x8xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %neg into %o[%top, 0] [%rows, 8] [1, 1] : tensor<?x8xf32> into tensor<7x8xf32>
+    }
+  } {kiln.epilogue_tiles}
+  %1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%0 : tensor<7x8xf32>) outs(%d : tensor<7x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %zero = arith.constant 0.0 : f32
+    %lo = arith.maximumf %a, %zero : f32
+    linalg.yield %lo : f32
+  } -> tensor<7x8xf32>
+  return %1 : tensor<7x8xf32>
+}
