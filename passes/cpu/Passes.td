@@ -91,7 +91,8 @@ def VectorizeCopiesPass : Pass<"kiln-vectorize-copies", "::mlir::func::FuncOp"> 
     trailing dims are contiguous in both buffers (static sizes and strides)
     becomes an `scf.parallel` over the dims before that run (at least the
     first dim stays outside it) and, in it, a loop of vector reads and writes
-    over the run (collapsed to one dim), its last `run % lanes` elements as
+    over the run (collapsed to one dim; dims stay outside it until the loop has
+    8 iterations, where the shape allows), its last `run % lanes` elements as
     one masked read and write. Runs shorter than half a vector stay as they
     are (convert-linalg-to-parallel-loops makes them scalar loops). Those
     scalar loops were what bufferization's copies became: LLVM did not

@@ -41,6 +41,9 @@ int64_t contiguousFrom(MemRefType type) {
   return first;
 }
 
+/// Iterations the copy's parallel loop should have, at least, to be split over threads.
+constexpr int64_t kMinItems = 8;
+
 struct VectorizeCopiesPass : impl::VectorizeCopiesPassBase<VectorizeCopiesPass> {
   using VectorizeCopiesPassBase::VectorizeCopiesPassBase;
 
@@ -55,9 +58,19 @@ struct VectorizeCopiesPass : impl::VectorizeCopiesPassBase<VectorizeCopiesPass> 
     if (!et.isIntOrFloat() || et.getIntOrFloatBitWidth() % 8 != 0 || et != target.getElementType())
       return;
     int64_t rank = source.getRank();
-    // The run that is contiguous in both is folded into one dim; at least the first dim stays
-    // outside it, so the copy keeps a parallel loop to spread over threads.
+    // The run that is contiguous in both is folded into one dim. Enough dims stay outside it
+    // for the parallel loop to have kMinItems iterations where the shape allows (a whole
+    // [1, C, H, W] map is one run, and one work item would leave the other threads idle);
+    // dynamic dims (a batch) count as 1.
     int64_t first = std::max<int64_t>({contiguousFrom(source), contiguousFrom(target), 1});
+    auto items = [&](int64_t upTo) {
+      int64_t n = 1;
+      for (int64_t d = 0; d < upTo; ++d)
+        n *= source.isDynamicDim(d) ? 1 : source.getDimSize(d);
+      return n;
+    };
+    while (first + 1 < rank && items(first) < kMinItems)
+      ++first;
     if (first == rank)
       return;
     int64_t run = 1;

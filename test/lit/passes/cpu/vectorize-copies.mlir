@@ -62,3 +62,17 @@ func.func @bytes(%a: memref<2x100xi8>, %b: memref<2x100xi8, strided<[128, 1]>>) 
   linalg.copy ins(%a : memref<2x100xi8>) outs(%b : memref<2x100xi8, strided<[128, 1]>>)
   return
 }
+
+// -----
+
+// A whole contiguous [1, C, H, W] map is one run, but the parallel loop keeps the channels
+// outside it (at least 8 iterations where the shape has them), so that the copy is still split
+// over threads: runs of H * W = 3136 elements.
+// CHECK-LABEL: func @whole_map
+// CHECK: memref.collapse_shape %arg0 {{\[\[}}0], [1], [2, 3]] : memref<1x256x56x56xf32> into memref<1x256x3136xf32>
+// CHECK: scf.parallel (%[[C:.*]]) = (%c0) to (%c256) step (%c1)
+// CHECK: scf.for %{{.*}} = %c0 to %c3136 step %c16
+func.func @whole_map(%a: memref<1x256x56x56xf32>, %b: memref<1x256x56x56xf32>) {
+  linalg.copy ins(%a : memref<1x256x56x56xf32>) outs(%b : memref<1x256x56x56xf32>)
+  return
+}
