@@ -649,12 +649,44 @@ Value lowerSlice(OpBuilder &b, Location loc, Value x, RankedTensorType rt, Array
   return generic.getResult(0);
 }
 
+/// A Slice with steps of 1 over static dims as a view of its input (tensor.extract_slice), or
+/// null: the general lowering is a gather (a generic that reads each element by index), which
+/// neither fuses with what reads the slice nor bufferizes to a view (ocr_det's padded-Cout
+/// products sliced into a concatenation were element-by-element loops).
+Value sliceView(OpBuilder &b, Location loc, Value x, RankedTensorType rt, SliceOp op) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t rank = xt.getRank();
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes, strides(rank, b.getIndexAttr(1));
+  for (int64_t d = 0; d < rank; ++d)
+    sizes.push_back(rt.isDynamicDim(d) ? OpFoldResult(dimValue(b, loc, x, d)) : b.getIndexAttr(rt.getDimSize(d)));
+  for (auto [k, axis] : llvm::enumerate(op.getAxes())) {
+    int64_t a = axis < 0 ? axis + rank : axis;
+    if (op.getSteps()[k] != 1 || xt.isDynamicDim(a) || rt.isDynamicDim(a))
+      return {};
+    // ONNX's clamping, as lowerSlice computes it at run time.
+    int64_t dim = xt.getDimSize(a);
+    auto wrap = [&](int64_t v) {
+      v = std::clamp<int64_t>(v, -(int64_t(1) << 62), int64_t(1) << 62);
+      return std::clamp<int64_t>(v < 0 ? v + dim : v, 0, dim);
+    };
+    int64_t start = wrap(op.getStarts()[k]), end = wrap(op.getEnds()[k]);
+    if (std::max<int64_t>(end - start, 0) != rt.getDimSize(a))
+      return {};
+    offsets[a] = b.getIndexAttr(start);
+  }
+  return tensor::ExtractSliceOp::create(b, loc, rt, x, offsets, sizes, strides);
+}
+
 struct SlicePattern : OpConversionPattern<SliceOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(SliceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    if (Value view = sliceView(rewriter, loc, adaptor.getInput(), cast<RankedTensorType>(op.getType()), op)) {
+      rewriter.replaceOp(op, view);
+      return success();
+    }
     auto constant = [&](ArrayRef<int64_t> values) {
       return [&, values](size_t k) { return idx(rewriter, loc, values[k]); };
     };
