@@ -656,6 +656,10 @@ Value lowerSlice(OpBuilder &b, Location loc, Value x, RankedTensorType rt, Array
 Value sliceView(OpBuilder &b, Location loc, Value x, RankedTensorType rt, SliceOp op) {
   auto xt = cast<RankedTensorType>(x.getType());
   int64_t rank = xt.getRank();
+  // An empty result (a start past the end, a zero-size Split) stays a gather: its offset may
+  // equal the dim, which extract_slice does not allow.
+  if (llvm::is_contained(rt.getShape(), 0))
+    return {};
   SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes, strides(rank, b.getIndexAttr(1));
   for (int64_t d = 0; d < rank; ++d)
     sizes.push_back(rt.isDynamicDim(d) ? OpFoldResult(dimValue(b, loc, x, d)) : b.getIndexAttr(rt.getDimSize(d)));

@@ -740,8 +740,9 @@ func.func @dilated_few_channels(%x: tensor<1x8x8x4xf32>, %w: tensor<1x36x16xf32>
 // -----
 
 // A Slice with steps of 1 over static dims is a view of its input (ONNX's clamping done at
-// compile time: end 100 on a dim of 32 is 32, start -8 is 24); one with a step of 2 or over a
-// dynamic dim stays a gather by index.
+// compile time: end 100 on a dim of 32 is 32, start -8 is 24); one with a step of 2, over a
+// dynamic dim or with an empty result (start 40 clamped to 32: an extract_slice at offset 32
+// of a dim of 32 does not verify) stays a gather by index.
 // CHECK-LABEL: func @slice_views
 // CHECK: tensor.extract_slice %arg0[0, 0, 0, 0] [1, 5, 5, 24] [1, 1, 1, 1] : tensor<1x5x5x32xf32> to tensor<1x5x5x24xf32>
 // CHECK: tensor.extract_slice %arg0[0, 1, 0, 24] [1, 4, 5, 8] [1, 1, 1, 1] : tensor<1x5x5x32xf32> to tensor<1x4x5x8xf32>
@@ -750,10 +751,13 @@ func.func @dilated_few_channels(%x: tensor<1x8x8x4xf32>, %w: tensor<1x36x16xf32>
 // CHECK: tensor.extract %arg0
 // CHECK: linalg.generic
 // CHECK: tensor.extract %arg1
-func.func @slice_views(%x: tensor<1x5x5x32xf32>, %d: tensor<?x32xf32>) -> (tensor<1x5x5x24xf32>, tensor<1x4x5x8xf32>, tensor<1x5x5x16xf32>, tensor<?x8xf32>) {
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x5x5x0xf32>)
+// CHECK-NOT: tensor.extract_slice
+func.func @slice_views(%x: tensor<1x5x5x32xf32>, %d: tensor<?x32xf32>) -> (tensor<1x5x5x24xf32>, tensor<1x4x5x8xf32>, tensor<1x5x5x16xf32>, tensor<?x8xf32>, tensor<1x5x5x0xf32>) {
   %a = graph.slice %x {starts = array<i64: 0>, ends = array<i64: 24>, axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<1x5x5x32xf32>) -> tensor<1x5x5x24xf32>
   %b = graph.slice %x {starts = array<i64: 1, -8>, ends = array<i64: 5, 100>, axes = array<i64: 1, -1>, steps = array<i64: 1, 1>} : (tensor<1x5x5x32xf32>) -> tensor<1x4x5x8xf32>
   %c = graph.slice %x {starts = array<i64: 0>, ends = array<i64: 32>, axes = array<i64: 3>, steps = array<i64: 2>} : (tensor<1x5x5x32xf32>) -> tensor<1x5x5x16xf32>
   %e = graph.slice %d {starts = array<i64: 0, 8>, ends = array<i64: 100, 16>, axes = array<i64: 0, 1>, steps = array<i64: 1, 1>} : (tensor<?x32xf32>) -> tensor<?x8xf32>
-  return %a, %b, %c, %e : tensor<1x5x5x24xf32>, tensor<1x4x5x8xf32>, tensor<1x5x5x16xf32>, tensor<?x8xf32>
+  %f = graph.slice %x {starts = array<i64: 40>, ends = array<i64: 50>, axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<1x5x5x32xf32>) -> tensor<1x5x5x0xf32>
+  return %a, %b, %c, %e, %f : tensor<1x5x5x24xf32>, tensor<1x4x5x8xf32>, tensor<1x5x5x16xf32>, tensor<?x8xf32>, tensor<1x5x5x0xf32>
 }
