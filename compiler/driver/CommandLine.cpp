@@ -99,6 +99,11 @@ cl::opt<int64_t> winogradTile("winograd",
                                        "tiles or more with Winograd's F(m x m, 3x3), m up to this: 2 or 4 (default "
                                        "4); 0: direct (to compare or bisect)"),
                               cl::init(4), cl::cat(category));
+cl::opt<std::string> denormals("denormals",
+                               cl::desc("x86: flush (default: kernels run with denormal f32 flushed to zero, "
+                                        "which Intel cores otherwise compute at a fraction of full speed) or keep "
+                                        "(IEEE denormals, the caller's floating-point mode)"),
+                               cl::init("flush"), cl::cat(category));
 cl::opt<bool> printLayouts("print-layouts",
                            cl::desc("x86: print each convolution's layout (NHWC or NCHW and why) and the layout "
                                     "changes left"),
@@ -217,6 +222,7 @@ CompileOptions parseCommandLine(int argc, char **argv, const char *version, bool
   o.channelsLast = channelsLast;
   o.printLayouts = printLayouts;
   o.winogradTile = winogradTile;
+  o.denormals = denormals;
   o.quantize = quantize;
   o.quantizeGroup = quantizeGroup;
   o.quantizeScale = quantizeScale;

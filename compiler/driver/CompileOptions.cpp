@@ -68,6 +68,8 @@ bool validateOptions(const CompileOptions &o, std::string *error) {
     return fail("--max-context must be between 1 and 16777216");
   if (o.winogradTile != 0 && o.winogradTile != 2 && o.winogradTile != 4)
     return fail("--winograd must be 0 (direct convolutions), 2 or 4");
+  if (o.denormals != "flush" && o.denormals != "keep")
+    return fail("unknown --denormals '" + o.denormals + "' (flush, keep)");
   if (o.listOps || o.printPipeline)
     return true;
 

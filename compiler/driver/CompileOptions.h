@@ -37,6 +37,7 @@ struct CompileOptions {
   bool printMemoryPlan = false;
   bool channelsLast = true; // x86: convolutions NHWC (kiln-channels-last)
   bool printLayouts = false;
+  std::string denormals = "flush"; // x86: flush | keep (kiln-flush-denormals)
   int64_t winogradTile = 4; // x86: largest m of F(m x m, 3x3) for 3x3 stride-1 convs (kiln-winograd-convs); 0 = off
   std::string quantize = "none"; // none | int8 | int4 | int8-dynamic
   int64_t quantizeGroup = 64;

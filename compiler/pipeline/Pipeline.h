@@ -68,6 +68,9 @@ struct PipelineOptions {
   /// x86: 3x3 stride-1 channels-last convolutions as Winograd F(m x m, 3 x 3)
   /// with m up to `winogradTile` (kiln-winograd-convs); 0: direct.
   int64_t winogradTile = 4;
+  /// x86: kernels and the entry run with MXCSR's flush-to-zero and
+  /// denormals-are-zero set (kiln-flush-denormals); false keeps IEEE denormals.
+  bool flushDenormals = true;
   /// Weight-only quantization of matrix-product weights (kiln-quantize-weights):
   /// int8 per output channel, int4 per group of `quantizeGroup` along K; weights or nodes whose
   /// name contains one of `quantizeKeep` stay in f32.

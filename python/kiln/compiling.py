@@ -46,7 +46,7 @@ _OPTIONS = {
     "calibration_samples": "calibrationSamples", "calibration_length": "calibrationLength",
     "calibration_dims": "calibrationDims", "max_error": "maxError", "min_cosine": "minCosine",
     "min_top1": "minTop1", "max_perplexity_ratio": "maxPerplexityRatio", "notes": "notes",
-    "print_memory_plan": "printMemoryPlan", "print_layouts": "printLayouts",
+    "print_memory_plan": "printMemoryPlan", "print_layouts": "printLayouts", "denormals": "denormals",
 }
 
 
@@ -89,7 +89,7 @@ def compile(model, output: Optional[Union[str, "os.PathLike[str]"]] = None, *,
             quantize_scale: Optional[str] = None, quantize_keep: Optional[Iterable[str]] = None,
             max_context: Optional[int] = None, kv_cache: bool = True, fusion: bool = True,
             memory_plan: bool = True, channels_last: bool = True, symbolic_input_dims: bool = False,
-            weights: Optional[str] = None, gpu_attention: Optional[str] = None,
+            denormals: Optional[str] = None, weights: Optional[str] = None, gpu_attention: Optional[str] = None,
             gpu_attention_split_keys: Optional[int] = None, gpu_code: Optional[str] = None,
             ptxas: Optional[str] = None, check_accuracy: bool = False, calibration=None,
             calibration_tokens=None, calibration_seed: Optional[int] = None,
@@ -112,7 +112,8 @@ def compile(model, output: Optional[Union[str, "os.PathLike[str]"]] = None, *,
     ``gpu_arch``, ``precision``, ``gpu_attention``, ``gpu_attention_split_keys``, ``gpu_code``,
     ``ptxas``, ``quantize`` ('int8', 'int4', 'int8-dynamic'), ``quantize_group``,
     ``quantize_scale``, ``quantize_keep``, ``max_context``, ``kv_cache``, ``fusion``,
-    ``memory_plan``, ``channels_last``, ``symbolic_input_dims``, ``weights``, the accuracy check
+    ``memory_plan``, ``channels_last``, ``symbolic_input_dims``, ``denormals`` ('flush', 'keep'),
+    ``weights``, the accuracy check
     (``check_accuracy``, ``calibration``, ``calibration_tokens``, ``calibration_seed``,
     ``calibration_samples``, ``calibration_length``, ``calibration_dims``, ``max_error``,
     ``min_cosine``, ``min_top1``, ``max_perplexity_ratio``; its report: :func:`compile_report`),

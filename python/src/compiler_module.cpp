@@ -72,6 +72,7 @@ PYBIND11_MODULE(_compiler, m) {
         take(o, "channelsLast", c.channelsLast);
         take(o, "printMemoryPlan", c.printMemoryPlan);
         take(o, "printLayouts", c.printLayouts);
+        take(o, "denormals", c.denormals);
         take(o, "notes", c.notes);
         take(o, "quantize", c.quantize);
         take(o, "quantizeGroup", c.quantizeGroup);

@@ -76,7 +76,8 @@ size_t countZeros(const std::vector<float> &v) { return size_t(std::count(v.begi
 
 // The pool's workers are started by whoever loads the model and would keep that thread's
 // floating-point mode; each loop's chunks run in the mode of the thread that launched it, so a
-// caller that flushes subnormals gets the same bits on any thread count.
+// caller that flushes subnormals gets the same bits on any thread count. ("mul" is compiled with
+// --denormals=keep: its kernels leave the mode to the caller.)
 TEST(RunDeterminism, TheCallersFloatingPointModeHoldsOnEveryThread) {
   kiln::Model one = kiln::Model::load(artifactPath("mul"), 1);
   kiln::Model four = kiln::Model::load(artifactPath("mul"), 4);
@@ -93,6 +94,25 @@ TEST(RunDeterminism, TheCallersFloatingPointModeHoldsOnEveryThread) {
   for (size_t z : zeros)
     EXPECT_EQ(z, size_t(64 * 64 * 64)) << "a thread did not flush subnormals like the caller";
   EXPECT_EQ(countZeros(tinyProducts(s4)), 0u) << "the caller's mode stuck to a worker";
+}
+
+// By default (--denormals=flush) every kernel flushes subnormals on whichever thread runs it,
+// whatever the caller's mode, and gives the caller's mode back: MXCSR after a run is what it was.
+TEST(RunDeterminism, FlushedKernelsGiveTheCallerItsModeBack) {
+  kiln::Model one = kiln::Model::load(artifactPath("mul_flush"), 1);
+  kiln::Model four = kiln::Model::load(artifactPath("mul_flush"), 4);
+  kiln::Session s1(one), s4(four);
+  const unsigned saved = _mm_getcsr();
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(countZeros(tinyProducts(s1)), size_t(64 * 64 * 64)) << "a subnormal product was kept on 1 thread";
+    EXPECT_EQ(countZeros(tinyProducts(s4)), size_t(64 * 64 * 64)) << "a subnormal product was kept on 4 threads";
+  }
+  // Control bits only: the low 6 are sticky exception flags the products may set.
+  EXPECT_EQ(_mm_getcsr() & ~0x3Fu, saved & ~0x3Fu) << "the run left its floating-point mode on the caller's thread";
+  // And a caller of --denormals=keep code afterwards still gets IEEE subnormals.
+  kiln::Model keep = kiln::Model::load(artifactPath("mul"), 4);
+  kiln::Session sk(keep);
+  EXPECT_EQ(countZeros(tinyProducts(sk)), 0u) << "the flushed kernels' mode stuck to a worker";
 }
 
 // Every decode step's logits, greedy.

@@ -130,6 +130,8 @@ public:
       pm.addNestedPass<func::FuncOp>(createSelectPairProductsPass(pairs));
       pm.addNestedPass<func::FuncOp>(createPrefetchWeightStreamsPass());
       addCpuHostToLlvm(pm);
+      if (options.flushDenormals)
+        pm.addPass(createFlushDenormalsPass());
       return;
     }
     }
