@@ -90,7 +90,8 @@ mlir::Value forallBlocks(
 /// A channels-last window kernel (depthwise convolution, pooling) as vector
 /// code: `padded` [N, Hp, Wp, C], result `rt` [N, OH, OW, C] (static OH, OW,
 /// C). Work items are (n, oh); each computes its [OW, C] row in vectors of
-/// `width` channels, channel block by channel block, `positions` output
+/// `width` channels, channel block by channel block (position block by
+/// position block when `padded` is larger than L2), `positions` output
 /// positions at a time, their accumulators in registers across the window's
 /// taps: acc = start(cb); per tap (kh, kw), t = tap(kh, kw, cb) once for the
 /// positions (a depthwise weight vector; optional) and acc = step(acc,
