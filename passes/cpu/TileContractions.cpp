@@ -13,6 +13,9 @@ using namespace mlir;
 
 namespace kiln {
 namespace {
+/// Work items a packed product should have at least, where its rows allow.
+constexpr int64_t kMinItems = 8;
+
 struct TileContractionsPass : impl::TileContractionsPassBase<TileContractionsPass> {
   using TileContractionsPassBase::TileContractionsPassBase;
 
@@ -95,7 +98,20 @@ struct TileContractionsPass : impl::TileContractionsPassBase<TileContractionsPas
       // A whole number of the microkernel's row blocks: 64 rows in blocks of
       // 6 left 4 rows to two pair blocks, which wait on FMA latency (the 7x7
       // stem of resnet, 12544 rows of 147 steps, lost 14% to them).
-      sizes[parallel[parallel.size() - 3]] = std::max<int64_t>(rowBlock, (packedRows + rowBlock / 2) / rowBlock * rowBlock);
+      int64_t rows = std::max<int64_t>(rowBlock, (packedRows + rowBlock / 2) / rowBlock * rowBlock);
+      // A product of few rows and few panels (a 7x7 map's 1x1 convolution
+      // into 320 channels: 49 rows, 5 panels) would be few work items, which
+      // threads cannot share evenly (5 items on 2 threads: one does 3); its
+      // rows are split, in whole row blocks, until there are kMinItems.
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      int64_t m = ranges[parallel[parallel.size() - 3]], panels = ranges[parallel[parallel.size() - 2]];
+      int64_t block = ranges.back() == 64 && widePanelRows > 0 ? widePanelRows : rowBlock;
+      if (!ShapedType::isDynamic(m) && !ShapedType::isDynamic(panels) && m <= rows && panels < kMinItems) {
+        int64_t parts = (kMinItems + panels - 1) / panels;
+        int64_t perPart = (m + parts - 1) / parts;
+        rows = std::min(rows, std::max(block, (perPart + block - 1) / block * block));
+      }
+      sizes[parallel[parallel.size() - 3]] = rows;
       return sizes;
     }
     sizes[parallel.back()] = innerTile;
