@@ -160,7 +160,7 @@ def SelectPairProductsPass : Pass<"kiln-select-pair-products", "::mlir::func::Fu
 }
 
 def PrefetchWeightStreamsPass : Pass<"kiln-prefetch-weight-streams", "::mlir::func::FuncOp"> {
-  let summary = "Prefetch the weight rows a quantized kernel will read a few rows ahead";
+  let summary = "Prefetch the weight rows a quantized kernel will read a few rows ahead, and f32 panels' next reduction chunk";
   let description = [{
     A `vector.transfer_read` of 8-bit weight panels [P, rows, B] straight
     from a weight argument of @main (the quantized products' weight loads,
@@ -170,6 +170,14 @@ def PrefetchWeightStreamsPass : Pass<"kiln-prefetch-weight-streams", "::mlir::fu
     leaves the buffer). Converting 8 or 4-bit weights costs several
     instructions per cache line, which leaves fewer loads in flight than the
     hardware prefetcher needs to keep a stream at full bandwidth.
+
+    An f32 panel read inside a reduction split into chunks (the microkernel's
+    chunk loop, its row-block loop, its step loop; kiln-vectorize-contractions)
+    gets, in row blocks 1 to L of each chunk (L the cache lines of one read),
+    a prefetch into L2 of line b - 1 of the same step's row in the next chunk
+    (clamped to the panel's last row): the next chunk streams in while the
+    current one's later row blocks compute from cache, where the first row
+    block of every chunk used to wait on it.
   }];
   let options = [
     Option<"distance", "distance", "int64_t", "4096", "Bytes ahead to prefetch (0: none)">

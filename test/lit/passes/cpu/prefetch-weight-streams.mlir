@@ -2,6 +2,7 @@
 // prefetch `distance` bytes (here 4096 / 64 = 64 rows) ahead in the same
 // panel, clamped to its last row; reads of other buffers get none.
 // RUN: kiln-opt %s -pass-pipeline='builtin.module(func.func(kiln-prefetch-weight-streams))' | FileCheck %s
+// RUN: kiln-opt %s -pass-pipeline='builtin.module(func.func(kiln-prefetch-weight-streams,canonicalize))' | FileCheck %s --check-prefix=F32
 
 // CHECK-LABEL: func @main
 // CHECK: %[[AHEAD:.*]] = arith.addi %arg3, %c64 : index
@@ -16,4 +17,68 @@ func.func @main(%x: memref<4x100x64xi8>, %w: memref<4x100x64xi8> {kiln.weight = 
   %a = vector.transfer_read %w[%p, %k, %c0], %pad {in_bounds = [true]} : memref<4x100x64xi8>, vector<64xi8>
   %b = vector.transfer_read %x[%p, %k, %c0], %pad {in_bounds = [true]} : memref<4x100x64xi8>, vector<64xi8>
   return %a, %b : vector<64xi8>, vector<64xi8>
+}
+
+// An f32 panel read in the microkernel's loops (chunks of 128 steps, row
+// blocks of 6, steps): row blocks 1 to 4 (a 64-float read spans 4 cache
+// lines) each prefetch one line of the next chunk's row into L2, block b
+// line b - 1 (columns 16 * (b - 1)), the row clamped to the panel's last.
+// F32-LABEL: func @chunked
+// F32: scf.for %[[CHUNK:.*]] = %c0 to %c2048 step %c128
+// F32: scf.for %[[ROW:.*]] = %c0 to %c48 step %c6
+// F32: %[[B:.*]] = arith.divsi %[[ROW]], %c6 : index
+// F32: %[[LINE:.*]] = arith.subi %[[B]], %c1 : index
+// F32: %[[FROM:.*]] = arith.cmpi sge, %[[LINE]], %c0 : index
+// F32: %[[TO:.*]] = arith.cmpi slt, %[[LINE]], %c4 : index
+// F32: %[[IN:.*]] = arith.andi %[[FROM]], %[[TO]] : i1
+// F32: %[[COL:.*]] = arith.muli %[[LINE]], %c16 : index
+// F32: scf.for %[[K:.*]] = %[[CHUNK]] to
+// F32: scf.if %[[IN]] {
+// F32: %[[NEXT:.*]] = arith.addi %[[K]], %c128 : index
+// F32: %[[R:.*]] = arith.minsi %[[NEXT]], %c2047 : index
+// F32: memref.prefetch %{{.*}}[%c0, %[[R]], %[[COL]]], read, locality<2>, data
+// F32: }
+// F32: vector.transfer_read
+// A read outside a chunk loop (the whole reduction in one pass) gets none.
+// F32-LABEL: func @unchunked
+// F32-NOT: memref.prefetch
+func.func @chunked(%w: memref<8x2048x64xf32> {kiln.weight = 0 : i64}, %p: index, %acc: vector<64xf32>) -> vector<64xf32> {
+  %c0 = arith.constant 0 : index
+  %c6 = arith.constant 6 : index
+  %c48 = arith.constant 48 : index
+  %c128 = arith.constant 128 : index
+  %c2048 = arith.constant 2048 : index
+  %c1 = arith.constant 1 : index
+  %pad = arith.constant 0.0 : f32
+  %panel = memref.subview %w[%p, 0, 0] [1, 2048, 64] [1, 1, 1] : memref<8x2048x64xf32> to memref<1x2048x64xf32, strided<[131072, 64, 1], offset: ?>>
+  %r = scf.for %c = %c0 to %c2048 step %c128 iter_args(%a0 = %acc) -> (vector<64xf32>) {
+    %hi = arith.addi %c, %c128 : index
+    %r1 = scf.for %i = %c0 to %c48 step %c6 iter_args(%a1 = %a0) -> (vector<64xf32>) {
+      %r2 = scf.for %k = %c to %hi step %c1 iter_args(%a2 = %a1) -> (vector<64xf32>) {
+        %v = vector.transfer_read %panel[%c0, %k, %c0], %pad {in_bounds = [true]} : memref<1x2048x64xf32, strided<[131072, 64, 1], offset: ?>>, vector<64xf32>
+        %s = arith.addf %a2, %v : vector<64xf32>
+        scf.yield %s : vector<64xf32>
+      }
+      scf.yield %r2 : vector<64xf32>
+    }
+    scf.yield %r1 : vector<64xf32>
+  }
+  return %r : vector<64xf32>
+}
+func.func @unchunked(%w: memref<8x256x64xf32> {kiln.weight = 0 : i64}, %p: index, %acc: vector<64xf32>) -> vector<64xf32> {
+  %c0 = arith.constant 0 : index
+  %c6 = arith.constant 6 : index
+  %c48 = arith.constant 48 : index
+  %c256 = arith.constant 256 : index
+  %c1 = arith.constant 1 : index
+  %pad = arith.constant 0.0 : f32
+  %r1 = scf.for %i = %c0 to %c48 step %c6 iter_args(%a1 = %acc) -> (vector<64xf32>) {
+    %r2 = scf.for %k = %c0 to %c256 step %c1 iter_args(%a2 = %a1) -> (vector<64xf32>) {
+      %v = vector.transfer_read %w[%p, %k, %c0], %pad {in_bounds = [true]} : memref<8x256x64xf32>, vector<64xf32>
+      %s = arith.addf %a2, %v : vector<64xf32>
+      scf.yield %s : vector<64xf32>
+    }
+    scf.yield %r2 : vector<64xf32>
+  }
+  return %r1 : vector<64xf32>
 }
