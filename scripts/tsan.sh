@@ -54,7 +54,9 @@ compileIfStale mlp_int8_dynamic $models/mlp/model.onnx --quantize=int8-dynamic
 compileIfStale gpt2 $models/lm/gpt2/model.onnx --max-context 256
 compileIfStale llama $models/lm/llama/model.onnx --max-context 256
 compileIfStale llama_paged16 $models/lm/llama/model.onnx --max-context 256 --kv-block-size 16
-compileIfStale mul /usr/share/libonnx-testdata/data/node/test_mul/model.onnx --symbolic-input-dims
+# As test/CMakeLists.txt: IEEE denormals (the caller's mode decides), and the default (flushed).
+compileIfStale mul /usr/share/libonnx-testdata/data/node/test_mul/model.onnx --symbolic-input-dims --denormals=keep
+compileIfStale mul_flush /usr/share/libonnx-testdata/data/node/test_mul/model.onnx --symbolic-input-dims
 
 export KILN_E2E_ARTIFACT_DIR="$artifacts"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"

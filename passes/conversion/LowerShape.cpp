@@ -667,16 +667,11 @@ Value sliceView(OpBuilder &b, Location loc, Value x, RankedTensorType rt, SliceO
     int64_t a = axis < 0 ? axis + rank : axis;
     if (op.getSteps()[k] != 1 || xt.isDynamicDim(a) || rt.isDynamicDim(a))
       return {};
-    // ONNX's clamping, as lowerSlice computes it at run time.
-    int64_t dim = xt.getDimSize(a);
-    auto wrap = [&](int64_t v) {
-      v = std::clamp<int64_t>(v, -(int64_t(1) << 62), int64_t(1) << 62);
-      return std::clamp<int64_t>(v < 0 ? v + dim : v, 0, dim);
-    };
-    int64_t start = wrap(op.getStarts()[k]), end = wrap(op.getEnds()[k]);
-    if (std::max<int64_t>(end - start, 0) != rt.getDimSize(a))
+    // ONNX's clamping (the result type's), as lowerSlice computes it at run time.
+    SliceExtent extent = sliceExtent(op.getStarts()[k], op.getEnds()[k], 1, xt.getDimSize(a));
+    if (extent.count != rt.getDimSize(a))
       return {};
-    offsets[a] = b.getIndexAttr(start);
+    offsets[a] = b.getIndexAttr(extent.start);
   }
   return tensor::ExtractSliceOp::create(b, loc, rt, x, offsets, sizes, strides);
 }

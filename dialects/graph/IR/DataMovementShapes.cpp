@@ -198,17 +198,7 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
       out[*axis] = kDyn;
       continue;
     }
-    auto clampIndex = [&](int64_t v, bool isEnd) {
-      if (v < 0)
-        v += dim;
-      if (steps[i] > 0)
-        return std::clamp<int64_t>(v, 0, dim);
-      return std::clamp<int64_t>(v, isEnd ? -1 : 0, dim - 1);
-    };
-    int64_t s = clampIndex(starts[i], false), e = clampIndex(ends[i], true);
-    int64_t step = steps[i];
-    int64_t n = step > 0 ? (e - s + step - 1) / step : (s - e - step - 1) / -step;
-    out[*axis] = std::max<int64_t>(n, 0);
+    out[*axis] = sliceExtent(starts[i], ends[i], steps[i], dim).count;
   }
   types.push_back(x.clone(out));
   return success();

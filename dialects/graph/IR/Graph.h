@@ -27,6 +27,13 @@ broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
 /// Normalizes a possibly negative axis into [0, rank); fails when out of range.
 mlir::FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
+/// ONNX Slice along one static dim of size `dim`: the first index taken (start clamped into the
+/// dim after wrapping a negative one) and the number of elements (0 or more); step != 0.
+struct SliceExtent {
+  int64_t start = 0, count = 0;
+};
+SliceExtent sliceExtent(int64_t start, int64_t end, int64_t step, int64_t dim);
+
 /// Output size of one spatial axis of a sliding window (conv or pool).
 int64_t slidingWindowSize(int64_t in, int64_t kernel, int64_t padBegin,
                           int64_t padEnd, int64_t stride, int64_t dilation,

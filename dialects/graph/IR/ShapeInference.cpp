@@ -1,4 +1,4 @@
-// Shape rules shared by the graph ops: broadcasting, axes, sliding windows, Einsum equations.
+// Shape rules shared by the graph ops: broadcasting, axes, slices, sliding windows, Einsum equations.
 // Each op's result-type inference is in the <Section>Shapes.cpp of its GraphOps.td section; the
 // verifier re-runs it, so a hand-written type that disagrees is reported as an error.
 #include "dialects/graph/IR/ShapeInference.h"
@@ -6,6 +6,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <algorithm>
 #include <map>
 
 using namespace mlir;
@@ -134,6 +135,19 @@ FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
     return failure();
   return axis < 0 ? axis + rank : axis;
+}
+
+SliceExtent sliceExtent(int64_t start, int64_t end, int64_t step, int64_t dim) {
+  auto clampIndex = [&](int64_t v, bool isEnd) {
+    if (v < 0)
+      v += dim;
+    if (step > 0)
+      return std::clamp<int64_t>(v, 0, dim);
+    return std::clamp<int64_t>(v, isEnd ? -1 : 0, dim - 1);
+  };
+  int64_t s = clampIndex(start, false), e = clampIndex(end, true);
+  int64_t n = step > 0 ? (e - s + step - 1) / step : (s - e - step - 1) / -step;
+  return {s, std::max<int64_t>(n, 0)};
 }
 
 int64_t slidingWindowSize(int64_t in, int64_t kernel, int64_t padBegin,
