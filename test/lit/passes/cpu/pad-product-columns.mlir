@@ -54,3 +54,33 @@ func.func @left_alone(%x: tensor<4x2xf32>, %v: tensor<2x20xf32>) -> (tensor<4x32
   %4 = graph.matmul %x, %v : (tensor<4x2xf32>, tensor<2x20xf32>) -> tensor<4x20xf32>
   return %0, %1, %2, %3, %4 : tensor<4x32xf32>, tensor<4x10xf32>, tensor<4x20xf32>, tensor<2x20xf32>, tensor<4x20xf32>
 }
+
+// -----
+
+// A constant bias added to the product is padded too and added before the
+// slice, so that the add can fuse into the product's tiles; the slice then
+// gives back the 20 columns of the sum.
+// CHECK-LABEL: func @bias_before_slice
+// CHECK-DAG: %[[W:.*]] = graph.constant {{.*}} : () -> tensor<2x32xf32>
+// CHECK-DAG: %[[B:.*]] = graph.constant {value = dense<{{\[}}2.000000e+00, {{.*}}, 2.000000e+00, 0.000000e+00, {{.*}}, 0.000000e+00]> : tensor<32xf32>}
+// CHECK: %[[P:.*]] = graph.matmul %arg0, %[[W]] : (tensor<?x3x2xf32>, tensor<2x32xf32>) -> tensor<?x3x32xf32>
+// CHECK: %[[A:.*]] = graph.add %[[P]], %[[B]] : (tensor<?x3x32xf32>, tensor<32xf32>) -> tensor<?x3x32xf32>
+// CHECK: %[[S:.*]] = graph.slice %[[A]] {{.*}} -> tensor<?x3x20xf32>
+// CHECK: return %[[S]]
+// A bias that is not constant stays after the slice.
+// CHECK-LABEL: func @bias_not_constant
+// CHECK: graph.slice
+// CHECK: graph.add
+func.func @bias_before_slice(%x: tensor<?x3x2xf32>) -> tensor<?x3x20xf32> {
+  %w = graph.constant {value = dense<1.0> : tensor<2x20xf32>} : () -> tensor<2x20xf32>
+  %b = graph.constant {value = dense<2.0> : tensor<20xf32>} : () -> tensor<20xf32>
+  %0 = graph.matmul %x, %w : (tensor<?x3x2xf32>, tensor<2x20xf32>) -> tensor<?x3x20xf32>
+  %1 = graph.add %0, %b : (tensor<?x3x20xf32>, tensor<20xf32>) -> tensor<?x3x20xf32>
+  return %1 : tensor<?x3x20xf32>
+}
+func.func @bias_not_constant(%x: tensor<?x3x2xf32>, %b: tensor<20xf32>) -> tensor<?x3x20xf32> {
+  %w = graph.constant {value = dense<1.0> : tensor<2x20xf32>} : () -> tensor<2x20xf32>
+  %0 = graph.matmul %x, %w : (tensor<?x3x2xf32>, tensor<2x20xf32>) -> tensor<?x3x20xf32>
+  %1 = graph.add %0, %b : (tensor<?x3x20xf32>, tensor<20xf32>) -> tensor<?x3x20xf32>
+  return %1 : tensor<?x3x20xf32>
+}
