@@ -39,6 +39,7 @@ struct PadProductColumnsPass : impl::PadProductColumnsPassBase<PadProductColumns
       if (!padded)
         continue;
       Value product = graph::MatMulOp::create(b, op.getLoc(), op.getLhs(), padded);
+      SmallVector<Operation *> made = {padded.getDefiningOp(), product.getDefiningOp()};
       int64_t last = rt.getRank() - 1;
       // A constant bias added to the product (a classifier head's Add) is padded too and added
       // before the slice: after it, the slice kept the add out of the product's tiles
@@ -55,25 +56,18 @@ struct PadProductColumnsPass : impl::PadProductColumnsPassBase<PadProductColumns
         if (Value paddedBias = permutedConstant(b, bias, identity, ".padded", {}, pad)) {
           b.setInsertionPoint(add);
           product = graph::AddOp::create(b, add.getLoc(), product, paddedBias);
+          made.append({paddedBias.getDefiningOp(), product.getDefiningOp()});
           replaced = add;
         }
       }
       Value sliced = graph::SliceOp::create(b, op.getLoc(), product, b.getDenseI64ArrayAttr({0}),
                                             b.getDenseI64ArrayAttr({n}), b.getDenseI64ArrayAttr({last}),
                                             b.getDenseI64ArrayAttr({1}));
+      made.push_back(sliced.getDefiningOp());
       if (sliced.getType() != replaced->getResult(0).getType()) {
-        // Unreachable in practice (the slice restores the product's type); undo everything made.
-        Operation *made = product.getDefiningOp();
-        sliced.getDefiningOp()->erase();
-        if (replaced != op.getOperation()) {
-          Value paddedBias = made->getOperand(1);
-          Operation *inner = made->getOperand(0).getDefiningOp();
-          made->erase();
-          paddedBias.getDefiningOp()->erase();
-          made = inner;
-        }
-        made->erase();
-        padded.getDefiningOp()->erase();
+        // Unreachable in practice (the slice restores the product's type): undo, users first.
+        for (Operation *m : llvm::reverse(made))
+          m->erase();
         continue;
       }
       Operation *old = op.getRhs().getDefiningOp();
