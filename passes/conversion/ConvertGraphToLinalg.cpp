@@ -29,7 +29,7 @@ struct ConvertGraphToLinalgPass
                            arith::ArithDialect, math::MathDialect,
                            func::FuncDialect, scf::SCFDialect, vector::VectorDialect,
                            cpu::CpuDialect,     // the string kernels' ops
-                           kernel::KernelDialect>(); // attention for the GPU
+                           kernel::KernelDialect>(); // attention and norms for the GPU
     RewritePatternSet patterns(ctx);
     populateElementwiseLoweringPatterns(patterns);
     populateContractionLoweringPatterns(patterns, wideHalfProducts, vectorBits);
@@ -39,6 +39,8 @@ struct ConvertGraphToLinalgPass
     populateWinogradLoweringPatterns(patterns, vectorBits);
     populateScatterGatherLoweringPatterns(patterns);
     populateAttentionLoweringPatterns(patterns, gpuAttention);
+    if (gpuNorms)
+      populateNormToKernelPatterns(patterns);
     populateRuntimeOperandLoweringPatterns(patterns);
     populateDataDependentLoweringPatterns(patterns);
     populateQuantizedMatMulLoweringPatterns(patterns, vectorBits);

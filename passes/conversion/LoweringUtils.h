@@ -151,6 +151,9 @@ void populateWinogradLoweringPatterns(mlir::RewritePatternSet &patterns, int64_t
 void populateScatterGatherLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// `gpuAttention`: where the GPU kernel applies, graph.attention becomes kiln_kernel.attention.
 void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns, bool gpuAttention);
+/// For the GPU: graph.layer_norm and graph.rms_norm become kiln_kernel.row_norm where it applies
+/// (LowerNormToKernel.cpp).
+void populateNormToKernelPatterns(mlir::RewritePatternSet &patterns);
 /// Ops whose shape-like operands are run-time values (LowerRuntimeOperands.cpp).
 void populateRuntimeOperandLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// NonZero, Compress, Unique, NonMaxSuppression (LowerDataDependent.cpp).

@@ -454,21 +454,7 @@ struct FormBlockReductionsPass : impl::FormBlockReductionsPassBase<FormBlockRedu
     }
     // Halving combination in shared memory, within each output's lanes.
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    memref::StoreOp::create(b, loc, folded, shared, ValueRange{thread});
-    gpu::BarrierOp::create(b, loc);
-    for (int64_t half = lanes / 2; half >= 1; half /= 2) {
-      Value h = arith::ConstantIndexOp::create(b, loc, half);
-      auto lower = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lane, h),
-                                     /*withElseRegion=*/false);
-      {
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPoint(lower.thenBlock()->getTerminator());
-        Value mine = memref::LoadOp::create(b, loc, shared, ValueRange{thread});
-        Value other = memref::LoadOp::create(b, loc, shared, ValueRange{arith::AddIOp::create(b, loc, thread, h)});
-        memref::StoreOp::create(b, loc, combine(mine, other), shared, ValueRange{thread});
-      }
-      gpu::BarrierOp::create(b, loc);
-    }
+    cuda::combineInShared(b, loc, folded, shared, thread, lane, lanes, combine);
     // The first lane folds the output's total into the output (or into the fill's value).
     Value firstLane = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
     if (valid)

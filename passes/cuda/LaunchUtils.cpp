@@ -81,4 +81,23 @@ SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value id, ValueRange 
   return ivs;
 }
 
+void combineInShared(OpBuilder &b, Location loc, Value partial, Value shared, Value thread, Value lane, int64_t lanes,
+                     function_ref<Value(Value, Value)> combine) {
+  memref::StoreOp::create(b, loc, partial, shared, ValueRange{thread});
+  gpu::BarrierOp::create(b, loc);
+  for (int64_t half = lanes / 2; half >= 1; half /= 2) {
+    Value h = arith::ConstantIndexOp::create(b, loc, half);
+    auto lower = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lane, h),
+                                   /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(lower.thenBlock()->getTerminator());
+      Value mine = memref::LoadOp::create(b, loc, shared, ValueRange{thread});
+      Value other = memref::LoadOp::create(b, loc, shared, ValueRange{arith::AddIOp::create(b, loc, thread, h)});
+      memref::StoreOp::create(b, loc, combine(mine, other), shared, ValueRange{thread});
+    }
+    gpu::BarrierOp::create(b, loc);
+  }
+}
+
 } // namespace kiln::cuda

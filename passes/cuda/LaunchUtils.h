@@ -37,6 +37,15 @@ mlir::Value tripCount(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lb, ml
 llvm::SmallVector<mlir::Value> delinearize(mlir::OpBuilder &b, mlir::Location loc, mlir::Value id,
                                            mlir::ValueRange lbs, mlir::ValueRange steps, mlir::ValueRange trips);
 
+/// Combines the partial values of each group of `lanes` threads of a block (a power of two;
+/// thread t's group starts at t - lane) in `shared`, a workgroup buffer of at least the block's
+/// threads: thread t stores `partial` at index t, then each group halves its values, a barrier
+/// after every step, until the group's combination is at its first index. Every thread of the
+/// block must reach this (it holds barriers).
+void combineInShared(mlir::OpBuilder &b, mlir::Location loc, mlir::Value partial, mlir::Value shared,
+                     mlir::Value thread, mlir::Value lane, int64_t lanes,
+                     llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
+
 } // namespace kiln::cuda
 
 #endif

@@ -76,6 +76,23 @@ def FormBlockReductionsPass : Pass<"kiln-form-block-reductions", "::mlir::Module
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def FormNormBlocksPass : Pass<"kiln-form-norm-blocks", "::mlir::ModuleOp"> {
+  let summary = "Lower kiln_kernel.row_norm on buffers to a GPU launch of one block per row";
+  let description = [{
+    For --target=cuda, after bufferization, before kiln-form-gpu-launches
+    (which keeps the launches formed here). Each `kiln_kernel.row_norm` on
+    buffers becomes one `gpu.launch` with a block per row (at most 256
+    threads, the row's length rounded up to a power of two, at least 32).
+    Each thread folds a strided slice of its row (neighbouring threads,
+    neighbouring elements), the block halves the partial sums in shared
+    memory, and the first thread leaves the mean (then 1/stddev, from a
+    second pass over the row for LayerNormalization's centred variance) in
+    shared memory for the block's final pass, which writes the row.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
+}
+
 def FormAttentionBlocksPass : Pass<"kiln-form-attention-blocks", "::mlir::ModuleOp"> {
   let summary = "Lower kiln_kernel.attention on buffers to a GPU launch of one block per 8 query rows";
   let description = [{

@@ -14,6 +14,10 @@ CPU in CI and on a GPU in bench/gpu-check.sh:
                   range (-1e30 next to 1e30: 0) and values 86-100 below the row max
   log_softmax_rows LogSoftmax over the 37 of [2, 5, 37] (finite, spreads up to 1e6)
   layer_norm      LayerNormalization over 768 of [3, 768] with scale and bias
+  norm_rows       LayerNormalizations of [b, 3, 300] (b symbolic: 2 and 1): over the last axis
+                  with a scale and no bias, with a one-element scale and a bias (the CUDA
+                  target's row kernel: rows of a rank-3 input, 300 columns over 256 threads), and
+                  over the last two axes (the generic lowering)
   int_max_sum     ReduceMax of int32 and ReduceSum of int64 over 400 of [5, 400]
   sum_square      ReduceSumSquare over 500 of [4, 500] (the value is computed before it is folded)
 
@@ -148,7 +152,36 @@ def sum_square():
          [[[x], [(x.astype(np.float64) ** 2).sum(axis=1).astype(np.float32)]]])
 
 
+def layer_norm_reference(x, axis, scale, bias):
+    x64 = x.astype(np.float64)
+    axes_ = tuple(range(axis % x.ndim, x.ndim))
+    mean = x64.mean(axis=axes_, keepdims=True)
+    var = ((x64 - mean) ** 2).mean(axis=axes_, keepdims=True)
+    y = (x64 - mean) / np.sqrt(var + 1e-5) * scale
+    return (y if bias is None else y + bias).astype(np.float32)
+
+
+def norm_rows():
+    scale = rng.standard_normal(300).astype(np.float32)
+    one = np.array([1.5], np.float32)
+    bias = rng.standard_normal(300).astype(np.float32)
+    wide = rng.standard_normal((3, 300)).astype(np.float32)
+    sets = []
+    for b in (2, 1):
+        x = (rng.standard_normal((b, 3, 300)) * 3 + 1).astype(np.float32)
+        sets.append([[x], [layer_norm_reference(x, -1, scale, None), layer_norm_reference(x, -1, one, bias),
+                           layer_norm_reference(x, -2, wide, None)]])
+    save("norm_rows",
+         [helper.make_node("LayerNormalization", ["x", "scale"], ["y"], axis=-1, epsilon=1e-5),
+          helper.make_node("LayerNormalization", ["x", "one", "bias"], ["y_one"], axis=-1, epsilon=1e-5),
+          helper.make_node("LayerNormalization", ["x", "wide"], ["y_wide"], axis=-2, epsilon=1e-5)],
+         [("x", F, ["b", 3, 300])], [("y", F, ["b", 3, 300]), ("y_one", F, ["b", 3, 300]),
+                                     ("y_wide", F, ["b", 3, 300])], sets,
+         [numpy_helper.from_array(scale, "scale"), numpy_helper.from_array(one, "one"),
+          numpy_helper.from_array(bias, "bias"), numpy_helper.from_array(wide, "wide")])
+
+
 # New models go last: the generator's one random stream keeps the earlier models' data.
 for make in (sum_rows, max_min_rows, sum_all, sum_columns, softmax_decode, layer_norm, int_max_sum, sum_square,
-             softmax_rows, log_softmax_rows):
+             softmax_rows, log_softmax_rows, norm_rows):
     make()

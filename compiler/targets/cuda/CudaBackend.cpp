@@ -62,6 +62,7 @@ public:
       lowering.vectorBits = options.vectorBits;
       lowering.wideHalfProducts = true;
       lowering.gpuAttention = options.gpuAttention;
+      lowering.gpuNorms = true;
       pm.addPass(createConvertGraphToLinalgPass(lowering));
       addCleanup(pm);
       addElementwiseFusion(pm, options);
@@ -73,6 +74,7 @@ public:
         FormAttentionBlocksPassOptions attention;
         attention.minSplitKeys = options.gpuAttentionSplitKeys;
         p.addPass(createFormAttentionBlocksPass(attention));
+        p.addPass(createFormNormBlocksPass());
       });
       pm.addNestedPass<func::FuncOp>(createResolveReshapeShapesPass());
       pm.addPass(createCanonicalizerPass());

@@ -100,13 +100,19 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
-void AttentionOp::getEffects(SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
-  if (!hasBufferSemantics())
-    return;
-  for (OpOperand &operand : getOperation()->getOpOperands()) {
-    if (!isa<MemRefType>(operand.get().getType())) // key_count
+//===----------------------------------------------------------------------===//
+// What the destination-style kernels share: they read every buffer operand but init, write
+// init, and on tensors return it.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+void initWrittenOthersRead(Operation *op, OpOperand &init,
+                           SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType())) // an index operand
       continue;
-    if (&operand == &getInitMutable())
+    if (&operand == &init)
       effects.emplace_back(MemoryEffects::Write::get(), &operand, SideEffects::DefaultResource::get());
     else
       effects.emplace_back(MemoryEffects::Read::get(), &operand, SideEffects::DefaultResource::get());
@@ -115,6 +121,37 @@ void AttentionOp::getEffects(SmallVectorImpl<SideEffects::EffectInstance<MemoryE
 
 // Every element of init is written and none read, so bufferization may hand it any buffer
 // (an empty tensor's allocation, reused by the memory plan) without copying its contents.
+bufferization::AliasingValueList initAliasesResult(OpOperand &operand, OpOperand &init, Value result) {
+  if (&operand != &init)
+    return {};
+  return {{result, bufferization::BufferRelation::Equivalent}};
+}
+
+/// The buffer of each tensor operand (null stays null), or failure.
+FailureOr<SmallVector<Value>> buffersOf(RewriterBase &rewriter, ValueRange tensors,
+                                       const bufferization::BufferizationOptions &options,
+                                       bufferization::BufferizationState &state) {
+  SmallVector<Value> buffers;
+  for (Value v : tensors) {
+    if (!v) {
+      buffers.push_back(Value());
+      continue;
+    }
+    FailureOr<Value> buffer = bufferization::getBuffer(rewriter, v, options, state);
+    if (failed(buffer))
+      return failure();
+    buffers.push_back(*buffer);
+  }
+  return buffers;
+}
+
+} // namespace
+
+void AttentionOp::getEffects(SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  if (hasBufferSemantics())
+    initWrittenOthersRead(getOperation(), getInitMutable(), effects);
+}
+
 bool AttentionOp::bufferizesToMemoryRead(OpOperand &operand, const bufferization::AnalysisState &) {
   return &operand != &getInitMutable();
 }
@@ -125,23 +162,86 @@ bool AttentionOp::bufferizesToMemoryWrite(OpOperand &operand, const bufferizatio
 
 bufferization::AliasingValueList AttentionOp::getAliasingValues(OpOperand &operand,
                                                                 const bufferization::AnalysisState &) {
-  if (&operand != &getInitMutable())
-    return {};
-  return {{getResult()[0], bufferization::BufferRelation::Equivalent}};
+  return initAliasesResult(operand, getInitMutable(), getResult()[0]);
 }
 
 LogicalResult AttentionOp::bufferize(RewriterBase &rewriter, const bufferization::BufferizationOptions &options,
                                      bufferization::BufferizationState &state) {
-  auto buffer = [&](Value v) -> FailureOr<Value> {
-    return v ? bufferization::getBuffer(rewriter, v, options, state) : FailureOr<Value>(Value());
-  };
-  FailureOr<Value> q = buffer(getQuery()), k = buffer(getKey()), v = buffer(getValue()), mask = buffer(getMask()),
-                   table = buffer(getBlockTable()), init = buffer(getInit());
-  if (failed(q) || failed(k) || failed(v) || failed(mask) || failed(table) || failed(init))
+  FailureOr<SmallVector<Value>> b =
+      buffersOf(rewriter, {getQuery(), getKey(), getValue(), getMask(), getBlockTable(), getInit()}, options, state);
+  if (failed(b))
     return failure();
   rewriter.setInsertionPoint(*this);
-  AttentionOp::create(rewriter, getLoc(), TypeRange{}, *q, *k, *v, *mask, *table, getKeyCount(), *init,
-                      getScaleAttr());
-  bufferization::replaceOpWithBufferizedValues(rewriter, *this, *init);
+  AttentionOp::create(rewriter, getLoc(), TypeRange{}, (*b)[0], (*b)[1], (*b)[2], (*b)[3], (*b)[4], getKeyCount(),
+                      (*b)[5], getScaleAttr());
+  bufferization::replaceOpWithBufferizedValues(rewriter, *this, (*b)[5]);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RowNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RowNormOp::verify() {
+  auto shaped = [](Value v) { return cast<ShapedType>(v.getType()); };
+  ShapedType x = shaped(getInput()), out = shaped(getInit());
+  bool buffers = isa<MemRefType>(out);
+  if (buffers != (getNumResults() == 0))
+    return emitOpError(buffers ? "on buffers has no result" : "on tensors returns the written init");
+  if (getKind() != "layer" && getKind() != "rms")
+    return emitOpError("kind must be \"layer\" or \"rms\", not \"") << getKind() << "\"";
+  if (isRms() && getBias())
+    return emitOpError("\"rms\" takes no bias");
+  auto differ = [](int64_t a, int64_t b) { return !ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b; };
+  for (Value operand : {getInput(), getInit(), getScale(), getBias()}) {
+    if (!operand)
+      continue;
+    auto type = shaped(operand);
+    if (!type.hasRank() || !type.getElementType().isF32())
+      return emitOpError("needs ranked f32 operands");
+    if (isa<MemRefType>(type) != buffers)
+      return emitOpError("needs all operands tensors or all buffers");
+    if (operand == getInput() || operand == getInit())
+      continue;
+    if (type.getRank() != 1)
+      return emitOpError("needs scale and bias of rank 1");
+    if (x.getRank() > 0 && type.getDimSize(0) != 1 && differ(type.getDimSize(0), x.getDimSize(x.getRank() - 1)))
+      return emitOpError("needs scale and bias of one element or of the row's");
+  }
+  if (x.getRank() == 0 || x.getRank() != out.getRank())
+    return emitOpError("needs input and init of one rank, 1 or more");
+  for (int64_t i = 0; i < x.getRank(); ++i)
+    if (differ(x.getDimSize(i), out.getDimSize(i)))
+      return emitOpError("needs input and init of one shape");
+  return success();
+}
+
+void RowNormOp::getEffects(SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  if (hasBufferSemantics())
+    initWrittenOthersRead(getOperation(), getInitMutable(), effects);
+}
+
+bool RowNormOp::bufferizesToMemoryRead(OpOperand &operand, const bufferization::AnalysisState &) {
+  return &operand != &getInitMutable();
+}
+
+bool RowNormOp::bufferizesToMemoryWrite(OpOperand &operand, const bufferization::AnalysisState &) {
+  return &operand == &getInitMutable();
+}
+
+bufferization::AliasingValueList RowNormOp::getAliasingValues(OpOperand &operand,
+                                                              const bufferization::AnalysisState &) {
+  return initAliasesResult(operand, getInitMutable(), getResult()[0]);
+}
+
+LogicalResult RowNormOp::bufferize(RewriterBase &rewriter, const bufferization::BufferizationOptions &options,
+                                   bufferization::BufferizationState &state) {
+  FailureOr<SmallVector<Value>> b = buffersOf(rewriter, {getInput(), getScale(), getBias(), getInit()}, options, state);
+  if (failed(b))
+    return failure();
+  rewriter.setInsertionPoint(*this);
+  RowNormOp::create(rewriter, getLoc(), TypeRange{}, (*b)[0], (*b)[1], (*b)[2], (*b)[3], getKindAttr(),
+                    getEpsilonAttr());
+  bufferization::replaceOpWithBufferizedValues(rewriter, *this, (*b)[3]);
   return success();
 }

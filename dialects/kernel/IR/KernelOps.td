@@ -80,4 +80,52 @@ def Kernel_AttentionOp : Op<Kernel_Dialect, "attention", [
   }];
 }
 
+def Kernel_RowNormOp : Op<Kernel_Dialect, "row_norm", [
+    AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<BufferizableOpInterface,
+        ["bufferizesToMemoryRead", "bufferizesToMemoryWrite", "getAliasingValues", "bufferize"]>]> {
+  let summary = "LayerNormalization or RMSNormalization of each row into a destination";
+  let description = [{
+    `input` and `init` are f32 of one shape [R..., N]: each row along the last
+    dim of `init` gets, with the sums over the row's N elements,
+    - `kind = "layer"`: (x - mean) * rsqrt(var + epsilon) * scale + bias, where
+      mean = sum(x) / N and var = sum((x - mean)^2) / N;
+    - `kind = "rms"`: x * rsqrt(sum(x^2) / N + epsilon) * scale.
+    `scale` and `bias` (optional; bias only for "layer") are rank 1, of N
+    elements or of one (broadcast). Every element of `init` is written and
+    none is read.
+
+    On tensors it returns the written `init`; on buffers it has no result.
+    `kiln-convert-graph-to-linalg{gpu-norms=true}` makes it from
+    `graph.layer_norm` and `graph.rms_norm` over the last axis for the CUDA
+    target, and `kiln-form-norm-blocks` lowers the
+    buffer form to one GPU block per row, so a norm is one launch instead of
+    a reduction, an elementwise pass and a second reduction.
+
+    ```mlir
+    %y = kiln_kernel.row_norm %x scale %s : tensor<768xf32> bias %b : tensor<768xf32> into %init {kind = "layer", epsilon = 1.0e-05 : f32}
+        : tensor<?x?x768xf32>, tensor<?x?x768xf32> -> tensor<?x?x768xf32>
+    kiln_kernel.row_norm %xb scale %sb : memref<64xf32> into %ob {kind = "rms", epsilon = 1.0e-06 : f32}
+        : memref<?x64xf32>, memref<?x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyShaped:$input, Optional<AnyShaped>:$scale, Optional<AnyShaped>:$bias,
+                   AnyShaped:$init, StrAttr:$kind, F32Attr:$epsilon);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    $input (`scale` $scale^ `:` type($scale))? (`bias` $bias^ `:` type($bias))? `into` $init attr-dict
+    `:` type($input) `,` type($init) (`->` type($result)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+    /// Whether the operands are buffers (after bufferization).
+    bool hasBufferSemantics() { return ::llvm::isa<::mlir::MemRefType>(getInit().getType()); }
+    /// Whether it is RMSNormalization (no mean subtracted, no bias).
+    bool isRms() { return getKind() == "rms"; }
+  }];
+}
+
 #endif

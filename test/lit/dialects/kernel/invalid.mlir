@@ -102,3 +102,53 @@ func.func @paged_without_count(%q: memref<?x4x1x16xf32>, %kp: memref<?x2x16x16xf
   "kiln_kernel.attention"(%q, %kp, %vp, %t, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 1>, scale = 1.0 : f32}> : (memref<?x4x1x16xf32>, memref<?x2x16x16xf32>, memref<?x2x16x8xf32>, memref<?x?xi64>, memref<?x4x1x8xf32>) -> ()
   return
 }
+
+// -----
+
+// Verifier errors of kiln_kernel.row_norm.
+
+func.func @norm_kind(%x: memref<4x16xf32>, %o: memref<4x16xf32>) {
+  // expected-error @+1 {{kind must be "layer" or "rms", not "batch"}}
+  kiln_kernel.row_norm %x into %o {kind = "batch", epsilon = 1.0e-05 : f32} : memref<4x16xf32>, memref<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @norm_rms_bias(%x: memref<4x16xf32>, %b: memref<16xf32>, %o: memref<4x16xf32>) {
+  // expected-error @+1 {{"rms" takes no bias}}
+  kiln_kernel.row_norm %x bias %b : memref<16xf32> into %o {kind = "rms", epsilon = 1.0e-05 : f32} : memref<4x16xf32>, memref<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @norm_f16(%x: memref<4x16xf16>, %o: memref<4x16xf16>) {
+  // expected-error @+1 {{needs ranked f32 operands}}
+  kiln_kernel.row_norm %x into %o {kind = "layer", epsilon = 1.0e-05 : f32} : memref<4x16xf16>, memref<4x16xf16>
+  return
+}
+
+// -----
+
+func.func @norm_scale_length(%x: memref<4x16xf32>, %s: memref<8xf32>, %o: memref<4x16xf32>) {
+  // expected-error @+1 {{needs scale and bias of one element or of the row's}}
+  kiln_kernel.row_norm %x scale %s : memref<8xf32> into %o {kind = "layer", epsilon = 1.0e-05 : f32} : memref<4x16xf32>, memref<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @norm_shapes(%x: memref<4x16xf32>, %o: memref<5x16xf32>) {
+  // expected-error @+1 {{needs input and init of one shape}}
+  kiln_kernel.row_norm %x into %o {kind = "layer", epsilon = 1.0e-05 : f32} : memref<4x16xf32>, memref<5x16xf32>
+  return
+}
+
+// -----
+
+func.func @norm_result(%x: tensor<4x16xf32>, %o: tensor<4x16xf32>) {
+  // expected-error @+1 {{on tensors returns the written init}}
+  kiln_kernel.row_norm %x into %o {kind = "layer", epsilon = 1.0e-05 : f32} : tensor<4x16xf32>, tensor<4x16xf32>
+  return
+}
