@@ -959,7 +959,8 @@ struct AttentionToKernelPattern : OpConversionPattern<graph::AttentionOp> {
       table = paged.table;
     }
     auto kernelOp = kernel::AttentionOp::create(rewriter, loc, TypeRange{init.getType()}, adaptor.getQuery(), key,
-                                                value, adaptor.getMask(), table, keyCount, init, op.getScaleAttr());
+                                                value, adaptor.getMask(), table, keyCount, init, op.getScaleAttr(),
+                                                nullptr, nullptr, nullptr, nullptr);
     rewriter.replaceOp(op, kernelOp.getResult()[0]);
     return success();
   }

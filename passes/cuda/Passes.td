@@ -4,6 +4,45 @@
 
 include "mlir/Pass/PassBase.td"
 
+def AttentionOperandViewsPass : Pass<"kiln-attention-operand-views", "::mlir::func::FuncOp"> {
+  let summary = "Read attention's heads and write its output through views instead of transposed copies";
+  let description = [{
+    For --target=cuda, in the linalg phase (tensors). A transformer splits
+    its [B, S, H*D] projections into heads with a Reshape to [B, S, H, D] and
+    a Transpose to [B, H, S, D], and merges the output back the same way:
+    on the GPU each is a copy, a launch of its own (7 per layer of a GPT).
+    Here a `linalg.transpose` feeding `kiln_kernel.attention`'s query, key or
+    value becomes the op's `query_perm`/`key_perm`/`value_perm` (the op
+    reads the transpose's input), and a transpose that is the only use of
+    its result becomes `init_perm` (the op writes the transpose's
+    destination); bufferization then passes transposed views. A
+    `tensor.reshape` by a constant shape that only splits dims, statically
+    (what a Reshape into heads is), feeding such a read becomes a
+    `tensor.expand_shape`, so a slice of the fused QKV projection stays a
+    view instead of being copied to make the reshape contiguous.
+    Permutations must keep the last dim last (the head's elements stay
+    contiguous); paged key/value pools are never permuted.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
+}
+
+def FillPerDestinationPass : Pass<"kiln-fill-per-destination", "::mlir::func::FuncOp"> {
+  let summary = "Give each destination of a shared linalg.fill on tensors its own fill";
+  let description = [{
+    For --target=cuda, at the end of the linalg phase (after the last CSE,
+    which merges identical fills). A `linalg.fill` of a `tensor.empty` that is
+    the destination (init) of several ops, as one zero-filled accumulator
+    shared by every product of a model's layers, is cloned with its empty
+    tensor for every such use but the first. Shared, it bufferizes into one
+    filled buffer kept alive across the model plus a copy into each product's
+    output (a launch that reads and writes the whole output); cloned, each
+    fill writes its product's output in place, and kiln-call-device-gemm
+    turns a zero fill right before a product into beta = 0, which needs no
+    launch at all.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
+}
+
 def ResolveReshapeShapesPass : Pass<"kiln-resolve-reshape-shapes", "::mlir::func::FuncOp"> {
   let summary = "Turn memref.reshape with a known shape operand into memref.reinterpret_cast";
   let description = [{

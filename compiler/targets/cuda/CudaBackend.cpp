@@ -66,6 +66,9 @@ public:
       pm.addPass(createConvertGraphToLinalgPass(lowering));
       addCleanup(pm);
       addElementwiseFusion(pm, options);
+      pm.addNestedPass<func::FuncOp>(createAttentionOperandViewsPass());
+      // After the last CSE, which merges identical fills.
+      pm.addNestedPass<func::FuncOp>(createFillPerDestinationPass());
       return;
     }
     case Phase::Bufferized:

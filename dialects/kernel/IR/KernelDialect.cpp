@@ -43,6 +43,33 @@ LogicalResult AttentionOp::verify() {
   }
   if (buffers != (getNumResults() == 0))
     return emitOpError(buffers ? "on buffers has no result" : "on tensors returns the written init");
+  // What the op sees of a permuted operand: the stored tensor transposed by the permutation.
+  auto seen = [&](ShapedType stored, std::optional<ArrayRef<int64_t>> perm, StringRef name,
+                  ShapedType &out) -> LogicalResult {
+    out = stored;
+    if (!perm)
+      return success();
+    if (buffers)
+      return emitOpError("takes permutations only on tensors (buffers are strided views)");
+    int64_t r = stored.getRank();
+    SmallVector<bool> used(r, false);
+    if (static_cast<int64_t>(perm->size()) != r || r == 0 || perm->back() != r - 1)
+      return emitOpError(name) << " is not a permutation of the operand's dims keeping the last";
+    SmallVector<int64_t> shape;
+    for (int64_t p : *perm) {
+      if (p < 0 || p >= r || used[p])
+        return emitOpError(name) << " is not a permutation of the operand's dims keeping the last";
+      used[p] = true;
+      shape.push_back(stored.getDimSize(p));
+    }
+    out = RankedTensorType::get(shape, stored.getElementType());
+    return success();
+  };
+  if (failed(seen(q, getQueryPerm(), "query_perm", q)) || failed(seen(k, getKeyPerm(), "key_perm", k)) ||
+      failed(seen(v, getValuePerm(), "value_perm", v)) || failed(seen(out, getInitPerm(), "init_perm", out)))
+    return failure();
+  if (isPaged() && (getKeyPerm() || getValuePerm()))
+    return emitOpError("reads paged pools unpermuted");
   int64_t rank = q.getRank();
   if (rank < 2)
     return emitOpError("needs a query of rank 2 or more");
@@ -172,8 +199,16 @@ LogicalResult AttentionOp::bufferize(RewriterBase &rewriter, const bufferization
   if (failed(b))
     return failure();
   rewriter.setInsertionPoint(*this);
-  AttentionOp::create(rewriter, getLoc(), TypeRange{}, (*b)[0], (*b)[1], (*b)[2], (*b)[3], (*b)[4], getKeyCount(),
-                      (*b)[5], getScaleAttr());
+  // A permuted operand becomes a transposed view of its buffer.
+  auto view = [&](Value buffer, std::optional<ArrayRef<int64_t>> perm) -> Value {
+    if (!perm)
+      return buffer;
+    auto map = AffineMap::getPermutationMap(*perm, getContext());
+    return memref::TransposeOp::create(rewriter, getLoc(), buffer, AffineMapAttr::get(map));
+  };
+  AttentionOp::create(rewriter, getLoc(), TypeRange{}, view((*b)[0], getQueryPerm()), view((*b)[1], getKeyPerm()),
+                      view((*b)[2], getValuePerm()), (*b)[3], (*b)[4], getKeyCount(), view((*b)[5], getInitPerm()),
+                      getScaleAttr(), nullptr, nullptr, nullptr, nullptr);
   bufferization::replaceOpWithBufferizedValues(rewriter, *this, (*b)[5]);
   return success();
 }

@@ -52,6 +52,15 @@ def Kernel_AttentionOp : Op<Kernel_Dialect, "attention", [
     `graph.attention` for the CUDA target, and `kiln-form-attention-blocks`
     lowers the buffer form to one GPU block per query row.
 
+    On tensors, `query_perm`, `key_perm`, `value_perm` and `init_perm` (each
+    optional, a permutation keeping the last dim last) say that the operand is
+    stored permuted: the op reads (or writes) `linalg.transpose(stored, perm)`
+    (dim i of what it sees is dim perm[i] of the stored tensor), so a model's
+    [B, S, H, D] heads need no transposed copy. Bufferization passes such an
+    operand as a `memref.transpose` view of its buffer; the buffer form has no
+    permutations (it reads and writes any strided layout).
+    `kiln-attention-operand-views` sets them.
+
     ```mlir
     %p = kiln_kernel.attention %q, %kpool, %vpool mask %m : tensor<?x1x1x?xf32> paged %table : tensor<?x?xi64> keys %n into %init
         : tensor<?x4x1x16xf32>, tensor<?x2x16x16xf32>, tensor<?x2x16x16xf32>, tensor<?x4x1x16xf32> -> tensor<?x4x1x16xf32>
@@ -63,7 +72,9 @@ def Kernel_AttentionOp : Op<Kernel_Dialect, "attention", [
   }];
   let arguments = (ins AnyShaped:$query, AnyShaped:$key, AnyShaped:$value, Optional<AnyShaped>:$mask,
                    Optional<AnyShaped>:$block_table, Optional<Index>:$key_count,
-                   AnyShaped:$init, DefaultValuedAttr<F32Attr, "1.0">:$scale);
+                   AnyShaped:$init, DefaultValuedAttr<F32Attr, "1.0">:$scale,
+                   OptionalAttr<DenseI64ArrayAttr>:$query_perm, OptionalAttr<DenseI64ArrayAttr>:$key_perm,
+                   OptionalAttr<DenseI64ArrayAttr>:$value_perm, OptionalAttr<DenseI64ArrayAttr>:$init_perm);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^ `:` type($mask))?

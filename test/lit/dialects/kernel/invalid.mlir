@@ -152,3 +152,38 @@ func.func @norm_result(%x: tensor<4x16xf32>, %o: tensor<4x16xf32>) {
   kiln_kernel.row_norm %x into %o {kind = "layer", epsilon = 1.0e-05 : f32} : tensor<4x16xf32>, tensor<4x16xf32>
   return
 }
+
+// -----
+
+// Permutations of kiln_kernel.attention's operands.
+
+func.func @perm_on_buffers(%q: memref<4x2x16xf32>, %k: memref<2x9x16xf32>, %o: memref<2x4x16xf32>) {
+  // expected-error @+1 {{takes permutations only on tensors (buffers are strided views)}}
+  kiln_kernel.attention %q, %k, %k into %o {query_perm = array<i64: 1, 0, 2>} : memref<4x2x16xf32>, memref<2x9x16xf32>, memref<2x9x16xf32>, memref<2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @perm_moves_last(%q: tensor<2x16x4xf32>, %k: tensor<2x9x16xf32>, %o: tensor<2x4x16xf32>) {
+  // expected-error @+1 {{query_perm is not a permutation of the operand's dims keeping the last}}
+  %r = kiln_kernel.attention %q, %k, %k into %o {query_perm = array<i64: 0, 2, 1>} : tensor<2x16x4xf32>, tensor<2x9x16xf32>, tensor<2x9x16xf32>, tensor<2x4x16xf32> -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @perm_repeats(%q: tensor<4x2x16xf32>, %k: tensor<2x9x16xf32>, %o: tensor<2x4x16xf32>) {
+  // expected-error @+1 {{key_perm is not a permutation of the operand's dims keeping the last}}
+  %r = kiln_kernel.attention %q, %k, %k into %o {query_perm = array<i64: 1, 0, 2>, key_perm = array<i64: 0, 0, 2>} : tensor<4x2x16xf32>, tensor<2x9x16xf32>, tensor<2x9x16xf32>, tensor<2x4x16xf32> -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+// What the op sees of a permuted init is checked against the query: [2, 4, 16] from [4, 2, 16].
+func.func @perm_shapes(%q: tensor<2x4x16xf32>, %k: tensor<2x9x16xf32>, %o: tensor<2x4x16xf32>) {
+  // expected-error @+1 {{init dim 0 is not the query's}}
+  %r = kiln_kernel.attention %q, %k, %k into %o {init_perm = array<i64: 1, 0, 2>} : tensor<2x4x16xf32>, tensor<2x9x16xf32>, tensor<2x9x16xf32>, tensor<2x4x16xf32> -> tensor<2x4x16xf32>
+  return
+}
