@@ -132,7 +132,8 @@ mlir::Value minValues(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mli
 mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Type to);
 /// exp(-x) for f32 (scalars or vectors) in 16 ops where math.exp takes ~24: x clamped to
 /// [-87.3, 87.3], relative error at most 2.3e-7 inside (LoweringUtils.cpp); other types math.exp.
-mlir::Value expOfNegated(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+/// `nonNegative`: the caller promises x >= 0 (or NaN), so only the upper clamp is applied.
+mlir::Value expOfNegated(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, bool nonNegative = false);
 /// exp(d) for d <= 0 (a softmax's shifted scores) the same way, 0 below -87.3 (and for -inf).
 mlir::Value expOfNonPositive(mlir::OpBuilder &b, mlir::Location loc, mlir::Value d);
 

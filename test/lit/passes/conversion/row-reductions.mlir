@@ -4,14 +4,16 @@
 // RUN: kiln-opt %s -split-input-file -kiln-convert-graph-to-linalg="row-vector-reductions=true vector-bits=512" | FileCheck %s --check-prefix=WIDE
 
 // A softmax over 40 elements per row: one work item per row (the row stays in cache), three
-// passes in vectors of 8 then the last elements one by one: the max (accumulated in registers,
-// then across the lanes), the exponentials of x - max (kiln's own f32 exp: a round to an
+// passes in vectors of 8 then the last elements one by one: the max (in four chains of registers
+// over blocks of four vectors, then one for the vectors left, then across the lanes), the exponentials of x - max (kiln's own f32 exp: a round to an
 // integer power of two and a polynomial, 0 below -87.3) written to the output row as they are
 // summed, then the row scaled by 1 / sum. A log-softmax writes x - max - log(sum) in its third
 // pass. Without the option (the GPU targets) both are linalg reductions.
 // CHECK-LABEL: func @softmax_long_rows
 // CHECK: scf.forall
-// CHECK: scf.for {{.*}} = %c0{{.*}} to %c40{{.*}} step %c8{{.*}} iter_args({{.*}}) -> (vector<8xf32>)
+// CHECK: scf.for {{.*}} = %c0{{.*}} to %c32{{.*}} step %c32{{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-4: arith.cmpf ogt, {{.*}} : vector<8xf32>
+// CHECK: scf.for {{.*}} = %c32{{.*}} to %c40{{.*}} step %c8{{.*}} iter_args({{.*}}) -> (vector<8xf32>)
 // CHECK: arith.cmpf ogt, {{.*}} : vector<8xf32>
 // CHECK-NOT: scf.forall
 // CHECK: scf.for {{.*}} = %c0{{.*}} to %c40{{.*}} step %c8{{.*}} iter_args({{.*}}) -> (vector<8xf32>, tensor<40xf32>)
