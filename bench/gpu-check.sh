@@ -219,7 +219,10 @@ for name in $(ls "$p/bench"); do
   fi
   verdict="outputs ok"
   [ $rc = 0 ] || verdict="OUTPUTS DIFFER (rc $rc): $(grep -i -m1 -E 'mismatch|error' "$logs/$name.check")"
-  echo "kiln $name: $verdict; $(grep latency_ms "$logs/$name.latency" || tail -1 "$logs/$name.latency")" >> "$logs/bench-lines.txt"
+  # Kernel launches per run (cuBLASLt products not counted): the host's share of a forward.
+  launches=$(awk '/^profile:/ { runs = $2 } /main_kernel/ { n += $3 } END { if (runs) printf "%d", n / runs; else printf "?" }' \
+    "$logs/$name-profile.log")
+  echo "kiln $name: $verdict; $(grep latency_ms "$logs/$name.latency" || tail -1 "$logs/$name.latency"); $launches kernel launches per run" >> "$logs/bench-lines.txt"
 done
 KILN_CUBLASLT=none timeout 60 "$bin/kiln-run" "$p/bench/gpt-fp32/model.kiln" --test-data-dir "$p/bench/gpt-fp32/test_data_set_0" \
   --quiet --iterations 3 --warmup 1 > "$logs/gpt-no-cublaslt.latency" 2>&1
