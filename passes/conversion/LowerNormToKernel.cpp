@@ -1,5 +1,5 @@
-// For the GPU: graph.layer_norm and graph.rms_norm over the last axis -> kiln_kernel.row_norm, which
-// survives bufferization for kiln-form-norm-blocks (one block per row).
+// For the GPU: graph.layer_norm, graph.rms_norm, graph.softmax and graph.log_softmax over the last
+// axis -> kiln_kernel.row_norm, which survives bufferization for kiln-form-norm-blocks (one block per row).
 //
 // The generic lowering (LowerNn) makes a norm two or three loop nests: a reduction for the mean,
 // another for the variance, then the elementwise normalization, each a launch of its own on the
@@ -86,10 +86,24 @@ struct RmsNormToKernelPattern : OpConversionPattern<graph::RmsNormOp> {
   }
 };
 
+/// Softmax and LogSoftmax: a max, a sum of exponentials and the row, in one launch instead of
+/// two block reductions and an elementwise pass.
+template <typename OpTy>
+struct SoftmaxToKernelPattern : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    constexpr bool isLog = std::is_same_v<OpTy, graph::LogSoftmaxOp>;
+    return lowerToRowNorm(op, adaptor.getInput(), Value(), Value(), op.getAxis(), isLog ? "log_softmax" : "softmax",
+                          rewriter.getF32FloatAttr(0.0f), rewriter);
+  }
+};
+
 } // namespace
 
 void populateNormToKernelPatterns(RewritePatternSet &patterns) {
-  patterns.add<LayerNormToKernelPattern, RmsNormToKernelPattern>(patterns.getContext(), /*benefit=*/2);
+  patterns.add<LayerNormToKernelPattern, RmsNormToKernelPattern, SoftmaxToKernelPattern<graph::SoftmaxOp>,
+               SoftmaxToKernelPattern<graph::LogSoftmaxOp>>(patterns.getContext(), /*benefit=*/2);
 }
 
 } // namespace kiln

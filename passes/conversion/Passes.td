@@ -27,8 +27,8 @@ def ConvertGraphToLinalgPass : Pass<"kiln-convert-graph-to-linalg", "::mlir::Mod
            "per 8 query rows) where its element type is f32, f16 or bf16 and its head sizes are static and "
            "at most 256; otherwise, and by default, the CPU's query-block kernel on tensors">,
     Option<"gpuNorms", "gpu-norms", "bool", "false",
-           "graph.layer_norm and graph.rms_norm become kiln_kernel.row_norm (lowered after bufferization to "
-           "one GPU block per row) where they are f32 over the last axis, of static length, with a scale "
+           "graph.layer_norm, graph.rms_norm, graph.softmax and graph.log_softmax become kiln_kernel.row_norm "
+           "(lowered after bufferization to one GPU block per row) where they are f32 over the last axis, of static length, with a scale "
            "and bias of the row's shape or one element, and (LayerNormalization) no use of the mean or inv_std_dev outputs">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

@@ -1,4 +1,4 @@
-// Lowers kiln_kernel.row_norm on buffers to one GPU launch: a block per row.
+// Lowers kiln_kernel.row_norm on buffers (norms, softmaxes) to one GPU launch: a block per row.
 //
 // A LayerNormalization of a transformer's hidden state has few rows (the tokens of a step) of a
 // few hundred to a few thousand elements. Lowered as loop nests it is a reduction for the mean,
@@ -12,6 +12,10 @@
 //
 // Values a thread needs after a barrier (the mean, 1/stddev) are reloaded from shared memory and
 // the row is recomputed from the block id, so kiln-emulate-gpu-blocks runs the kernel as it is.
+//
+// Softmax and LogSoftmax rows go the same way: the row's max (a compare-and-select halving), the
+// sum of the shifted exponentials, then the row, one launch instead of two block reductions and
+// an elementwise pass.
 #include "passes/cuda/LaunchUtils.h"
 #include "passes/cuda/Passes.h"
 
@@ -19,6 +23,8 @@
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "llvm/Support/MathExtras.h"
+
+#include <limits>
 
 namespace kiln {
 #define GEN_PASS_DEF_FORMNORMBLOCKSPASS
@@ -56,21 +62,30 @@ struct NormLowering {
     Value at = cast<MemRefType>(p.getType()).getDimSize(0) == 1 ? c(0) : j;
     return memref::LoadOp::create(b, loc, p, ValueRange{at});
   }
-  /// The sum over the row's elements j = thread, thread + threads, ... of term(j).
-  Value strided(Value thread, Value columns, int64_t threads, function_ref<Value(Value)> term) {
-    auto loop = scf::ForOp::create(b, loc, thread, columns, c(threads), ValueRange{fc(-0.0)});
+  /// max(x, y) as the CPU path computes it (compare and select).
+  Value maxF(Value x, Value y) {
+    return arith::SelectOp::create(b, loc, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, y), x, y);
+  }
+  using Combine = function_ref<Value(Value, Value)>;
+  /// The combination (from `start`) of term(j) over the row's elements j = thread, thread + threads, ...
+  Value strided(Value thread, Value columns, int64_t threads, function_ref<Value(Value)> term, Combine combine,
+                double start) {
+    auto loop = scf::ForOp::create(b, loc, thread, columns, c(threads), ValueRange{fc(start)});
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(loop.getBody());
-    scf::YieldOp::create(b, loc, add(loop.getRegionIterArgs().front(), term(loop.getInductionVar())));
+    scf::YieldOp::create(b, loc, combine(loop.getRegionIterArgs().front(), term(loop.getInductionVar())));
     return loop.getResult(0);
   }
-  /// Leaves finish(row sum of term) in shared[slot]: the block's partial sums combined, then the
-  /// first thread's store, then a barrier so every thread can read it.
+  /// Leaves finish(the row's combination of term) in shared[slot]: the block's partial values
+  /// combined, then the first thread's store, then a barrier so every thread can read it. A sum
+  /// unless `combine` and its identity `start` say otherwise.
   void rowStatistic(Value shared, Value thread, Value columns, int64_t threads, int64_t slot,
-                    function_ref<Value(Value)> term, function_ref<Value(Value)> finish) {
-    Value partial = strided(thread, columns, threads, term);
-    cuda::combineInShared(b, loc, partial, shared, thread, thread, threads,
-                          [&](Value x, Value y) { return add(x, y); });
+                    function_ref<Value(Value)> term, function_ref<Value(Value)> finish, Combine combine = nullptr,
+                    double start = -0.0) {
+    auto sum = [&](Value x, Value y) { return add(x, y); };
+    Combine fold = combine ? combine : Combine(sum);
+    Value partial = strided(thread, columns, threads, term, fold, start);
+    cuda::combineInShared(b, loc, partial, shared, thread, thread, threads, fold);
     auto first = scf::IfOp::create(b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, thread, c(0)),
                                    /*withElseRegion=*/false);
     {
@@ -80,6 +95,35 @@ struct NormLowering {
       memref::StoreOp::create(b, loc, finish(total), shared, ValueRange{c(slot)});
     }
     gpu::BarrierOp::create(b, loc);
+  }
+
+  /// Softmax and log-softmax: the row's max m (0 when it is -inf, so a row of -inf gives
+  /// 0 / 0 = NaN as ONNX does, not -inf - -inf), then the sum of exp(x - m), then the row:
+  /// exp(x - m) * (1 / sum), or x - m - log(sum).
+  void softmaxRow(Value shared, Value thread, Value columns, int64_t threads, int64_t maxSlot, int64_t sumSlot,
+                  function_ref<Value(Value)> load, function_ref<SmallVector<Value>(Value)> at) {
+    bool log = op.getKind() == "log_softmax";
+    double negInf = -std::numeric_limits<double>::infinity();
+    rowStatistic(shared, thread, columns, threads, maxSlot, load,
+                 [&](Value m) {
+                   Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, fc(negInf));
+                   return (Value)arith::SelectOp::create(b, loc, none, fc(0.0), m);
+                 },
+                 [&](Value x, Value y) { return maxF(x, y); }, negInf);
+    Value m = memref::LoadOp::create(b, loc, shared, ValueRange{c(maxSlot)});
+    auto shiftedExp = [&](Value j, Value max) { return (Value)math::ExpOp::create(b, loc, sub(load(j), max)); };
+    rowStatistic(shared, thread, columns, threads, sumSlot, [&](Value j) { return shiftedExp(j, m); },
+                 [&](Value sum) {
+                   return log ? (Value)math::LogOp::create(b, loc, sum)
+                              : (Value)arith::DivFOp::create(b, loc, fc(1.0), sum);
+                 });
+    m = memref::LoadOp::create(b, loc, shared, ValueRange{c(maxSlot)}); // again, after the barrier
+    Value f = memref::LoadOp::create(b, loc, shared, ValueRange{c(sumSlot)});
+    auto loop = scf::ForOp::create(b, loc, thread, columns, c(threads));
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value j = loop.getInductionVar();
+    Value y = log ? sub(sub(load(j), m), f) : mul(shiftedExp(j, m), f);
+    memref::StoreOp::create(b, loc, y, op.getInit(), at(j));
   }
 
   void run() {
@@ -131,6 +175,11 @@ struct NormLowering {
       return (Value)math::RsqrtOp::create(b, loc, add(arith::DivFOp::create(b, loc, sum, count), eps));
     };
     auto slot = [&](int64_t i) { return (Value)memref::LoadOp::create(b, loc, shared, ValueRange{c(i)}); };
+    if (op.isSoftmax()) {
+      softmaxRow(shared, thread, columns, threads, meanSlot, scaleSlot, load, at);
+      op->erase();
+      return;
+    }
     Value mean;
     if (rms) {
       rowStatistic(shared, thread, columns, threads, scaleSlot, [&](Value j) { Value v = load(j); return mul(v, v); },

@@ -126,7 +126,9 @@ def FormNormBlocksPass : Pass<"kiln-form-norm-blocks", "::mlir::ModuleOp"> {
     neighbouring elements), the block halves the partial sums in shared
     memory, and the first thread leaves the mean (then 1/stddev, from a
     second pass over the row for LayerNormalization's centred variance) in
-    shared memory for the block's final pass, which writes the row.
+    shared memory for the block's final pass, which writes the row. A
+    softmax's statistics are the row's max (halved by compare and select)
+    and the sum of the shifted exponentials.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect", "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];

@@ -223,10 +223,13 @@ LogicalResult RowNormOp::verify() {
   bool buffers = isa<MemRefType>(out);
   if (buffers != (getNumResults() == 0))
     return emitOpError(buffers ? "on buffers has no result" : "on tensors returns the written init");
-  if (getKind() != "layer" && getKind() != "rms")
-    return emitOpError("kind must be \"layer\" or \"rms\", not \"") << getKind() << "\"";
+  if (getKind() != "layer" && getKind() != "rms" && !isSoftmax())
+    return emitOpError("kind must be \"layer\", \"rms\", \"softmax\" or \"log_softmax\", not \"") << getKind()
+           << "\"";
   if (isRms() && getBias())
     return emitOpError("\"rms\" takes no bias");
+  if (isSoftmax() && (getScale() || getBias()))
+    return emitOpError("a softmax takes no scale or bias");
   auto differ = [](int64_t a, int64_t b) { return !ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b; };
   for (Value operand : {getInput(), getInit(), getScale(), getBias()}) {
     if (!operand)

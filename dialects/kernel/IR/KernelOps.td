@@ -103,15 +103,18 @@ def Kernel_RowNormOp : Op<Kernel_Dialect, "row_norm", [
     dim of `init` gets, with the sums over the row's N elements,
     - `kind = "layer"`: (x - mean) * rsqrt(var + epsilon) * scale + bias, where
       mean = sum(x) / N and var = sum((x - mean)^2) / N;
-    - `kind = "rms"`: x * rsqrt(sum(x^2) / N + epsilon) * scale.
-    `scale` and `bias` (optional; bias only for "layer") are rank 1, of N
-    elements or of one (broadcast). Every element of `init` is written and
-    none is read.
+    - `kind = "rms"`: x * rsqrt(sum(x^2) / N + epsilon) * scale;
+    - `kind = "softmax"`: exp(x - m) / sum(exp(x - m)), m the row's max (0
+      when that is -inf); `kind = "log_softmax"`: x - m - log(sum(exp(x - m))).
+      A row of -inf only is NaN, as ONNX's Softmax gives.
+    `scale` and `bias` (optional; bias only for "layer", neither for the
+    softmaxes) are rank 1, of N elements or of one (broadcast). Every element
+    of `init` is written and none is read.
 
     On tensors it returns the written `init`; on buffers it has no result.
     `kiln-convert-graph-to-linalg{gpu-norms=true}` makes it from
-    `graph.layer_norm` and `graph.rms_norm` over the last axis for the CUDA
-    target, and `kiln-form-norm-blocks` lowers the
+    `graph.layer_norm`, `graph.rms_norm`, `graph.softmax` and
+    `graph.log_softmax` over the last axis for the CUDA target, and `kiln-form-norm-blocks` lowers the
     buffer form to one GPU block per row, so a norm is one launch instead of
     a reduction, an elementwise pass and a second reduction.
 
@@ -136,6 +139,8 @@ def Kernel_RowNormOp : Op<Kernel_Dialect, "row_norm", [
     bool hasBufferSemantics() { return ::llvm::isa<::mlir::MemRefType>(getInit().getType()); }
     /// Whether it is RMSNormalization (no mean subtracted, no bias).
     bool isRms() { return getKind() == "rms"; }
+    /// Whether it is a softmax or log-softmax (a max and a sum of exponentials).
+    bool isSoftmax() { return getKind() == "softmax" || getKind() == "log_softmax"; }
   }];
 }
 

@@ -108,7 +108,7 @@ func.func @paged_without_count(%q: memref<?x4x1x16xf32>, %kp: memref<?x2x16x16xf
 // Verifier errors of kiln_kernel.row_norm.
 
 func.func @norm_kind(%x: memref<4x16xf32>, %o: memref<4x16xf32>) {
-  // expected-error @+1 {{kind must be "layer" or "rms", not "batch"}}
+  // expected-error @+1 {{kind must be "layer", "rms", "softmax" or "log_softmax", not "batch"}}
   kiln_kernel.row_norm %x into %o {kind = "batch", epsilon = 1.0e-05 : f32} : memref<4x16xf32>, memref<4x16xf32>
   return
 }
@@ -185,5 +185,13 @@ func.func @perm_repeats(%q: tensor<4x2x16xf32>, %k: tensor<2x9x16xf32>, %o: tens
 func.func @perm_shapes(%q: tensor<2x4x16xf32>, %k: tensor<2x9x16xf32>, %o: tensor<2x4x16xf32>) {
   // expected-error @+1 {{init dim 0 is not the query's}}
   %r = kiln_kernel.attention %q, %k, %k into %o {init_perm = array<i64: 1, 0, 2>} : tensor<2x4x16xf32>, tensor<2x9x16xf32>, tensor<2x9x16xf32>, tensor<2x4x16xf32> -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_scale(%x: memref<4x16xf32>, %s: memref<16xf32>, %o: memref<4x16xf32>) {
+  // expected-error @+1 {{a softmax takes no scale or bias}}
+  kiln_kernel.row_norm %x scale %s : memref<16xf32> into %o {kind = "softmax", epsilon = 0.0 : f32} : memref<4x16xf32>, memref<4x16xf32>
   return
 }

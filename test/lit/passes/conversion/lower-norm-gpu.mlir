@@ -87,3 +87,18 @@ func.func @mean_used(%x: tensor<4x64xf32>, %s: tensor<64xf32>) -> (tensor<4x64xf
       : (tensor<4x64xf32>, tensor<64xf32>) -> (tensor<4x64xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
   return %y, %m : tensor<4x64xf32>, tensor<4x1xf32>
 }
+
+// -----
+
+// Softmax and LogSoftmax over the last axis; over another axis, the reductions.
+// CHECK-LABEL: func @softmaxes
+// CHECK: kiln_kernel.row_norm %{{.*}} into %{{.*}} {epsilon = 0.000000e+00 : f32, kind = "softmax"} : tensor<?x4x1000xf32>, tensor<?x4x1000xf32>
+// CHECK: kiln_kernel.row_norm %{{.*}} into %{{.*}} {epsilon = 0.000000e+00 : f32, kind = "log_softmax"}
+// CHECK-NOT: kiln_kernel
+// CHECK: linalg.generic
+func.func @softmaxes(%x: tensor<?x4x1000xf32>) -> (tensor<?x4x1000xf32>, tensor<?x4x1000xf32>, tensor<?x4x1000xf32>) {
+  %a = graph.softmax %x {axis = -1 : i64} : (tensor<?x4x1000xf32>) -> tensor<?x4x1000xf32>
+  %b = graph.log_softmax %x {axis = 2 : i64} : (tensor<?x4x1000xf32>) -> tensor<?x4x1000xf32>
+  %c = graph.softmax %x {axis = 1 : i64} : (tensor<?x4x1000xf32>) -> tensor<?x4x1000xf32>
+  return %a, %b, %c : tensor<?x4x1000xf32>, tensor<?x4x1000xf32>, tensor<?x4x1000xf32>
+}

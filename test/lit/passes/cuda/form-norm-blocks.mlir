@@ -92,3 +92,47 @@ func.func @short(%x: memref<8xf32>, %o: memref<8xf32>) {
   kiln_kernel.row_norm %x into %o {kind = "layer", epsilon = 1.0e-05 : f32} : memref<8xf32>, memref<8xf32>
   return
 }
+
+// -----
+
+// Softmax: the row's max (compare and select, from -inf; 0 when it stays -inf), the sum of the
+// shifted exponentials (1 / sum kept), then exp(x - max) * (1 / sum).
+// CHECK-LABEL: func @softmax
+// CHECK: gpu.launch
+// CHECK: %[[MAX:.*]] = scf.for {{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (f32) {
+// CHECK: arith.cmpf ogt
+// CHECK: arith.select
+// CHECK: arith.cmpf oeq, %{{.*}}, %cst
+// CHECK: %[[M:.*]] = memref.load %{{.*}}[%c256]
+// CHECK: scf.for
+// CHECK: arith.subf %{{.*}}, %[[M]]
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK: memref.store %{{.*}}, %{{.*}}[%c257]
+// CHECK: scf.for
+// CHECK: math.exp
+// CHECK: arith.mulf
+// CHECK: memref.store
+// COUNT-LABEL: func @softmax
+// COUNT-COUNT-20: gpu.barrier
+// COUNT-NOT: gpu.barrier
+// COUNT: return
+func.func @softmax(%x: memref<7x1000xf32>, %o: memref<7x1000xf32>) {
+  kiln_kernel.row_norm %x into %o {kind = "softmax", epsilon = 0.0 : f32} : memref<7x1000xf32>, memref<7x1000xf32>
+  return
+}
+
+// -----
+
+// LogSoftmax: x - max - log(sum), no exponential in the last pass.
+// CHECK-LABEL: func @log_softmax
+// CHECK: math.log
+// CHECK: scf.for
+// CHECK-NOT: math.exp
+// CHECK: arith.subf
+// CHECK: arith.subf
+// CHECK: memref.store
+func.func @log_softmax(%x: memref<7x1000xf32>, %o: memref<7x1000xf32>) {
+  kiln_kernel.row_norm %x into %o {kind = "log_softmax", epsilon = 0.0 : f32} : memref<7x1000xf32>, memref<7x1000xf32>
+  return
+}
