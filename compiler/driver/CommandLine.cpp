@@ -99,6 +99,12 @@ cl::opt<int64_t> winogradTile("winograd",
                                        "tiles or more with Winograd's F(m x m, 3x3), m up to this: 2 or 4 (default "
                                        "4); 0: direct (to compare or bisect)"),
                               cl::init(4), cl::cat(category));
+cl::opt<int64_t> bandBytes("band-bytes",
+                           cl::desc("x86: compute expand -> depthwise -> project convolution chains whose "
+                                    "intermediate maps exceed L2 in row bands of about this many bytes of their "
+                                    "largest map, so they stay in L2 (default 1572864); 0: whole maps (to compare "
+                                    "or bisect)"),
+                           cl::init(1572864), cl::cat(category));
 cl::opt<std::string> denormals("denormals",
                                cl::desc("x86: flush (default: kernels run with denormal f32 flushed to zero, "
                                         "which Intel cores otherwise compute at a fraction of full speed) or keep "
@@ -222,6 +228,7 @@ CompileOptions parseCommandLine(int argc, char **argv, const char *version, bool
   o.channelsLast = channelsLast;
   o.printLayouts = printLayouts;
   o.winogradTile = winogradTile;
+  o.bandBytes = bandBytes;
   o.denormals = denormals;
   o.quantize = quantize;
   o.quantizeGroup = quantizeGroup;

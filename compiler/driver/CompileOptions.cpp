@@ -66,6 +66,8 @@ bool validateOptions(const CompileOptions &o, std::string *error) {
     return fail("--kv-block-size pages the KV cache: it cannot go with --kv-cache=false");
   if (o.maxContext < 1 || o.maxContext > (int64_t(1) << 24))
     return fail("--max-context must be between 1 and 16777216");
+  if (o.bandBytes < 0)
+    return fail("--band-bytes must be 0 (whole maps) or a positive number of bytes");
   if (o.winogradTile != 0 && o.winogradTile != 2 && o.winogradTile != 4)
     return fail("--winograd must be 0 (direct convolutions), 2 or 4");
   if (o.denormals != "flush" && o.denormals != "keep")

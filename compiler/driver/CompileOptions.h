@@ -39,6 +39,7 @@ struct CompileOptions {
   bool printLayouts = false;
   std::string denormals = "flush"; // x86: flush | keep (kiln-flush-denormals)
   int64_t winogradTile = 4; // x86: largest m of F(m x m, 3x3) for 3x3 stride-1 convs (kiln-winograd-convs); 0 = off
+  int64_t bandBytes = 1572864; // x86: row bands of conv chains over large maps (kiln-band-conv-chains); 0 = off
   std::string quantize = "none"; // none | int8 | int4 | int8-dynamic
   int64_t quantizeGroup = 64;
   std::string quantizeScale = "f32";

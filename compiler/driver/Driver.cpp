@@ -49,6 +49,7 @@ CompileRequest makeRequest(const CompileOptions &o, const TargetBackend &target)
   p.channelsLast = o.channelsLast;
   p.printLayouts = o.printLayouts;
   p.winogradTile = o.winogradTile;
+  p.bandBytes = o.bandBytes;
   p.flushDenormals = o.denormals == "flush";
   p.quantize = parseQuantizeMode(o.quantize).value_or(QuantizeMode::None);
   p.quantizeGroup = o.quantizeGroup;

@@ -68,6 +68,9 @@ struct PipelineOptions {
   /// x86: 3x3 stride-1 channels-last convolutions as Winograd F(m x m, 3 x 3)
   /// with m up to `winogradTile` (kiln-winograd-convs); 0: direct.
   int64_t winogradTile = 4;
+  /// x86: expand -> depthwise -> project chains over maps larger than L2 computed in row bands
+  /// of about `bandBytes` of their largest map (kiln-band-conv-chains); 0: whole maps.
+  int64_t bandBytes = 1572864;
   /// x86: kernels and the entry run with MXCSR's flush-to-zero and
   /// denormals-are-zero set (kiln-flush-denormals); false keeps IEEE denormals.
   bool flushDenormals = true;

@@ -295,6 +295,30 @@ def ChannelsLastPass : Pass<"kiln-channels-last", "::mlir::ModuleOp"> {
   ];
 }
 
+def BandConvChainsPass : Pass<"kiln-band-conv-chains", "::mlir::ModuleOp"> {
+  let summary = "Compute expand -> depthwise -> project chains over large maps in row bands that stay in L2";
+  let description = [{
+    A chain starts at an f32 channels-last graph.packed_conv whose output map
+    holds `min-map-bytes` or more and takes the readers of its one escaping
+    value while that value is such a map and they are elementwise ops,
+    channel slices, 1x1 packed_convs or depthwise graph.nhwc_convs (past a
+    smaller map, only elementwise ops); static sizes, every value but the
+    last read only inside the chain, at least one depthwise convolution.
+    The chain is cloned once per band of its last value's rows (as many
+    bands as keep each intermediate map of a band within `band-bytes`, the
+    same rows each) and the bands concatenated along the rows. Each band
+    reads the rows of its inputs that its windows need (graph.slice), each
+    convolution padded at the top and bottom only where its map ends. With
+    `print`, lists each chain and its bands. Runs after
+    kiln-pack-matmul-weights (the bands share the packed weights).
+  }];
+  let options = [
+    Option<"bandBytes", "band-bytes", "int64_t", "1572864", "Bytes of the largest intermediate map per band">,
+    Option<"minMapBytes", "min-map-bytes", "int64_t", "1048576", "Smallest largest-intermediate map worth banding">,
+    Option<"print", "print", "bool", "false", "Print each chain and its bands">
+  ];
+}
+
 def WinogradConvsPass : Pass<"kiln-winograd-convs", "::mlir::ModuleOp"> {
   let summary = "Compute 3x3 stride-1 channels-last convolutions with Winograd's F(m x m, 3 x 3)";
   let description = [{

@@ -36,6 +36,10 @@ fallbacks, with ONNX Runtime's outputs as references.
   squeeze-and-excitation scale multiplied into the 1x1 projection's input, which
   kiln-fold-channel-scales (passes/cpu/FoldChannelScales.cpp) moves into the projection's
   weight rows on the 24x24 map and leaves on the 3x3 one (there the weight is the larger).
+- bands: inverted residual blocks on a 96x80 map whose expanded maps (96 channels, 2.9 MB per
+  sample) kiln computes in row bands (passes/cpu/BandConvChains.cpp): depthwise 3x3 with a
+  residual Add, a dilated depthwise 3x3 (pads 2), a 5x5 stride-2 one with HardSwish; the bands'
+  edge rows, the padding of the first and last band and the residual's rows are what it checks.
 The others have a symbolic batch and two data sets (batch 1 and 3). Deterministic (fixed seeds).
 """
 import os
@@ -258,9 +262,27 @@ def se_project():
     g.save("se_project", [1, 3, 48, 48], x, [1, 64, 3, 3], batches=(1,))
 
 
+def bands():
+    g = Graph(2109)
+    x = "x"                                                    # 8 channels at 96x80
+    # Expand 8 -> 96 (2.9 MB per sample), depthwise 3x3, project 96 -> 8, residual add.
+    h = g.relu6(g.conv(x, 8, 96, 1))
+    h = g.relu6(g.conv(h, 96, 96, 3, group=96))
+    x = g.node("Add", [x, g.conv(h, 96, 8, 1)])
+    # The same with a dilated depthwise window (two rows of halo on each side of a band).
+    h = g.relu6(g.conv(x, 8, 96, 1))
+    h = g.relu6(g.conv(h, 96, 96, 3, dilation=2, group=96))
+    x = g.node("Add", [x, g.conv(h, 96, 8, 1)])
+    # Stride 2 with a 5x5 window and HardSwish: 96x80 -> 48x40.
+    h = g.node("HardSwish", [g.conv(x, 8, 96, 1)])
+    h = g.node("HardSwish", [g.conv(h, 96, 96, 5, stride=2, group=96)])
+    y = g.conv(h, 96, 16, 1)
+    g.save("bands", ["batch", 8, 96, 80], y, ["batch", 16, 48, 40])
+
+
 def main():
     names = sys.argv[1:] or ["depthwise", "se_concat", "odd_channels", "fpn", "implicit_windows", "winograd",
-                             "shuffle", "se_project"]
+                             "shuffle", "se_project", "bands"]
     for name in names:
         globals()[name]()
     print("wrote", OUT)

@@ -53,11 +53,18 @@ public:
       // wide (16 columns): a 64-column panel's rows, 256 bytes apart, filled
       // a quarter of the L1 sets it used (resnet18 1 thread: 49.9 -> 47.3 ms,
       // its 7x7 stage 3.8 -> 2.6 ms). AVX-512 keeps 64 (its 6 x 64 block).
-      steps.afterOutline = [vectorBits = options.vectorBits](OpPassManager &p) {
+      steps.afterOutline = [&options, vectorBits = options.vectorBits](OpPassManager &p) {
         PackMatmulWeightsPassOptions packing;
         packing.convPanel = vectorBits >= 512 ? 64 : 16;
         p.addPass(createPackMatmulWeightsPass(packing));
         p.addPass(createFoldChannelScalesPass());
+        // After the packing: the bands' 1x1 convolutions share one packed weight.
+        if (options.channelsLast && options.bandBytes > 0) {
+          BandConvChainsPassOptions bands;
+          bands.bandBytes = options.bandBytes;
+          bands.print = options.printLayouts;
+          p.addPass(createBandConvChainsPass(bands));
+        }
       };
       steps.afterQuantize = [&options](OpPassManager &p) {
         p.addPass(createConstantGemmToMatmulPass());
