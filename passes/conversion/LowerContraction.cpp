@@ -831,7 +831,6 @@ struct NhwcConvPattern : OpConversionPattern<NhwcConvOp> {
     if (wt.getDimSize(2) != 1 || op.getGroup() != channels || rt.isDynamicDim(1) || rt.isDynamicDim(2))
       return rewriter.notifyMatchFailure(op, "nhwc_conv lowers depthwise convolutions of static sizes");
     ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
-    x = zeroPadNhwc(rewriter, loc, x, op.getPads(), et);
     Value w3 = tensor::CollapseShapeOp::create(
         rewriter, loc, RankedTensorType::get({wt.getDimSize(0), wt.getDimSize(1), channels}, et), w,
         SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
@@ -847,6 +846,10 @@ struct NhwcConvPattern : OpConversionPattern<NhwcConvOp> {
     window.strides = strides;
     window.dilations = dilations;
     Value zero = scalarConstant(rewriter, loc, et, 0);
+    // The window reads the unpadded input (no padded copy, no border fills), its taps past the
+    // edges adding nothing.
+    window.pads = op.getPads();
+    window.padValue = zero;
     window.start = [&](OpBuilder &nb, Value ch) -> Value {
       if (!bias)
         return vector::BroadcastOp::create(nb, loc, vecType, zero);

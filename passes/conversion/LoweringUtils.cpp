@@ -287,30 +287,87 @@ Value channelWindowKernel(OpBuilder &b, Location loc, Value padded, RankedTensor
   auto pt = cast<RankedTensorType>(padded.getType());
   bool streamed = pt.hasStaticShape() &&
                   pt.getNumElements() * int64_t(pt.getElementTypeBitWidth() / 8) > kWindowStreamBytes;
+  // An unpadded input (w.pads given): window rows and columns past the map's edges read the pad
+  // value instead of a padded copy's border. No copy of the input and no border fills are then
+  // written, and the producer's epilogue (the expansion's activation) can finish in its tiles.
+  // Rows are checked per tap row (one branch, taken the same way for the whole output row),
+  // columns only at the positions near the left and right edges: the positions in between,
+  // [owLo, owHi), read every tap inside the map unchecked.
+  bool unpadded = !w.pads.empty();
+  int64_t top = unpadded ? w.pads[0] : 0, left = unpadded ? w.pads[1] : 0;
+  int64_t inH = pt.getDimSize(1), inW = pt.getDimSize(2);
+  int64_t s0 = w.strides[0], s1 = w.strides[1], d0 = w.dilations[0], d1 = w.dilations[1];
+  int64_t reachW = (w.kernel[1] - 1) * d1;
+  auto floorDiv = [](int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
+  int64_t owLo = unpadded ? std::min<int64_t>(ow, (left + s1 - 1) / s1) : 0;
+  int64_t owHi = unpadded ? std::max(owLo, std::min<int64_t>(ow, floorDiv(inW - 1 + left - reachW, s1) + 1)) : ow;
+  // Whether tap row kh can fall outside the map for some output row.
+  auto rowMayLeave = [&](int64_t kh) {
+    return unpadded && (kh * d0 - top < 0 || (oh - 1) * s0 - top + kh * d0 > inH - 1);
+  };
+  Value padVec = unpadded ? vector::BroadcastOp::create(b, loc, vecType, w.padValue).getResult() : Value();
   Value result = forallBlocks(b, loc, init, ubs, {ow, channels}, [&](OpBuilder &fb, ValueRange ivs, Value row) {
     Value n = ivs[0], ioh = ivs[1];
     Value pad = arith::ConstantOp::create(fb, loc, fb.getZeroAttr(et));
     SmallVector<bool> inBounds = {exact};
-    // One block of `count` positions at [ow0, ow0 + count) and channels [ch, ch + width).
-    auto emitBlock = [&](OpBuilder &ob, Value ow0, Value ch, int64_t count, Value written) -> Value {
+    // One block of `count` positions at [ow0, ow0 + count) and channels [ch, ch + width);
+    // `checked`: its columns may leave the map.
+    auto emitBlock = [&](OpBuilder &ob, Value ow0, Value ch, int64_t count, Value written, bool checked) -> Value {
       SmallVector<Value> iows, accs;
       for (int64_t p = 0; p < count; ++p) {
         iows.push_back(arith::AddIOp::create(ob, loc, ow0, c(ob, p)));
         accs.push_back(w.start(ob, ch));
       }
-      for (int64_t kh = 0; kh < w.kernel[0]; ++kh) {
-        Value r = arith::AddIOp::create(ob, loc, arith::MulIOp::create(ob, loc, ioh, c(ob, w.strides[0])),
-                                        c(ob, kh * w.dilations[0]));
+      // The taps of window row kh, added to `acc` (row r of the input is inside the map).
+      auto tapRow = [&](OpBuilder &tb, int64_t kh, Value r, SmallVector<Value> acc) {
         for (int64_t kw = 0; kw < w.kernel[1]; ++kw) {
-          Value tap = w.tap ? w.tap(ob, kh, kw, ch) : Value();
+          Value tap = w.tap ? w.tap(tb, kh, kw, ch) : Value();
           for (int64_t p = 0; p < count; ++p) {
-            Value col = arith::AddIOp::create(ob, loc, arith::MulIOp::create(ob, loc, iows[p], c(ob, w.strides[1])),
-                                              c(ob, kw * w.dilations[1]));
-            Value x =
-                vector::TransferReadOp::create(ob, loc, vecType, padded, ValueRange{n, r, col, ch}, pad, inBounds);
-            accs[p] = w.step(ob, accs[p], x, tap);
+            Value col = arith::AddIOp::create(tb, loc, arith::MulIOp::create(tb, loc, iows[p], c(tb, s1)),
+                                              c(tb, kw * d1 - left));
+            Value valid;
+            if (checked) {
+              // Read a clamped column, then take the pad value where the column is outside.
+              Value ge = arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::sge, col, c(tb, 0));
+              Value lt = arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::slt, col, c(tb, inW));
+              valid = arith::AndIOp::create(tb, loc, ge, lt);
+              col = arith::MinSIOp::create(tb, loc, arith::MaxSIOp::create(tb, loc, col, c(tb, 0)), c(tb, inW - 1));
+            }
+            Value x = vector::TransferReadOp::create(tb, loc, vecType, padded, ValueRange{n, r, col, ch}, pad,
+                                                     inBounds);
+            if (valid)
+              x = arith::SelectOp::create(tb, loc, valid, x, padVec);
+            acc[p] = w.step(tb, acc[p], x, tap);
           }
         }
+        return acc;
+      };
+      for (int64_t kh = 0; kh < w.kernel[0]; ++kh) {
+        Value r = arith::AddIOp::create(ob, loc, arith::MulIOp::create(ob, loc, ioh, c(ob, s0)),
+                                        c(ob, kh * d0 - top));
+        if (!rowMayLeave(kh)) {
+          accs = tapRow(ob, kh, r, accs);
+          continue;
+        }
+        // A row outside the map adds the pad value at every tap of the row: nothing for a
+        // convolution's zero, but a max pool's -inf or an average's zero count too, so the pad
+        // value goes through `step` as the padded copy's border would.
+        Value ge = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::sge, r, c(ob, 0));
+        Value lt = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::slt, r, c(ob, inH));
+        Value inside = arith::AndIOp::create(ob, loc, ge, lt);
+        SmallVector<Type> types(count, vecType);
+        auto branch = scf::IfOp::create(ob, loc, types, inside, /*withElseRegion=*/true);
+        OpBuilder tb = OpBuilder::atBlockBegin(branch.thenBlock());
+        scf::YieldOp::create(tb, loc, tapRow(tb, kh, r, accs));
+        OpBuilder eb = OpBuilder::atBlockBegin(branch.elseBlock());
+        SmallVector<Value> outside = accs;
+        for (int64_t kw = 0; kw < w.kernel[1]; ++kw) {
+          Value tap = w.tap ? w.tap(eb, kh, kw, ch) : Value();
+          for (int64_t p = 0; p < count; ++p)
+            outside[p] = w.step(eb, outside[p], padVec, tap);
+        }
+        scf::YieldOp::create(eb, loc, outside);
+        accs.assign(branch.getResults().begin(), branch.getResults().end());
       }
       for (int64_t p = 0; p < count; ++p) {
         Value acc = w.finish ? w.finish(ob, accs[p], ch) : accs[p];
@@ -328,33 +385,42 @@ Value channelWindowKernel(OpBuilder &b, Location loc, Value padded, RankedTensor
       scf::YieldOp::create(lb2, loc, body(lb2, loop.getInductionVar(), loop.getRegionIterArg(0)));
       return loop.getResult(0);
     };
-    int64_t whole = ow / positions * positions;
+    // The row's positions: the left edge one by one (checked), the inside in blocks and a tail
+    // one by one, the right edge one by one (checked); `inner` runs what is inside a position
+    // block (all channel blocks, or one).
+    int64_t whole = owLo + (owHi - owLo) / positions * positions;
+    auto positionsOf = [&](OpBuilder &at, Value carried,
+                           llvm::function_ref<Value(OpBuilder &, Value, int64_t, bool, Value)> inner) -> Value {
+      Value done = carried;
+      auto run = [&](int64_t lo, int64_t hi, int64_t count, bool checked) {
+        if (lo < hi)
+          done = loopOver(at, c(at, lo), c(at, hi), count, done, [&](OpBuilder &pb, Value ow0, Value r) {
+            return inner(pb, ow0, count, checked, r);
+          });
+      };
+      run(0, owLo, 1, true);
+      run(owLo, whole, positions, false);
+      run(whole, owHi, 1, false);
+      run(owHi, ow, 1, true);
+      return done;
+    };
     Value zero = c(fb, 0), chEnd = c(fb, channels);
     if (streamed) {
       // Positions outermost, channel blocks inside: the window's input rows
       // are read in address order (every channel of a position before the
       // next position), which a map streamed from L3 needs.
-      Value done = loopOver(fb, zero, c(fb, whole), positions, row, [&](OpBuilder &pb, Value ow0, Value r0) {
-        return loopOver(pb, zero, chEnd, w.width, r0,
-                        [&](OpBuilder &cb, Value ch, Value r1) { return emitBlock(cb, ow0, ch, positions, r1); });
-      });
-      if (whole < ow)
-        done = loopOver(fb, c(fb, whole), c(fb, ow), 1, done, [&](OpBuilder &pb, Value ow0, Value r0) {
-          return loopOver(pb, zero, chEnd, w.width, r0,
-                          [&](OpBuilder &cb, Value ch, Value r1) { return emitBlock(cb, ow0, ch, 1, r1); });
+      return positionsOf(fb, row, [&](OpBuilder &pb, Value ow0, int64_t count, bool checked, Value r0) {
+        return loopOver(pb, zero, chEnd, w.width, r0, [&](OpBuilder &cb, Value ch, Value r1) {
+          return emitBlock(cb, ow0, ch, count, r1, checked);
         });
-      return done;
+      });
     }
     // Channel blocks outermost: the block's per-tap values stay in registers
     // (or L1) while the row's positions run under them.
     return loopOver(fb, zero, chEnd, w.width, row, [&](OpBuilder &cb, Value ch, Value r0) {
-      Value done = loopOver(cb, zero, c(cb, whole), positions, r0, [&](OpBuilder &pb, Value ow0, Value r1) {
-        return emitBlock(pb, ow0, ch, positions, r1);
+      return positionsOf(cb, r0, [&](OpBuilder &pb, Value ow0, int64_t count, bool checked, Value r1) {
+        return emitBlock(pb, ow0, ch, count, r1, checked);
       });
-      if (whole < ow)
-        done = loopOver(cb, c(cb, whole), c(cb, ow), 1, done,
-                        [&](OpBuilder &pb, Value ow0, Value r1) { return emitBlock(pb, ow0, ch, 1, r1); });
-      return done;
     });
   }, /*keepUnitDims=*/true);
   // Its rows are tiles that an elementwise consumer (a depthwise

@@ -101,6 +101,10 @@ mlir::Value forallBlocks(
 /// (it cannot prove the input and output apart), so the vectors are explicit.
 struct ChannelWindow {
   llvm::ArrayRef<int64_t> kernel, strides, dilations;
+  /// Empty: the input is already padded. Else (top, left, bottom, right): the input is the
+  /// unpadded map and taps past its edges read `padValue` (a scalar of the element type).
+  llvm::ArrayRef<int64_t> pads;
+  mlir::Value padValue;
   int64_t width = 8;
   int64_t positions = 4;
   std::function<mlir::Value(mlir::OpBuilder &, mlir::Value cb)> start;

@@ -107,28 +107,34 @@ func.func @pointwise_channels_last(%x: tensor<1x4x4x8xf32>, %w: tensor<1x8x16xf3
 // -----
 
 // A depthwise nhwc_conv: work items (n, oh), each row channel block by
-// channel block (vectors of 8; 12 channels: a masked last vector), 4 output
-// positions at a time with independent accumulators starting from the bias:
-// per tap one weight read, then 4 input reads and 4 FMAs (36 for the 3x3
-// window); 8 positions leave no remainder loop. A row is written into the
-// result's own [1, 1, OW, C] slice (bufferized in place: from an empty
-// tensor, each work item allocated its row and copied it out). The loop is
-// marked for kiln-fuse-epilogues.
+// channel block (vectors of 8; 12 channels: a masked last vector), reading
+// the unpadded input: taps past the map's edges take the pad value (0) where
+// a padded copy had its border, so there is no tensor.pad (no copy, no
+// border fills). With dilation 2 and pads 2 on an 8-wide map, positions
+// [2, 6) read every tap inside the map: one block of 4 positions with
+// independent accumulators starting from the bias, no column checks; the 2
+// positions at each edge run one at a time, each tap's column checked (a
+// clamped read and a select of the pad value). Tap rows 0 and 2 can leave
+// the map: one branch per output row each, whose other side steps the pad
+// value through the taps. A row is written into the result's own
+// [1, 1, OW, C] slice (bufferized in place). The loop is marked for
+// kiln-fuse-epilogues.
 // CHECK-LABEL: func @depthwise_channels_last
-// CHECK: tensor.pad {{.*}} low[0, 2, 2, 0] high[0, 2, 2, 0]
+// CHECK-NOT: tensor.pad
 // CHECK: tensor.collapse_shape %arg1 {{\[}}[0], [1], [2, 3]] : tensor<3x3x1x12xf32> into tensor<3x3x12xf32>
 // CHECK: scf.forall (%[[N:.*]], %[[OH:.*]]) in {{.*}} shared_outs(%[[OUT:.*]] =
 // CHECK-NOT: tensor.empty
 // CHECK: tensor.extract_slice %[[OUT]][%[[N]], %[[OH]], 0, 0] [1, 1, 8, 12] [1, 1, 1, 1] : tensor<1x8x8x12xf32> to tensor<1x1x8x12xf32>
 // CHECK: scf.for {{.*}} step %c8
-// CHECK: scf.for {{.*}} step %c4
+// CHECK: scf.for {{.*}} to %c2{{(_[0-9]+)?}} step %c1
+// CHECK: scf.if {{.*}} -> (vector<8xf32>)
+// CHECK: arith.select {{.*}} : vector<8xf32>
+// CHECK: scf.for {{.*}} = %c2{{(_[0-9]+)?}} to %c6{{(_[0-9]+)?}} step %c4
 // CHECK-COUNT-4: vector.transfer_read %arg2{{.*}} : tensor<12xf32>, vector<8xf32>
-// CHECK: vector.transfer_read {{.*}} : tensor<3x3x12xf32>, vector<8xf32>
-// CHECK-COUNT-4: vector.fma
-// CHECK: vector.transfer_read {{.*}} : tensor<3x3x12xf32>, vector<8xf32>
-// CHECK-COUNT-32: vector.fma
-// CHECK-COUNT-4: vector.transfer_write {{.*}} : vector<8xf32>, tensor<1x1x8x12xf32>
-// CHECK-NOT: scf.for %
+// CHECK: scf.if {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-NOT: arith.select {{.*}} : vector<8xf32>
+// CHECK: scf.for {{.*}} = %c6{{(_[0-9]+)?}} to %c8{{(_[0-9]+)?}} step %c1
+// CHECK: arith.select {{.*}} : vector<8xf32>
 // CHECK: tensor.parallel_insert_slice {{.*}} into %[[OUT]][%[[N]], %[[OH]], 0, 0] [1, 1, 8, 12]
 // CHECK: } {kiln.epilogue_tiles}
 func.func @depthwise_channels_last(%x: tensor<1x8x8x12xf32>, %w: tensor<3x3x1x12xf32>, %b: tensor<12xf32>) -> tensor<1x8x8x12xf32> {
@@ -139,14 +145,15 @@ func.func @depthwise_channels_last(%x: tensor<1x8x8x12xf32>, %w: tensor<3x3x1x12
 
 // -----
 
-// 6 output positions per row: one block of 4, then the other 2 one at a time.
+// 6 output positions per row, pads 1: the first and the last reach past the
+// map (one at a time, checked); the 4 between are one block of 4 (36 FMAs
+// for the 3x3 window, those of tap rows 0 and 2 in their row branches).
 // CHECK-LABEL: func @depthwise_position_remainder
 // CHECK: scf.for {{.*}} step %c8
-// CHECK: scf.for {{.*}} step %c4
+// CHECK: scf.for {{.*}} to %c1{{(_[0-9]+)?}} step %c1
+// CHECK: scf.for {{.*}} = %c1{{(_[0-9]+)?}} to %c5{{(_[0-9]+)?}} step %c4
 // CHECK-COUNT-36: vector.fma
-// CHECK: scf.for {{.*}} step %c1
-// CHECK-COUNT-9: vector.fma
-// CHECK-NOT: vector.fma
+// CHECK: scf.for {{.*}} = %c5{{(_[0-9]+)?}} to %c6{{(_[0-9]+)?}} step %c1
 // CHECK: } {kiln.epilogue_tiles}
 func.func @depthwise_position_remainder(%x: tensor<1x6x6x16xf32>, %w: tensor<3x3x1x16xf32>, %b: tensor<16xf32>) -> tensor<1x6x6x16xf32> {
   %0 = graph.nhwc_conv %x, %w, %b {group = 16 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
