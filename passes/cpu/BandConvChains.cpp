@@ -366,8 +366,9 @@ struct BandConvChainsPass : impl::BandConvChainsPassBase<BandConvChainsPass> {
           banded += rows.lookup(op->getResult(0)).size();
         whole += mapRows(op->getResult(0));
       }
-      std::string name = nodeName(head->getLoc());
       Operation *lastOp = chain->last.getDefiningOp();
+      // Named now: the chain's ops are erased below.
+      std::string name = nodeName(head->getLoc()) + " -> " + nodeName(lastOp->getLoc());
       OpBuilder b(lastOp);
       SmallVector<Value> pieces;
       for (const auto &rows : bands)
@@ -379,7 +380,7 @@ struct BandConvChainsPass : impl::BandConvChainsPassBase<BandConvChainsPass> {
         taken.insert(op);
         op->erase();
       }
-      report.push_back(name + " -> " + nodeName(lastOp->getLoc()) + ": " + std::to_string(bands.size()) +
+      report.push_back(name + ": " + std::to_string(bands.size()) +
                        " bands of " + std::to_string(per) + " rows, " + std::to_string(chain->ops.size()) +
                        " ops, " + std::to_string(banded) + " rows computed for " + std::to_string(whole));
     }
