@@ -33,9 +33,9 @@
 // read whole. The bands are as many as keep every intermediate map of a band within
 // `band-bytes`, halo rows included, with the same rows each.
 //
-// Measured on the Xeon (docs/performance.md): 3-7% faster on one thread (mobilenet_v2,
-// efficientnet_b0, ocr_det), 1-2% slower on two, where each core's L2 holds half the
-// whole map already and a band's launches have less work to share.
+// Measured on the Xeon (docs/performance.md), with the depthwise windows reading their input
+// unpadded: mobilenet_v2 4% faster on one thread and level on two (each core's L2 already
+// holds half of a whole map there), efficientnet_b0 level; ocr_det 3% faster on one thread.
 #include "passes/cpu/Passes.h"
 #include "passes/host/SourceNodes.h"
 
