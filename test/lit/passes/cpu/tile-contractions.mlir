@@ -151,3 +151,49 @@ func.func @enough_panels(%a: tensor<1x49x32xf32>, %b: tensor<8x32x64xf32>, %c: t
   } -> tensor<1x49x8x64xf32>
   return %0 : tensor<1x49x8x64xf32>
 }
+
+// -----
+
+// A packed product over a 14x14 map (196 rows, more than one tile of 66) is
+// split in two halves of 98 rows, so that each of two threads gets whole rows
+// (all channels) as it does in the row-partitioned ops around it; 1024 rows
+// (a 32x32 map) still halve, 1025 keep tiles of 66.
+#pl = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3)>
+#pr = affine_map<(d0, d1, d2, d3, d4) -> (d2, d3, d4)>
+#po = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>
+// CHECK-LABEL: func @map_halves
+// CHECK: scf.forall ({{.*}}) = (0, 0, 0, 0) to (1, 196, 6, 64) step (1, 98, 1, 64)
+// CHECK-LABEL: func @map_halves_1024
+// CHECK: step (1, 512, 1, 64)
+// CHECK-LABEL: func @large_map
+// CHECK: step (1, 66, 1, 64)
+func.func @map_halves(%a: tensor<1x196x32xf32>, %b: tensor<6x32x64xf32>, %c: tensor<1x196x6x64xf32>) -> tensor<1x196x6x64xf32> {
+  %0 = linalg.generic {indexing_maps = [#pl, #pr, #po], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]}
+      ins(%a, %b : tensor<1x196x32xf32>, tensor<6x32x64xf32>) outs(%c : tensor<1x196x6x64xf32>) attrs = {kiln.packed_rhs} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x196x6x64xf32>
+  return %0 : tensor<1x196x6x64xf32>
+}
+func.func @map_halves_1024(%a: tensor<1x1024x32xf32>, %b: tensor<6x32x64xf32>, %c: tensor<1x1024x6x64xf32>) -> tensor<1x1024x6x64xf32> {
+  %0 = linalg.generic {indexing_maps = [#pl, #pr, #po], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]}
+      ins(%a, %b : tensor<1x1024x32xf32>, tensor<6x32x64xf32>) outs(%c : tensor<1x1024x6x64xf32>) attrs = {kiln.packed_rhs} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x1024x6x64xf32>
+  return %0 : tensor<1x1024x6x64xf32>
+}
+func.func @large_map(%a: tensor<1x1025x32xf32>, %b: tensor<6x32x64xf32>, %c: tensor<1x1025x6x64xf32>) -> tensor<1x1025x6x64xf32> {
+  %0 = linalg.generic {indexing_maps = [#pl, #pr, #po], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]}
+      ins(%a, %b : tensor<1x1025x32xf32>, tensor<6x32x64xf32>) outs(%c : tensor<1x1025x6x64xf32>) attrs = {kiln.packed_rhs} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x1025x6x64xf32>
+  return %0 : tensor<1x1025x6x64xf32>
+}
