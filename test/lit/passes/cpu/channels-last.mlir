@@ -110,32 +110,49 @@ func.func @conv_transpose(%x: tensor<?x4x6x6xf32>) -> (tensor<?x8x12x12xf32>, te
 // -----
 
 // Cout 24 is padded to 32 with zero filters and biases; the padding is
-// sliced off the NHWC result.
+// sliced off the NHWC result. The relu and the clip (scalar bounds) move
+// above the slice, onto the padded product (its epilogue); the add, whose
+// other operand has only the 24 channels, stays below it.
 // CHECK-LABEL: func @padded
 // CHECK-DAG: graph.constant {value = dense<{{.*}}> : tensor<1x1x8x32xf32>}
 // CHECK-DAG: graph.constant {value = dense<{{.*}}> : tensor<32xf32>}
 // CHECK: %[[C:.*]] = graph.nhwc_conv {{.*}} -> tensor<1x4x4x32xf32>
-// CHECK: %[[S:.*]] = graph.slice %[[C]] {axes = array<i64: 3>, ends = array<i64: 24>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x4x4x32xf32>) -> tensor<1x4x4x24xf32>
-// CHECK: graph.relu %[[S]]
+// CHECK: %[[R:.*]] = graph.relu %[[C]] : (tensor<1x4x4x32xf32>) -> tensor<1x4x4x32xf32>
+// CHECK: %[[K:.*]] = graph.clip %[[R]], %{{.*}}, %{{.*}} : (tensor<1x4x4x32xf32>, tensor<f32>, tensor<f32>) -> tensor<1x4x4x32xf32>
+// CHECK: %[[S:.*]] = graph.slice %[[K]] {axes = array<i64: 3>, ends = array<i64: 24>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x4x4x32xf32>) -> tensor<1x4x4x24xf32>
+// CHECK: %[[T:.*]] = graph.transpose %[[S]] {perm = array<i64: 0, 3, 1, 2>}
+// CHECK: graph.add %[[T]], %arg1 : (tensor<1x24x4x4xf32>, tensor<1x24x4x4xf32>) -> tensor<1x24x4x4xf32>
 // PRINT: pad24: NHWC (packed product, Cout 24 padded to 32)
-func.func @padded(%x: tensor<1x8x4x4xf32>) -> tensor<1x24x4x4xf32> {
+func.func @padded(%x: tensor<1x8x4x4xf32>, %r: tensor<1x24x4x4xf32>) -> tensor<1x24x4x4xf32> {
   %w = graph.constant {value = dense<1.0> : tensor<24x8x1x1xf32>} : () -> tensor<24x8x1x1xf32>
   %b = graph.constant {value = dense<0.5> : tensor<24xf32>} : () -> tensor<24xf32>
+  %lo = graph.constant {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+  %hi = graph.constant {value = dense<6.0> : tensor<f32>} : () -> tensor<f32>
   %0 = graph.conv %x, %w, %b {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x8x4x4xf32>, tensor<24x8x1x1xf32>, tensor<24xf32>) -> tensor<1x24x4x4xf32> loc("pad24")
   %1 = graph.relu %0 : (tensor<1x24x4x4xf32>) -> tensor<1x24x4x4xf32>
-  return %1 : tensor<1x24x4x4xf32>
+  %2 = graph.clip %1, %lo, %hi : (tensor<1x24x4x4xf32>, tensor<f32>, tensor<f32>) -> tensor<1x24x4x4xf32>
+  %4 = graph.add %2, %r : (tensor<1x24x4x4xf32>, tensor<1x24x4x4xf32>) -> tensor<1x24x4x4xf32>
+  return %4 : tensor<1x24x4x4xf32>
 }
 
 // -----
 
 // A classifier's 1000 output channels: 1008 would be an odd count of 16-column panels, so Cout is
-// padded to 1024 (64-column panels, whose register blocks are four vectors wide).
+// padded to 1024 (64-column panels, whose register blocks are four vectors wide). The relu and
+// the global average pooling (a mean over rows and columns) run on all 1024 channels; only
+// their 1000 are sliced off.
+// CHECK-LABEL: func @padded_wide
+// CHECK: %[[C:.*]] = graph.nhwc_conv {{.*}} -> tensor<1x2x2x1024xf32>
+// CHECK: %[[R:.*]] = graph.relu %[[C]] : (tensor<1x2x2x1024xf32>) -> tensor<1x2x2x1024xf32>
+// CHECK: %[[M:.*]] = graph.reduce_mean %[[R]] {axes = array<i64: 1, 2>{{.*}}} : (tensor<1x2x2x1024xf32>) -> tensor<1x1x1x1024xf32>
+// CHECK: graph.slice %[[M]] {axes = array<i64: 3>, ends = array<i64: 1000>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x1x1x1024xf32>) -> tensor<1x1x1x1000xf32>
 // PRINT: classes: NHWC (packed product, Cout 1000 padded to 1024)
-func.func @padded_wide(%x: tensor<1x16x2x2xf32>) -> tensor<1x1000x2x2xf32> {
+func.func @padded_wide(%x: tensor<1x16x2x2xf32>) -> tensor<1x1000x1x1xf32> {
   %w = graph.constant {value = dense<1.0> : tensor<1000x16x1x1xf32>} : () -> tensor<1000x16x1x1xf32>
   %0 = graph.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x2x2xf32>, tensor<1000x16x1x1xf32>) -> tensor<1x1000x2x2xf32> loc("classes")
   %1 = graph.relu %0 : (tensor<1x1000x2x2xf32>) -> tensor<1x1000x2x2xf32>
-  return %1 : tensor<1x1000x2x2xf32>
+  %2 = graph.global_average_pool %1 : (tensor<1x1000x2x2xf32>) -> tensor<1x1000x1x1xf32>
+  return %2 : tensor<1x1000x1x1xf32>
 }
 
 // -----
