@@ -17,6 +17,9 @@ using namespace mlir;
 
 namespace kiln {
 namespace {
+/// Weights from this size on come from L3 or memory, not L2, in a reduction run whole.
+constexpr int64_t kMinPanelStreamBytes = 512 << 10;
+
 struct PrefetchWeightStreamsPass : impl::PrefetchWeightStreamsPassBase<PrefetchWeightStreamsPass> {
   using PrefetchWeightStreamsPassBase::PrefetchWeightStreamsPassBase;
 
@@ -72,8 +75,10 @@ struct PrefetchWeightStreamsPass : impl::PrefetchWeightStreamsPassBase<PrefetchW
       return;
     auto chunks = rows->getParentOfType<scf::ForOp>();
     auto chunk = chunks ? getConstantIntValue(chunks.getStep()) : std::nullopt;
-    if (!chunks || !chunk || steps.getLowerBound() != chunks.getInductionVar())
+    if (!chunks || !chunk || steps.getLowerBound() != chunks.getInductionVar()) {
+      prefetchNextPanel(read, steps, rows);
       return;
+    }
     Location loc = read.getLoc();
     int64_t lanes = cast<VectorType>(read.getVectorType()).getNumElements(), lineLanes = 16;
     int64_t lines = std::max<int64_t>(1, lanes / lineLanes);
@@ -128,6 +133,76 @@ struct PrefetchWeightStreamsPass : impl::PrefetchWeightStreamsPassBase<PrefetchW
     indices[rowDim] = arith::MinSIOp::create(tb, loc, ahead, ci(tb, rowsInPanel - 1));
     indices.back() = arith::AddIOp::create(tb, loc, indices.back(), lineOffset);
     memref::PrefetchOp::create(tb, loc, read.getBase(), indices, /*isWrite=*/false, /*localityHint=*/2,
+                               /*isDataCache=*/true);
+  }
+
+  /// The same for a reduction run whole (not in chunks: 256 steps or fewer): each work item
+  /// streams one panel of a packed weight [P, ..., K, columns] through its row blocks, and the
+  /// item a thread takes next is usually the next panel (its part of the launch is contiguous),
+  /// so blocks 1 to B - 1 prefetch that panel, evenly and in address order as above, through a
+  /// flat view of the whole weight: the panel's offset (from the view's metadata) plus one
+  /// panel, clamped to the weight's end. ocr_rec's CTC head, 40 rows by 6656 columns over 256
+  /// steps (6.8 MB of weights from memory), waited on every panel's first block.
+  void prefetchNextPanel(vector::TransferReadOp read, scf::ForOp steps, scf::ForOp rows) {
+    auto type = cast<MemRefType>(read.getBase().getType());
+    int64_t rowDim = type.getRank() - 2, k = type.getDimSize(rowDim), cols = type.getDimSize(rowDim + 1);
+    auto lb = getConstantIntValue(steps.getLowerBound()), ub = getConstantIntValue(steps.getUpperBound());
+    auto lo = getConstantIntValue(rows.getLowerBound()), hi = getConstantIntValue(rows.getUpperBound());
+    auto rowStep = getConstantIntValue(rows.getStep());
+    if (!lb || *lb != 0 || !ub || *ub != k || !lo || !hi || !rowStep)
+      return;
+    int64_t blocks = (*hi - *lo + *rowStep - 1) / *rowStep;
+    int64_t lines = std::max<int64_t>(1, cast<VectorType>(read.getVectorType()).getNumElements() / 16);
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (blocks - 1 < lines || failed(type.getStridesAndOffset(strides, offset)) || strides[rowDim] != cols ||
+        strides[rowDim + 1] != 1)
+      return;
+    // The weight argument the panel is a view of, contiguous, and the panel's size.
+    Value source = read.getBase();
+    while (auto view = source.getDefiningOp<memref::SubViewOp>())
+      source = view.getSource();
+    auto weight = dyn_cast<MemRefType>(source.getType());
+    // A weight that stays in L2 gains nothing and pays the prefetches' instructions (squeezenet's
+    // 1x1 convolutions, 16-256 KB each: 1.02x slower with them).
+    if (!isa<BlockArgument>(source) || !weight || !weight.hasStaticShape() || !weight.getLayout().isIdentity() ||
+        weight.getNumElements() * weight.getElementTypeBitWidth() / 8 < kMinPanelStreamBytes)
+      return;
+    // One panel: the stride of the view's outermost dim (its panel dim, of extent 1 in a view
+    // of the item's panel, or the panels of the weight read directly).
+    if (rowDim < 1)
+      return;
+    int64_t panel = strides[0];
+    Location loc = read.getLoc();
+    auto ci = [&](OpBuilder &at, int64_t v) -> Value { return arith::ConstantIndexOp::create(at, loc, v); };
+    OpBuilder vb(read.getContext());
+    vb.setInsertionPointAfterValue(read.getBase());
+    Value base = memref::ExtractStridedMetadataOp::create(vb, loc, read.getBase()).getOffset();
+    SmallVector<ReassociationIndices> all(1);
+    for (int64_t d = 0; d < weight.getRank(); ++d)
+      all[0].push_back(d);
+    OpBuilder fb(read.getContext());
+    fb.setInsertionPointAfterValue(read.getBase());
+    Value flat = memref::CollapseShapeOp::create(fb, loc, source, all);
+    OpBuilder rb = OpBuilder::atBlockBegin(rows.getBody());
+    Value block = arith::DivSIOp::create(rb, loc, arith::SubIOp::create(rb, loc, rows.getInductionVar(), rows.getLowerBound()),
+                                         rows.getStep());
+    Value inRange = arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::sge, block, ci(rb, 1));
+    int64_t s = (cols + blocks - 2) / (blocks - 1);
+    Value blockBase = arith::MulIOp::create(rb, loc, arith::SubIOp::create(rb, loc, block, ci(rb, 1)), ci(rb, k * s));
+    OpBuilder b(read);
+    // Where this step's row starts in the panel (dims before the rows: a window row).
+    Value at = arith::AddIOp::create(b, loc, base, ci(b, panel));
+    SmallVector<Value> indices(read.getIndices());
+    for (int64_t d = 0; d < rowDim; ++d)
+      at = arith::AddIOp::create(b, loc, at, arith::MulIOp::create(b, loc, indices[d], ci(b, strides[d])));
+    Value r = indices[rowDim];
+    at = arith::AddIOp::create(b, loc, at,
+                               arith::AddIOp::create(b, loc, blockBase, arith::MulIOp::create(b, loc, r, ci(b, s))));
+    auto branch = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+    OpBuilder tb = branch.getThenBodyBuilder();
+    Value clamped = arith::MinSIOp::create(tb, loc, at, ci(tb, weight.getNumElements() - 1));
+    memref::PrefetchOp::create(tb, loc, flat, ValueRange{clamped}, /*isWrite=*/false, /*localityHint=*/2,
                                /*isDataCache=*/true);
   }
 

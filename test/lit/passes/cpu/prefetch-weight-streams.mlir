@@ -64,8 +64,30 @@ func.func @main(%x: memref<4x100x64xi8>, %w: memref<4x100x64xi8> {kiln.weight = 
 // F32: memref.prefetch %{{.*}}[%c0, %[[R]], %[[COL]]], read, locality<2>, data
 // F32: }
 // F32: vector.transfer_read
-// A read outside a chunk loop (the whole reduction in one pass) gets none.
+// A reduction run whole (no chunk loop) over a panel of a weight of 1 MiB
+// or more: row blocks 1 to 7 prefetch the next panel (one panel = 256 rows of
+// 64 floats on), 10 floats per step in address order, through a flat view of
+// the whole weight, clamped to its last float.
 // F32-LABEL: func @unchunked
+// F32: %[[FLAT:.*]] = memref.collapse_shape %arg0 {{\[\[}}0, 1, 2]] : memref<16x256x64xf32> into memref<262144xf32>
+// F32: scf.for %[[ROW:.*]] = %c0 to %c48 step %c6
+// F32: %[[B:.*]] = arith.divsi %[[ROW]], %c6 : index
+// F32: %[[IN:.*]] = arith.cmpi sge, %[[B]], %c1 : index
+// F32: %[[B1:.*]] = arith.subi %[[B]], %c1 : index
+// F32: %[[BASE:.*]] = arith.muli %[[B1]], %c2560 : index
+// F32: scf.for %[[K:.*]] = %c0 to %c256
+// F32: %[[P:.*]] = arith.muli %arg1, %c16384 : index
+// F32: %[[NEXT:.*]] = arith.addi %[[P]], %c16384 : index
+// F32: %[[KS:.*]] = arith.muli %[[K]], %c10 : index
+// F32: %[[IN_PANEL:.*]] = arith.addi %[[BASE]], %[[KS]] : index
+// F32: %[[AT:.*]] = arith.addi %[[NEXT]], %[[IN_PANEL]] : index
+// F32: scf.if %[[IN]] {
+// F32: %[[C:.*]] = arith.minsi %[[AT]], %c262143 : index
+// F32: memref.prefetch %[[FLAT]][%[[C]]], read, locality<2>, data : memref<262144xf32>
+// F32: }
+// F32: vector.transfer_read %arg0[%arg1, %[[K]], %c0]
+// The same over a weight of 256 KiB, which stays in L2: none.
+// F32-LABEL: func @unchunked_small
 // F32-NOT: memref.prefetch
 func.func @chunked(%w: memref<8x2048x64xf32> {kiln.weight = 0 : i64}, %p: index, %acc: vector<64xf32>) -> vector<64xf32> {
   %c0 = arith.constant 0 : index
@@ -113,7 +135,7 @@ func.func @few_blocks(%w: memref<8x2048x64xf32> {kiln.weight = 0 : i64}, %p: ind
   }
   return %r : vector<64xf32>
 }
-func.func @unchunked(%w: memref<8x256x64xf32> {kiln.weight = 0 : i64}, %p: index, %acc: vector<64xf32>) -> vector<64xf32> {
+func.func @unchunked(%w: memref<16x256x64xf32> {kiln.weight = 0 : i64}, %p: index, %acc: vector<64xf32>) -> vector<64xf32> {
   %c0 = arith.constant 0 : index
   %c6 = arith.constant 6 : index
   %c48 = arith.constant 48 : index
@@ -122,7 +144,24 @@ func.func @unchunked(%w: memref<8x256x64xf32> {kiln.weight = 0 : i64}, %p: index
   %pad = arith.constant 0.0 : f32
   %r1 = scf.for %i = %c0 to %c48 step %c6 iter_args(%a1 = %acc) -> (vector<64xf32>) {
     %r2 = scf.for %k = %c0 to %c256 step %c1 iter_args(%a2 = %a1) -> (vector<64xf32>) {
-      %v = vector.transfer_read %w[%p, %k, %c0], %pad {in_bounds = [true]} : memref<8x256x64xf32>, vector<64xf32>
+      %v = vector.transfer_read %w[%p, %k, %c0], %pad {in_bounds = [true]} : memref<16x256x64xf32>, vector<64xf32>
+      %s = arith.addf %a2, %v : vector<64xf32>
+      scf.yield %s : vector<64xf32>
+    }
+    scf.yield %r2 : vector<64xf32>
+  }
+  return %r1 : vector<64xf32>
+}
+func.func @unchunked_small(%w: memref<4x256x64xf32> {kiln.weight = 0 : i64}, %p: index, %acc: vector<64xf32>) -> vector<64xf32> {
+  %c0 = arith.constant 0 : index
+  %c6 = arith.constant 6 : index
+  %c48 = arith.constant 48 : index
+  %c256 = arith.constant 256 : index
+  %c1 = arith.constant 1 : index
+  %pad = arith.constant 0.0 : f32
+  %r1 = scf.for %i = %c0 to %c48 step %c6 iter_args(%a1 = %acc) -> (vector<64xf32>) {
+    %r2 = scf.for %k = %c0 to %c256 step %c1 iter_args(%a2 = %a1) -> (vector<64xf32>) {
+      %v = vector.transfer_read %w[%p, %k, %c0], %pad {in_bounds = [true]} : memref<4x256x64xf32>, vector<64xf32>
       %s = arith.addf %a2, %v : vector<64xf32>
       scf.yield %s : vector<64xf32>
     }
