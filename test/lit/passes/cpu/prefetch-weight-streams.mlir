@@ -169,3 +169,35 @@ func.func @unchunked_small(%w: memref<4x256x64xf32> {kiln.weight = 0 : i64}, %p:
   }
   return %r1 : vector<64xf32>
 }
+
+// The same with the tile's rows known at run time (%n rows in blocks of 6):
+// each block computes s = ceil(64 / max(B - 1, 1)) floats per step from B =
+// %n / 6, and block b starts at (b - 1) * 256 * s.
+// F32-LABEL: func @unchunked_dynamic_rows
+// F32: scf.for %[[ROW:.*]] = %c0 to %arg3 step %c6
+// F32: %[[B:.*]] = arith.divsi %[[ROW]], %c6 : index
+// F32: %[[IN:.*]] = arith.cmpi sge, %[[B]], %c1 : index
+// F32: %[[N:.*]] = arith.divsi %arg3, %c6 : index
+// F32: %[[N1:.*]] = arith.subi %[[N]], %c1 : index
+// F32: %[[OTHERS:.*]] = arith.maxsi %[[N1]], %c1 : index
+// F32: %[[S:.*]] = arith.ceildivsi %c64, %[[OTHERS]] : index
+// F32: scf.for %[[K:.*]] = %c0 to %c256
+// F32: arith.muli %[[K]], %[[S]] : index
+// F32: scf.if %[[IN]] {
+// F32: memref.prefetch
+func.func @unchunked_dynamic_rows(%w: memref<16x256x64xf32> {kiln.weight = 0 : i64}, %p: index, %acc: vector<64xf32>, %n: index) -> vector<64xf32> {
+  %c0 = arith.constant 0 : index
+  %c6 = arith.constant 6 : index
+  %c256 = arith.constant 256 : index
+  %c1 = arith.constant 1 : index
+  %pad = arith.constant 0.0 : f32
+  %r1 = scf.for %i = %c0 to %n step %c6 iter_args(%a1 = %acc) -> (vector<64xf32>) {
+    %r2 = scf.for %k = %c0 to %c256 step %c1 iter_args(%a2 = %a1) -> (vector<64xf32>) {
+      %v = vector.transfer_read %w[%p, %k, %c0], %pad {in_bounds = [true]} : memref<16x256x64xf32>, vector<64xf32>
+      %s = arith.addf %a2, %v : vector<64xf32>
+      scf.yield %s : vector<64xf32>
+    }
+    scf.yield %r2 : vector<64xf32>
+  }
+  return %r1 : vector<64xf32>
+}
