@@ -265,6 +265,7 @@ def Graph_PadOp : Graph_Op<"pad"> {
   let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$value, StrAttr:$mode,
                    DenseI64ArrayAttr:$pads);
   let results = (outs AnyRankedTensor:$result);
+  let hasFolder = 1;
 }
 
 class Graph_ArgOp<string mnemonic, string onnxName> : Graph_Op<mnemonic> {

@@ -183,6 +183,14 @@ OpFoldResult NegOp::fold(FoldAdaptor a) {
   return makeInts(rt, out);
 }
 
+// No padding on any side, whatever the mode: the input (PyTorch exports an F.pad with zero
+// pads as a Pad node, which kept ocr_rec's last feature map out of the channels-last layout).
+OpFoldResult PadOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType() && llvm::all_of(getPads(), [](int64_t p) { return p == 0; }))
+    return getInput();
+  return {};
+}
+
 OpFoldResult ReshapeOp::fold(FoldAdaptor a) { return refold(getType(), a.getInput()); }
 OpFoldResult FlattenOp::fold(FoldAdaptor a) { return refold(getType(), a.getInput()); }
 OpFoldResult SqueezeOp::fold(FoldAdaptor a) { return refold(getType(), a.getInput()); }

@@ -58,3 +58,16 @@ func.func @neg_fold(%x: tensor<2xf32>) -> (tensor<2xi64>, tensor<2xf32>) {
   %f = graph.neg %x : (tensor<2xf32>) -> tensor<2xf32>
   return %n, %f : tensor<2xi64>, tensor<2xf32>
 }
+
+// A pad of zero on every side is its input, in any mode; a real pad stays.
+// CHECK-LABEL: func @zero_pad
+// CHECK: %[[P:.*]] = graph.pad %arg0, %{{.*}} {mode = "constant", pads = array<i64: 0, 0, 0, 0, 0, 0, 1, 0>}
+// CHECK-NOT: graph.pad
+// CHECK: return %arg0, %arg0, %[[P]]
+func.func @zero_pad(%x: tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x3x8xf32>) {
+  %v = graph.constant {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+  %a = graph.pad %x, %v {mode = "constant", pads = array<i64: 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x4x2x8xf32>, tensor<f32>) -> tensor<1x4x2x8xf32>
+  %b = graph.pad %x, %v {mode = "reflect", pads = array<i64: 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x4x2x8xf32>, tensor<f32>) -> tensor<1x4x2x8xf32>
+  %c = graph.pad %x, %v {mode = "constant", pads = array<i64: 0, 0, 0, 0, 0, 0, 1, 0>} : (tensor<1x4x2x8xf32>, tensor<f32>) -> tensor<1x4x3x8xf32>
+  return %a, %b, %c : tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x3x8xf32>
+}
