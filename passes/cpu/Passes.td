@@ -12,8 +12,12 @@ def TileContractionsPass : Pass<"kiln-tile-contractions", "::mlir::func::FuncOp"
     dim (contiguous in memory) by `inner-tile`, the one before it by
     `outer-tile`, the others by 1; reductions stay whole. Each tile reuses a
     block of the right-hand operand from cache across `outer-tile` rows, and
-    the tiles are the work items the runtime spreads over threads. The chosen
-    sizes are recorded on the tiled op as `kiln.tile_sizes`.
+    the tiles are the work items the runtime spreads over threads. A product
+    with a panel-packed weight (kiln.packed_rhs) takes `packed-rows` rows per
+    tile (fewer where it would be under 8 work items), and one over a map of
+    up to 1024 rows exactly two row halves, so that each of two threads keeps
+    its rows across the ops around it. The chosen sizes are recorded on the
+    tiled op as `kiln.tile_sizes`.
   }];
   let options = [
     Option<"innerTile", "inner-tile", "int64_t", "64", "Tile of the innermost parallel dim">,
@@ -160,7 +164,7 @@ def SelectPairProductsPass : Pass<"kiln-select-pair-products", "::mlir::func::Fu
 }
 
 def PrefetchWeightStreamsPass : Pass<"kiln-prefetch-weight-streams", "::mlir::func::FuncOp"> {
-  let summary = "Prefetch the weight rows a quantized kernel will read a few rows ahead, and f32 panels' next reduction chunk";
+  let summary = "Prefetch the weight rows a quantized kernel will read a few rows ahead, and f32 panels' next reduction chunk or next panel";
   let description = [{
     A `vector.transfer_read` of 8-bit weight panels [P, rows, B] straight
     from a weight argument of @main (the quantized products' weight loads,
@@ -173,11 +177,18 @@ def PrefetchWeightStreamsPass : Pass<"kiln-prefetch-weight-streams", "::mlir::fu
 
     An f32 panel read inside a reduction split into chunks (the microkernel's
     chunk loop, its row-block loop, its step loop; kiln-vectorize-contractions)
-    gets, in row blocks 1 to L of each chunk (L the cache lines of one read),
-    a prefetch into L2 of line b - 1 of the same step's row in the next chunk
-    (clamped to the panel's last row): the next chunk streams in while the
-    current one's later row blocks compute from cache, where the first row
-    block of every chunk used to wait on it.
+    gets, in row blocks 1 to B - 1 of each chunk (B the row blocks), a
+    prefetch into L2 of the next chunk's rows, shared out evenly in address
+    order: ceil(columns / (B - 1)) floats per step through a view with rows
+    and columns as one dim, clamped to the panel's end (with fewer blocks
+    than cache lines per read, block b takes line b - 1 of each row). The
+    next chunk streams in while the current one's later row blocks compute
+    from cache, where the first row block of every chunk used to wait on it.
+    A reduction run whole (no chunk loop) over a panel of a weight of 512 KiB
+    or more prefetches the next panel (the work item a thread usually takes
+    next) the same way, through a flat view of the whole weight; where the
+    tile's rows are known at run time only, the share per step is computed
+    per row block.
   }];
   let options = [
     Option<"distance", "distance", "int64_t", "4096", "Bytes ahead to prefetch (0: none)">
@@ -284,8 +295,12 @@ def ChannelsLastPass : Pass<"kiln-channels-last", "::mlir::ModuleOp"> {
     (graph.nhwc_pool, where its window counts do not depend on the layout)
     global average pooling (a mean over H and W) and nearest resizing (its
     constant scales or sizes permuted), and a transpose meeting its inverse
-    cancels. Other convolutions stay NCHW, and so do the layout changes in
-    front of ops that need NCHW (reshapes, linear resizing, outputs).
+    cancels. A group-1 Cout that whole panels do not fit is padded with zero
+    filters and the padding sliced off; a unary activation or a mean over
+    rows and columns of that slice moves above it (the activation stays the
+    product's epilogue). Other convolutions stay NCHW, and so do the layout
+    changes in front of ops that need NCHW (reshapes, linear resizing,
+    outputs).
     With `print`, lists each convolution's layout (and why one stays NCHW)
     and how many layout changes are left. Runs before kiln-outline-weights,
     while weights are constants.

@@ -1,4 +1,4 @@
-// Software prefetch for the weight streams of quantized products and of f32 panels split in reduction chunks (after bufferization).
+// Software prefetch for the weight streams of quantized products and of f32 panels: the next reduction chunk, or the next panel (after bufferization).
 #include "passes/cpu/Passes.h"
 #include "dialects/graph/IR/GraphAttrNames.h"
 
