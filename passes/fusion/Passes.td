@@ -61,6 +61,18 @@ def FuseSiluPass : Pass<"kiln-fuse-silu"> {
   let dependentDialects = ["::kiln::graph::GraphDialect"];
 }
 
+def FuseHardSwishPass : Pass<"kiln-fuse-hard-swish"> {
+  let summary = "Recognize HardSwish exported as x * HardSigmoid(x) as graph.hard_swish";
+  let description = [{
+    `Mul(x, HardSigmoid(x))` in either order, with HardSwish's parameters
+    (alpha 1/6 and beta 0.5 in f32, as PyTorch exports nn.Hardswish below
+    opset 14), becomes `graph.hard_swish`, unless the hard sigmoid has other
+    readers: one op reading x, which a convolution can take as its epilogue
+    (two readers of x kept it out of row-banded chains).
+  }];
+  let dependentDialects = ["::kiln::graph::GraphDialect"];
+}
+
 def FuseAttentionPass : Pass<"kiln-fuse-attention"> {
   let summary = "Recognize scaled-dot-product attention as graph.attention";
   let description = [{
