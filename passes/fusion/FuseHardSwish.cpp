@@ -26,17 +26,12 @@ struct FuseHardSwishPattern : OpRewritePattern<graph::MulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(graph::MulOp mul, PatternRewriter &rewriter) const override {
-    for (auto [x, h] : {std::pair(mul.getLhs(), mul.getRhs()), std::pair(mul.getRhs(), mul.getLhs())}) {
-      // HardSwish's own parameters only, in f32 (what ONNX HardSwish and the lowering use);
-      // a hard sigmoid that something else also reads would be computed twice.
-      auto gate = h.getDefiningOp<graph::HardSigmoidOp>();
-      if (!gate || gate.getInput() != x || !h.hasOneUse() || !isFloatTensor(x) || !keepsType(mul, x) ||
-          gate.getAlpha().convertToFloat() != float(1.0 / 6) || gate.getBeta().convertToFloat() != 0.5f)
-        continue;
-      rewriter.replaceOpWithNewOp<graph::HardSwishOp>(mul, x);
-      return success();
-    }
-    return rewriter.notifyMatchFailure(mul, "not x * hard_sigmoid(x; 1/6, 0.5)");
+    // HardSwish's own parameters only, in f32 (what ONNX HardSwish and the lowering use).
+    auto gate = selfGate<graph::HardSigmoidOp>(mul);
+    if (!gate || gate.getAlpha().convertToFloat() != float(1.0 / 6) || gate.getBeta().convertToFloat() != 0.5f)
+      return rewriter.notifyMatchFailure(mul, "not x * hard_sigmoid(x; 1/6, 0.5)");
+    rewriter.replaceOpWithNewOp<graph::HardSwishOp>(mul, gate.getInput());
+    return success();
   }
 };
 

@@ -19,15 +19,11 @@ struct FuseSiluPattern : OpRewritePattern<graph::MulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(graph::MulOp mul, PatternRewriter &rewriter) const override {
-    for (auto [x, s] : {std::pair(mul.getLhs(), mul.getRhs()), std::pair(mul.getRhs(), mul.getLhs())}) {
-      // A sigmoid that something else also reads would be computed twice.
-      auto sigmoid = s.getDefiningOp<graph::SigmoidOp>();
-      if (!sigmoid || sigmoid.getInput() != x || !s.hasOneUse() || !isFloatTensor(x) || !keepsType(mul, x))
-        continue;
-      rewriter.replaceOpWithNewOp<graph::SiluOp>(mul, x);
-      return success();
-    }
-    return rewriter.notifyMatchFailure(mul, "not x * sigmoid(x)");
+    auto sigmoid = selfGate<graph::SigmoidOp>(mul);
+    if (!sigmoid)
+      return rewriter.notifyMatchFailure(mul, "not x * sigmoid(x)");
+    rewriter.replaceOpWithNewOp<graph::SiluOp>(mul, sigmoid.getInput());
+    return success();
   }
 };
 

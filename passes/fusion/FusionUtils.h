@@ -38,6 +38,19 @@ bool usedOnlyBy(mlir::Value v, llvm::ArrayRef<mlir::Operation *> allowed);
 /// other operand did not change the shape (a constant of higher rank would).
 bool keepsType(mlir::Operation *op, mlir::Value v);
 
+/// `mul` = x * g(x), in either order, where g is a `GateOp` of x read by the mul alone (read
+/// elsewhere too it would be computed twice) and the product keeps x's float type: returns the
+/// gate (x is its input), or null.
+template <typename GateOp>
+GateOp selfGate(graph::MulOp mul) {
+  for (auto [x, g] : {std::pair(mul.getLhs(), mul.getRhs()), std::pair(mul.getRhs(), mul.getLhs())}) {
+    auto gate = g.template getDefiningOp<GateOp>();
+    if (gate && gate.getInput() == x && g.hasOneUse() && isFloatTensor(x) && keepsType(mul, x))
+      return gate;
+  }
+  return nullptr;
+}
+
 /// `v` squared, written as Pow(v, 2) or Mul(v, v): returns v.
 mlir::Value squaredOperand(mlir::Operation *op);
 
