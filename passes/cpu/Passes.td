@@ -381,6 +381,20 @@ def FoldChannelScalesPass : Pass<"kiln-fold-channel-scales", "::mlir::ModuleOp">
   }];
 }
 
+def SplitSpatialMeansPass : Pass<"kiln-split-spatial-means", "::mlir::ModuleOp"> {
+  let summary = "Take a channels-last map's spatial mean as a mean per row, then over the rows";
+  let description = [{
+    graph.reduce_mean over axes 1 and 2 of a static [N, H, W, C] f32 map of at least
+    `min-bytes` becomes reduce_mean over axis 2 (keepdims) and then over axes 1 and 2 of the
+    [N, H, 1, C] result: the first has work items per map row, which each thread takes where
+    the convolution before wrote them, and short chains of adds; the second is small.
+    Runs after kiln-channels-last (squeeze-and-excitation's global pools are then such means).
+  }];
+  let options = [
+    Option<"minBytes", "min-bytes", "int64_t", "65536", "Maps smaller than this keep one reduction">
+  ];
+}
+
 def PadProductColumnsPass : Pass<"kiln-pad-product-columns", "::mlir::ModuleOp"> {
   let summary = "Pad the constant weight of a matrix product to whole 16-column panels";
   let description = [{

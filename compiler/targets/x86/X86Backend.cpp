@@ -58,6 +58,7 @@ public:
         packing.convPanel = vectorBits >= 512 ? 64 : 16;
         p.addPass(createPackMatmulWeightsPass(packing));
         p.addPass(createFoldChannelScalesPass());
+        p.addPass(createSplitSpatialMeansPass());
         // After the packing: the bands' 1x1 convolutions share one packed weight.
         if (options.channelsLast && options.bandBytes > 0) {
           BandConvChainsPassOptions bands;
