@@ -40,18 +40,18 @@ func.func @row_sum(%a: tensor<8x128xf32>, %c: tensor<8xf32>) -> tensor<8xf32> {
 // -----
 
 // An implicit convolution (dims n, oh, ow, panel, kh, kw, c, column) over a
-// 28x28 map: tiles of whole output rows, 4 of them (112 positions: 18 blocks
-// of 6 rows and a pair, the fewest lost to partial blocks among the divisors
-// of 28, tiles of 64-128 positions preferred), one panel each; the input
-// slice is the 6 rows those outputs read.
+// 28x28 map: tiles of whole output rows, 7 of them (196 positions: 32 blocks
+// of 6 rows and a pair, as few lost to partial blocks as 4 rows, and an even
+// number of tiles, 4, where 4 rows make 7: two threads each get half the
+// map's rows), one panel each; the input slice is the 9 rows those outputs read.
 #xa = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 + d4, d2 + d5, d6)>
 #xw = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d4, d5, d6, d7)>
 #xc = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d7)>
 // CHECK-LABEL: func @implicit_conv
 // CHECK: scf.forall
-// CHECK: tensor.extract_slice %arg0[%{{.*}}, %{{.*}}, %{{.*}}, 0] [1, 6, 30, 32]
+// CHECK: tensor.extract_slice %arg0[%{{.*}}, %{{.*}}, %{{.*}}, 0] [1, 9, 30, 32]
 // CHECK: linalg.generic
-// CHECK-SAME: kiln.tile_sizes = array<i64: 1, 4, 28, 1, 0, 0, 0, 16>
+// CHECK-SAME: kiln.tile_sizes = array<i64: 1, 7, 28, 1, 0, 0, 0, 16>
 func.func @implicit_conv(%x: tensor<1x30x30x32xf32>, %w: tensor<2x3x3x32x16xf32>, %c: tensor<1x28x28x2x16xf32>) -> tensor<1x28x28x2x16xf32> {
   %0 = linalg.generic {indexing_maps = [#xa, #xw, #xc],
                        iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction", "parallel"]}
@@ -63,6 +63,30 @@ func.func @implicit_conv(%x: tensor<1x30x30x32xf32>, %w: tensor<2x3x3x32x16xf32>
     linalg.yield %s : f32
   } -> tensor<1x28x28x2x16xf32>
   return %0 : tensor<1x28x28x2x16xf32>
+}
+
+// -----
+
+// A 14x14 map: one tile of all 14 rows (196 positions) would be one item per panel, the
+// channels split between two threads; two tiles of 7 rows (98 positions) score the same
+// once one tile counts as an odd number, and split the rows.
+#va = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1 + d4, d2 + d5, d6)>
+#vw = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d3, d4, d5, d6, d7)>
+#vc = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d7)>
+// CHECK-LABEL: func @implicit_conv_even_tiles
+// CHECK: linalg.generic
+// CHECK-SAME: kiln.tile_sizes = array<i64: 1, 7, 14, 1, 0, 0, 0, 64>
+func.func @implicit_conv_even_tiles(%x: tensor<1x14x14x64xf32>, %w: tensor<6x1x1x64x64xf32>, %c: tensor<1x14x14x6x64xf32>) -> tensor<1x14x14x6x64xf32> {
+  %0 = linalg.generic {indexing_maps = [#va, #vw, #vc],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction", "parallel"]}
+      ins(%x, %w : tensor<1x14x14x64xf32>, tensor<6x1x1x64x64xf32>) outs(%c : tensor<1x14x14x6x64xf32>)
+      attrs = {kiln.packed_rhs, kiln.implicit_conv} {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x14x14x6x64xf32>
+  return %0 : tensor<1x14x14x6x64xf32>
 }
 
 // -----
