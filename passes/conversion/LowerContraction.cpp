@@ -14,6 +14,9 @@ using namespace kiln::graph;
 namespace kiln {
 namespace {
 
+/// Depthwise convolutions over maps of at most this many rows take work items by channel group.
+constexpr int64_t kChannelGroupMaxRows = 7;
+
 using utils::IteratorType;
 
 /// Builds `init + sum(lhs * rhs)` over the reduction dims of the given maps.
@@ -850,6 +853,11 @@ struct NhwcConvPattern : OpConversionPattern<NhwcConvOp> {
     // edges adding nothing.
     window.pads = op.getPads();
     window.padValue = zero;
+    // A stride-1 convolution over a map of few rows (7x7) whose 1x1 convolution before splits
+    // between threads by 64-channel panels: work items of 64 channels (see channelGroup).
+    if (rt.getDimSize(1) <= kChannelGroupMaxRows && strides == ArrayRef<int64_t>{1, 1} && channels % 64 == 0 &&
+        channels / 64 >= 4)
+      window.channelGroup = 64;
     window.start = [&](OpBuilder &nb, Value ch) -> Value {
       if (!bias)
         return vector::BroadcastOp::create(nb, loc, vecType, zero);

@@ -306,8 +306,14 @@ Value channelWindowKernel(OpBuilder &b, Location loc, Value padded, RankedTensor
     return unpadded && (kh * d0 - top < 0 || (oh - 1) * s0 - top + kh * d0 > inH - 1);
   };
   Value padVec = unpadded ? vector::BroadcastOp::create(b, loc, vecType, w.padValue).getResult() : Value();
-  Value result = forallBlocks(b, loc, init, ubs, {ow, channels}, [&](OpBuilder &fb, ValueRange ivs, Value row) {
-    Value n = ivs[0], ioh = ivs[1];
+  // Work items of one channel group each (groups outermost) instead of whole rows: see
+  // ChannelWindow::channelGroup.
+  int64_t group = w.channelGroup > 0 && !streamed && channels % w.channelGroup == 0 &&
+                          w.channelGroup % w.width == 0 && channels / w.channelGroup > 1
+                      ? w.channelGroup
+                      : channels;
+  // `ivs` (n, output row, first channel); `row` the [1, 1, OW, group] block it writes.
+  auto fillRow = [&](OpBuilder &fb, Value n, Value ioh, Value chBase, Value row) -> Value {
     Value pad = arith::ConstantOp::create(fb, loc, fb.getZeroAttr(et));
     SmallVector<bool> inBounds = {exact};
     // One block of `count` positions at [ow0, ow0 + count) and channels [ch, ch + width);
@@ -371,8 +377,9 @@ Value channelWindowKernel(OpBuilder &b, Location loc, Value padded, RankedTensor
       }
       for (int64_t p = 0; p < count; ++p) {
         Value acc = w.finish ? w.finish(ob, accs[p], ch) : accs[p];
-        written = vector::TransferWriteOp::create(ob, loc, acc, written, ValueRange{c(ob, 0), c(ob, 0), iows[p], ch},
-                                                  inBounds)
+        Value inBlock = group == channels ? ch : arith::SubIOp::create(ob, loc, ch, chBase).getResult();
+        written = vector::TransferWriteOp::create(ob, loc, acc, written,
+                                                  ValueRange{c(ob, 0), c(ob, 0), iows[p], inBlock}, inBounds)
                       .getResult();
       }
       return written;
@@ -404,7 +411,8 @@ Value channelWindowKernel(OpBuilder &b, Location loc, Value padded, RankedTensor
       run(owHi, ow, 1, true);
       return done;
     };
-    Value zero = c(fb, 0), chEnd = c(fb, channels);
+    Value zero = chBase, chEnd = group == channels ? c(fb, channels)
+                                                   : arith::AddIOp::create(fb, loc, chBase, c(fb, group)).getResult();
     if (streamed) {
       // Positions outermost, channel blocks inside: the window's input rows
       // are read in address order (every channel of a position before the
@@ -422,7 +430,32 @@ Value channelWindowKernel(OpBuilder &b, Location loc, Value padded, RankedTensor
         return emitBlock(pb, ow0, ch, count, r1, checked);
       });
     });
-  }, /*keepUnitDims=*/true);
+  };
+  Value result;
+  if (group == channels) {
+    result = forallBlocks(b, loc, init, ubs, {ow, channels}, [&](OpBuilder &fb, ValueRange ivs, Value row) {
+      return fillRow(fb, ivs[0], ivs[1], c(fb, 0), row);
+    }, /*keepUnitDims=*/true);
+  } else {
+    // (n, group, output row): launches take work items in this order, so threads split the
+    // groups (as the panels of the product before), each group's rows together.
+    SmallVector<OpFoldResult> groupUbs = {ubs[0], b.getIndexAttr(channels / group), ubs[1]};
+    auto forall = scf::ForallOp::create(b, loc, groupUbs, ValueRange{init}, std::nullopt);
+    OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
+    SmallVector<Value> ivs(forall.getInductionVars());
+    Value chBase = arith::MulIOp::create(fb, loc, ivs[1], c(fb, group));
+    SmallVector<OpFoldResult> offsets = {ivs[0], ivs[2], fb.getIndexAttr(0), chBase};
+    SmallVector<OpFoldResult> sizes = {fb.getIndexAttr(1), fb.getIndexAttr(1), fb.getIndexAttr(ow),
+                                       fb.getIndexAttr(group)};
+    SmallVector<OpFoldResult> unit(4, fb.getIndexAttr(1));
+    Value out = forall.getRegionIterArgs()[0];
+    Value slice = tensor::ExtractSliceOp::create(fb, loc, RankedTensorType::get({1, 1, ow, group}, et), out, offsets,
+                                                 sizes, unit);
+    Value block = fillRow(fb, ivs[0], ivs[2], chBase, slice);
+    OpBuilder tb = OpBuilder::atBlockBegin(forall.getTerminator().getBody());
+    tensor::ParallelInsertSliceOp::create(tb, loc, block, out, offsets, sizes, unit);
+    result = forall.getResult(0);
+  }
   // Its rows are tiles that an elementwise consumer (a depthwise
   // convolution's ReLU6) can finish while they are in cache: kiln-fuse-epilogues.
   // The consumer is tiled like the row's slice of the result, so the row is

@@ -107,6 +107,11 @@ struct ChannelWindow {
   mlir::Value padValue;
   int64_t width = 8;
   int64_t positions = 4;
+  /// Channels per work item where the map's rows are few (0: every channel of a row). Over a
+  /// 7x7 map two threads split 7 rows 4:3, and each read every channel of its rows, half of
+  /// them written by the other thread's panels of the product before; groups give each
+  /// thread half the channels, of every row. A multiple of `width` dividing the channels.
+  int64_t channelGroup = 0;
   std::function<mlir::Value(mlir::OpBuilder &, mlir::Value cb)> start;
   std::function<mlir::Value(mlir::OpBuilder &, int64_t kh, int64_t kw, mlir::Value cb)> tap;
   std::function<mlir::Value(mlir::OpBuilder &, mlir::Value acc, mlir::Value x, mlir::Value tap)> step;

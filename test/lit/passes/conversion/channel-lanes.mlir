@@ -64,3 +64,38 @@ func.func @max_pool_streamed(%x: tensor<1x112x112x64xf32>) -> tensor<1x56x56x64x
       : (tensor<1x112x112x64xf32>) -> tensor<1x56x56x64xf32>
   return %0 : tensor<1x56x56x64xf32>
 }
+
+// -----
+
+// Over a 7x7 map (stride 1, channels a multiple of 64, at least 4 groups) the work items are
+// 64-channel groups of one output row, groups outermost: two threads split the channels as they
+// split the 64-column panels of the product before, instead of the 7 rows 4:3.
+// W512-LABEL: func @depthwise_groups
+// W512: scf.forall (%[[N:[^,]*]], %[[G:[^,]*]], %[[R:[^)]*]]) in (1, 4, 7)
+// W512: %[[BASE:.*]] = arith.muli %[[G]], %c64
+// W512: tensor.extract_slice %{{.*}}[%[[N]], %[[R]], 0, %[[BASE]]] [1, 1, 7, 64]
+// W512: tensor.parallel_insert_slice %{{.*}}[%[[N]], %[[R]], 0, %[[BASE]]] [1, 1, 7, 64]
+func.func @depthwise_groups(%x: tensor<1x7x7x256xf32>, %w: tensor<3x3x1x256xf32>, %b: tensor<256xf32>) -> tensor<1x7x7x256xf32> {
+  %0 = graph.nhwc_conv %x, %w, %b {group = 256 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<1x7x7x256xf32>, tensor<3x3x1x256xf32>, tensor<256xf32>) -> tensor<1x7x7x256xf32>
+  return %0 : tensor<1x7x7x256xf32>
+}
+
+// -----
+
+// Whole rows still: a 14x14 map, a stride of 2, 192 channels (3 groups).
+// W512-LABEL: func @depthwise_rows
+// W512-COUNT-3: scf.forall (%{{[^,]*}}, %{{[^,)]*}}) in
+// W512-NOT: scf.forall (
+func.func @depthwise_rows(%x: tensor<1x14x14x256xf32>, %w: tensor<3x3x1x256xf32>, %b: tensor<256xf32>,
+                          %s: tensor<1x14x14x256xf32>, %x3: tensor<1x7x7x192xf32>, %w3: tensor<3x3x1x192xf32>,
+                          %b3: tensor<192xf32>)
+    -> (tensor<1x14x14x256xf32>, tensor<1x7x7x256xf32>, tensor<1x7x7x192xf32>) {
+  %0 = graph.nhwc_conv %x, %w, %b {group = 256 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<1x14x14x256xf32>, tensor<3x3x1x256xf32>, tensor<256xf32>) -> tensor<1x14x14x256xf32>
+  %1 = graph.nhwc_conv %s, %w, %b {group = 256 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>}
+      : (tensor<1x14x14x256xf32>, tensor<3x3x1x256xf32>, tensor<256xf32>) -> tensor<1x7x7x256xf32>
+  %2 = graph.nhwc_conv %x3, %w3, %b3 {group = 192 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<1x7x7x192xf32>, tensor<3x3x1x192xf32>, tensor<192xf32>) -> tensor<1x7x7x192xf32>
+  return %0, %1, %2 : tensor<1x14x14x256xf32>, tensor<1x7x7x256xf32>, tensor<1x7x7x192xf32>
+}
