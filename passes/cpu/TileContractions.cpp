@@ -65,6 +65,20 @@ struct TileContractionsPass : impl::TileContractionsPassBase<TileContractionsPas
     return best;
   }
 
+  /// The larger of two threads' shares of rows when a product of `m` rows and `panels` panels
+  /// is tiled by `rows` rows (items tiles outer, panels inner, split into two contiguous
+  /// halves; a tile's partial block, which waits on FMA latency, counts half a block more).
+  static int64_t twoThreadBlocks(int64_t m, int64_t rows, int64_t panels, int64_t block) {
+    SmallVector<int64_t> items;
+    for (int64_t r0 = 0; r0 < m; r0 += rows)
+      for (int64_t p = 0; p < panels; ++p)
+        items.push_back(std::min(rows, m - r0) + (std::min(rows, m - r0) % block ? block / 2 : 0));
+    int64_t half = int64_t(items.size()) / 2, first = 0, second = 0;
+    for (int64_t i = 0; i < int64_t(items.size()); ++i)
+      (i < half ? first : second) += items[i];
+    return std::max(first, second);
+  }
+
   /// Tile sizes for one contraction, or empty when it is not worth tiling.
   SmallVector<int64_t> chooseTileSizes(linalg::GenericOp op) {
     if (op->hasAttr("kiln.implicit_conv")) {
@@ -122,7 +136,14 @@ struct TileContractionsPass : impl::TileContractionsPassBase<TileContractionsPas
       if (!ShapedType::isDynamic(m) && !ShapedType::isDynamic(panels) && m <= rows && panels < kMinItems) {
         int64_t parts = (kMinItems + panels - 1) / panels;
         int64_t perPart = (m + parts - 1) / parts;
-        rows = std::min(rows, std::max(block, (perPart + block - 1) / block * block));
+        int64_t whole = std::max(block, (perPart + block - 1) / block * block);
+        // Whole blocks can leave the last tile short: 49 rows in 2 parts of 30 and 19 gave one
+        // of two threads 5 blocks per panel and the other 4 (a 7x7 map's projection into 320
+        // channels, 5 panels). Tiles of `perPart` rows (25 and 24: a one-row block each) are
+        // taken where they split the items more evenly between two threads.
+        rows = std::min(rows, twoThreadBlocks(m, perPart, panels, block) < twoThreadBlocks(m, whole, panels, block)
+                                  ? perPart
+                                  : whole);
       } else if (!ShapedType::isDynamic(m) && m > rows && m <= kHalvesMaxRows) {
         // A map of up to kHalvesMaxRows positions (14x14, 28x28) in two row tiles, as many
         // positions each: threads split a launch's work items (rows outer, panels inner) into

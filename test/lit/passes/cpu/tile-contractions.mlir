@@ -142,15 +142,17 @@ func.func @implicit_conv_small_weights(%x: tensor<1x6x8x32xf32>, %w: tensor<2x3x
 
 // A packed product of 49 rows and 5 panels (a 7x7 map's 1x1 convolution into
 // 320 channels) would be 5 work items, which 2 threads share 3:2; its rows
-// are split in whole row blocks (6) until there are at least 8 items: 30 rows.
+// are split until there are at least 8 items: in whole row blocks (6) that
+// would be 30 and 19 rows, one thread's 5 items 5 blocks each, the other's 4,
+// so 25 and 24 (a one-row block each).
 // With 8 panels there are enough items: one tile of the default 66 rows.
 #pl = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3)>
 #pr = affine_map<(d0, d1, d2, d3, d4) -> (d2, d3, d4)>
 #po = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>
 // CHECK-LABEL: func @few_panels
-// CHECK: scf.forall ({{.*}}) = (0, 0, 0, 0) to (1, 49, 5, 64) step (1, 30, 1, 64)
+// CHECK: scf.forall ({{.*}}) = (0, 0, 0, 0) to (1, 49, 5, 64) step (1, 25, 1, 64)
 // CHECK: linalg.generic
-// CHECK-SAME: kiln.tile_sizes = array<i64: 1, 30, 1, 0, 64>
+// CHECK-SAME: kiln.tile_sizes = array<i64: 1, 25, 1, 0, 64>
 func.func @few_panels(%a: tensor<1x49x32xf32>, %b: tensor<5x32x64xf32>, %c: tensor<1x49x5x64xf32>) -> tensor<1x49x5x64xf32> {
   %0 = linalg.generic {indexing_maps = [#pl, #pr, #po], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]}
       ins(%a, %b : tensor<1x49x32xf32>, tensor<5x32x64xf32>) outs(%c : tensor<1x49x5x64xf32>) attrs = {kiln.packed_rhs} {
