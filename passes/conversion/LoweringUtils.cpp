@@ -439,10 +439,18 @@ Value channelWindowKernel(OpBuilder &b, Location loc, Value padded, RankedTensor
   } else {
     // (n, group, output row): launches take work items in this order, so threads split the
     // groups (as the panels of the product before), each group's rows together.
+    // With `halves`, (n, half of the rows, group, row in the half): each of two threads
+    // takes the rows the ops around it give it, group by group (see channelGroupInHalves).
+    bool halves = w.channelGroupInHalves && oh % 2 == 0;
     SmallVector<OpFoldResult> groupUbs = {ubs[0], b.getIndexAttr(channels / group), ubs[1]};
+    if (halves)
+      groupUbs = {ubs[0], b.getIndexAttr(2), b.getIndexAttr(channels / group), b.getIndexAttr(oh / 2)};
     auto forall = scf::ForallOp::create(b, loc, groupUbs, ValueRange{init}, std::nullopt);
     OpBuilder fb = OpBuilder::atBlockBegin(forall.getBody());
     SmallVector<Value> ivs(forall.getInductionVars());
+    if (halves) // (n, group, output row), as without halves
+      ivs = {ivs[0], ivs[2],
+             arith::AddIOp::create(fb, loc, arith::MulIOp::create(fb, loc, ivs[1], c(fb, oh / 2)), ivs[3])};
     Value chBase = arith::MulIOp::create(fb, loc, ivs[1], c(fb, group));
     SmallVector<OpFoldResult> offsets = {ivs[0], ivs[2], fb.getIndexAttr(0), chBase};
     SmallVector<OpFoldResult> sizes = {fb.getIndexAttr(1), fb.getIndexAttr(1), fb.getIndexAttr(ow),

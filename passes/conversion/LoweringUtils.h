@@ -112,6 +112,12 @@ struct ChannelWindow {
   /// them written by the other thread's panels of the product before; groups give each
   /// thread half the channels, of every row. A multiple of `width` dividing the channels.
   int64_t channelGroup = 0;
+  /// With channelGroup: the items are (n, half of the output rows, group, row) instead, for
+  /// maps of an even number of rows: a thread works through one group's rows in a row (the
+  /// group's input rows, read by 2-3 output rows each, stay in L1; a whole row of a 28x28x192
+  /// map's 3 input rows is 64 KB, more than L1) and two threads split the rows in halves as
+  /// the products around them do.
+  bool channelGroupInHalves = false;
   std::function<mlir::Value(mlir::OpBuilder &, mlir::Value cb)> start;
   std::function<mlir::Value(mlir::OpBuilder &, int64_t kh, int64_t kw, mlir::Value cb)> tap;
   std::function<mlir::Value(mlir::OpBuilder &, mlir::Value acc, mlir::Value x, mlir::Value tap)> step;

@@ -83,19 +83,34 @@ func.func @depthwise_groups(%x: tensor<1x7x7x256xf32>, %w: tensor<3x3x1x256xf32>
 
 // -----
 
-// Whole rows still: a 14x14 map, a stride of 2, 192 channels (3 groups).
+// Whole rows still: an odd number of output rows from a stride of 2 (7), 192 channels on a
+// 7x7 map (3 groups of 64), window rows that fit in L1 (8x8x32 above).
 // W512-LABEL: func @depthwise_rows
-// W512-COUNT-3: scf.forall (%{{[^,]*}}, %{{[^,)]*}}) in
+// W512-COUNT-2: scf.forall (%{{[^,]*}}, %{{[^,)]*}}) in
 // W512-NOT: scf.forall (
-func.func @depthwise_rows(%x: tensor<1x14x14x256xf32>, %w: tensor<3x3x1x256xf32>, %b: tensor<256xf32>,
-                          %s: tensor<1x14x14x256xf32>, %x3: tensor<1x7x7x192xf32>, %w3: tensor<3x3x1x192xf32>,
-                          %b3: tensor<192xf32>)
-    -> (tensor<1x14x14x256xf32>, tensor<1x7x7x256xf32>, tensor<1x7x7x192xf32>) {
-  %0 = graph.nhwc_conv %x, %w, %b {group = 256 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
-      : (tensor<1x14x14x256xf32>, tensor<3x3x1x256xf32>, tensor<256xf32>) -> tensor<1x14x14x256xf32>
+func.func @depthwise_rows(%s: tensor<1x14x14x256xf32>, %w: tensor<3x3x1x256xf32>, %b: tensor<256xf32>,
+                          %x3: tensor<1x7x7x192xf32>, %w3: tensor<3x3x1x192xf32>, %b3: tensor<192xf32>)
+    -> (tensor<1x7x7x256xf32>, tensor<1x7x7x192xf32>) {
   %1 = graph.nhwc_conv %s, %w, %b {group = 256 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>}
       : (tensor<1x14x14x256xf32>, tensor<3x3x1x256xf32>, tensor<256xf32>) -> tensor<1x7x7x256xf32>
   %2 = graph.nhwc_conv %x3, %w3, %b3 {group = 192 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
       : (tensor<1x7x7x192xf32>, tensor<3x3x1x192xf32>, tensor<192xf32>) -> tensor<1x7x7x192xf32>
-  return %0, %1, %2 : tensor<1x14x14x256xf32>, tensor<1x7x7x256xf32>, tensor<1x7x7x192xf32>
+  return %1, %2 : tensor<1x7x7x256xf32>, tensor<1x7x7x192xf32>
+}
+
+// -----
+
+// A 14x14x256 map's 3 window rows are 42 KiB, more than fits in L1 beside the rest: groups of
+// 128 channels (3 rows of them: 21 KiB), the items (n, half of the rows, group, row in the
+// half), so a thread runs one group's 7 rows in a row and two threads split the rows in halves.
+// W512-LABEL: func @depthwise_halves
+// W512: scf.forall (%[[N:[^,]*]], %[[H:[^,]*]], %[[G:[^,]*]], %[[R:[^)]*]]) in (1, 2, 2, 7)
+// W512: %[[H7:.*]] = arith.muli %[[H]], %c7
+// W512: %[[ROW:.*]] = arith.addi %[[H7]], %[[R]]
+// W512: %[[BASE:.*]] = arith.muli %[[G]], %c128
+// W512: tensor.extract_slice %{{.*}}[%[[N]], %[[ROW]], 0, %[[BASE]]] [1, 1, 14, 128]
+func.func @depthwise_halves(%x: tensor<1x14x14x256xf32>, %w: tensor<3x3x1x256xf32>, %b: tensor<256xf32>) -> tensor<1x14x14x256xf32> {
+  %0 = graph.nhwc_conv %x, %w, %b {group = 256 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<1x14x14x256xf32>, tensor<3x3x1x256xf32>, tensor<256xf32>) -> tensor<1x14x14x256xf32>
+  return %0 : tensor<1x14x14x256xf32>
 }
