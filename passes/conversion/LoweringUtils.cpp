@@ -411,21 +411,21 @@ Value channelWindowKernel(OpBuilder &b, Location loc, Value padded, RankedTensor
       run(owHi, ow, 1, true);
       return done;
     };
-    Value zero = chBase, chEnd = group == channels ? c(fb, channels)
-                                                   : arith::AddIOp::create(fb, loc, chBase, c(fb, group)).getResult();
+    Value chEnd = group == channels ? c(fb, channels)
+                                    : arith::AddIOp::create(fb, loc, chBase, c(fb, group)).getResult();
     if (streamed) {
       // Positions outermost, channel blocks inside: the window's input rows
       // are read in address order (every channel of a position before the
       // next position), which a map streamed from L3 needs.
       return positionsOf(fb, row, [&](OpBuilder &pb, Value ow0, int64_t count, bool checked, Value r0) {
-        return loopOver(pb, zero, chEnd, w.width, r0, [&](OpBuilder &cb, Value ch, Value r1) {
+        return loopOver(pb, chBase, chEnd, w.width, r0, [&](OpBuilder &cb, Value ch, Value r1) {
           return emitBlock(cb, ow0, ch, count, r1, checked);
         });
       });
     }
     // Channel blocks outermost: the block's per-tap values stay in registers
     // (or L1) while the row's positions run under them.
-    return loopOver(fb, zero, chEnd, w.width, row, [&](OpBuilder &cb, Value ch, Value r0) {
+    return loopOver(fb, chBase, chEnd, w.width, row, [&](OpBuilder &cb, Value ch, Value r0) {
       return positionsOf(cb, r0, [&](OpBuilder &pb, Value ow0, int64_t count, bool checked, Value r1) {
         return emitBlock(pb, ow0, ch, count, r1, checked);
       });

@@ -14,10 +14,13 @@ def TileContractionsPass : Pass<"kiln-tile-contractions", "::mlir::func::FuncOp"
     block of the right-hand operand from cache across `outer-tile` rows, and
     the tiles are the work items the runtime spreads over threads. A product
     with a panel-packed weight (kiln.packed_rhs) takes `packed-rows` rows per
-    tile (fewer where it would be under 8 work items), and one over a map of
-    up to 1024 rows exactly two row halves, so that each of two threads keeps
-    its rows across the ops around it. The chosen sizes are recorded on the
-    tiled op as `kiln.tile_sizes`.
+    tile (fewer where it would be under 8 work items, in tiles of equal rows
+    where whole register blocks would give two threads unequal shares), and
+    one over a map of up to 1024 rows exactly two row halves, so that each of
+    two threads keeps its rows across the ops around it. An implicit
+    convolution takes tiles of whole output rows, preferring an even number
+    of them. The chosen sizes are recorded on the tiled op as
+    `kiln.tile_sizes`.
   }];
   let options = [
     Option<"innerTile", "inner-tile", "int64_t", "64", "Tile of the innermost parallel dim">,
@@ -385,9 +388,10 @@ def SplitSpatialMeansPass : Pass<"kiln-split-spatial-means", "::mlir::ModuleOp">
   let summary = "Take a channels-last map's spatial mean as a mean per row, then over the rows";
   let description = [{
     graph.reduce_mean over axes 1 and 2 of a static [N, H, W, C] f32 map of at least
-    `min-bytes` becomes reduce_mean over axis 2 (keepdims) and then over axes 1 and 2 of the
-    [N, H, 1, C] result: the first has work items per map row, which each thread takes where
-    the convolution before wrote them, and short chains of adds; the second is small.
+    `min-bytes` becomes reduce_sum over axis 2 (keepdims), reduce_mean over axes 1 and 2 of
+    the [N, H, 1, C] row sums, and a multiply by 1/W: the first has work items per map row,
+    which each thread takes where the convolution before wrote them, and short chains of
+    adds; the rest is small.
     Runs after kiln-channels-last (squeeze-and-excitation's global pools are then such means).
   }];
   let options = [
