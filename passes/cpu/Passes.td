@@ -129,6 +129,20 @@ def ConcatInPlacePass : Pass<"kiln-concat-in-place", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
+def SeparateBandBuffersPass : Pass<"kiln-separate-band-buffers", "::mlir::func::FuncOp"> {
+  let summary = "Give each op of a band section its own tensor.empty destination";
+  let description = [{
+    Every use of a `tensor.empty` by an op whose location carries a band
+    section tag (kiln-band-conv-chains, passes/host/BandSections.h) gets a
+    new `tensor.empty` of its own, with that op's location; an empty left
+    without uses is erased. CSE had merged the bands' same-shaped empties,
+    and one-shot bufferization would then put every band in one buffer,
+    which the two sections of a chain must not share once
+    kiln-run-band-sections runs them side by side; kiln-plan-memory places
+    the separate buffers instead. Runs last before bufferization.
+  }];
+}
+
 def PadInPlacePass : Pass<"kiln-pad-in-place", "::mlir::func::FuncOp"> {
   let summary = "Let producers write straight into the interior of a padded copy";
   let description = [{
@@ -209,6 +223,25 @@ def FormCpuLaunchesPass : Pass<"kiln-form-cpu-launches", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::kiln::cpu::CpuDialect", "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect"];
+}
+
+def RunBandSectionsPass : Pass<"kiln-run-band-sections", "::mlir::ModuleOp"> {
+  let summary = "Run each banded chain's two sections as the two work items of one launch";
+  let description = [{
+    Runs after `kiln-count-kernel-cost`. The launches of a chain that
+    kiln-band-conv-chains split into two sections (the tag in their
+    locations, passes/host/BandSections.h) become one kiln_cpu.launch of 2
+    work items: item 0 runs section 0's launches in program order, each as
+    an scf.for over its work items, item 1 those of section 1. On two
+    threads each core then computes one half of the map through the whole
+    chain, instead of every band's kernels splitting their rows between the
+    cores. The merged launch's flops and bytes are the sums, its source
+    nodes the union. A chain is left alone unless both sections are there
+    and everything between its first and last launch is one of its launches
+    or free of memory effects. Kernel ids are renumbered densely in program
+    order. kiln-plan-memory keeps the two sections' buffers apart.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
 }
 
 def CountKernelCostPass : Pass<"kiln-count-kernel-cost", "::mlir::ModuleOp"> {
@@ -327,11 +360,16 @@ def BandConvChainsPass : Pass<"kiln-band-conv-chains", "::mlir::ModuleOp"> {
     same rows each) and the bands concatenated along the rows. Each band
     reads the rows of its inputs that its windows need (graph.slice), each
     convolution padded at the top and bottom only where its map ends. With
-    `print`, lists each chain and its bands. Runs after
-    kiln-pack-matmul-weights (the bands share the packed weights).
+    an even number of bands and `sections`, the upper half of the bands is
+    tagged section 0 and the lower half section 1 in their ops' locations
+    (passes/host/BandSections.h), for kiln-plan-memory and
+    kiln-run-band-sections. With `print`, lists each chain and its bands.
+    Runs after kiln-pack-matmul-weights (the bands share the packed weights).
   }];
   let options = [
     Option<"bandBytes", "band-bytes", "int64_t", "1572864", "Bytes of the largest intermediate map per band">,
+    Option<"sections", "sections", "bool", "true",
+           "Tag the two halves of an even number of bands as sections that can run side by side">,
     Option<"minMapBytes", "min-map-bytes", "int64_t", "1048576", "Smallest largest-intermediate map worth banding">,
     Option<"print", "print", "bool", "false", "Print each chain and its bands">
   ];

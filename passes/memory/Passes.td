@@ -19,6 +19,12 @@ def PlanMemoryPass : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
     starts. The arena is one `kiln_cpu.workspace`, the allocations become
     `memref.view`s into it, every size and offset a multiple of 64 bytes.
 
+    Band sections: an allocation whose location carries a band section tag
+    (kiln-band-conv-chains, passes/host/BandSections.h) never shares bytes
+    with one of the other section of the same chain, whatever their
+    lifetimes (kiln-run-band-sections runs the two side by side), nor with a
+    buffer whose lifetime touches the span of that chain's top-level ops.
+
     Left on the heap: results (and their views; the runtime owns them),
     allocations inside loops or branches, and sizes that depend on tensor
     data (their size is not known when the function starts).

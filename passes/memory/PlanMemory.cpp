@@ -1,7 +1,9 @@
 // Places @main's intermediate buffers in one arena by liveness; dynamic sizes and offsets become
-// expressions evaluated when the function starts.
+// expressions evaluated when the function starts. The two sections of a banded chain
+// (passes/host/BandSections.h) may run side by side, so their buffers never share bytes.
 #include "passes/memory/Passes.h"
 #include "dialects/graph/IR/GraphAttrNames.h"
+#include "passes/host/BandSections.h"
 
 #include "dialects/cpu/IR/Cpu.h"
 
@@ -41,7 +43,29 @@ struct Buffer {
   int64_t offset = -1; // when fixed at compile time
   Value offsetValue;   // index, at the function's start
   SmallVector<int64_t> above; // buffers a dynamic placement sits on
+  std::optional<BandSection> band; // a banded chain's buffer, and its section
 };
+
+/// The top-level positions each banded chain's ops span.
+using ChainSpans = llvm::DenseMap<int64_t, std::pair<int64_t, int64_t>>;
+
+/// Whether two buffers may not share bytes. Beyond overlapping lifetimes: the two sections of
+/// a banded chain may run side by side (kiln-run-band-sections), so their buffers never share,
+/// and no buffer live at any point of a chain's span shares with that chain's buffers, since
+/// within the span program order says nothing about which section runs first.
+bool conflict(const Buffer &a, const Buffer &b, const ChainSpans &spans) {
+  if (!(a.end < b.start || b.end < a.start))
+    return true;
+  if (a.band && b.band && a.band->chain == b.band->chain)
+    return a.band->section != b.band->section;
+  auto touchesSpan = [&](const Buffer &chained, const Buffer &other) {
+    if (!chained.band)
+      return false;
+    auto [lo, hi] = spans.lookup(chained.band->chain);
+    return !(other.end < lo || hi < other.start);
+  };
+  return touchesSpan(a, b) || touchesSpan(b, a);
+}
 
 int64_t elementBytes(Type t) {
   if (t.isIndex())
@@ -174,8 +198,15 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       return;
     Block &body = func.getBody().front();
     DenseMap<Operation *, int64_t> position;
-    for (auto [i, op] : llvm::enumerate(body))
+    ChainSpans spans;
+    for (auto [i, op] : llvm::enumerate(body)) {
       position[&op] = int64_t(i);
+      if (std::optional<BandSection> tag = bandSectionOf(op.getLoc()).tag) {
+        auto [it, fresh] = spans.try_emplace(tag->chain, int64_t(i), int64_t(i));
+        it->second.first = std::min(it->second.first, int64_t(i));
+        it->second.second = std::max(it->second.second, int64_t(i));
+      }
+    }
 
     // Intermediates and the heap allocations left alone.
     std::vector<Buffer> buffers;
@@ -191,6 +222,9 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       Buffer b;
       b.alloc = alloc;
       b.start = b.end = position.lookup(alloc);
+      BandSectionOf band = bandSectionOf(alloc.getLoc());
+      if (!band.mixed)
+        b.band = band.tag;
       if (!lastUse(alloc.getResult(), body, position, b.end))
         return heap.push_back({alloc, "returned"});
       SetVector<Operation *> mine = slice;
@@ -265,7 +299,7 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       bool allStatic = buf.bytes >= 0;
       for (int64_t j : order) {
         const Buffer &other = buffers[j];
-        if (!other.placed || other.end < buf.start || buf.end < other.start)
+        if (!other.placed || !conflict(buf, other, spans))
           continue;
         live.push_back(j);
         allStatic = allStatic && other.offset >= 0;
@@ -337,8 +371,12 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
         for (int64_t j : buf.above)
           offset += " #" + std::to_string(j);
       std::string lifetime = std::to_string(buf.start) + "-" + std::to_string(buf.end);
+      std::string source = nameOf(buf.alloc.getLoc());
+      if (buf.band)
+        source += " (band chain " + std::to_string(buf.band->chain) + ", section " +
+                  std::to_string(buf.band->section) + ")";
       os << llvm::format("%5zu %12s %14s %11s  %-28s %s\n", i, buf.sizeText.c_str(), offset.c_str(),
-                         lifetime.c_str(), type.c_str(), nameOf(buf.alloc.getLoc()).c_str());
+                         lifetime.c_str(), type.c_str(), source.c_str());
     }
     for (auto [alloc, why] : heap) {
       memref::AllocOp op = alloc;

@@ -40,6 +40,8 @@ fallbacks, with ONNX Runtime's outputs as references.
   sample) kiln computes in row bands (passes/cpu/BandConvChains.cpp): depthwise 3x3 with a
   residual Add, a dilated depthwise 3x3 (pads 2), a 5x5 stride-2 one with HardSwish; the bands'
   edge rows, the padding of the first and last band and the residual's rows are what it checks.
+- band_sections: one sample (static shapes) of an inverted residual block at 112x112 whose 4.8 MB
+  expansion is computed in four row bands, two per section, the sections on separate threads.
 The others have a symbolic batch and two data sets (batch 1 and 3). Deterministic (fixed seeds).
 """
 import os
@@ -280,9 +282,22 @@ def bands():
     g.save("bands", ["batch", 8, 96, 80], y, ["batch", 16, 48, 40])
 
 
+def band_sections():
+    g = Graph(2110)
+    # One sample (static shapes, so CSE merges the bands' same-shaped destinations: what
+    # kiln-separate-band-buffers undoes): expand 4 -> 96 at 112x112 (4.8 MB), four row bands,
+    # two per section; each section runs on its own thread (kiln-run-band-sections), so two
+    # bands sharing a buffer across the sections would race.
+    x = "x"
+    h = g.relu6(g.conv(x, 4, 96, 1))
+    h = g.relu6(g.conv(h, 96, 96, 3, group=96))
+    y = g.node("Add", [x, g.conv(h, 96, 4, 1)])
+    g.save("band_sections", [1, 4, 112, 112], y, [1, 4, 112, 112], batches=(1, 1))
+
+
 def main():
     names = sys.argv[1:] or ["depthwise", "se_concat", "odd_channels", "fpn", "implicit_windows", "winograd",
-                             "shuffle", "se_project", "bands"]
+                             "shuffle", "se_project", "bands", "band_sections"]
     for name in names:
         globals()[name]()
     print("wrote", OUT)

@@ -21,6 +21,7 @@ void addCpuKernelLaunches(OpPassManager &pm) {
   pm.addPass(createLowerStringOpsPass());
   pm.addPass(createFormCpuLaunchesPass());
   pm.addPass(createCountKernelCostPass());
+  pm.addPass(createRunBandSectionsPass());
   pm.addPass(createLowerWorkspacePass());
   pm.addPass(createCheckHeapAllocationsPass());
   addCleanup(pm);
@@ -120,6 +121,7 @@ public:
       addCleanup(pm);
       pm.addNestedPass<func::FuncOp>(createConcatInPlacePass());
       pm.addNestedPass<func::FuncOp>(createPadInPlacePass());
+      pm.addNestedPass<func::FuncOp>(createSeparateBandBuffersPass());
       return;
     }
     case Phase::Bufferized:

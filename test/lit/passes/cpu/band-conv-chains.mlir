@@ -5,6 +5,12 @@
 // RUN: kiln-opt %s -split-input-file -kiln-band-conv-chains="min-map-bytes=20000 band-bytes=16384" | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -kiln-band-conv-chains | FileCheck %s --check-prefix=DEFAULT
 // RUN: kiln-opt %s -split-input-file -kiln-band-conv-chains="min-map-bytes=20000 band-bytes=16384 print=true" | FileCheck %s --check-prefix=PRINT
+// Two bands: the upper one is section 0, the lower one section 1 (their ops' locations say so);
+// three bands, or sections=false, tag nothing.
+// RUN: kiln-opt %s -split-input-file -kiln-band-conv-chains="min-map-bytes=20000 band-bytes=24576" -mlir-print-debuginfo | FileCheck %s --check-prefix=TAGS
+// RUN: kiln-opt %s -split-input-file -kiln-band-conv-chains="min-map-bytes=20000 band-bytes=16384" -mlir-print-debuginfo | FileCheck %s --check-prefix=UNTAGGED
+// RUN: kiln-opt %s -split-input-file -kiln-band-conv-chains="min-map-bytes=20000 band-bytes=24576 sections=false" -mlir-print-debuginfo | FileCheck %s --check-prefix=UNTAGGED
+// UNTAGGED-NOT: kiln.band_section
 
 // 16x16 maps: the 32-channel expansion and depthwise maps hold 32 KB (large), the projection
 // 16 KB (small: the chain ends there, with the residual add). Bands of at most 16 KB per map:
@@ -31,6 +37,12 @@
 // DEFAULT-NOT: graph.concat
 // PRINT: convolution chains in row bands:
 // PRINT-NEXT: expand -> residual: 3 bands of 6 rows, 6 ops, 104 rows computed for 96
+// TAGS-LABEL: func @inverted_residual
+// TAGS: graph.packed_conv {{.*}} -> tensor<1x9x16x32xf32> loc(#[[E0:loc[0-9]+]])
+// TAGS: graph.packed_conv {{.*}} -> tensor<1x9x16x32xf32> loc(#[[E1:loc[0-9]+]])
+// TAGS: graph.concat {{.*}} : (tensor<1x8x16x8xf32>, tensor<1x8x16x8xf32>) -> tensor<1x16x16x8xf32>
+// TAGS-DAG: #[[E0]] = loc(fused<{kiln.band_chain = 0 : i64, kiln.band_section = 0 : i64}>
+// TAGS-DAG: #[[E1]] = loc(fused<{kiln.band_chain = 0 : i64, kiln.band_section = 1 : i64}>
 func.func @inverted_residual(%x: tensor<1x16x16x8xf32>, %we: tensor<2x8x16xf32>, %be: tensor<32xf32>,
                              %wd: tensor<3x3x1x32xf32>, %bd: tensor<32xf32>, %wp: tensor<1x32x8xf32>,
                              %bp: tensor<8xf32>) -> tensor<1x16x16x8xf32> {

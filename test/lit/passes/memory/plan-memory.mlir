@@ -97,3 +97,41 @@ func.func @main(%x: memref<?xf32>) -> memref<?xf32> {
   memref.copy %x, %out : memref<?xf32> to memref<?xf32>
   return %out : memref<?xf32>
 }
+
+// -----
+
+// Band sections (kiln-band-conv-chains' tags): %a and %b of section 0 follow each other and
+// share bytes, as do %c and %d of section 1; the two sections never share (they may run side
+// by side). %x is written before the chain and last read inside it, by section 1's first op:
+// section 0's buffers come later in program order but may run first, so none takes its bytes.
+// %after, allocated once the chain is over, reuses everything.
+// PLAN: memory plan: 6 intermediates in one arena, 0 buffers on the heap
+// PLAN: 0 4096 0 0-3 memref<1024xf32> x
+// PLAN: 1 4096 4096 2-4 memref<1024xf32> lower (band chain 0, section 1)
+// PLAN: 2 4096 8192 5-7 memref<1024xf32> upper (band chain 0, section 0)
+// PLAN: 3 4096 8192 8-10 memref<1024xf32> upper (band chain 0, section 0)
+// PLAN: 4 4096 4096 11-13 memref<1024xf32> lower (band chain 0, section 1)
+// PLAN: 5 4096 0 14-16 memref<1024xf32> after
+// PLAN: arena peak: 12288 bytes
+#s0 = loc(fused<{kiln.band_chain = 0 : i64, kiln.band_section = 0 : i64}>["upper"])
+#s1 = loc(fused<{kiln.band_chain = 0 : i64, kiln.band_section = 1 : i64}>["lower"])
+func.func @main(%in: memref<1024xf32>, %out: memref<1024xf32>) {
+  %x = memref.alloc() {alignment = 64 : i64} : memref<1024xf32> loc("x")
+  memref.copy %in, %x : memref<1024xf32> to memref<1024xf32> loc("x")
+  %c = memref.alloc() {alignment = 64 : i64} : memref<1024xf32> loc(#s1)
+  memref.copy %x, %c : memref<1024xf32> to memref<1024xf32> loc(#s1)
+  memref.copy %c, %out : memref<1024xf32> to memref<1024xf32> loc(#s1)
+  %a = memref.alloc() {alignment = 64 : i64} : memref<1024xf32> loc(#s0)
+  memref.copy %in, %a : memref<1024xf32> to memref<1024xf32> loc(#s0)
+  memref.copy %a, %out : memref<1024xf32> to memref<1024xf32> loc(#s0)
+  %b = memref.alloc() {alignment = 64 : i64} : memref<1024xf32> loc(#s0)
+  memref.copy %in, %b : memref<1024xf32> to memref<1024xf32> loc(#s0)
+  memref.copy %b, %out : memref<1024xf32> to memref<1024xf32> loc(#s0)
+  %d = memref.alloc() {alignment = 64 : i64} : memref<1024xf32> loc(#s1)
+  memref.copy %in, %d : memref<1024xf32> to memref<1024xf32> loc(#s1)
+  memref.copy %d, %out : memref<1024xf32> to memref<1024xf32> loc(#s1)
+  %after = memref.alloc() {alignment = 64 : i64} : memref<1024xf32> loc("after")
+  memref.copy %in, %after : memref<1024xf32> to memref<1024xf32> loc("after")
+  memref.copy %after, %out : memref<1024xf32> to memref<1024xf32> loc("after")
+  return
+}
