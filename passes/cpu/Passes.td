@@ -360,9 +360,12 @@ def BandConvChainsPass : Pass<"kiln-band-conv-chains", "::mlir::ModuleOp"> {
     same rows each) and the bands concatenated along the rows. Each band
     reads the rows of its inputs that its windows need (graph.slice), each
     convolution padded at the top and bottom only where its map ends. With
-    an even number of bands and `sections`, the upper half of the bands is
-    tagged section 0 and the lower half section 1 in their ops' locations
-    (passes/host/BandSections.h), for kiln-plan-memory and
+    `sections` (the default), the number of bands is made even (the fewest
+    more bands that give an even count), bands of half of `band-bytes` are
+    taken where they compute at most 4% more rows (one thread running both
+    sections then holds a band of each in L2), and the upper half of the
+    bands is tagged section 0 and the lower half section 1 in their ops'
+    locations (passes/host/BandSections.h), for kiln-plan-memory and
     kiln-run-band-sections. With `print`, lists each chain and its bands.
     Runs after kiln-pack-matmul-weights (the bands share the packed weights).
   }];

@@ -24,6 +24,10 @@ def PlanMemoryPass : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
     with one of the other section of the same chain, whatever their
     lifetimes (kiln-run-band-sections runs the two side by side), nor with a
     buffer whose lifetime touches the span of that chain's top-level ops.
+    Within a chain, section 0's buffers are placed before section 1's (in
+    the chain's turns of the size order), so they get the lower offsets:
+    thread 0 writes them, and the lower halves of the maps placed over those
+    bytes later.
 
     Left on the heap: results (and their views; the runtime owns them),
     allocations inside loops or branches, and sizes that depend on tensor

@@ -16,6 +16,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <map>
 
 namespace kiln {
 #define GEN_PASS_DEF_PLANMEMORYPASS
@@ -293,6 +294,23 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
     llvm::sort(order, [&](int64_t x, int64_t y) {
       return buffers[x].orderKey != buffers[y].orderKey ? buffers[x].orderKey > buffers[y].orderKey : x < y;
     });
+    // Within a banded chain, section 0's buffers take their turns first (the chain's slots in
+    // the order stay where they are), so they get the lower offsets: thread 0 writes a section
+    // 0 buffer whole and the lower half of the full maps placed over those bytes later.
+    std::map<int64_t, SmallVector<size_t>> chainSlots;
+    for (size_t k = 0; k < order.size(); ++k)
+      if (buffers[order[k]].band)
+        chainSlots[buffers[order[k]].band->chain].push_back(k);
+    for (auto &[chain, slots] : chainSlots) {
+      SmallVector<int64_t> members;
+      for (size_t k : slots)
+        members.push_back(order[k]);
+      llvm::stable_sort(members, [&](int64_t x, int64_t y) {
+        return buffers[x].band->section < buffers[y].band->section;
+      });
+      for (auto [k, member] : llvm::zip(slots, members))
+        order[k] = member;
+    }
     for (int64_t i : order) {
       Buffer &buf = buffers[i];
       SmallVector<int64_t> live;

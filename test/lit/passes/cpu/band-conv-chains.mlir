@@ -2,13 +2,15 @@
 // in row bands (each band's rows of the input sliced, the depthwise window padded only at the
 // map's edges) joined by one concat; chains without a depthwise convolution, over small maps
 // or with a value read outside them stay whole.
-// RUN: kiln-opt %s -split-input-file -kiln-band-conv-chains="min-map-bytes=20000 band-bytes=16384" | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-band-conv-chains="min-map-bytes=20000 band-bytes=16384 sections=false" | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -kiln-band-conv-chains | FileCheck %s --check-prefix=DEFAULT
-// RUN: kiln-opt %s -split-input-file -kiln-band-conv-chains="min-map-bytes=20000 band-bytes=16384 print=true" | FileCheck %s --check-prefix=PRINT
-// Two bands: the upper one is section 0, the lower one section 1 (their ops' locations say so);
-// three bands, or sections=false, tag nothing.
+// RUN: kiln-opt %s -split-input-file -kiln-band-conv-chains="min-map-bytes=20000 band-bytes=16384 print=true sections=false" | FileCheck %s --check-prefix=PRINT
+// Sections (the default): the upper half of the bands is section 0, the lower half section 1
+// (their ops' locations say so); an odd number of bands becomes the next even one, and bands of
+// half the budget are taken where they compute under 4% more rows. sections=false tags nothing.
 // RUN: kiln-opt %s -split-input-file -kiln-band-conv-chains="min-map-bytes=20000 band-bytes=24576" -mlir-print-debuginfo | FileCheck %s --check-prefix=TAGS
-// RUN: kiln-opt %s -split-input-file -kiln-band-conv-chains="min-map-bytes=20000 band-bytes=16384" -mlir-print-debuginfo | FileCheck %s --check-prefix=UNTAGGED
+// RUN: kiln-opt %s -split-input-file -kiln-band-conv-chains="min-map-bytes=20000 band-bytes=16384 print=true" | FileCheck %s --check-prefix=EVEN
+// RUN: kiln-opt %s -split-input-file -kiln-band-conv-chains="min-map-bytes=20000 band-bytes=65536 print=true" | FileCheck %s --check-prefix=HALF
 // RUN: kiln-opt %s -split-input-file -kiln-band-conv-chains="min-map-bytes=20000 band-bytes=24576 sections=false" -mlir-print-debuginfo | FileCheck %s --check-prefix=UNTAGGED
 // UNTAGGED-NOT: kiln.band_section
 
@@ -37,6 +39,9 @@
 // DEFAULT-NOT: graph.concat
 // PRINT: convolution chains in row bands:
 // PRINT-NEXT: expand -> residual: 3 bands of 6 rows, 6 ops, 104 rows computed for 96
+// Three bands of 6 rows at 16 KB become four of 4 rows; at 24 KB, two bands of 8 rows stay two
+// (four would compute 108 rows, 8% more).
+// EVEN: expand -> residual: 4 bands of 4 rows, 6 ops, 108 rows computed for 96, two sections
 // TAGS-LABEL: func @inverted_residual
 // TAGS: graph.packed_conv {{.*}} -> tensor<1x9x16x32xf32> loc(#[[E0:loc[0-9]+]])
 // TAGS: graph.packed_conv {{.*}} -> tensor<1x9x16x32xf32> loc(#[[E1:loc[0-9]+]])
@@ -110,4 +115,26 @@ func.func @escaping_expansion(%x: tensor<1x16x16x8xf32>, %we: tensor<2x8x16xf32>
   %a = graph.relu %e : (tensor<1x16x16x32xf32>) -> tensor<1x16x16x32xf32>
   %d = graph.nhwc_conv %a, %wd, %bd {dilations = array<i64: 1, 1>, group = 32 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x16x16x32xf32>, tensor<3x3x1x32xf32>, tensor<32xf32>) -> tensor<1x16x16x32xf32>
   return %a, %d : tensor<1x16x16x32xf32>, tensor<1x16x16x32xf32>
+}
+
+// -----
+
+// A tall map (256 rows of 4 x 32 channels, 512 bytes a row): bands of 64 KB would be 3 (126
+// rows), rounded up to an even 4 for two sections; half the budget, 32 KB, gives 6 bands of 43
+// rows, which compute under 4% more rows (the halo of 2 more band edges), so one thread can
+// hold both sections' bands in L2: those are taken.
+// CHECK-LABEL: func @tall_map
+// HALF: tall_expand -> tall_residual: 6 bands of 43 rows, 6 ops, 1556 rows computed for 1536, two sections
+func.func @tall_map(%x: tensor<1x256x4x8xf32>, %we: tensor<2x8x16xf32>, %be: tensor<32xf32>,
+                    %wd: tensor<3x3x1x32xf32>, %bd: tensor<32xf32>, %wp: tensor<1x32x8xf32>,
+                    %bp: tensor<8xf32>) -> tensor<1x256x4x8xf32> {
+  %lo = graph.constant {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+  %hi = graph.constant {value = dense<6.0> : tensor<f32>} : () -> tensor<f32>
+  %e = graph.packed_conv %x, %we, %be {channels_last, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x256x4x8xf32>, tensor<2x8x16xf32>, tensor<32xf32>) -> tensor<1x256x4x32xf32> loc("tall_expand")
+  %a = graph.clip %e, %lo, %hi : (tensor<1x256x4x32xf32>, tensor<f32>, tensor<f32>) -> tensor<1x256x4x32xf32>
+  %d = graph.nhwc_conv %a, %wd, %bd {dilations = array<i64: 1, 1>, group = 32 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x256x4x32xf32>, tensor<3x3x1x32xf32>, tensor<32xf32>) -> tensor<1x256x4x32xf32>
+  %b = graph.clip %d, %lo, %hi : (tensor<1x256x4x32xf32>, tensor<f32>, tensor<f32>) -> tensor<1x256x4x32xf32>
+  %p = graph.packed_conv %b, %wp, %bp {channels_last, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x256x4x32xf32>, tensor<1x32x8xf32>, tensor<8xf32>) -> tensor<1x256x4x8xf32>
+  %y = graph.add %x, %p : (tensor<1x256x4x8xf32>, tensor<1x256x4x8xf32>) -> tensor<1x256x4x8xf32> loc("tall_residual")
+  return %y : tensor<1x256x4x8xf32>
 }

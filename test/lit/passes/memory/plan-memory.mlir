@@ -104,13 +104,14 @@ func.func @main(%x: memref<?xf32>) -> memref<?xf32> {
 // share bytes, as do %c and %d of section 1; the two sections never share (they may run side
 // by side). %x is written before the chain and last read inside it, by section 1's first op:
 // section 0's buffers come later in program order but may run first, so none takes its bytes.
-// %after, allocated once the chain is over, reuses everything.
+// Section 0 is placed first, below section 1 (thread 0 writes it, and the lower halves of the
+// maps placed over it later). %after, allocated once the chain is over, reuses everything.
 // PLAN: memory plan: 6 intermediates in one arena, 0 buffers on the heap
 // PLAN: 0 4096 0 0-3 memref<1024xf32> x
-// PLAN: 1 4096 4096 2-4 memref<1024xf32> lower (band chain 0, section 1)
-// PLAN: 2 4096 8192 5-7 memref<1024xf32> upper (band chain 0, section 0)
-// PLAN: 3 4096 8192 8-10 memref<1024xf32> upper (band chain 0, section 0)
-// PLAN: 4 4096 4096 11-13 memref<1024xf32> lower (band chain 0, section 1)
+// PLAN: 1 4096 8192 2-4 memref<1024xf32> lower (band chain 0, section 1)
+// PLAN: 2 4096 4096 5-7 memref<1024xf32> upper (band chain 0, section 0)
+// PLAN: 3 4096 4096 8-10 memref<1024xf32> upper (band chain 0, section 0)
+// PLAN: 4 4096 8192 11-13 memref<1024xf32> lower (band chain 0, section 1)
 // PLAN: 5 4096 0 14-16 memref<1024xf32> after
 // PLAN: arena peak: 12288 bytes
 #s0 = loc(fused<{kiln.band_chain = 0 : i64, kiln.band_section = 0 : i64}>["upper"])
