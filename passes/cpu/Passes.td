@@ -231,11 +231,12 @@ def RunBandSectionsPass : Pass<"kiln-run-band-sections", "::mlir::ModuleOp"> {
     Runs after `kiln-count-kernel-cost`. The launches of a chain that
     kiln-band-conv-chains split into two sections (the tag in their
     locations, passes/host/BandSections.h) become one kiln_cpu.launch of 2
-    work items: item 0 runs section 0's launches in program order, each as
-    an scf.for over its work items, item 1 those of section 1. On two
-    threads each core then computes one half of the map through the whole
-    chain, instead of every band's kernels splitting their rows between the
-    cores. The merged launch's flops and bytes are the sums, its source
+    work items: item 0 makes section 0's launches in program order, nested
+    in it, item 1 those of section 1. On two threads each core then computes
+    one half of the map through the whole chain, instead of every band's
+    kernels splitting their rows between the cores (the thread pool runs a
+    loop nested in one with a part per thread on its caller; with more
+    threads, the idle ones help the nested launches). The merged launch's flops and bytes are the sums, its source
     nodes the union. A chain is left alone unless both sections are there
     and everything between its first and last launch is one of its launches
     or free of memory effects. Kernel ids are renumbered densely in program

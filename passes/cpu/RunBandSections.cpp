@@ -1,6 +1,6 @@
 // Runs each banded convolution chain as one launch of two work items: the upper half of its
-// bands (section 0) and the lower half (section 1), each item running its bands' kernels in
-// program order on the thread that takes it.
+// bands (section 0) and the lower half (section 1), each item launching its bands' kernels in
+// program order from the thread that takes it.
 //
 // kiln-band-conv-chains computes an expand -> depthwise -> project chain in row bands that fit
 // L2. Launched kernel by kernel, every band's kernels split their rows between the threads, so
@@ -11,15 +11,22 @@
 // other those of its lower half: each reads the input rows that the previous kernel's same
 // thread wrote, writes the output rows the next kernel's same thread reads, and the only rows
 // that cross are the window halo between the two halves, which each section recomputes from
-// the narrow input. It also replaces a launch per band and kernel with one.
+// the narrow input.
 //
 //   kiln_cpu.launch %ctx, %n0 ... {loc = section 0} { body0(%i) }
 //   kiln_cpu.launch %ctx, %n1 ... {loc = section 1} { body1(%i) }   ...
 // becomes
 //   kiln_cpu.launch %ctx, 2 flops(sum) bytes(sum) {
 //   ^bb0(%s: i64):
-//     scf.if %s != 0 { scf.for %i = 0 to %n1 { body1(%i) } ... } else { scf.for %i = 0 to %n0 { body0(%i) } ... }
+//     scf.if %s != 0 { kiln_cpu.launch %ctx, %n1 { body1 } ... } else { kiln_cpu.launch %ctx, %n0 { body0 } ... }
 //   }
+//
+// The launches stay launches, nested in the item: the thread pool runs a loop started inside a
+// loop that already has a part for every thread on its calling thread (two sections on two
+// threads: nothing to publish), and publishes it when more threads than sections are there, so
+// that the idle ones help. Each nested launch is in one section only, so only one thread at a
+// time fills its captures (which kiln-outline-cpu-launches puts in @main's frame). The runtime
+// profiles the merged launch as one event.
 //
 // The two sections run side by side only once merged, and kiln-plan-memory already kept their
 // buffers apart (it reads the same tags). A chain is merged only when everything between its
@@ -61,9 +68,10 @@ struct RunBandSectionsPass : impl::RunBandSectionsPassBase<RunBandSectionsPass> 
         if (mergeable(launches))
           merge(launches);
     }
-    // Dense kernel ids in program order (the artifact's kernel table is indexed by them).
+    // Dense kernel ids in program order, a merged launch before those nested in it (the
+    // artifact's kernel table is indexed by them).
     int32_t next = 0;
-    module.walk([&](cpu::LaunchOp launch) { launch.setKernelId(next++); });
+    module.walk<WalkOrder::PreOrder>([&](cpu::LaunchOp launch) { launch.setKernelId(next++); });
   }
 
   /// Both sections present, single-block bodies, and nothing between the first and the last
@@ -111,7 +119,6 @@ struct RunBandSectionsPass : impl::RunBandSectionsPassBase<RunBandSectionsPass> 
     Block *body = b.createBlock(&merged.getBody(), merged.getBody().end(), {i64}, {loc});
     Value item = body->getArgument(0);
     Value zero = arith::ConstantIntOp::create(b, loc, i64, 0);
-    Value one = arith::ConstantIntOp::create(b, loc, i64, 1);
     Value lower = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, item, zero);
     auto ifOp = scf::IfOp::create(b, loc, lower, /*withElseRegion=*/true);
     for (int64_t section : {0, 1}) {
@@ -119,13 +126,9 @@ struct RunBandSectionsPass : impl::RunBandSectionsPassBase<RunBandSectionsPass> 
       for (cpu::LaunchOp launch : launches) {
         if (bandSectionOf(launch.getLoc()).tag->section != section)
           continue;
-        auto loop = scf::ForOp::create(sb, launch.getLoc(), zero, launch.getCount(), one);
-        OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
-        IRMapping map;
-        Block &old = launch.getBody().front();
-        map.map(old.getArgument(0), loop.getInductionVar());
-        for (Operation &op : old.without_terminator())
-          lb.clone(op, map);
+        // Still a launch, nested: on two threads nobody else is free and the thread running the
+        // section runs its items; with more threads the idle ones help.
+        sb.clone(*launch.getOperation());
       }
     }
     b.setInsertionPointToEnd(body);

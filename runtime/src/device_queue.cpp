@@ -27,14 +27,16 @@ void parallelForEntry(void *runtime, int32_t kernelId, kiln_abi_kernel_fn fn, vo
   if (!run.error.empty())
     return; // after a failed launch the rest would compute from garbage
   Device &device = run.queue->device();
-  if (!run.profiling) {
+  if (!run.profiling || run.inProfiledLaunch.load(std::memory_order_relaxed)) {
     device.parallelFor(kernelId, fn, captures, count, flops, bytes, run.error);
     return;
   }
   // Work on host threads is done when the call returns: the host's clock times it.
   using us = std::chrono::duration<double, std::micro>;
   auto begin = std::chrono::steady_clock::now();
+  run.inProfiledLaunch.store(true, std::memory_order_relaxed);
   const bool ran = device.parallelFor(kernelId, fn, captures, count, flops, bytes, run.error);
+  run.inProfiledLaunch.store(false, std::memory_order_relaxed);
   auto end = std::chrono::steady_clock::now();
   if (ran)
     run.profile->push_back(

@@ -7,6 +7,7 @@
 #include "kiln/kiln.h"
 #include "string_tensors.h"
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -42,6 +43,10 @@ struct RunState {
   int64_t allocationFailed = -1; // the bytes of a heap allocation the generated code could not make
   StringRun strings;             // bytes of the strings this run makes, released after it
   std::string error;             // the first failed device operation (a launch, a copy, a product)
+  // A profiled host launch is running: a launch made from inside one of its work items (the
+  // sections of a banded chain, passes/cpu/RunBandSections.cpp) is part of its event, not one of
+  // its own (its time would count twice, and two threads would append at once).
+  std::atomic<bool> inProfiledLaunch{false};
   // CUDA graphs: `capturing` while the run is recorded into a graph instead of run. A run that
   // reads device memory back or writes host results to it (data-dependent sizes, ops on strings)
   // cannot be replayed: `hostWaits` says it did (an eager run), and under capture the read is

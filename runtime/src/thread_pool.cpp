@@ -107,7 +107,20 @@ struct ThreadPool::CallerFpMode {
 #endif
 };
 
+namespace {
+// The parts of the loop this thread is running a chunk of (0 outside any): a loop made inside a
+// chunk of a loop that already has a part for every thread (a banded chain's two sections on two
+// threads, passes/cpu/RunBandSections.cpp) runs on the calling thread, since publishing it would
+// only cost the publication; with more threads than parts, the idle ones help.
+thread_local int tlsEnclosingParts = 0;
+} // namespace
+
 void ThreadPool::runParts(Job &job, int self) {
+  struct Enclosing {
+    int saved;
+    explicit Enclosing(int parts) : saved(tlsEnclosingParts) { tlsEnclosingParts = parts; }
+    ~Enclosing() { tlsEnclosingParts = saved; }
+  } enclosing(job.parts);
   int64_t begin, end;
   if (self < job.parts)
     while (job.part[self].claim(/*fromFront=*/true, begin, end))
@@ -124,7 +137,7 @@ void ThreadPool::parallelFor(kiln_abi_kernel_fn fn, void *captures, int64_t coun
     return;
   const int parts = int(std::min<int64_t>({count, int64_t(threads()), int64_t(Job::kMaxParts)}));
   // A part's offsets are 32-bit (no kernel launches billions of work items).
-  if (workers.empty() || count == 1 || count / parts >= int64_t(UINT32_MAX)) {
+  if (workers.empty() || count == 1 || count / parts >= int64_t(UINT32_MAX) || tlsEnclosingParts >= threads()) {
     fn(captures, 0, count);
     return;
   }

@@ -25,7 +25,8 @@ public:
   int32_t threads() const { return int32_t(workers.size()) + 1; }
 
   // Runs fn over chunks of [0, count). The caller works on its own loop too, so a loop always
-  // finishes even if every worker is busy elsewhere (concurrent callers, nested loops).
+  // finishes even if every worker is busy elsewhere (concurrent callers, nested loops). A loop
+  // started inside a chunk of a loop that has a part for every thread runs on the caller alone.
   void parallelFor(kiln_abi_kernel_fn fn, void *captures, int64_t count);
 
 private:

@@ -108,6 +108,61 @@ TEST(ThreadPool, NestedLoopsFinish) {
 }
 
 namespace {
+// Per nested loop: the thread that ran its outer item, and whether any of its chunks ran on
+// another thread.
+struct NestedOnCaller {
+  ThreadPool *pool;
+  std::thread::id outerThread[2];
+  std::atomic<int> chunksElsewhere{0};
+  std::unique_ptr<Hits> inner[2];
+};
+struct NestedLoopArgs {
+  NestedOnCaller *n;
+  int64_t item;
+};
+void nestedHit(void *captures, int64_t begin, int64_t end) {
+  auto *a = static_cast<NestedLoopArgs *>(captures);
+  if (std::this_thread::get_id() != a->n->outerThread[a->item])
+    ++a->n->chunksElsewhere;
+  hit(a->n->inner[a->item].get(), begin, end);
+  // A few microseconds per index, so that the thread whose loop is short is free while the
+  // other's still runs (and would take part of it if it were published).
+  auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(2 * (end - begin));
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+void outerItems(void *captures, int64_t begin, int64_t end) {
+  auto *n = static_cast<NestedOnCaller *>(captures);
+  for (int64_t i = begin; i < end; ++i) {
+    n->outerThread[i] = std::this_thread::get_id();
+    NestedLoopArgs args{n, i};
+    n->pool->parallelFor(nestedHit, &args, int64_t(n->inner[i]->count.size()));
+  }
+}
+} // namespace
+
+// A loop started inside a chunk of a loop that has a part for every thread (a banded chain's two
+// sections on two threads) runs on the thread that started it: every other thread has its own
+// part, so publishing it would only cost the publication. With more threads than parts, such a
+// loop is published and still covers every index once.
+TEST(ThreadPool, ALoopNestedInAPartPerThreadRunsOnItsCaller) {
+  for (int32_t threads : {2, 4}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 20; ++round) {
+      NestedOnCaller n;
+      n.pool = &pool;
+      n.inner[0] = std::make_unique<Hits>(400); // about 0.8 ms
+      n.inner[1] = std::make_unique<Hits>(8);
+      pool.parallelFor(outerItems, &n, 2);
+      expectEachOnce(*n.inner[0]);
+      expectEachOnce(*n.inner[1]);
+      if (threads == 2)
+        EXPECT_EQ(n.chunksElsewhere.load(), 0) << "round " << round;
+    }
+  }
+}
+
+namespace {
 // The first index each thread ran. Each thread's first chunk waits (up to a second) for the
 // other's, so neither can finish its own part and take the other's before that one starts.
 struct FirstChunks {

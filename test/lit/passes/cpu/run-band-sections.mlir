@@ -1,8 +1,9 @@
 // kiln-run-band-sections: the launches of a banded chain's two sections become one launch of
-// two work items, item 0 running section 0's launches in order (each an scf.for over its
-// items), item 1 section 1's; flops and bytes add up, source nodes join, and kernel ids are
-// renumbered in program order. A chain with one section only, or with an op touching memory
-// between its launches, stays as it was.
+// two work items, item 0 running section 0's launches in order (nested in it, each still a
+// launch over its items), item 1 section 1's; flops and bytes add up, source nodes join, and
+// kernel ids are renumbered in program order, a merged launch before those nested in it. A
+// chain with one section only, or with an op touching memory between its launches, stays as
+// it was.
 // RUN: kiln-opt %s -split-input-file -kiln-run-band-sections | FileCheck %s
 
 // CHECK-LABEL: func @two_sections
@@ -15,17 +16,17 @@
 // CHECK: ^bb0(%[[ITEM:.*]]: i64):
 // CHECK: %[[LOWER:.*]] = arith.cmpi ne, %[[ITEM]], %c0_i64
 // CHECK: scf.if %[[LOWER]] {
-// CHECK:   scf.for %{{.*}} = %c0_i64 to %c4_i64 step %c1_i64 {{.*}}: i64 {
+// CHECK:   kiln_cpu.launch %arg0, %c4_i64 flops(%c30_i64) bytes(%c30_i64) attributes {kernel_id = 2 : i32
 // CHECK:     memref.store %{{.*}}, %arg1[%c2]
-// CHECK:   scf.for %{{.*}} = %c0_i64 to %c2_i64 step %c1_i64 {{.*}}: i64 {
+// CHECK:   kiln_cpu.launch %arg0, %c2_i64 flops(%c40_i64) bytes(%c40_i64) attributes {kernel_id = 3 : i32
 // CHECK:     memref.store %{{.*}}, %arg1[%c3]
 // CHECK: } else {
-// CHECK:   scf.for %{{.*}} = %c0_i64 to %c4_i64 step %c1_i64 {{.*}}: i64 {
+// CHECK:   kiln_cpu.launch %arg0, %c4_i64 flops(%c10_i64) bytes(%c10_i64) attributes {kernel_id = 4 : i32
 // CHECK:     memref.store %{{.*}}, %arg1[%c0]
-// CHECK:   scf.for %{{.*}} = %c0_i64 to %c2_i64 step %c1_i64 {{.*}}: i64 {
+// CHECK:   kiln_cpu.launch %arg0, %c2_i64 flops(%c20_i64) bytes(%c20_i64) attributes {kernel_id = 5 : i32
 // CHECK:     memref.store %{{.*}}, %arg1[%c1]
 // CHECK: kiln_cpu.yield
-// CHECK: kiln_cpu.launch %arg0, %c8_i64 {{.*}}kernel_id = 2 : i32, kiln.source_nodes = ["after"]
+// CHECK: kiln_cpu.launch %arg0, %c8_i64 {{.*}}kernel_id = 6 : i32, kiln.source_nodes = ["after"]
 // CHECK-NOT: kiln_cpu.launch
 #u0 = loc(fused<{kiln.band_chain = 0 : i64, kiln.band_section = 0 : i64}>["expand"])
 #u1 = loc(fused<{kiln.band_chain = 0 : i64, kiln.band_section = 0 : i64}>["project"])
