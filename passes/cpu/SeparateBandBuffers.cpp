@@ -34,11 +34,13 @@ struct SeparateBandBuffersPass : impl::SeparateBandBuffersPassBase<SeparateBandB
         // Right before the user (its ancestor in the empty's block): the buffer's lifetime then
         // starts where the band does, so bands of one section can reuse each other's bytes.
         Operation *at = empty->getBlock()->findAncestorOpInBlock(*use->getOwner());
-        bool sizesDominate = llvm::all_of(empty.getDynamicSizes(), [&](Value v) {
+        // The sizes are defined before the empty, so in its block or one around it; those in
+        // its block must come before the user too.
+        bool sizesDominate = at && llvm::all_of(empty.getDynamicSizes(), [&](Value v) {
           Operation *def = v.getDefiningOp();
           return !def || def->getBlock() != at->getBlock() || def->isBeforeInBlock(at);
         });
-        OpBuilder b(at && sizesDominate ? at : empty.getOperation());
+        OpBuilder b(sizesDominate ? at : empty.getOperation());
         auto own = tensor::EmptyOp::create(b, use->getOwner()->getLoc(), empty.getType(), empty.getDynamicSizes());
         use->set(own);
       }

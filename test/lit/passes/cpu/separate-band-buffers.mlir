@@ -36,3 +36,24 @@ func.func @untagged(%x: tensor<4x16xf32>, %y: tensor<4x16xf32>) -> (tensor<4x16x
   %b = linalg.copy ins(%y : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
   return %a, %b : tensor<4x16xf32>, tensor<4x16xf32>
 }
+
+// -----
+
+// Dynamic sizes: each new empty takes the same size values, right before its user.
+// CHECK-LABEL: func @dynamic_rows
+// CHECK: %[[N:.*]] = tensor.dim %arg0, %c0
+// CHECK: %[[E0:.*]] = tensor.empty(%[[N]]) : tensor<?x16xf32>
+// CHECK-NEXT: linalg.copy ins(%arg0 : tensor<?x16xf32>) outs(%[[E0]] : tensor<?x16xf32>)
+// CHECK: %[[E1:.*]] = tensor.empty(%[[N]]) : tensor<?x16xf32>
+// CHECK-NEXT: linalg.copy ins(%arg1 : tensor<?x16xf32>) outs(%[[E1]] : tensor<?x16xf32>)
+// CHECK-NOT: tensor.empty
+#u = loc(fused<{kiln.band_chain = 0 : i64, kiln.band_section = 0 : i64}>["upper"])
+#l = loc(fused<{kiln.band_chain = 0 : i64, kiln.band_section = 1 : i64}>["lower"])
+func.func @dynamic_rows(%x: tensor<?x16xf32>, %y: tensor<?x16xf32>) -> (tensor<?x16xf32>, tensor<?x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x16xf32>
+  %e = tensor.empty(%n) : tensor<?x16xf32>
+  %a = linalg.copy ins(%x : tensor<?x16xf32>) outs(%e : tensor<?x16xf32>) -> tensor<?x16xf32> loc(#u)
+  %b = linalg.copy ins(%y : tensor<?x16xf32>) outs(%e : tensor<?x16xf32>) -> tensor<?x16xf32> loc(#l)
+  return %a, %b : tensor<?x16xf32>, tensor<?x16xf32>
+}
