@@ -384,6 +384,22 @@ struct BandConvChainsPass : impl::BandConvChainsPassBase<BandConvChainsPass> {
     return per;
   }
 
+  /// Rows per band for two sections: an even number of bands; of half the budget where their
+  /// halo rows cost at most 4% more rows, since one thread runs both sections, each in its own
+  /// buffers, and bands of half the budget keep the two in L2 together.
+  int64_t sectionBandRows(const Chain &chain, int64_t per) {
+    int64_t total = mapRows(chain.last);
+    per = evenBandRows(chain, per);
+    int64_t half = bandRows(chain, bandBytes / 2);
+    if (half == 0)
+      return per;
+    half = evenBandRows(chain, half);
+    auto even = [&](int64_t rows) { return ceilDiv(total, rows) % 2 == 0; };
+    if (even(half) && even(per) && rowsComputed(chain, half) * 100 <= rowsComputed(chain, per) * 104)
+      return half;
+    return per;
+  }
+
   void runOnOperation() override {
     SmallVector<Operation *> heads;
     getOperation().walk([&](graph::PackedConvOp conv) { heads.push_back(conv); });
@@ -401,28 +417,16 @@ struct BandConvChainsPass : impl::BandConvChainsPassBase<BandConvChainsPass> {
       int64_t total = mapRows(chain->last);
       if (per == 0)
         continue;
-      if (sections) {
-        per = evenBandRows(*chain, per);
-        // One thread runs both sections, each in its own buffers: bands of half the budget keep
-        // the two in L2 together, unless their halo rows cost 4% more rows than these bands.
-        int64_t half = bandRows(*chain, bandBytes / 2);
-        if (half > 0)
-          half = evenBandRows(*chain, half);
-        if (half > 0 && ceilDiv(total, half) % 2 == 0 && ceilDiv(total, per) % 2 == 0 &&
-            rowsComputed(*chain, half) * 100 <= rowsComputed(*chain, per) * 104)
-          per = half;
-      }
+      if (sections)
+        per = sectionBandRows(*chain, per);
       SmallVector<llvm::DenseMap<Value, Rows>> bands;
-      int64_t banded = 0, whole = 0;
       for (int64_t lo = 0; lo < total; lo += per) {
         bands.emplace_back();
         neededRows(*chain, {lo, std::min(total, lo + per)}, bands.back());
       }
-      for (Operation *op : chain->ops) {
-        for (const auto &rows : bands)
-          banded += rows.lookup(op->getResult(0)).size();
+      int64_t banded = rowsComputed(*chain, per), whole = 0;
+      for (Operation *op : chain->ops)
         whole += mapRows(op->getResult(0));
-      }
       Operation *lastOp = chain->last.getDefiningOp();
       // Named now: the chain's ops are erased below.
       std::string name = nodeName(head->getLoc()) + " -> " + nodeName(lastOp->getLoc());

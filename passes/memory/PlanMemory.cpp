@@ -202,11 +202,8 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
     ChainSpans spans;
     for (auto [i, op] : llvm::enumerate(body)) {
       position[&op] = int64_t(i);
-      if (std::optional<BandSection> tag = bandSectionOf(op.getLoc()).tag) {
-        auto [it, fresh] = spans.try_emplace(tag->chain, int64_t(i), int64_t(i));
-        it->second.first = std::min(it->second.first, int64_t(i));
-        it->second.second = std::max(it->second.second, int64_t(i));
-      }
+      if (std::optional<BandSection> tag = bandSectionOf(op.getLoc()).tag)
+        spans.try_emplace(tag->chain, int64_t(i), int64_t(i)).first->second.second = int64_t(i);
     }
 
     // Intermediates and the heap allocations left alone.
@@ -303,11 +300,10 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
         chainSlots[buffers[order[k]].band->chain].push_back(k);
     for (auto &[chain, slots] : chainSlots) {
       SmallVector<int64_t> members;
-      for (size_t k : slots)
-        members.push_back(order[k]);
-      llvm::stable_sort(members, [&](int64_t x, int64_t y) {
-        return buffers[x].band->section < buffers[y].band->section;
-      });
+      for (int64_t section : {0, 1})
+        for (size_t k : slots)
+          if (buffers[order[k]].band->section == section)
+            members.push_back(order[k]);
       for (auto [k, member] : llvm::zip(slots, members))
         order[k] = member;
     }
