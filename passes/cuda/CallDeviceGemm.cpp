@@ -4,6 +4,11 @@
 // the one-thread-per-output loops kiln-form-gpu-launches makes. The runtime loads the library at
 // run time; where it is missing, or refuses a layout, `gemm` returns nonzero and the original
 // loop nest (now inside an scf.if) runs instead, so the artifact is correct on every machine.
+//
+// The elementwise op right after a product that adds a bias row and/or a residual to it, and
+// maybe applies ReLU (a Linear layer's bias, a transformer's residual connection), goes into the
+// same call (`gemm_epilogue`: cuBLASLt's BIAS/RELU epilogues, the residual as C), so it is no
+// launch of its own and the product is never written to memory and read back.
 #include "passes/cuda/Passes.h"
 #include "passes/host/Passes.h"
 #include "passes/host/RuntimeContext.h"
@@ -31,6 +36,8 @@ namespace {
 constexpr int64_t slotOf(size_t offset) { return int64_t(offset / 8); }
 constexpr int64_t kSlots = int64_t(sizeof(kiln_abi_gemm) / 8);
 static_assert(sizeof(kiln_abi_gemm) % 8 == 0, "every kiln_abi_gemm field is 8 bytes");
+constexpr int64_t kEpilogueSlots = int64_t(sizeof(kiln_abi_epilogue) / 8);
+static_assert(sizeof(kiln_abi_epilogue) % 8 == 0, "every kiln_abi_epilogue field is 8 bytes");
 
 /// The ONNX dtype code of a float type the runtime's gemm takes (0 for others).
 int64_t dtypeCode(Type t) {
@@ -179,19 +186,20 @@ std::optional<Roles> matchMaps(linalg::GenericOp g) {
   return r;
 }
 
+/// An op that neither reads nor writes memory (index math, views, allocations).
+bool benign(Operation *op) {
+  if (op->getNumRegions() != 0)
+    return false;
+  if (isMemoryEffectFree(op))
+    return true;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  return effects && !effects.hasEffect<MemoryEffects::Read>() && !effects.hasEffect<MemoryEffects::Write>() &&
+         !effects.hasEffect<MemoryEffects::Free>();
+}
+
 /// The linalg.fill of 0 that initializes `g`'s output just before it (nothing that touches
 /// memory in between), or null.
 linalg::FillOp zeroFillBefore(linalg::GenericOp g) {
-  // Skipped: ops that neither read nor write memory (index math, views, allocations).
-  auto benign = [](Operation *op) {
-    if (op->getNumRegions() != 0)
-      return false;
-    if (isMemoryEffectFree(op))
-      return true;
-    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-    return effects && !effects.hasEffect<MemoryEffects::Read>() && !effects.hasEffect<MemoryEffects::Write>() &&
-           !effects.hasEffect<MemoryEffects::Free>();
-  };
   Operation *prev = g->getPrevNode();
   while (prev && benign(prev))
     prev = prev->getPrevNode();
@@ -201,6 +209,129 @@ linalg::FillOp zeroFillBefore(linalg::GenericOp g) {
   auto c = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
   auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
   return f && f.getValue().isZero() ? fill : linalg::FillOp();
+}
+
+/// What kiln_abi_epilogue takes over from the elementwise op `op` after a product P:
+/// out = act(P + bias[n] + residual), the adds in any order, act ReLU or nothing.
+struct Epilogue {
+  linalg::GenericOp op;
+  Value out, bias, residual; // the op's output; a row vector along the product's n; like P
+  bool relu = false;
+};
+
+/// `v` as max(x, 0) (kiln's Relu: select(x > 0, x, 0), or a maximum op): x, else null.
+Value reluOperand(Value v, SmallPtrSetImpl<Operation *> &seen) {
+  auto isZero = [](Value z) {
+    auto c = z.getDefiningOp<arith::ConstantOp>();
+    auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
+    return f && f.getValue().isZero();
+  };
+  if (auto sel = v.getDefiningOp<arith::SelectOp>()) {
+    auto cmp = sel.getCondition().getDefiningOp<arith::CmpFOp>();
+    if (cmp && cmp.getPredicate() == arith::CmpFPredicate::OGT && cmp.getLhs() == sel.getTrueValue() &&
+        isZero(cmp.getRhs()) && isZero(sel.getFalseValue())) {
+      seen.insert(sel);
+      seen.insert(cmp);
+      seen.insert(cmp.getRhs().getDefiningOp());
+      seen.insert(sel.getFalseValue().getDefiningOp());
+      return sel.getTrueValue();
+    }
+    return {};
+  }
+  Operation *max = v.getDefiningOp();
+  if (max && isa<arith::MaximumFOp, arith::MaxNumFOp>(max) && isZero(max->getOperand(1))) {
+    seen.insert(max);
+    seen.insert(max->getOperand(1).getDefiningOp());
+    return max->getOperand(0);
+  }
+  return {};
+}
+
+/// The epilogue of product `g` (output `c`, its n loop at `nPos` of C), or nullopt: the next op
+/// that touches memory, an elementwise generic marked by kiln-mark-gemm-epilogues as the only
+/// reader of the product, reading C where it writes (identity maps) and nothing else but what it
+/// adds. (Whether its output overlaps the product's operands is for the runtime to see: the memory
+/// plan may give it their bytes, as they die at the product; the runtime then declines.)
+std::optional<Epilogue> matchEpilogue(linalg::GenericOp g, Value c, int64_t nPos) {
+  Operation *next = g->getNextNode();
+  while (next && benign(next))
+    next = next->getNextNode();
+  auto e = dyn_cast_or_null<linalg::GenericOp>(next);
+  if (!e || !e.hasPureBufferSemantics() || e.getNumDpsInits() != 1 || e.getNumReductionLoops() != 0)
+    return std::nullopt;
+  auto mark = e->getAttrOfType<IntegerAttr>(kGemmEpilogueAttr);
+  if (!mark || mark.getInt() < 0 || mark.getInt() >= e.getNumDpsInputs() ||
+      e.getDpsInputOperand(unsigned(mark.getInt()))->get() != c)
+    return std::nullopt;
+  Type et = cast<MemRefType>(c.getType()).getElementType();
+  Epilogue ep;
+  ep.op = e;
+  ep.out = e.getDpsInitOperand(0)->get();
+  auto outType = cast<MemRefType>(ep.out.getType());
+  if (outType.getElementType() != et || outType.getRank() != cast<MemRefType>(c.getType()).getRank() ||
+      !e.getMatchingIndexingMap(e.getDpsInitOperand(0)).isIdentity() || cuda::isHostGlobal(ep.out))
+    return std::nullopt;
+  // The inputs: C once (identity), at most one bias (the n loop only) and one residual (identity).
+  int64_t productArg = -1, biasArg = -1, residualArg = -1;
+  for (OpOperand *in : e.getDpsInputOperands()) {
+    Value v = in->get();
+    auto type = dyn_cast<MemRefType>(v.getType());
+    AffineMap map = e.getMatchingIndexingMap(in);
+    if (!type || type.getElementType() != et || cuda::isHostGlobal(v))
+      return std::nullopt;
+    int64_t index = in->getOperandNumber();
+    if (v == c && map.isIdentity() && productArg < 0) {
+      productArg = index;
+    } else if (v != c && map.isIdentity() && residualArg < 0 && type.getLayout().isIdentity() &&
+               outType.getLayout().isIdentity()) {
+      // It is read with the output's strides: both dense, of one shape (the maps are identities).
+      residualArg = index;
+      ep.residual = v;
+    } else if (v != c && map.getNumResults() == 1 && map.getResult(0) == getAffineDimExpr(nPos, e.getContext()) &&
+               biasArg < 0) {
+      biasArg = index;
+      ep.bias = v;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (productArg < 0 || (biasArg < 0 && residualArg < 0))
+    return std::nullopt;
+  // The body: an optional ReLU over a sum of the inputs, each exactly once.
+  Block &body = e.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  SmallPtrSet<Operation *, 8> seen = {yield};
+  Value sum = yield.getOperand(0);
+  if (Value x = reluOperand(sum, seen)) {
+    ep.relu = true;
+    sum = x;
+  }
+  SmallVector<int64_t> leaves;
+  SmallVector<Value> work = {sum};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner() == &body) {
+      leaves.push_back(arg.getArgNumber());
+      continue;
+    }
+    auto add = v.getDefiningOp<arith::AddFOp>();
+    if (!add || add->getBlock() != &body || !seen.insert(add).second)
+      return std::nullopt;
+    work.push_back(add.getLhs());
+    work.push_back(add.getRhs());
+  }
+  llvm::sort(leaves);
+  SmallVector<int64_t> want = {productArg};
+  for (int64_t i : {biasArg, residualArg})
+    if (i >= 0)
+      want.push_back(i);
+  llvm::sort(want);
+  if (leaves != want || int64_t(want.size()) != e.getNumDpsInputs())
+    return std::nullopt;
+  for (Operation &op : body)
+    if (!seen.contains(&op))
+      return std::nullopt;
+  return ep;
 }
 
 struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
@@ -235,6 +366,10 @@ struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
     if (!body || !roles)
       return;
     linalg::FillOp fill = zeroFillBefore(g);
+    // An epilogue needs the product alone in C (the zero fill): the beta term is its residual.
+    std::optional<Epilogue> epilogue;
+    if (fill)
+      epilogue = matchEpilogue(g, c, positionOf(g.getIndexingMapsArray()[2], roles->n));
     Location loc = g.getLoc();
     MLIRContext *ctx = &getContext();
     auto ptr = LLVM::LLVMPointerType::get(ctx);
@@ -244,7 +379,9 @@ struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
     Value count = LLVM::ConstantOp::create(entry, loc, i64, entry.getI64IntegerAttr(kSlots));
     Value args = LLVM::AllocaOp::create(entry, loc, ptr, i64, count, alignof(kiln_abi_gemm));
 
-    OpBuilder b(g);
+    // With an epilogue the call goes where the epilogue op was: what it uses (its output, a view
+    // made after the product) is defined by then, and the ops passed over touch no memory.
+    OpBuilder b(epilogue ? epilogue->op.getOperation() : g.getOperation());
     auto host = [&](Operation *op) { op->setAttr(cuda::kHostOpAttr, b.getUnitAttr()); };
     auto store = [&](int64_t slot, Value v) {
       if (v.getType().isIndex())
@@ -260,7 +397,8 @@ struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
     };
 
     SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-    Value operands[3] = {a, bv, c};
+    // With an epilogue the call writes its output, which has C's dims (identity maps).
+    Value operands[3] = {a, bv, epilogue ? epilogue->out : c};
     SmallVector<memref::ExtractStridedMetadataOp> meta;
     for (Value v : operands)
       meta.push_back(memref::ExtractStridedMetadataOp::create(b, loc, v));
@@ -304,16 +442,50 @@ struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
                                                                APFloat(body->constantScale.value_or(1.0)))
                                     .getResult();
     store(slotOf(offsetof(kiln_abi_gemm, alpha)), bits(alpha));
+    const bool accumulates = !fill || (epilogue && epilogue->residual);
     store(slotOf(offsetof(kiln_abi_gemm, beta)),
-          bits(arith::ConstantFloatOp::create(b, loc, b.getF64Type(), APFloat(fill ? 0.0 : 1.0))));
+          bits(arith::ConstantFloatOp::create(b, loc, b.getF64Type(), APFloat(accumulates ? 1.0 : 0.0))));
 
     Value context = main.getArgument(0);
-    Value fn = contextField(b, loc, context, ctxfield::kGemm);
     Value runtime = contextField(b, loc, context, ctxfield::kRuntime);
-    host(fn.getDefiningOp());
     host(runtime.getDefiningOp());
-    auto type = LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr, ptr});
-    auto call = LLVM::CallOp::create(b, loc, type, ValueRange{fn, runtime, args});
+    LLVM::CallOp call;
+    if (!epilogue) {
+      Value fn = contextField(b, loc, context, ctxfield::kGemm);
+      host(fn.getDefiningOp());
+      auto type = LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr, ptr});
+      call = LLVM::CallOp::create(b, loc, type, ValueRange{fn, runtime, args});
+    } else {
+      Value epilogueCount = LLVM::ConstantOp::create(entry, loc, i64, entry.getI64IntegerAttr(kEpilogueSlots));
+      Value epi = LLVM::AllocaOp::create(entry, loc, ptr, i64, epilogueCount, alignof(kiln_abi_epilogue));
+      auto storeEpi = [&](int64_t slot, Value v) {
+        if (v.getType().isIndex())
+          v = arith::IndexCastOp::create(b, loc, i64, v);
+        Value at = LLVM::GEPOp::create(b, loc, ptr, i64, epi, ArrayRef<LLVM::GEPArg>{int32_t(slot)});
+        host(LLVM::StoreOp::create(b, loc, v, at));
+      };
+      auto address = [&](Value buffer) -> Value {
+        if (!buffer)
+          return arith::ConstantIntOp::create(b, loc, i64, 0);
+        return LLVM::PtrToIntOp::create(b, loc, i64, cuda::bufferAddress(b, loc, buffer));
+      };
+      storeEpi(slotOf(offsetof(kiln_abi_epilogue, c_source)), address(epilogue->residual));
+      storeEpi(slotOf(offsetof(kiln_abi_epilogue, bias)), address(epilogue->bias));
+      Value biasStride = constant(0);
+      int64_t biasType = 0;
+      if (epilogue->bias) {
+        biasStride = memref::ExtractStridedMetadataOp::create(b, loc, epilogue->bias).getStrides()[0];
+        biasType = dtypeCode(cast<MemRefType>(epilogue->bias.getType()).getElementType());
+      }
+      storeEpi(slotOf(offsetof(kiln_abi_epilogue, bias_type)), arith::ConstantIntOp::create(b, loc, i64, biasType));
+      storeEpi(slotOf(offsetof(kiln_abi_epilogue, bias_stride)), biasStride);
+      storeEpi(slotOf(offsetof(kiln_abi_epilogue, activation)),
+               arith::ConstantIntOp::create(b, loc, i64, epilogue->relu ? 1 : 0));
+      Value fn = contextField(b, loc, context, ctxfield::kGemmEpilogue);
+      host(fn.getDefiningOp());
+      auto type = LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr, ptr, ptr});
+      call = LLVM::CallOp::create(b, loc, type, ValueRange{fn, runtime, args, epi});
+    }
     host(call);
     Value declined = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, call.getResult(),
                                            arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
@@ -323,6 +495,9 @@ struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
     if (fill)
       fill->moveBefore(end);
     g->moveBefore(end);
+    // The epilogue op follows.
+    if (epilogue)
+      epilogue->op->moveBefore(end);
   }
 };
 

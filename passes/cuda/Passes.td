@@ -43,6 +43,20 @@ def FillPerDestinationPass : Pass<"kiln-fill-per-destination", "::mlir::func::Fu
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
 }
 
+def MarkGemmEpiloguesPass : Pass<"kiln-mark-gemm-epilogues", "::mlir::func::FuncOp"> {
+  let summary = "Mark the elementwise op that is the only reader of a matrix product";
+  let description = [{
+    For --target=cuda, at the end of the linalg phase (on tensors). An
+    elementwise `linalg.generic` with an input that is the result of a
+    contraction (two inputs, one output, one reduction loop) used by nothing
+    else gets `kiln.gemm_epilogue` = that input's index. kiln-call-device-gemm
+    folds such an op (a bias row, a residual, ReLU) into the product's cuBLASLt
+    call only when it carries the mark: after bufferization the memory plan and
+    CSE share buffer views between tensors, so whether anything else reads the
+    product can no longer be seen there.
+  }];
+}
+
 def ResolveReshapeShapesPass : Pass<"kiln-resolve-reshape-shapes", "::mlir::func::FuncOp"> {
   let summary = "Turn memref.reshape with a known shape operand into memref.reinterpret_cast";
   let description = [{

@@ -33,6 +33,7 @@ enum : int32_t {
   kDeviceRead = index(offsetof(kiln_abi_context, device_read)),
   kDeviceWrite = index(offsetof(kiln_abi_context, device_write)),
   kGemm = index(offsetof(kiln_abi_context, gemm)),
+  kGemmEpilogue = index(offsetof(kiln_abi_context, gemm_epilogue)),
   kCount = index(sizeof(kiln_abi_context)),
 };
 } // namespace ctxfield
@@ -41,7 +42,7 @@ enum : int32_t {
 // member is a pointer, packed.
 static_assert(sizeof(kiln_abi_context) % sizeof(void *) == 0 && alignof(kiln_abi_context) == alignof(void *),
               "kiln_abi_context must be a sequence of pointers");
-static_assert(ctxfield::kGemm == ctxfield::kCount - 1, "a kiln_abi_context field has no ctxfield index here");
+static_assert(ctxfield::kGemmEpilogue == ctxfield::kCount - 1, "a kiln_abi_context field has no ctxfield index here");
 
 /// Field `i` of the context (a ctxfield value).
 inline mlir::Value contextField(mlir::OpBuilder &b, mlir::Location loc, mlir::Value context, int32_t i) {

@@ -75,12 +75,13 @@ public:
   }
   // The emulated CUDA code's matrix products, on the calling thread. KILN_HOST_GEMM=decline
   // declines them all, so the code's own kernels (its fallback when cuBLASLt is missing) run.
-  GemmResult gemm(void *, const kiln_abi_gemm &product, void *, uint64_t, std::string &) override {
+  GemmResult gemm(void *, const kiln_abi_gemm &product, const kiln_abi_epilogue *epilogue, void *, uint64_t,
+                  std::string &) override {
     static const bool decline = [] {
       const char *v = std::getenv("KILN_HOST_GEMM");
       return v && std::strcmp(v, "decline") == 0;
     }();
-    return decline || hostGemm(product) != 0 ? GemmResult::Declined : GemmResult::Done;
+    return decline || hostGemm(product, epilogue) != 0 ? GemmResult::Declined : GemmResult::Done;
   }
 
 private:

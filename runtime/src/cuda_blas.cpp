@@ -1,5 +1,6 @@
 // cuBLASLt through dlopen: the layout of each product as the library wants it, and the calls.
 #include "cuda_blas.h"
+#include "host_gemm.h"
 
 #include <climits>
 #include <cstdlib>
@@ -54,26 +55,33 @@ bool describe(BlasMatrix &x, int64_t rows, int64_t cols, int64_t sr, int64_t sc,
   return false;
 }
 
-// The largest power of two (up to 256) dividing every batch's and every column's start.
-uint32_t alignment(const BlasMatrix &x, int32_t batch, const BlasPlan &plan) {
-  const int64_t bytes = elementBytes(x.type);
-  uint64_t bits = uint64_t(reinterpret_cast<uintptr_t>(x.data));
-  if (x.cols > 1)
-    bits |= uint64_t(x.ld) * uint64_t(bytes);
-  if (batch > 1)
-    bits |= uint64_t(x.batchStride) * uint64_t(bytes);
-  for (int i = 0; i < plan.outerRank; ++i)
-    bits |= uint64_t(x.outerStride[i]) * uint64_t(bytes);
+// The largest power of two (up to 256) dividing `bits`.
+uint32_t powerOfTwoDividing(uint64_t bits) {
   uint32_t a = 256;
   while (a > 1 && (bits & (a - 1)) != 0)
     a /= 2;
   return a;
 }
 
+// The largest power of two (up to 256) dividing every batch's and every column's start, the
+// matrix starting at `data`.
+uint32_t alignment(const BlasMatrix &x, const void *data, int32_t batch, const BlasPlan &plan) {
+  const int64_t bytes = elementBytes(x.type);
+  uint64_t bits = uint64_t(reinterpret_cast<uintptr_t>(data));
+  if (x.cols > 1)
+    bits |= uint64_t(x.ld) * uint64_t(bytes);
+  if (batch > 1)
+    bits |= uint64_t(x.batchStride) * uint64_t(bytes);
+  for (int i = 0; i < plan.outerRank; ++i)
+    bits |= uint64_t(x.outerStride[i]) * uint64_t(bytes);
+  return powerOfTwoDividing(bits);
+}
+
 } // namespace
 
 namespace {
-bool planWith(const kiln_abi_gemm &g, BlasPlan &plan, std::string &why, bool fold) {
+bool planWith(const kiln_abi_gemm &g, const kiln_abi_epilogue *epilogue, BlasPlan &plan, std::string &why,
+              bool fold) {
   const int32_t at = cudaType(g.a_type), bt = cudaType(g.b_type), ct = cudaType(g.c_type);
   if (at < 0 || at != bt || (ct != at && ct != kTypeF32)) {
     why = "element types " + std::to_string(g.a_type) + " x " + std::to_string(g.b_type) + " -> " +
@@ -102,6 +110,10 @@ bool planWith(const kiln_abi_gemm &g, BlasPlan &plan, std::string &why, bool fol
   }
   if (negative || empty) {
     why = negative ? "a negative stride" : "an empty product";
+    return false;
+  }
+  if (gemmOutputOverlaps(g, epilogue)) {
+    why = "the output overlaps an operand";
     return false;
   }
   // A batch dim only A has (B's stride 0) is more rows of A and C, one only B has more columns.
@@ -198,17 +210,41 @@ bool planWith(const kiln_abi_gemm &g, BlasPlan &plan, std::string &why, bool fol
     }
   }
   for (BlasMatrix *x : {&plan.a, &plan.b, &plan.d})
-    x->alignment = alignment(*x, plan.batch, plan);
+    x->alignment = alignment(*x, x->data, plan.batch, plan);
   plan.alpha = float(g.alpha);
   plan.beta = float(g.beta);
+  if (!epilogue)
+    return true;
+  const kiln_abi_epilogue &e = *epilogue;
+  if (e.activation != 0 && e.activation != 1) {
+    why = "activation " + std::to_string(e.activation);
+    return false;
+  }
+  if (e.c_source) {
+    plan.cSource = e.c_source;
+    plan.cAlignment = alignment(plan.d, e.c_source, plan.batch, plan);
+  }
+  if (e.bias) {
+    // cuBLASLt adds one packed value per row of D, which is kiln's n only when D is C^T, and only
+    // when no batch was folded into n (the bias would have to repeat).
+    if (!rowMajor || n != g.n || cudaType(e.bias_type) != ct || (g.n > 1 && e.bias_stride != 1)) {
+      why = "a bias cuBLASLt cannot add (one packed value per column of a row-major output, C's type)";
+      return false;
+    }
+    plan.bias = e.bias;
+    plan.biasAlignment = powerOfTwoDividing(uint64_t(reinterpret_cast<uintptr_t>(e.bias)));
+  }
+  plan.epilogue = (e.bias ? kEpilogueBias : 0) | (e.activation == 1 ? kEpilogueRelu : 0);
+  if (plan.epilogue == 0)
+    plan.epilogue = kEpilogueDefault;
   return true;
 }
 } // namespace
 
-bool planGemm(const kiln_abi_gemm &g, BlasPlan &plan, std::string &why) {
+bool planGemm(const kiln_abi_gemm &g, const kiln_abi_epilogue *epilogue, BlasPlan &plan, std::string &why) {
   // A fold can leave an operand strided both ways (rows of one element gathered from batches
   // apart) where the batch as a batch was fine.
-  return planWith(g, plan, why, true) || planWith(g, plan, why, false);
+  return planWith(g, epilogue, plan, why, true) || planWith(g, epilogue, plan, why, false);
 }
 
 struct CudaBlas::Library {
@@ -328,6 +364,11 @@ CudaBlas::Result CudaBlas::run(const BlasPlan &plan, void *stream, void *workspa
   if ((status = lib.descSet(desc, kDescTransA, &opA, sizeof opA)) != 0 ||
       (status = lib.descSet(desc, kDescTransB, &opB, sizeof opB)) != 0)
     return failed("cublasLtMatmulDescSetAttribute", status);
+  // The bias pointer before the heuristic, which picks kernels by its alignment.
+  if (plan.epilogue != kEpilogueDefault &&
+      ((status = lib.descSet(desc, kDescEpilogue, &plan.epilogue, sizeof plan.epilogue)) != 0 ||
+       (plan.bias && (status = lib.descSet(desc, kDescBiasPointer, &plan.bias, sizeof plan.bias)) != 0)))
+    return failed("cublasLtMatmulDescSetAttribute", status);
   const BlasMatrix *matrices[3] = {&plan.a, &plan.b, &plan.d};
   for (int i = 0; i < 3; ++i) {
     const BlasMatrix &x = *matrices[i];
@@ -345,7 +386,8 @@ CudaBlas::Result CudaBlas::run(const BlasPlan &plan, void *stream, void *workspa
                                     int64_t(plan.b.cols), plan.b.ld, int64_t(plan.d.rows), int64_t(plan.d.cols),
                                     plan.d.ld, plan.batch, plan.a.batchStride, plan.b.batchStride,
                                     plan.d.batchStride, plan.a.alignment, plan.b.alignment, plan.d.alignment,
-                                    int64_t(workspaceBytes)};
+                                    int64_t(workspaceBytes), plan.epilogue, plan.cSource != nullptr,
+                                    plan.cAlignment, plan.biasAlignment};
   Algorithm algorithm;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -355,7 +397,8 @@ CudaBlas::Result CudaBlas::run(const BlasPlan &plan, void *stream, void *workspa
     } else {
       void *pref = nullptr;
       if (lib.prefCreate(&pref) == 0) {
-        const uint32_t align[4] = {plan.a.alignment, plan.b.alignment, plan.d.alignment, plan.d.alignment};
+        const uint32_t align[4] = {plan.a.alignment, plan.b.alignment,
+                                   plan.cSource ? plan.cAlignment : plan.d.alignment, plan.d.alignment};
         bool set = lib.prefSet(pref, kPrefMaxWorkspace, &workspaceBytes, sizeof workspaceBytes) == 0;
         for (int i = 0; i < 4 && set; ++i)
           set = lib.prefSet(pref, kPrefMinAlignmentA + i, &align[i], sizeof align[i]) == 0;
@@ -390,7 +433,9 @@ CudaBlas::Result CudaBlas::run(const BlasPlan &plan, void *stream, void *workspa
     const char *a = static_cast<const char *>(plan.a.data) + offset[0];
     const char *b = static_cast<const char *>(plan.b.data) + offset[1];
     char *d = const_cast<char *>(static_cast<const char *>(plan.d.data)) + offset[2];
-    if ((status = lib.matmul(handle_, desc, &plan.alpha, a, layouts[0], b, layouts[1], &plan.beta, d, layouts[2], d,
+    // C has D's layout: out of place it is another buffer at the same offsets.
+    const char *c = plan.cSource ? static_cast<const char *>(plan.cSource) + offset[2] : d;
+    if ((status = lib.matmul(handle_, desc, &plan.alpha, a, layouts[0], b, layouts[1], &plan.beta, c, layouts[2], d,
                              layouts[2], algorithm.data, workspace, workspaceBytes, stream)) != 0)
       return failed("cublasLtMatmul", status);
   }

@@ -22,6 +22,9 @@ namespace cublaslt {
 constexpr int32_t kComputeF32 = 68;       // CUBLAS_COMPUTE_32F: fp32 accumulation (tensor cores for f16/bf16)
 constexpr int32_t kTypeF32 = 0, kTypeF16 = 2, kTypeBF16 = 14; // CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF
 constexpr int kDescTransA = 3, kDescTransB = 4;                // CUBLASLT_MATMUL_DESC_TRANSA/B (int32)
+constexpr int kDescEpilogue = 7;                               // CUBLASLT_MATMUL_DESC_EPILOGUE (uint32)
+constexpr int kDescBiasPointer = 8;                            // CUBLASLT_MATMUL_DESC_BIAS_POINTER (const void *)
+constexpr uint32_t kEpilogueDefault = 1, kEpilogueRelu = 2, kEpilogueBias = 4; // cublasLtEpilogue_t (RELU_BIAS = 6)
 constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6;   // CUBLASLT_MATRIX_LAYOUT_* (int32, int64)
 constexpr int kPrefMaxWorkspace = 1;                           // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES (uint64)
 constexpr int kPrefMinAlignmentA = 5;                          // ..._A_BYTES; B, C, D follow (uint32)
@@ -51,22 +54,30 @@ struct BlasMatrix {
   uint32_t alignment = 0; // bytes, a power of two up to 256: every batch's start and column
 };
 
-// A kiln_abi_gemm as cuBLASLt's D = alpha * op(A) op(B) + beta * D (D is m x n, column-major), run
-// `batch` at a time (strided batch) for each index of the outer batch loops the runtime iterates.
+// A kiln_abi_gemm as cuBLASLt's D = epilogue(alpha * op(A) op(B) + beta * C) (D is m x n,
+// column-major; C is D itself, or `cSource` with D's layout), run `batch` at a time (strided
+// batch) for each index of the outer batch loops the runtime iterates. The epilogue adds `bias`
+// (one value per row of D, every column and batch) and applies ReLU as `epilogue` says.
 struct BlasPlan {
   BlasMatrix a, b, d;
   int32_t batch = 1;
   int outerRank = 0;
   int64_t outer[KILN_ABI_GEMM_MAX_BATCH] = {};
   float alpha = 1, beta = 0;
+  const void *cSource = nullptr; // null: C is D (in place)
+  uint32_t cAlignment = 0;       // of cSource, as BlasMatrix::alignment
+  const void *bias = nullptr;
+  uint32_t biasAlignment = 0;
+  uint32_t epilogue = cublaslt::kEpilogueDefault;
 };
 
-// The plan for `g`; false with the reason when cuBLASLt cannot take it (kiln's kernels then do):
-// element types it has no kernel for, an operand strided along both of its dims, empty or
-// int32-overflowing sizes, a negative stride. Batch dims of size 1 are dropped, a batch that only
+// The plan for `g` and its `epilogue` (null: none); false with the reason when cuBLASLt cannot take
+// it (kiln's kernels then do): element types it has no kernel for, an operand strided along both
+// of its dims, empty or int32-overflowing sizes, a negative stride; a bias that is not one packed
+// value per row of D (C not row-major, a batch folded into n, a strided bias, another type). Batch dims of size 1 are dropped, a batch that only
 // A has folds into m where A's and C's strides allow (a [B, S, K] x [K, N] product is one
 // [B*S, K] x [K, N] product), one only B has into n, and adjacent contiguous batch dims merge.
-bool planGemm(const kiln_abi_gemm &g, BlasPlan &plan, std::string &why);
+bool planGemm(const kiln_abi_gemm &g, const kiln_abi_epilogue *epilogue, BlasPlan &plan, std::string &why);
 
 class CudaBlas {
 public:

@@ -624,25 +624,38 @@ bool CudaDevice::checkLaunchPointers(int32_t id, void **params, std::string &err
   return true;
 }
 
-bool CudaDevice::checkGemmPointers(const kiln_abi_gemm &g, std::string &error) {
+bool CudaDevice::checkGemmPointers(const kiln_abi_gemm &g, const kiln_abi_epilogue *epilogue, std::string &error) {
   if (!makeCurrent(error))
     return false;
   auto bytesOf = [](int64_t onnxType) { return onnxType == 1 ? 4 : 2; }; // f32, else f16 / bf16 (planned)
   const std::string product = "matrix product (" + std::to_string(g.m) + " x " + std::to_string(g.k) + " times " +
                               std::to_string(g.k) + " x " + std::to_string(g.n) + ")";
+  static const int64_t kNoBatchStrides[KILN_ABI_GEMM_MAX_BATCH] = {}; // the bias: the same for every batch
   struct Operand {
     const char *name;
     const void *data;
     int64_t type, rows, cols, sr, sc;
     const int64_t *batchStride;
-  } operands[3] = {{"A", g.a, g.a_type, g.m, g.k, g.a_stride_m, g.a_stride_k, g.a_stride_batch},
+  } operands[5] = {{"A", g.a, g.a_type, g.m, g.k, g.a_stride_m, g.a_stride_k, g.a_stride_batch},
                    {"B", g.b, g.b_type, g.k, g.n, g.b_stride_k, g.b_stride_n, g.b_stride_batch},
-                   {"C", g.c, g.c_type, g.m, g.n, g.c_stride_m, g.c_stride_n, g.c_stride_batch}};
-  for (const Operand &o : operands) {
+                   {"C", g.c, g.c_type, g.m, g.n, g.c_stride_m, g.c_stride_n, g.c_stride_batch},
+                   {"C source", nullptr, g.c_type, g.m, g.n, g.c_stride_m, g.c_stride_n, g.c_stride_batch},
+                   {"bias", nullptr, 1, 1, g.n, 0, 0, kNoBatchStrides}};
+  int count = 3; // the operands used, packed at the front
+  if (epilogue && epilogue->c_source)
+    operands[count++].data = epilogue->c_source;
+  if (epilogue && epilogue->bias) {
+    operands[4].data = epilogue->bias;
+    operands[4].type = epilogue->bias_type;
+    operands[4].sc = epilogue->bias_stride;
+    operands[count++] = operands[4];
+  }
+  for (int i = 0; i < count; ++i) {
+    const Operand &o = operands[i];
     // planGemm took it: sizes positive, strides not negative.
     __int128 last = __int128(o.rows - 1) * o.sr + __int128(o.cols - 1) * o.sc;
-    for (int64_t i = 0; i < g.batch_rank && i < KILN_ABI_GEMM_MAX_BATCH; ++i)
-      last += __int128(g.batch[i] - 1) * o.batchStride[i];
+    for (int64_t d = 0; d < g.batch_rank && d < KILN_ABI_GEMM_MAX_BATCH; ++d)
+      last += __int128(g.batch[d] - 1) * o.batchStride[d];
     const uint64_t begin = uint64_t(reinterpret_cast<uintptr_t>(o.data));
     const __int128 end = __int128(begin) + (last + 1) * bytesOf(o.type);
     const std::string what = "the " + product + " operand " + o.name + " (" + std::to_string(bytesOf(o.type)) +
@@ -682,16 +695,16 @@ double CudaDevice::elapsedMs(void *from, void *to) {
   return ms;
 }
 
-Device::GemmResult CudaDevice::gemm(void *stream, const kiln_abi_gemm &product, void *workspace,
-                                    uint64_t workspaceBytes, std::string &error) {
+Device::GemmResult CudaDevice::gemm(void *stream, const kiln_abi_gemm &product, const kiln_abi_epilogue *epilogue,
+                                    void *workspace, uint64_t workspaceBytes, std::string &error) {
   if (!makeCurrent(error))
     return GemmResult::Failed;
   std::call_once(blasLoaded_, [&] { blas_ = CudaBlas::load(blasWhy_); });
   BlasPlan plan;
   std::string why;
-  if (!blas_ || !planGemm(product, plan, why))
+  if (!blas_ || !planGemm(product, epilogue, plan, why))
     return GemmResult::Declined;
-  if (checkPointers_ && !checkGemmPointers(product, error))
+  if (checkPointers_ && !checkGemmPointers(product, epilogue, error))
     return GemmResult::Failed;
   switch (blas_->run(plan, stream, workspace, workspaceBytes, error)) {
   case CudaBlas::Result::Done:

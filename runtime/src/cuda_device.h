@@ -80,16 +80,17 @@ public:
   // inside one live allocation, and its allocated pointer is a device address; false with the
   // argument, its address and the kernel's ONNX nodes in `error`. True when the table is empty.
   bool checkLaunchPointers(int32_t id, void **params, std::string &error);
-  // The operands of a product (A, B, C over all their batches) each lie inside one live allocation.
-  bool checkGemmPointers(const kiln_abi_gemm &product, std::string &error);
+  // The operands of a product (A, B, C over all their batches, and the epilogue's source and bias)
+  // each lie inside one live allocation.
+  bool checkGemmPointers(const kiln_abi_gemm &product, const kiln_abi_epilogue *epilogue, std::string &error);
   bool checkingPointers() const { return checkPointers_; }
   // "kernel main_kernel_3 (ONNX nodes: /conv1/Conv, /Relu)".
   std::string describeKernel(int32_t id) const;
 
   // Enqueues one matrix product of the generated code on `stream` with cuBLASLt, loaded on the
   // first call. Declined (nothing enqueued) without the library or for a product it cannot take.
-  GemmResult gemm(void *stream, const kiln_abi_gemm &product, void *workspace, uint64_t workspaceBytes,
-                  std::string &error) override;
+  GemmResult gemm(void *stream, const kiln_abi_gemm &product, const kiln_abi_epilogue *epilogue, void *workspace,
+                  uint64_t workspaceBytes, std::string &error) override;
   uint64_t gemmWorkspaceBytes() const override { return CudaBlas::kWorkspaceBytes; }
   // What serves the products: "cuBLASLt 130100 (libcublasLt.so.13)", or why kiln's own kernels do.
   std::string blasDescription();

@@ -61,9 +61,10 @@ public:
 
   // Matrix products of the generated code (optional). Declined: nothing was done, the code's own
   // kernels compute it. `workspace` is gemmWorkspaceBytes() of scratch (or null, then 0 bytes).
+  // `epilogue` (null: none) is the bias, residual and activation done with the product.
   enum class GemmResult { Done, Declined, Failed };
-  virtual GemmResult gemm(void *stream, const kiln_abi_gemm &product, void *workspace, uint64_t workspaceBytes,
-                          std::string &error);
+  virtual GemmResult gemm(void *stream, const kiln_abi_gemm &product, const kiln_abi_epilogue *epilogue,
+                          void *workspace, uint64_t workspaceBytes, std::string &error);
   virtual uint64_t gemmWorkspaceBytes() const { return 0; }
 
   // Timing events recorded on a stream (optional: without them the profiler times launches with

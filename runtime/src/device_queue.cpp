@@ -128,7 +128,7 @@ void deviceWriteEntry(void *runtime, void *device, const void *host, int64_t byt
 
 // A matrix product of the generated code: the device's library on the session's stream, or
 // declined (nonzero) so that the code's own kernels compute it.
-int32_t gemmEntry(void *runtime, const kiln_abi_gemm *product) {
+int32_t gemmEpilogueEntry(void *runtime, const kiln_abi_gemm *product, const kiln_abi_epilogue *epilogue) {
   RunState &run = runOf(runtime);
   if (!run.error.empty())
     return 0; // the run has failed: nothing more to compute
@@ -136,7 +136,7 @@ int32_t gemmEntry(void *runtime, const kiln_abi_gemm *product) {
   uint64_t workspaceBytes = 0;
   void *workspace = q.gemmWorkspace(&workspaceBytes);
   std::string error;
-  switch (q.device().gemm(q.stream(), *product, workspace, workspaceBytes, error)) {
+  switch (q.device().gemm(q.stream(), *product, epilogue, workspace, workspaceBytes, error)) {
   case Device::GemmResult::Done:
     return 0;
   case Device::GemmResult::Declined:
@@ -147,6 +147,8 @@ int32_t gemmEntry(void *runtime, const kiln_abi_gemm *product) {
   }
   return 1;
 }
+
+int32_t gemmEntry(void *runtime, const kiln_abi_gemm *product) { return gemmEpilogueEntry(runtime, product, nullptr); }
 
 } // namespace
 
@@ -186,7 +188,8 @@ kiln_abi_context Queue::begin(RunState &run) {
                           host ? nullptr : deviceFreeEntry,
                           deviceReadEntry,
                           deviceWriteEntry,
-                          gemmEntry};
+                          gemmEntry,
+                          gemmEpilogueEntry};
 }
 
 bool Queue::finish(std::string &error) { return device_.synchronize(stream_, error); }

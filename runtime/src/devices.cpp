@@ -25,7 +25,8 @@ bool Device::launch(void *, int32_t id, const int64_t *, const int64_t *, int32_
   return false;
 }
 
-Device::GemmResult Device::gemm(void *, const kiln_abi_gemm &, void *, uint64_t, std::string &) {
+Device::GemmResult Device::gemm(void *, const kiln_abi_gemm &, const kiln_abi_epilogue *, void *, uint64_t,
+                                std::string &) {
   return GemmResult::Declined;
 }
 

@@ -67,9 +67,10 @@ int hostHasCpuFeature(const std::string &feature) {
 }
 
 std::string checkHostCompatibility(const artifact::Metadata &meta) {
-  if (meta.abiVersion != KILN_ABI_VERSION)
+  if (meta.abiVersion < KILN_ABI_MIN_VERSION || meta.abiVersion > KILN_ABI_VERSION)
     return "artifact ABI version " + std::to_string(meta.abiVersion) + "; this runtime supports " +
-           std::to_string(KILN_ABI_VERSION) + " (recompile the model with a matching kiln-compile)";
+           std::to_string(KILN_ABI_MIN_VERSION) + " to " + std::to_string(KILN_ABI_VERSION) +
+           " (recompile the model with a matching kiln-compile)";
   std::string arch = archOf(meta.targetTriple);
   if (arch == "amd64" || arch == "x86-64")
     arch = "x86_64";

@@ -80,12 +80,57 @@ void store(void *base, int64_t type, int64_t index, float value) {
 
 bool knownType(int64_t type) { return type == kFloat || type == kFloat16 || type == kBFloat16; }
 
+int64_t bytesOf(int64_t type) { return type == kFloat ? 4 : 2; }
+
+// The bytes [begin, end) of a rows x cols operand (strides in elements) over the product's batches.
+struct Span {
+  uintptr_t begin = 0, end = 0;
+};
+Span spanOf(const void *data, int64_t type, int64_t rows, int64_t cols, int64_t sr, int64_t sc,
+            const int64_t *batchStrides, const kiln_abi_gemm &p) {
+  __int128 low = 0, high = 0;
+  auto reach = [&](int64_t size, int64_t stride) {
+    const __int128 d = __int128(size - 1) * stride;
+    (d < 0 ? low : high) += d;
+  };
+  reach(rows, sr);
+  reach(cols, sc);
+  for (int64_t d = 0; batchStrides && d < p.batch_rank; ++d)
+    reach(p.batch[d], batchStrides[d]);
+  const __int128 base = __int128(reinterpret_cast<uintptr_t>(data));
+  return {uintptr_t(base + low * bytesOf(type)), uintptr_t(base + (high + 1) * bytesOf(type))};
+}
+
+// A null operand is no memory (planGemm's layout tests use none).
+bool overlap(Span x, Span y) { return x.begin && y.begin && x.begin < y.end && y.begin < x.end; }
+
 } // namespace
 
-int32_t hostGemm(const kiln_abi_gemm &p) {
+bool gemmOutputOverlaps(const kiln_abi_gemm &p, const kiln_abi_epilogue *e) {
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0)
+    return false; // nothing is written, or nothing read
+  const Span c = spanOf(p.c, p.c_type, p.m, p.n, p.c_stride_m, p.c_stride_n, p.c_stride_batch, p);
+  if (overlap(c, spanOf(p.a, p.a_type, p.m, p.k, p.a_stride_m, p.a_stride_k, p.a_stride_batch, p)) ||
+      overlap(c, spanOf(p.b, p.b_type, p.k, p.n, p.b_stride_k, p.b_stride_n, p.b_stride_batch, p)))
+    return true;
+  if (!e)
+    return false;
+  if (e->bias && overlap(c, spanOf(e->bias, e->bias_type, 1, p.n, 0, e->bias_stride, nullptr, p)))
+    return true;
+  return e->c_source && e->c_source != p.c &&
+         overlap(c, spanOf(e->c_source, p.c_type, p.m, p.n, p.c_stride_m, p.c_stride_n, p.c_stride_batch, p));
+}
+
+int32_t hostGemm(const kiln_abi_gemm &p, const kiln_abi_epilogue *epilogue) {
   if (!knownType(p.a_type) || !knownType(p.b_type) || !knownType(p.c_type) || p.batch_rank < 0 ||
       p.batch_rank > KILN_ABI_GEMM_MAX_BATCH || p.m < 0 || p.n < 0 || p.k < 0)
     return 1;
+  const kiln_abi_epilogue none{};
+  const kiln_abi_epilogue &e = epilogue ? *epilogue : none;
+  if ((e.bias && !knownType(e.bias_type)) || e.activation < 0 || e.activation > 1 || gemmOutputOverlaps(p, epilogue))
+    return 1;
+  // S: the source of the beta term, C itself unless the epilogue names another buffer.
+  const void *source = e.c_source ? e.c_source : p.c;
   int64_t batches = 1;
   for (int64_t d = 0; d < p.batch_rank; ++d) {
     if (p.batch[d] < 0)
@@ -110,8 +155,13 @@ int32_t hostGemm(const kiln_abi_gemm &p) {
           sum += load(p.a, p.a_type, a0 + i * p.a_stride_m + l * p.a_stride_k) *
                  load(p.b, p.b_type, b0 + l * p.b_stride_k + j * p.b_stride_n);
         const int64_t c = c0 + i * p.c_stride_m + j * p.c_stride_n;
-        // beta 0 never reads C: it may hold anything (the product's fill was dropped).
-        store(p.c, p.c_type, c, beta == 0 ? alpha * sum : alpha * sum + beta * load(p.c, p.c_type, c));
+        // beta 0 never reads S: it may hold anything (the product's fill was dropped).
+        float v = beta == 0 ? alpha * sum : alpha * sum + beta * load(source, p.c_type, c);
+        if (e.bias)
+          v += load(e.bias, e.bias_type, j * e.bias_stride);
+        if (e.activation == 1)
+          v = v > 0 ? v : 0; // NaN gives 0, as kiln's Relu kernels do
+        store(p.c, p.c_type, c, v);
       }
   }
   return 0;

@@ -3,6 +3,7 @@
 // the library documents), that the products it enqueues equal the product the generated code asked
 // for, over random shapes, transposes, padded rows, broadcast and strided batches.
 #include "runtime/src/cuda_blas.h"
+#include "runtime/src/host_gemm.h"
 #include "mock_cublaslt.h"
 
 #include <gtest/gtest.h>
@@ -41,7 +42,7 @@ TEST(PlanGemm, RowMajorIsTheTransposedColumnMajorProduct) {
   BlasPlan p;
   std::string why;
   kiln_abi_gemm g = rowMajor(3, 5, 7);
-  ASSERT_TRUE(planGemm(g, p, why)) << why;
+  ASSERT_TRUE(planGemm(g, nullptr, p, why)) << why;
   // C^T (5 x 3, ld 5) = B^T (5 x 7, ld 5) A^T (7 x 3, ld 7), nothing transposed.
   EXPECT_EQ(p.d.rows, 5u);
   EXPECT_EQ(p.d.cols, 3u);
@@ -65,7 +66,7 @@ TEST(PlanGemm, TransposedOperandsBecomeOpT) {
   g.b_stride_n = 7;
   g.a_stride_m = 1; // A read as [k, m] (Gemm transA)
   g.a_stride_k = 3;
-  ASSERT_TRUE(planGemm(g, p, why)) << why;
+  ASSERT_TRUE(planGemm(g, nullptr, p, why)) << why;
   EXPECT_TRUE(p.a.transposed);
   EXPECT_EQ(p.a.ld, 7);
   EXPECT_TRUE(p.b.transposed);
@@ -81,7 +82,7 @@ TEST(PlanGemm, ABatchThatBDoesNotHaveFoldsIntoRows) {
   g.batch[0] = 2;
   g.a_stride_batch[0] = 32;
   g.c_stride_batch[0] = 64;
-  ASSERT_TRUE(planGemm(g, p, why)) << why;
+  ASSERT_TRUE(planGemm(g, nullptr, p, why)) << why;
   EXPECT_EQ(p.batch, 1);
   EXPECT_EQ(p.d.cols, 8u); // C^T: n x (batch * m)
 }
@@ -101,7 +102,7 @@ TEST(PlanGemm, BroadcastBatchesAreStridedBatchesAndOuterLoops) {
   g.b_stride_batch[1] = 40;
   g.c_stride_batch[0] = 60;
   g.c_stride_batch[1] = 20;
-  ASSERT_TRUE(planGemm(g, p, why)) << why;
+  ASSERT_TRUE(planGemm(g, nullptr, p, why)) << why;
   EXPECT_EQ(p.batch, 3);
   EXPECT_EQ(p.outerRank, 1);
   EXPECT_EQ(p.outer[0], 2);
@@ -110,7 +111,7 @@ TEST(PlanGemm, BroadcastBatchesAreStridedBatchesAndOuterLoops) {
   EXPECT_EQ(p.b.outerStride[0], 96);
   // With B contiguous over both, they merge.
   g.b_stride_batch[0] = 120;
-  ASSERT_TRUE(planGemm(g, p, why)) << why;
+  ASSERT_TRUE(planGemm(g, nullptr, p, why)) << why;
   EXPECT_EQ(p.batch, 6);
   EXPECT_EQ(p.outerRank, 0);
 }
@@ -121,12 +122,94 @@ TEST(PlanGemm, AlignmentIsWhatEveryColumnAndBatchShares) {
   std::string why;
   kiln_abi_gemm g = rowMajor(4, 16, 8);
   g.a = buffer;
-  g.b = buffer;
-  g.c = buffer + 1; // 4 bytes past a 256-byte boundary
-  ASSERT_TRUE(planGemm(g, p, why)) << why;
+  g.b = buffer + 1024;
+  g.c = buffer + 2049; // 4 bytes past a 256-byte boundary
+  ASSERT_TRUE(planGemm(g, nullptr, p, why)) << why;
   EXPECT_EQ(p.d.alignment, 4u);
   EXPECT_EQ(p.a.alignment, 64u); // B's rows of 16 floats
   EXPECT_EQ(p.b.alignment, 32u); // A's rows of 8 floats
+}
+
+// A bias is one value per row of cuBLASLt's D: kiln's columns when C is row-major (D = C^T).
+TEST(PlanGemm, ABiasIsAddedPerRowOfTheTransposedOutput) {
+  std::vector<float> bias(4), residual(8);
+  kiln_abi_gemm g = rowMajor(2, 4, 3);
+  kiln_abi_epilogue e{residual.data(), bias.data(), 1, 1, 1};
+  BlasPlan p;
+  std::string why;
+  ASSERT_TRUE(planGemm(g, &e, p, why)) << why;
+  EXPECT_EQ(p.d.rows, 4u);
+  EXPECT_EQ(p.bias, bias.data());
+  EXPECT_EQ(p.cSource, residual.data());
+  EXPECT_EQ(p.epilogue, kiln::runtime::cublaslt::kEpilogueBias | kiln::runtime::cublaslt::kEpilogueRelu);
+  e.bias = nullptr;
+  ASSERT_TRUE(planGemm(g, &e, p, why)) << why;
+  EXPECT_EQ(p.epilogue, kiln::runtime::cublaslt::kEpilogueRelu);
+  e.activation = 0;
+  ASSERT_TRUE(planGemm(g, &e, p, why)) << why;
+  EXPECT_EQ(p.epilogue, kiln::runtime::cublaslt::kEpilogueDefault);
+  // A column-major C (D = C): the bias would be per column of D.
+  e.bias = bias.data();
+  g.c_stride_m = 1;
+  g.c_stride_n = 2;
+  EXPECT_FALSE(planGemm(g, &e, p, why));
+  // A strided bias, another type, an unknown activation.
+  g = rowMajor(2, 4, 3);
+  e.bias_stride = 2;
+  EXPECT_FALSE(planGemm(g, &e, p, why));
+  e.bias_stride = 1;
+  e.bias_type = 10;
+  EXPECT_FALSE(planGemm(g, &e, p, why));
+  e.bias_type = 1;
+  e.activation = 2;
+  EXPECT_FALSE(planGemm(g, &e, p, why));
+  // A batch only B has folds into n when unbiased; with a bias it stays a batch.
+  e.activation = 0;
+  // (B is [3, 2 x 4]: each batch's columns follow the previous one's, as are C's.)
+  g = rowMajor(1, 4, 3);
+  g.b_stride_k = 8;
+  g.batch_rank = 1;
+  g.batch[0] = 2;
+  g.a_stride_batch[0] = 0;
+  g.b_stride_batch[0] = 4;
+  g.c_stride_batch[0] = 4;
+  ASSERT_TRUE(planGemm(g, nullptr, p, why)) << why;
+  EXPECT_EQ(p.d.rows, 8u);
+  ASSERT_TRUE(planGemm(g, &e, p, why)) << why;
+  EXPECT_EQ(p.d.rows, 4u);
+  EXPECT_EQ(p.batch, 2);
+}
+
+// The memory plan may put an epilogue's output over the product's operands (they die at the
+// product); one library call would read them while writing it, so both gemm paths decline.
+TEST(PlanGemm, AnOutputOverlappingAnOperandIsDeclined) {
+  std::vector<float> mem(64), bias(4);
+  kiln_abi_gemm g = rowMajor(2, 4, 3); // A: 6 floats, B: 12, C: 8
+  g.a = mem.data();
+  g.b = mem.data() + 8;
+  g.c = mem.data() + 20;
+  BlasPlan p;
+  std::string why;
+  ASSERT_TRUE(planGemm(g, nullptr, p, why)) << why;
+  g.c = mem.data() + 5; // its first float is A's last
+  EXPECT_FALSE(planGemm(g, nullptr, p, why));
+  EXPECT_EQ(why, "the output overlaps an operand");
+  EXPECT_NE(kiln::runtime::hostGemm(g, nullptr), 0);
+  g.c = mem.data() + 19; // B is [8, 20): C's first float is B's last
+  EXPECT_FALSE(planGemm(g, nullptr, p, why));
+  g.c = mem.data() + 20;
+  // The C source: in place (C itself) or apart, not half over C.
+  kiln_abi_epilogue e{mem.data() + 20, bias.data(), 1, 1, 0};
+  EXPECT_TRUE(planGemm(g, &e, p, why)) << why;
+  e.c_source = mem.data() + 40;
+  EXPECT_TRUE(planGemm(g, &e, p, why)) << why;
+  e.c_source = mem.data() + 24;
+  EXPECT_FALSE(planGemm(g, &e, p, why));
+  EXPECT_NE(kiln::runtime::hostGemm(g, &e), 0);
+  // The bias over C.
+  e.c_source = nullptr;
+  e.bias = mem.data() + 26;
+  EXPECT_FALSE(planGemm(g, &e, p, why));
 }
 
 TEST(PlanGemm, DeclinesWhatCuBlasLtCannotTake) {
@@ -134,30 +217,30 @@ TEST(PlanGemm, DeclinesWhatCuBlasLtCannotTake) {
   std::string why;
   kiln_abi_gemm g = rowMajor(3, 5, 7);
   g.a_type = 6; // int32
-  EXPECT_FALSE(planGemm(g, p, why));
+  EXPECT_FALSE(planGemm(g, nullptr, p, why));
   EXPECT_NE(why.find("element types"), std::string::npos);
   g = rowMajor(3, 5, 7);
   g.a_stride_k = 2; // A strided both ways (a slice with a step)
-  EXPECT_FALSE(planGemm(g, p, why));
+  EXPECT_FALSE(planGemm(g, nullptr, p, why));
   EXPECT_NE(why.find("strided along both"), std::string::npos);
   g = rowMajor(3, 5, 7);
   g.c_stride_n = 2;
-  EXPECT_FALSE(planGemm(g, p, why));
+  EXPECT_FALSE(planGemm(g, nullptr, p, why));
   EXPECT_NE(why.find("output"), std::string::npos);
   g = rowMajor(3, 0, 7);
-  EXPECT_FALSE(planGemm(g, p, why));
+  EXPECT_FALSE(planGemm(g, nullptr, p, why));
   EXPECT_NE(why.find("empty"), std::string::npos);
   g = rowMajor(3, 5, 7);
   g.b_stride_k = -5;
-  EXPECT_FALSE(planGemm(g, p, why));
+  EXPECT_FALSE(planGemm(g, nullptr, p, why));
   EXPECT_NE(why.find("negative"), std::string::npos);
   g = rowMajor(3, 5, 7);
   g.m = int64_t(1) << 32;
-  EXPECT_FALSE(planGemm(g, p, why));
+  EXPECT_FALSE(planGemm(g, nullptr, p, why));
   g = rowMajor(3, 5, 7);
   g.a_type = g.b_type = 10;
   g.c_type = 16; // half x half -> bfloat16
-  EXPECT_FALSE(planGemm(g, p, why));
+  EXPECT_FALSE(planGemm(g, nullptr, p, why));
 }
 
 // Element `i` of a buffer of ONNX dtype `type` (1 float, 10 half, 16 bfloat16).
@@ -220,9 +303,12 @@ TEST(CudaBlas, TheToolkitsLibraryHasEveryEntryPoint) {
     EXPECT_NE(why.find("cublasLtCreate failed"), std::string::npos) << why;
 }
 
-// kiln_abi_gemm's meaning, computed directly (double accumulation).
-std::vector<double> reference(const kiln_abi_gemm &g, const std::vector<uint16_t> &a, const std::vector<uint16_t> &b,
-                              const std::vector<uint16_t> &c0, std::vector<int64_t> &where) {
+// kiln_abi_gemm's meaning with its epilogue (null: none), computed directly (double
+// accumulation). `source` is the epilogue's C source when it has one.
+std::vector<double> reference(const kiln_abi_gemm &g, const kiln_abi_epilogue *e, const std::vector<uint16_t> &a,
+                              const std::vector<uint16_t> &b, const std::vector<uint16_t> &c0,
+                              const std::vector<uint16_t> &source, const std::vector<uint16_t> &bias,
+                              std::vector<int64_t> &where) {
   std::vector<double> out;
   int64_t total = 1;
   for (int64_t i = 0; i < g.batch_rank; ++i)
@@ -243,7 +329,13 @@ std::vector<double> reference(const kiln_abi_gemm &g, const std::vector<uint16_t
           acc += double(get(a, g.a_type, oa + i * g.a_stride_m + l * g.a_stride_k)) *
                  get(b, g.b_type, ob + l * g.b_stride_k + j * g.b_stride_n);
         int64_t ci = oc + i * g.c_stride_m + j * g.c_stride_n;
-        out.push_back(g.alpha * acc + (g.beta != 0 ? g.beta * get(c0, g.c_type, ci) : 0.0));
+        const std::vector<uint16_t> &s = e && e->c_source ? source : c0;
+        double v = g.alpha * acc + (g.beta != 0 ? g.beta * get(s, g.c_type, ci) : 0.0);
+        if (e && e->bias)
+          v += get(bias, e->bias_type, j * e->bias_stride);
+        if (e && e->activation == 1 && !(v > 0))
+          v = 0;
+        out.push_back(v);
         where.push_back(ci);
       }
   }
@@ -314,9 +406,9 @@ TEST(CudaBlas, RandomLayoutsComputeTheProductAskedFor) {
     g.b = b.data();
     g.c = c.data();
     std::vector<int64_t> where;
-    std::vector<double> want = reference(g, a, b, c, where);
+    std::vector<double> want = reference(g, nullptr, a, b, c, {}, {}, where);
     BlasPlan plan;
-    if (!planGemm(g, plan, why)) {
+    if (!planGemm(g, nullptr, plan, why)) {
       ADD_FAILURE() << "trial " << trial << " declined: " << why;
       continue;
     }
@@ -334,6 +426,92 @@ TEST(CudaBlas, RandomLayoutsComputeTheProductAskedFor) {
   EXPECT_EQ(mock.stats()->live_descriptors, 0);
 }
 
+// Products with random epilogues (a C source other than C, a bias, ReLU) through the mock
+// cuBLASLt and through the host's gemm (the emulated target's), both against the reference. A
+// bias is declined by the plan exactly when C is column-major (and not a row or a column); the
+// host's gemm takes every one.
+TEST(CudaBlas, RandomEpiloguesComputeWhatTheAbiSays) {
+  setenv("KILN_CUBLASLT", KILN_MOCK_CUBLASLT, 1);
+  std::string why;
+  std::unique_ptr<CudaBlas> blas = CudaBlas::load(why);
+  unsetenv("KILN_CUBLASLT");
+  ASSERT_NE(blas, nullptr) << why;
+  std::mt19937 rng(11);
+  auto pick = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
+  int viaBlas = 0, declined = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t type = pick(0, 1) ? 1 : 16; // float, or bfloat16 throughout
+    kiln_abi_gemm g = rowMajor(pick(1, 5), pick(1, 6), pick(1, 7));
+    g.a_type = g.b_type = g.c_type = type;
+    const bool columnMajorC = pick(0, 4) == 0;
+    if (columnMajorC) {
+      g.c_stride_m = 1;
+      g.c_stride_n = g.m;
+    }
+    g.batch_rank = pick(0, 1);
+    int64_t spanA = g.m * g.k, spanB = g.k * g.n, spanC = g.m * g.n;
+    if (g.batch_rank) {
+      g.batch[0] = pick(1, 3);
+      g.a_stride_batch[0] = spanA;
+      g.b_stride_batch[0] = pick(0, 1) ? spanB : 0; // a shared weight or one per batch
+      g.c_stride_batch[0] = spanC;
+      spanA *= g.batch[0];
+      spanB *= g.batch[0];
+      spanC *= g.batch[0];
+    }
+    std::vector<uint16_t> a(size_t(2 * spanA)), b(size_t(2 * spanB)), c(size_t(2 * spanC)), s(size_t(2 * spanC)),
+        bias(size_t(2 * g.n));
+    for (int64_t i = 0; i < spanA; ++i)
+      put(a, type, i, float(pick(-4, 4)) / 4);
+    for (int64_t i = 0; i < spanB; ++i)
+      put(b, type, i, float(pick(-4, 4)) / 2);
+    for (int64_t i = 0; i < spanC; ++i) {
+      put(c, type, i, float(pick(-2, 2)));
+      put(s, type, i, float(pick(-2, 2)));
+    }
+    for (int64_t i = 0; i < g.n; ++i)
+      put(bias, type, i, float(pick(-4, 4)) / 2);
+    g.a = a.data();
+    g.b = b.data();
+    g.c = c.data();
+    g.beta = double(pick(0, 1));
+    kiln_abi_epilogue e{};
+    if (pick(0, 1))
+      e.c_source = s.data();
+    if (pick(0, 2)) {
+      e.bias = bias.data();
+      e.bias_type = type;
+      e.bias_stride = 1;
+    }
+    e.activation = pick(0, 1);
+    std::vector<int64_t> where;
+    std::vector<double> want = reference(g, &e, a, b, c, s, bias, where);
+    const double tolerance = type == 16 ? 0.02 : 1e-6;
+    auto expectWant = [&](const std::vector<uint16_t> &out, const char *path) {
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(get(out, type, where[i]), want[i], tolerance * (1 + std::fabs(want[i])))
+            << path << " trial " << trial << " element " << i << " m=" << g.m << " n=" << g.n << " k=" << g.k;
+    };
+    std::vector<uint16_t> c0 = c;
+    ASSERT_EQ(kiln::runtime::hostGemm(g, &e), 0);
+    expectWant(c, "host gemm");
+    c = c0;
+    BlasPlan plan;
+    const bool planned = planGemm(g, &e, plan, why);
+    ASSERT_EQ(planned, !(e.bias && columnMajorC && g.m > 1 && g.n > 1)) << "trial " << trial << ": " << why;
+    if (!planned) {
+      ++declined;
+      continue;
+    }
+    ++viaBlas;
+    std::string error;
+    ASSERT_EQ(blas->run(plan, nullptr, nullptr, 0, error), CudaBlas::Result::Done) << error;
+    expectWant(c, "cuBLASLt");
+  }
+  EXPECT_GT(viaBlas, 100);
+  EXPECT_GT(declined, 5);
+}
+
 TEST(CudaBlas, NoAlgorithmIsDeclined) {
   setenv("KILN_CUBLASLT", KILN_MOCK_CUBLASLT, 1);
   std::string why;
@@ -347,7 +525,7 @@ TEST(CudaBlas, NoAlgorithmIsDeclined) {
   g.b = b.data();
   g.c = c.data();
   BlasPlan plan;
-  ASSERT_TRUE(planGemm(g, plan, why)) << why;
+  ASSERT_TRUE(planGemm(g, nullptr, plan, why)) << why;
   std::string error;
   EXPECT_EQ(blas->run(plan, nullptr, nullptr, 0, error), CudaBlas::Result::Declined);
   unsetenv("KILN_MOCK_CUBLASLT_NO_ALGO");

@@ -669,10 +669,25 @@ TEST(CudaPointerCheck, GemmOperandsMustBeDeviceMemory) {
   g.c_stride_m = 4;
   g.c_stride_n = 1;
   g.alpha = 1;
-  EXPECT_TRUE(d->checkGemmPointers(g, error)) << error;
+  EXPECT_TRUE(d->checkGemmPointers(g, nullptr, error)) << error;
+  // The epilogue's C source and bias are checked too: a bias in host memory, a source that runs
+  // past its allocation.
+  static float hostBias[4];
+  void *source = d->allocate(11 * 4, 256);
+  ASSERT_TRUE(source);
+  kiln_abi_epilogue e{nullptr, hostBias, 1, 1, 0};
+  EXPECT_FALSE(d->checkGemmPointers(g, &e, error));
+  EXPECT_NE(error.find("operand bias (4-byte elements)"), std::string::npos) << error;
+  e.bias = c; // any device memory holding n floats
+  EXPECT_TRUE(d->checkGemmPointers(g, &e, error)) << error;
+  e.c_source = source; // 11 floats, C needs 12
+  EXPECT_FALSE(d->checkGemmPointers(g, &e, error));
+  EXPECT_NE(error.find("operand C source"), std::string::npos) << error;
+  EXPECT_NE(error.find("past the end"), std::string::npos) << error;
+  d->deallocate(source);
   static float hostB[20];
   g.b = hostB;
-  EXPECT_FALSE(d->checkGemmPointers(g, error));
+  EXPECT_FALSE(d->checkGemmPointers(g, nullptr, error));
   EXPECT_NE(error.find("matrix product (3 x 5 times 5 x 4) operand B (4-byte elements) points at 0x"),
             std::string::npos)
       << error;
@@ -681,7 +696,7 @@ TEST(CudaPointerCheck, GemmOperandsMustBeDeviceMemory) {
   g.batch_rank = 1; // two batches of C would run past its 12 elements
   g.batch[0] = 2;
   g.c_stride_batch[0] = 12;
-  EXPECT_FALSE(d->checkGemmPointers(g, error));
+  EXPECT_FALSE(d->checkGemmPointers(g, nullptr, error));
   EXPECT_NE(error.find("operand C"), std::string::npos) << error;
   EXPECT_NE(error.find("past the end"), std::string::npos) << error;
 
@@ -693,7 +708,7 @@ TEST(CudaPointerCheck, GemmOperandsMustBeDeviceMemory) {
   g.b = hostB;
   void *stream = nullptr;
   ASSERT_TRUE(d->createStream(&stream, error)) << error;
-  EXPECT_EQ(d->gemm(stream, g, nullptr, 0, error), kiln::runtime::Device::GemmResult::Failed);
+  EXPECT_EQ(d->gemm(stream, g, nullptr, nullptr, 0, error), kiln::runtime::Device::GemmResult::Failed);
   EXPECT_NE(error.find("operand B"), std::string::npos) << error;
   EXPECT_EQ(blas->matmuls, 0);
   EXPECT_EQ(blas->bad_operands, 0);
@@ -703,11 +718,15 @@ TEST(CudaPointerCheck, GemmOperandsMustBeDeviceMemory) {
   d = fakeDevice(error);
   ASSERT_TRUE(d) << error;
   ASSERT_TRUE(d->createStream(&stream, error)) << error;
-  EXPECT_EQ(d->gemm(stream, g, nullptr, 0, error), kiln::runtime::Device::GemmResult::Failed);
+  EXPECT_EQ(d->gemm(stream, g, nullptr, nullptr, 0, error), kiln::runtime::Device::GemmResult::Failed);
   EXPECT_EQ(blas->bad_operands, 1) << error;
   g.b = b;
-  EXPECT_EQ(d->gemm(stream, g, nullptr, 0, error), kiln::runtime::Device::GemmResult::Done) << error;
+  EXPECT_EQ(d->gemm(stream, g, nullptr, nullptr, 0, error), kiln::runtime::Device::GemmResult::Done) << error;
   EXPECT_EQ(blas->matmuls, 1);
+  // The mock cuBLASLt also refuses an epilogue's bias in host memory.
+  kiln_abi_epilogue hostEpilogue{nullptr, hostBias, 1, 1, 0};
+  EXPECT_EQ(d->gemm(stream, g, &hostEpilogue, nullptr, 0, error), kiln::runtime::Device::GemmResult::Failed);
+  EXPECT_EQ(blas->bad_operands, 2) << error;
   setenv("KILN_CUDA_CHECK_POINTERS", "1", 1);
   for (void *p : {a, b, c})
     d->deallocate(p);

@@ -1,8 +1,10 @@
 /* A stand-in for libcublasLt.so that computes on the host: with the mock driver, device memory is
  * host memory, so the runtime's cuBLASLt calls (layouts, transposes, strided batches, leading
  * dimensions, alpha and beta) can be checked against reference outputs without a GPU. It
- * implements what kiln uses, as cuBLASLt documents it: column-major matrices, D = alpha * op(A)
- * op(B) + beta * C, fp32 accumulation over float, half and bfloat16 data. Environment:
+ * implements what kiln uses, as cuBLASLt documents it: column-major matrices, D = epilogue(alpha *
+ * op(A) op(B) + beta * C) with C in place (C == D) or another buffer of D's layout, the epilogues
+ * BIAS (one value per row of D, D's type), RELU and RELU_BIAS, fp32 accumulation over float, half
+ * and bfloat16 data. Environment:
  * KILN_MOCK_CUBLASLT_NO_ALGO=1 makes the heuristic find no algorithm, KILN_MOCK_CUBLASLT_FAIL=1 makes
  * cublasLtMatmul fail as a faulting kernel would (CUBLAS_STATUS_EXECUTION_FAILED). When the mock CUDA
  * driver is loaded ($KILN_CUDA_DRIVER), cublasLtMatmul refuses (CUBLAS_STATUS_INVALID_VALUE) an
@@ -33,7 +35,8 @@ enum { R_32F = 0, R_16F = 2, R_16BF = 14 };
 static kiln_mock_cublaslt_stats_t stats;
 API kiln_mock_cublaslt_stats_t *kiln_mock_cublaslt_stats(void) { return &stats; }
 
-typedef struct { int compute, scale, transa, transb; } desc_t;
+typedef struct { int compute, scale, transa, transb; uint32_t epilogue; const void *bias; } desc_t;
+enum { EPILOGUE_DEFAULT = 1, EPILOGUE_RELU = 2, EPILOGUE_BIAS = 4, EPILOGUE_RELU_BIAS = 6 };
 typedef struct { int type; uint64_t rows, cols; int64_t ld; int32_t batch; int64_t stride; } layout_t;
 typedef struct { uint64_t workspace; uint32_t align[4]; } pref_t;
 typedef struct { uint64_t algo[8]; size_t workspace_size; int state; float waves; int reserved[4]; } heuristic_t;
@@ -49,6 +52,7 @@ API int cublasLtMatmulDescCreate(void **d, int compute, int scale) {
   desc_t *x = make(sizeof *x);
   x->compute = compute;
   x->scale = scale;
+  x->epilogue = EPILOGUE_DEFAULT;
   *d = x;
   return OK;
 }
@@ -60,6 +64,17 @@ API int cublasLtMatmulDescSetAttribute(void *d, int attr, const void *buf, size_
     memcpy(&op, buf, sizeof op);
     if (op != 0 && op != 1) return INVALID_VALUE;
     *(attr == 3 ? &x->transa : &x->transb) = op;
+    return OK;
+  }
+  if (attr == 7 && size == sizeof(uint32_t)) { /* CUBLASLT_MATMUL_DESC_EPILOGUE */
+    uint32_t e;
+    memcpy(&e, buf, sizeof e);
+    if (e != EPILOGUE_DEFAULT && e != EPILOGUE_RELU && e != EPILOGUE_BIAS && e != EPILOGUE_RELU_BIAS) return NOT_SUPPORTED;
+    x->epilogue = e;
+    return OK;
+  }
+  if (attr == 8 && size == sizeof(void *)) { /* CUBLASLT_MATMUL_DESC_BIAS_POINTER */
+    memcpy(&x->bias, buf, sizeof x->bias);
     return OK;
   }
   return INVALID_VALUE; /* kiln sets nothing else */
@@ -101,6 +116,7 @@ static int check(const desc_t *d, const layout_t *a, const layout_t *b, const la
   if (am != m || bn != n || ak != bk) return INVALID_VALUE;
   if (a->ld < (int64_t)a->rows || b->ld < (int64_t)b->rows || c->ld < (int64_t)c->rows) return INVALID_VALUE;
   if (a->batch != c->batch || b->batch != c->batch) return INVALID_VALUE;
+  if ((d->epilogue & EPILOGUE_BIAS) && !d->bias) return INVALID_VALUE;
   return OK;
 }
 
@@ -111,7 +127,7 @@ API int cublasLtMatmulAlgoGetHeuristic(void *handle, void *desc, void *a, void *
   (void)pref;
   stats.heuristics++;
   if (!handle || requested <= 0) return INVALID_VALUE;
-  if (c != d) return NOT_SUPPORTED; /* kiln computes in place */
+  if (c != d) return NOT_SUPPORTED; /* kiln gives C D's layout */
   int r = check(desc, a, b, c);
   *count = 0;
   if (r != OK) return r;
@@ -191,6 +207,8 @@ static void compute(void *p) {
         }
         int64_t ci = bi * c->stride + (int64_t)(i + j * c->ld);
         float v = alpha * acc + (beta != 0 ? beta * load(C, c->type, ci) : 0); /* beta 0: C is not read */
+        if (desc->epilogue & EPILOGUE_BIAS) v += load(desc->bias, c->type, (int64_t)i);
+        if ((desc->epilogue & EPILOGUE_RELU) && !(v > 0)) v = 0;
         store(D, c->type, ci, v);
       }
   stats.matmuls++;
@@ -215,6 +233,8 @@ static kiln_mock_cuda_launch_host_owned_fn driver_enqueue(void) {
   return fn;
 }
 
+static int beta_nonzero(const void *betap) { return *(const float *)betap != 0; }
+
 API int cublasLtMatmul(void *handle, void *descp, const void *alphap, const void *A, void *ap, const void *B, void *bp,
                        const void *betap, const void *C, void *cp, void *D, void *dp, const void *algo, void *workspace,
                        size_t workspace_bytes, void *stream) {
@@ -222,12 +242,15 @@ API int cublasLtMatmul(void *handle, void *descp, const void *alphap, const void
   const desc_t *desc = descp;
   const layout_t *a = ap, *b = bp, *c = cp;
   if (!handle || !algo || ((const uint64_t *)algo)[0] != 42) return INVALID_VALUE;
-  if (cp != dp || C != D) return NOT_SUPPORTED;
+  if (cp != dp) return NOT_SUPPORTED; /* C and D share one layout, in place or not */
   int r = check(desc, a, b, c);
   if (r != OK) return r;
   if (env_set("KILN_MOCK_CUBLASLT_FAIL")) return EXECUTION_FAILED;
   range_fn range = driver_range();
-  if (range && (!in_device_memory(range, A, a) || !in_device_memory(range, B, b) || !in_device_memory(range, D, c))) {
+  layout_t bias = {c->type, c->rows, 1, (int64_t)c->rows, 1, 0}; /* one value per row of D */
+  if (range && (!in_device_memory(range, A, a) || !in_device_memory(range, B, b) || !in_device_memory(range, D, c) ||
+                (C != D && beta_nonzero(betap) && !in_device_memory(range, C, c)) ||
+                ((desc->epilogue & EPILOGUE_BIAS) && !in_device_memory(range, desc->bias, &bias)))) {
     stats.bad_operands++;
     return INVALID_VALUE;
   }

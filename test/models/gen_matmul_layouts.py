@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Writes test/models/matmul_layouts: MatMul and Gemm in the layouts kiln's CUDA target hands to
 cuBLASLt: a batch folded into the rows, broadcast batches, a transposed right operand read in
-place, Gemm's transposes and alpha, vector operands, half precision. Each model is one product and
-nothing else, so under the mock driver (which runs no kernel) and the mock cuBLASLt (which
+place, Gemm's transposes and alpha, vector operands, half precision; and products with epilogues
+cuBLASLt computes in the same call (a bias row; a bias, a residual and ReLU). Each model is one
+product (with its epilogue) and nothing else, so under the mock driver (which runs no kernel) and the mock cuBLASLt (which
 computes on host memory) its output is right only if the product went through cuBLASLt with the
 right layout. References are computed here in plain Python; the values are small multiples of
 1/4, so every type holds the products and sums exactly.
@@ -85,6 +86,17 @@ if __name__ == "__main__":
                           'attribute { name: "perm" ints: 0 ints: 2 ints: 1 type: INTS }',
                           node("MatMul", ["x", "yt"], ["z"])],
                          [("x", x), ("y", y)], [("z", matmul(x, transposed(y)))])
+    # Epilogues: y = x w + bias, and y = relu(x w + bias + r) (the residual as cuBLASLt's C).
+    x, w, bias, r = filled([2, 3, 5], 17), filled([5, 4], 18), filled([4], 19), filled([2, 3, 4], 20)
+    xw = matmul(x, w)
+    biased = Tensor(xw.shape, [v + bias.values[i % 4] for i, v in enumerate(xw.values)])
+    onnx_text.write_test("matmul_bias", 13, [node("MatMul", ["x", "w"], ["xw"]), node("Add", ["xw", "bias"], ["y"])],
+                         [("x", x), ("w", w), ("bias", bias)], [("y", biased)])
+    relu = Tensor(xw.shape, [max(v + rv, 0.0) for v, rv in zip(biased.values, r.values)])
+    onnx_text.write_test("matmul_bias_residual_relu", 13,
+                         [node("MatMul", ["x", "w"], ["xw"]), node("Add", ["xw", "bias"], ["xb"]),
+                          node("Add", ["r", "xb"], ["s"]), node("Relu", ["s"], ["y"])],
+                         [("x", x), ("w", w), ("bias", bias), ("r", r)], [("y", relu)])
     # Gemm with both operands transposed and alpha, no C.
     a, b = filled([5, 3], 15), filled([4, 5], 16)
     ref = matmul(transposed(a), transposed(b))

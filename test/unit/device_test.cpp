@@ -84,9 +84,18 @@ TEST(CpuDevice, ComputesProductsAndHasNoModuleKernelsOrEvents) {
   g.a_stride_m = 2, g.a_stride_k = 1, g.b_stride_k = 2, g.b_stride_n = 1, g.c_stride_m = 2, g.c_stride_n = 1;
   g.alpha = 1;
   std::string error;
-  ASSERT_EQ(device->gemm(nullptr, g, nullptr, 0, error), Device::GemmResult::Done);
+  ASSERT_EQ(device->gemm(nullptr, g, nullptr, nullptr, 0, error), Device::GemmResult::Done);
   EXPECT_EQ(c[0], 19);
   EXPECT_EQ(c[3], 50);
+  // With an epilogue: C = max(A B + S + bias, 0), S another buffer.
+  float s[4] = {1, -100, 0, 0}, bias[2] = {-20, 1};
+  kiln_abi_epilogue e{s, bias, 1, 1, 1};
+  g.beta = 1;
+  ASSERT_EQ(device->gemm(nullptr, g, &e, nullptr, 0, error), Device::GemmResult::Done);
+  EXPECT_EQ(c[0], 0);  // 19 + 1 - 20
+  EXPECT_EQ(c[1], 0);  // 22 - 100 + 1 < 0
+  EXPECT_EQ(c[2], 23); // 43 + 0 - 20
+  EXPECT_EQ(c[3], 51); // 50 + 0 + 1
   const int64_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
   EXPECT_FALSE(device->launch(nullptr, 0, grid, block, 0, nullptr, error));
   EXPECT_NE(error.find("does not run"), std::string::npos) << error;

@@ -83,6 +83,21 @@ TEST(Runtime, LoadsAndDescribesSignature) {
   EXPECT_NE(messageOf(kiln_model_input_info(model.get(), 5, &info)).find("out of range"), std::string::npos);
 }
 
+// ABI 9 only appended `gemm_epilogue` to the context: code of ABI 8 still runs, unrecompiled.
+TEST(Runtime, RunsArtifactsOfTheOldestAbiItSupports) {
+  TempDir dir;
+  auto meta = kiln::test::addWeightMetadata();
+  meta.abiVersion = KILN_ABI_MIN_VERSION;
+  kiln::Model model = kiln::Model::load(kiln::test::writeAddWeightArtifact(dir, "v8.kiln", meta), 1);
+  EXPECT_EQ(model.metadata().abi_version, unsigned(KILN_ABI_MIN_VERSION));
+  kiln::Session session(model);
+  auto x = input(3, 0.5f);
+  kiln::Tensor in = kiln::Tensor::fromVector(KILN_DTYPE_FLOAT32, {3, 4}, x);
+  std::vector<kiln::Tensor> out = session.run(std::vector<const kiln::Tensor *>{&in});
+  ASSERT_EQ(out.size(), 1u);
+  expectAdded(x, out[0]);
+}
+
 TEST(Runtime, RunsCorrectly) {
   TempDir dir;
   kiln::Model model = kiln::Model::load(kiln::test::writeAddWeightArtifact(dir, "m.kiln"), 4);
@@ -248,9 +263,16 @@ TEST(Runtime, RefusesArtifactsItCannotRun) {
   EXPECT_NE(loadError(dir.file("v2.kiln")).find("artifact format version 2; this runtime reads 1"), std::string::npos);
 
   auto meta = kiln::test::addWeightMetadata();
-  meta.abiVersion = 9;
+  const std::string supported = "this runtime supports " + std::to_string(KILN_ABI_MIN_VERSION) + " to " +
+                                std::to_string(KILN_ABI_VERSION);
+  meta.abiVersion = KILN_ABI_VERSION + 1;
   EXPECT_NE(loadError(kiln::test::writeAddWeightArtifact(dir, "abi.kiln", meta), &code)
-                .find("artifact ABI version 9; this runtime supports " + std::to_string(KILN_ABI_VERSION)),
+                .find("artifact ABI version " + std::to_string(KILN_ABI_VERSION + 1) + "; " + supported),
+            std::string::npos);
+  EXPECT_EQ(code, KILN_ERROR_INCOMPATIBLE);
+  meta.abiVersion = KILN_ABI_MIN_VERSION - 1;
+  EXPECT_NE(loadError(kiln::test::writeAddWeightArtifact(dir, "abi_old.kiln", meta), &code)
+                .find("artifact ABI version " + std::to_string(KILN_ABI_MIN_VERSION - 1) + "; " + supported),
             std::string::npos);
   EXPECT_EQ(code, KILN_ERROR_INCOMPATIBLE);
 

@@ -69,6 +69,7 @@ public:
       pm.addNestedPass<func::FuncOp>(createAttentionOperandViewsPass());
       // After the last CSE, which merges identical fills.
       pm.addNestedPass<func::FuncOp>(createFillPerDestinationPass());
+      pm.addNestedPass<func::FuncOp>(createMarkGemmEpiloguesPass());
       return;
     }
     case Phase::Bufferized:

@@ -9,7 +9,10 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of these structs or the entry signature changes. */
-#define KILN_ABI_VERSION 8
+#define KILN_ABI_VERSION 9
+/* The oldest ABI version this runtime still runs: version 9 only appended `gemm_epilogue` to the
+ * context, so code of version 8 finds everything it calls where it was. */
+#define KILN_ABI_MIN_VERSION 8
 
 /* One tensor crossing the boundary. All tensors are dense and row-major.
  * Inputs (graph inputs, then weights in metadata order): the runtime sets
@@ -54,6 +57,18 @@ typedef struct kiln_abi_gemm {
   int64_t c_stride_batch[KILN_ABI_GEMM_MAX_BATCH];
   double alpha, beta;
 } kiln_abi_gemm;
+
+/* What `gemm_epilogue` (version 9) does after the product, as one kernel with it:
+ *   C[b, m, n] = act(alpha * sum_k A[b, m, k] * B[b, k, n] + beta * S[b, m, n] + bias[n * bias_stride])
+ * S is `c_source` read with C's strides (NULL: C itself, as `gemm` does); the bias term is there
+ * when `bias` is not NULL (a row vector of type bias_type, the same for every row and batch);
+ * act is the identity (activation 0) or max(x, 0) (activation 1). Every field is 8 bytes. */
+typedef struct kiln_abi_epilogue {
+  const void *c_source;
+  const void *bias;
+  int64_t bias_type, bias_stride;
+  int64_t activation;
+} kiln_abi_epilogue;
 
 /* A kernel runs work items [begin, end) of its iteration space. */
 typedef void (*kiln_abi_kernel_fn)(void *captures, int64_t begin, int64_t end);
@@ -103,6 +118,9 @@ typedef void (*kiln_abi_kernel_fn)(void *captures, int64_t begin, int64_t end);
  * library (cuBLASLt). It returns 0 when the product is taken (done, or failed and recorded: the run
  * then fails), and nonzero when it cannot take it (no library, a layout or type it does not serve):
  * the code then computes the product with its own kernels.
+ * `gemm_epilogue` (version 9) is `gemm` with a kiln_abi_epilogue: the product's bias, residual
+ * and ReLU in the same library call (cuBLASLt's epilogues) instead of a kernel after it; declined
+ * (nonzero) the same way, then the code's own kernels compute product and epilogue.
  * For CPU artifacts `gpu_launch`, `device_alloc` and `device_free` are NULL; `device_read` and
  * `device_write` copy host memory and `gemm` computes on the calling thread: code compiled with
  * --target=cuda-emulated (the CUDA pipeline's kernels run on the CPU, to check them) calls them. */
@@ -124,6 +142,7 @@ typedef struct kiln_abi_context {
   void (*device_read)(void *runtime, void *host, const void *device, int64_t bytes);
   void (*device_write)(void *runtime, void *device, const void *host, int64_t bytes);
   int32_t (*gemm)(void *runtime, const kiln_abi_gemm *product);
+  int32_t (*gemm_epilogue)(void *runtime, const kiln_abi_gemm *product, const kiln_abi_epilogue *epilogue);
 } kiln_abi_context;
 
 /* The symbol every artifact's code section exports. Returns 0 on success. */

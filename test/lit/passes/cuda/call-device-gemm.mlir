@@ -169,3 +169,142 @@ func.func @main(%a: memref<4x1xf32>, %c: memref<4x8xf32>) {
   }
   return
 }
+
+// -----
+
+// An epilogue marked by kiln-mark-gemm-epilogues (input 1 is the product): out = relu(bias[n] +
+// P + residual) is one gemm_epilogue call (context field 14) writing `out`, with the residual as
+// the C source (beta 1), the bias row, ReLU. The fill, the product and the epilogue op are the
+// fallback, in order.
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+#row = affine_map<(m, n) -> (n)>
+// CHECK-LABEL: func @main
+// CHECK-SAME: (%[[CTX:.*]]: !llvm.ptr {kiln.context}, %[[A:[a-z0-9]+]]: memref<4x8xf32>, %[[B:[a-z0-9]+]]: memref<8x16xf32>, %[[BIAS:[a-z0-9]+]]: memref<16xf32>, %[[RES:[a-z0-9]+]]: memref<4x16xf32>, %[[OUT:[a-z0-9]+]]: memref<4x16xf32>)
+// CHECK: %[[ARGS:.*]] = llvm.alloca %{{.*}} x i64 {alignment = 8 : i64}
+// CHECK: %[[EPI:.*]] = llvm.alloca %{{.*}} x i64 {alignment = 8 : i64}
+// C is the epilogue's output.
+// CHECK: memref.extract_aligned_pointer_as_index %[[OUT]]
+// CHECK: llvm.getelementptr %{{.*}}[32]
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f64
+// CHECK: %[[BETA:.*]] = arith.bitcast %[[ONE]] : f64 to i64
+// CHECK: %[[AT33:.*]] = llvm.getelementptr %{{.*}}[33]
+// CHECK: llvm.store %[[BETA]], %[[AT33]] {kiln.host}
+// Slot 0 of the epilogue: the residual's address; 1: the bias's; 2: its type (f32); 4: ReLU.
+// CHECK: memref.extract_aligned_pointer_as_index %[[RES]]
+// CHECK: %[[E0:.*]] = llvm.getelementptr %[[EPI]][0]
+// CHECK: memref.extract_aligned_pointer_as_index %[[BIAS]]
+// CHECK: %[[E1:.*]] = llvm.getelementptr %[[EPI]][1]
+// CHECK: %[[F32:.*]] = arith.constant 1 : i64
+// CHECK: %[[E2:.*]] = llvm.getelementptr %[[EPI]][2]
+// CHECK: llvm.store %[[F32]], %[[E2]] {kiln.host}
+// CHECK: %[[RELU:.*]] = arith.constant 1 : i64
+// CHECK: %[[E4:.*]] = llvm.getelementptr %[[EPI]][4]
+// CHECK: llvm.store %[[RELU]], %[[E4]] {kiln.host}
+// CHECK: %[[FN:.*]] = llvm.getelementptr %[[CTX]][0, 14]
+// CHECK: %[[FNP:.*]] = llvm.load %[[FN]] {kiln.host}
+// CHECK: %[[R:.*]] = llvm.call %[[FNP]](%{{.*}}, %[[ARGS]], %[[EPI]]) {kiln.host} : !llvm.ptr, (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK: scf.if
+// CHECK-NEXT: linalg.fill
+// CHECK-NEXT: linalg.generic
+// CHECK: linalg.generic {{.*}}kiln.gemm_epilogue = 1
+// CHECK: arith.select
+// CHECK: linalg.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: memref.dealloc
+// CHECK-NEXT: return
+func.func @main(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %bias: memref<16xf32>, %res: memref<4x16xf32>,
+                %out: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %p = memref.alloc() : memref<4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%p : memref<4x16xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%p : memref<4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#row, #id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%bias, %p, %res : memref<16xf32>, memref<4x16xf32>, memref<4x16xf32>) outs(%out : memref<4x16xf32>)
+      attrs = {kiln.gemm_epilogue = 1 : i64} {
+  ^bb0(%bv: f32, %pv: f32, %rv: f32, %o: f32):
+    %s1 = arith.addf %bv, %pv : f32
+    %s2 = arith.addf %rv, %s1 : f32
+    %z = arith.constant 0.0 : f32
+    %gt = arith.cmpf ogt, %s2, %z : f32
+    %r = arith.select %gt, %s2, %z : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %p : memref<4x16xf32>
+  return
+}
+
+// -----
+
+// Not folded: an epilogue op without the mark (the product may be read again), one whose row
+// vector runs along m (cuBLASLt's bias is per column of kiln's row-major output), and one whose
+// body does more than add (a multiply). Each product is a plain gemm call; the ops stay after it.
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+#row = affine_map<(m, n) -> (n)>
+#col = affine_map<(m, n) -> (m)>
+// CHECK-LABEL: func @main
+// CHECK-NOT: !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK-COUNT-3: (!llvm.ptr, !llvm.ptr) -> i32
+// CHECK-NOT: !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+func.func @main(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %bias: memref<16xf32>, %colv: memref<4xf32>,
+                %out: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %p = memref.alloc() : memref<4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%p : memref<4x16xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%p : memref<4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#row, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%bias, %p : memref<16xf32>, memref<4x16xf32>) outs(%out : memref<4x16xf32>) {
+  ^bb0(%bv: f32, %pv: f32, %o: f32):
+    %s1 = arith.addf %bv, %pv : f32
+    linalg.yield %s1 : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%p : memref<4x16xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%p : memref<4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#col, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%colv, %p : memref<4xf32>, memref<4x16xf32>) outs(%out : memref<4x16xf32>)
+      attrs = {kiln.gemm_epilogue = 1 : i64} {
+  ^bb0(%cv: f32, %pv: f32, %o: f32):
+    %s1 = arith.addf %cv, %pv : f32
+    linalg.yield %s1 : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%p : memref<4x16xf32>)
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%p : memref<4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#row, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%bias, %p : memref<16xf32>, memref<4x16xf32>) outs(%out : memref<4x16xf32>)
+      attrs = {kiln.gemm_epilogue = 1 : i64} {
+  ^bb0(%bv: f32, %pv: f32, %o: f32):
+    %s1 = arith.mulf %bv, %pv : f32
+    linalg.yield %s1 : f32
+  }
+  return
+}
