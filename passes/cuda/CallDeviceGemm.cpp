@@ -10,6 +10,7 @@
 // same call (`gemm_epilogue`: cuBLASLt's BIAS/RELU epilogues, the residual as C), so it is no
 // launch of its own and the product is never written to memory and read back.
 #include "passes/cuda/Passes.h"
+#include "passes/host/GemmEpilogue.h"
 #include "passes/host/Passes.h"
 #include "passes/host/RuntimeContext.h"
 #include "passes/cuda/DeviceTransfers.h"
@@ -186,22 +187,11 @@ std::optional<Roles> matchMaps(linalg::GenericOp g) {
   return r;
 }
 
-/// An op that neither reads nor writes memory (index math, views, allocations).
-bool benign(Operation *op) {
-  if (op->getNumRegions() != 0)
-    return false;
-  if (isMemoryEffectFree(op))
-    return true;
-  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-  return effects && !effects.hasEffect<MemoryEffects::Read>() && !effects.hasEffect<MemoryEffects::Write>() &&
-         !effects.hasEffect<MemoryEffects::Free>();
-}
-
 /// The linalg.fill of 0 that initializes `g`'s output just before it (nothing that touches
 /// memory in between), or null.
 linalg::FillOp zeroFillBefore(linalg::GenericOp g) {
   Operation *prev = g->getPrevNode();
-  while (prev && benign(prev))
+  while (prev && touchesNoMemory(prev))
     prev = prev->getPrevNode();
   auto fill = dyn_cast_or_null<linalg::FillOp>(prev);
   if (!fill || fill.getDpsInitOperand(0)->get() != g.getDpsInitOperand(0)->get())
@@ -247,21 +237,13 @@ Value reluOperand(Value v, SmallPtrSetImpl<Operation *> &seen) {
   return {};
 }
 
-/// The epilogue of product `g` (output `c`, its n loop at `nPos` of C), or nullopt: the next op
-/// that touches memory, an elementwise generic marked by kiln-mark-gemm-epilogues as the only
-/// reader of the product, reading C where it writes (identity maps) and nothing else but what it
-/// adds. (Whether its output overlaps the product's operands is for the runtime to see: the memory
-/// plan may give it their bytes, as they die at the product; the runtime then declines.)
+/// The epilogue of product `g` (output `c`, its n loop at `nPos` of C), or nullopt: its marked
+/// epilogue op (markedEpilogueOf: the only reader of the product), reading C where it writes
+/// (identity maps) and nothing else but what it adds. (kiln-plan-memory kept the product's
+/// operands live until that op; the runtime still declines an output that overlaps them.)
 std::optional<Epilogue> matchEpilogue(linalg::GenericOp g, Value c, int64_t nPos) {
-  Operation *next = g->getNextNode();
-  while (next && benign(next))
-    next = next->getNextNode();
-  auto e = dyn_cast_or_null<linalg::GenericOp>(next);
+  linalg::GenericOp e = markedEpilogueOf(g);
   if (!e || !e.hasPureBufferSemantics() || e.getNumDpsInits() != 1 || e.getNumReductionLoops() != 0)
-    return std::nullopt;
-  auto mark = e->getAttrOfType<IntegerAttr>(kGemmEpilogueAttr);
-  if (!mark || mark.getInt() < 0 || mark.getInt() >= e.getNumDpsInputs() ||
-      e.getDpsInputOperand(unsigned(mark.getInt()))->get() != c)
     return std::nullopt;
   Type et = cast<MemRefType>(c.getType()).getElementType();
   Epilogue ep;

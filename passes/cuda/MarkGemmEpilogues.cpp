@@ -7,6 +7,7 @@
 // and CSE give one buffer view to many tensors. So the fact is recorded here, before
 // bufferization, as `kiln.gemm_epilogue` = the index of the op's input that is the product.
 #include "passes/cuda/Passes.h"
+#include "passes/host/GemmEpilogue.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
@@ -20,13 +21,6 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// A contraction kiln-call-device-gemm may take: two inputs, one output, one reduction loop.
-bool isProductCandidate(Operation *op) {
-  auto g = dyn_cast_or_null<linalg::GenericOp>(op);
-  return g && g.hasPureTensorSemantics() && g.getNumDpsInputs() == 2 && g.getNumDpsInits() == 1 &&
-         g.getNumReductionLoops() == 1;
-}
-
 struct MarkGemmEpiloguesPass : impl::MarkGemmEpiloguesPassBase<MarkGemmEpiloguesPass> {
   void runOnOperation() override {
     getOperation().walk([](linalg::GenericOp e) {
@@ -34,7 +28,8 @@ struct MarkGemmEpiloguesPass : impl::MarkGemmEpiloguesPassBase<MarkGemmEpilogues
         return;
       for (OpOperand *in : e.getDpsInputOperands()) {
         Value v = in->get();
-        if (isProductCandidate(v.getDefiningOp()) && v.hasOneUse()) {
+        auto g = v.getDefiningOp<linalg::GenericOp>();
+        if (g && isProductCandidate(g) && v.hasOneUse()) {
           e->setAttr(kGemmEpilogueAttr, IntegerAttr::get(IntegerType::get(e.getContext(), 64),
                                                          in->getOperandNumber()));
           return;

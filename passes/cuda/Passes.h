@@ -25,10 +25,6 @@ constexpr const char *kPtx = "kiln.cuda_ptx";         // module: the kernels' PT
 constexpr const char *kKernels = "kiln.cuda_kernels"; // module: [{name, source_nodes, params}] by kernel id
 constexpr const char *kKernelParams = "kiln.cuda_kernel_params"; // module: {kernel name: "m2:4 s8 ..."}
 } // namespace cuda_attrs
-
-/// On an elementwise linalg.generic: the index of its input that is a matrix product's result used
-/// by nothing else (kiln-mark-gemm-epilogues), which kiln-call-device-gemm may fold into the call.
-constexpr const char *kGemmEpilogueAttr = "kiln.gemm_epilogue";
 } // namespace kiln
 
 #endif

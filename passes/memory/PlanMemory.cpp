@@ -4,6 +4,7 @@
 #include "passes/memory/Passes.h"
 #include "dialects/graph/IR/GraphAttrNames.h"
 #include "passes/host/BandSections.h"
+#include "passes/host/GemmEpilogue.h"
 
 #include "dialects/cpu/IR/Cpu.h"
 
@@ -205,6 +206,13 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
       if (std::optional<BandSection> tag = bandSectionOf(op.getLoc()).tag)
         spans.try_emplace(tag->chain, int64_t(i), int64_t(i)).first->second.second = int64_t(i);
     }
+    // A product with a marked epilogue op (GemmEpilogue.h) runs where that op does: on the GPU
+    // the two are one library call, which reads the product's operands while it writes the op's
+    // output, so those operands must stay live (and apart from the output) until then.
+    for (Operation &op : body)
+      if (auto g = dyn_cast<linalg::GenericOp>(op))
+        if (linalg::GenericOp e = markedEpilogueOf(g))
+          position[&op] = position.lookup(e);
 
     // Intermediates and the heap allocations left alone.
     std::vector<Buffer> buffers;

@@ -136,3 +136,44 @@ func.func @main(%in: memref<1024xf32>, %out: memref<1024xf32>) {
   memref.copy %after, %out : memref<1024xf32> to memref<1024xf32> loc("after")
   return
 }
+
+// -----
+
+// A product whose only reader is a marked epilogue op (kiln.gemm_epilogue, input 1: the product)
+// counts as running at that op, since --target=cuda makes the two one library call that reads
+// the product's operands while it writes the op's output. %a, the product's input, dies at the
+// product; without the rule %q (allocated after it) would take %a's bytes at offset 0. With it,
+// %a lives to the epilogue (position 6) and %q goes above the others.
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+#row = affine_map<(m, n) -> (n)>
+// PLAN: memory plan: 3 intermediates in one arena, 1 buffers on the heap
+// PLAN: 0 1024 0 1-6 memref<16x16xf32> a
+// PLAN: 1 1024 1024 3-6 memref<16x16xf32> p
+// PLAN: 2 1024 2048 5-8 memref<16x16xf32> q
+func.func @main(%x: memref<16x16xf32>, %w: memref<16x16xf32>, %bias: memref<16xf32>) -> memref<16x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %a = memref.alloc() {alignment = 64 : i64} : memref<16x16xf32> loc("a")
+  memref.copy %x, %a : memref<16x16xf32> to memref<16x16xf32>
+  %p = memref.alloc() {alignment = 64 : i64} : memref<16x16xf32> loc("p")
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %w : memref<16x16xf32>, memref<16x16xf32>) outs(%p : memref<16x16xf32>) {
+  ^bb0(%u: f32, %v: f32, %acc: f32):
+    %m = arith.mulf %u, %v : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  %q = memref.alloc() {alignment = 64 : i64} : memref<16x16xf32> loc("q")
+  linalg.generic {indexing_maps = [#row, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%bias, %p : memref<16xf32>, memref<16x16xf32>) outs(%q : memref<16x16xf32>)
+      attrs = {kiln.gemm_epilogue = 1 : i64} {
+  ^bb0(%bv: f32, %pv: f32, %o: f32):
+    %s = arith.addf %bv, %pv : f32
+    linalg.yield %s : f32
+  }
+  %out = memref.alloc() {alignment = 64 : i64} : memref<16x16xf32> loc("out")
+  memref.copy %q, %out : memref<16x16xf32> to memref<16x16xf32>
+  return %out : memref<16x16xf32>
+}
