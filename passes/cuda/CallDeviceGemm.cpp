@@ -5,10 +5,11 @@
 // run time; where it is missing, or refuses a layout, `gemm` returns nonzero and the original
 // loop nest (now inside an scf.if) runs instead, so the artifact is correct on every machine.
 //
-// The elementwise op right after a product that adds a bias row and/or a residual to it, and
-// maybe applies ReLU (a Linear layer's bias, a transformer's residual connection), goes into the
-// same call (`gemm_epilogue`: cuBLASLt's BIAS/RELU epilogues, the residual as C), so it is no
-// launch of its own and the product is never written to memory and read back.
+// The elementwise op right after a product that adds a bias row and/or a residual to it, and/or
+// applies ReLU (a Linear layer's bias, a transformer's residual connection), goes into the same
+// call (`gemm_epilogue`: cuBLASLt's BIAS/RELU epilogues, the residual as C), so it is no launch
+// of its own and the product is never written to memory and read back. So does a bias row that
+// C starts from (Gemm's C, broadcast into the accumulator by a launch before the product).
 #include "passes/cuda/Passes.h"
 #include "passes/host/GemmEpilogue.h"
 #include "passes/host/Passes.h"
@@ -204,10 +205,56 @@ linalg::FillOp zeroFillBefore(linalg::GenericOp g) {
 /// What kiln_abi_epilogue takes over from the elementwise op `op` after a product P:
 /// out = act(P + bias[n] + residual), the adds in any order, act ReLU or nothing.
 struct Epilogue {
-  linalg::GenericOp op;
+  linalg::GenericOp op;      // null when the bias comes from the accumulator's initial value
   Value out, bias, residual; // the op's output; a row vector along the product's n; like P
+  int64_t biasDim = 0;       // the bias's dim that runs along n (the others are 1)
+  linalg::GenericOp biasInit; // the op that broadcast the bias into C before the product
   bool relu = false;
 };
+
+/// The position of `map`'s result that is loop `dim` when every other result is the constant 0
+/// (a row vector along `dim`, maybe with leading unit dims), else -1.
+int64_t rowVectorDim(AffineMap map, int64_t dim) {
+  int64_t at = -1;
+  for (auto [i, e] : llvm::enumerate(map.getResults())) {
+    if (auto d = dyn_cast<AffineDimExpr>(e); d && d.getPosition() == dim && at < 0) {
+      at = int64_t(i);
+      continue;
+    }
+    auto c = dyn_cast<AffineConstantExpr>(e);
+    if (!c || c.getValue() != 0)
+      return -1;
+  }
+  return at;
+}
+
+/// The op right before product `g` (nothing that touches memory between) that fills its output
+/// C with a row vector along n, broadcast (Gemm's C, the accumulator's initial value): the bias
+/// of an epilogue with beta 0. Null otherwise.
+linalg::GenericOp rowBroadcastBefore(linalg::GenericOp g, Value c, int64_t nPos, Value &bias, int64_t &biasDim) {
+  Operation *prev = g->getPrevNode();
+  while (prev && touchesNoMemory(prev))
+    prev = prev->getPrevNode();
+  auto init = dyn_cast_or_null<linalg::GenericOp>(prev);
+  if (!init || !init.hasPureBufferSemantics() || init.getNumDpsInputs() != 1 || init.getNumDpsInits() != 1 ||
+      init.getNumReductionLoops() != 0 || init.getDpsInitOperand(0)->get() != c ||
+      !init.getMatchingIndexingMap(init.getDpsInitOperand(0)).isIdentity())
+    return {};
+  OpOperand *in = init.getDpsInputOperand(0);
+  auto type = dyn_cast<MemRefType>(in->get().getType());
+  int64_t dim = rowVectorDim(init.getMatchingIndexingMap(in), nPos);
+  if (!type || type.getElementType() != cast<MemRefType>(c.getType()).getElementType() || dim < 0 ||
+      cuda::isHostGlobal(in->get()))
+    return {};
+  // The body copies the input (no beta scaling, no cast).
+  Block &body = init.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (body.getOperations().size() != 1 || yield.getOperand(0) != body.getArgument(0))
+    return {};
+  bias = in->get();
+  biasDim = dim;
+  return init;
+}
 
 /// `v` as max(x, 0) (kiln's Relu: select(x > 0, x, 0), or a maximum op): x, else null.
 Value reluOperand(Value v, SmallPtrSetImpl<Operation *> &seen) {
@@ -269,15 +316,15 @@ std::optional<Epilogue> matchEpilogue(linalg::GenericOp g, Value c, int64_t nPos
       // It is read with the output's strides: both dense, of one shape (the maps are identities).
       residualArg = index;
       ep.residual = v;
-    } else if (v != c && map.getNumResults() == 1 && map.getResult(0) == getAffineDimExpr(nPos, e.getContext()) &&
-               biasArg < 0) {
+    } else if (v != c && rowVectorDim(map, nPos) >= 0 && biasArg < 0) {
       biasArg = index;
       ep.bias = v;
+      ep.biasDim = rowVectorDim(map, nPos);
     } else {
       return std::nullopt;
     }
   }
-  if (productArg < 0 || (biasArg < 0 && residualArg < 0))
+  if (productArg < 0)
     return std::nullopt;
   // The body: an optional ReLU over a sum of the inputs, each exactly once.
   Block &body = e.getRegion().front();
@@ -313,6 +360,8 @@ std::optional<Epilogue> matchEpilogue(linalg::GenericOp g, Value c, int64_t nPos
   for (Operation &op : body)
     if (!seen.contains(&op))
       return std::nullopt;
+  if (!ep.bias && !ep.residual && !ep.relu) // a copy: nothing for an epilogue to do
+    return std::nullopt;
   return ep;
 }
 
@@ -348,10 +397,26 @@ struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
     if (!body || !roles)
       return;
     linalg::FillOp fill = zeroFillBefore(g);
-    // An epilogue needs the product alone in C (the zero fill): the beta term is its residual.
+    const int64_t nPos = positionOf(g.getIndexingMapsArray()[2], roles->n);
+    // Or C starts as a bias row (Gemm's C): the epilogue's bias, with beta 0.
+    Value initBias;
+    int64_t initBiasDim = 0;
+    linalg::GenericOp biasInit = fill ? linalg::GenericOp() : rowBroadcastBefore(g, c, nPos, initBias, initBiasDim);
+    // An epilogue op needs the product alone in C (or plus the bias): the beta term is its residual.
     std::optional<Epilogue> epilogue;
-    if (fill)
-      epilogue = matchEpilogue(g, c, positionOf(g.getIndexingMapsArray()[2], roles->n));
+    if (fill || biasInit)
+      epilogue = matchEpilogue(g, c, nPos);
+    if (biasInit) {
+      if (epilogue && epilogue->bias) // one bias per call: the op stays a kernel
+        epilogue.reset();
+      if (!epilogue) {
+        epilogue = Epilogue{};
+        epilogue->out = c;
+      }
+      epilogue->bias = initBias;
+      epilogue->biasDim = initBiasDim;
+      epilogue->biasInit = biasInit;
+    }
     Location loc = g.getLoc();
     MLIRContext *ctx = &getContext();
     auto ptr = LLVM::LLVMPointerType::get(ctx);
@@ -363,7 +428,7 @@ struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
 
     // With an epilogue the call goes where the epilogue op was: what it uses (its output, a view
     // made after the product) is defined by then, and the ops passed over touch no memory.
-    OpBuilder b(epilogue ? epilogue->op.getOperation() : g.getOperation());
+    OpBuilder b(epilogue && epilogue->op ? epilogue->op.getOperation() : g.getOperation());
     auto host = [&](Operation *op) { op->setAttr(cuda::kHostOpAttr, b.getUnitAttr()); };
     auto store = [&](int64_t slot, Value v) {
       if (v.getType().isIndex())
@@ -424,7 +489,7 @@ struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
                                                                APFloat(body->constantScale.value_or(1.0)))
                                     .getResult();
     store(slotOf(offsetof(kiln_abi_gemm, alpha)), bits(alpha));
-    const bool accumulates = !fill || (epilogue && epilogue->residual);
+    const bool accumulates = (!fill && !biasInit) || (epilogue && epilogue->residual);
     store(slotOf(offsetof(kiln_abi_gemm, beta)),
           bits(arith::ConstantFloatOp::create(b, loc, b.getF64Type(), APFloat(accumulates ? 1.0 : 0.0))));
 
@@ -456,7 +521,7 @@ struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
       Value biasStride = constant(0);
       int64_t biasType = 0;
       if (epilogue->bias) {
-        biasStride = memref::ExtractStridedMetadataOp::create(b, loc, epilogue->bias).getStrides()[0];
+        biasStride = memref::ExtractStridedMetadataOp::create(b, loc, epilogue->bias).getStrides()[epilogue->biasDim];
         biasType = dtypeCode(cast<MemRefType>(epilogue->bias.getType()).getElementType());
       }
       storeEpi(slotOf(offsetof(kiln_abi_epilogue, bias_type)), arith::ConstantIntOp::create(b, loc, i64, biasType));
@@ -476,9 +541,11 @@ struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
     Operation *end = fallback.thenBlock()->getTerminator();
     if (fill)
       fill->moveBefore(end);
+    if (biasInit)
+      biasInit->moveBefore(end);
     g->moveBefore(end);
     // The epilogue op follows.
-    if (epilogue)
+    if (epilogue && epilogue->op)
       epilogue->op->moveBefore(end);
   }
 };

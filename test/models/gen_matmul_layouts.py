@@ -2,7 +2,7 @@
 """Writes test/models/matmul_layouts: MatMul and Gemm in the layouts kiln's CUDA target hands to
 cuBLASLt: a batch folded into the rows, broadcast batches, a transposed right operand read in
 place, Gemm's transposes and alpha, vector operands, half precision; and products with epilogues
-cuBLASLt computes in the same call (a bias row; a bias, a residual and ReLU). Each model is one
+cuBLASLt computes in the same call (a bias row; a bias, a residual and ReLU; Gemm's C and ReLU). Each model is one
 product (with its epilogue) and nothing else, so under the mock driver (which runs no kernel) and the mock cuBLASLt (which
 computes on host memory) its output is right only if the product went through cuBLASLt with the
 right layout. References are computed here in plain Python; the values are small multiples of
@@ -97,6 +97,12 @@ if __name__ == "__main__":
                          [node("MatMul", ["x", "w"], ["xw"]), node("Add", ["xw", "bias"], ["xb"]),
                           node("Add", ["r", "xb"], ["s"]), node("Relu", ["s"], ["y"])],
                          [("x", x), ("w", w), ("bias", bias), ("r", r)], [("y", relu)])
+    # Gemm's C, a row broadcast into the accumulator, as the bias of a ReLU epilogue.
+    a, b, c = filled([3, 5], 21), filled([5, 4], 22), filled([4], 23)
+    ab = matmul(a, b)
+    onnx_text.write_test("gemm_bias_relu", 13, [node("Gemm", ["a", "b", "c"], ["g"]), node("Relu", ["g"], ["y"])],
+                         [("a", a), ("b", b), ("c", c)],
+                         [("y", Tensor(ab.shape, [max(v + c.values[i % 4], 0.0) for i, v in enumerate(ab.values)]))])
     # Gemm with both operands transposed and alpha, no C.
     a, b = filled([5, 3], 15), filled([4, 5], 16)
     ref = matmul(transposed(a), transposed(b))

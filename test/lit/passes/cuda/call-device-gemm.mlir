@@ -308,3 +308,68 @@ func.func @main(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %bias: memref<16xf32>
   }
   return
 }
+
+// -----
+
+// Gemm's C: a bias row broadcast into the accumulator before the product becomes the epilogue's
+// bias (beta 0), and the marked ReLU after it the activation: one call writing the ReLU's output.
+// The broadcast, the product and the ReLU are the fallback.
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+#row = affine_map<(m, n) -> (0, n)>
+// CHECK-LABEL: func @main
+// CHECK-SAME: (%[[CTX:.*]]: !llvm.ptr {kiln.context}, %{{[a-z0-9]+}}: memref<4x8xf32>, %{{[a-z0-9]+}}: memref<8x16xf32>, %[[BIAS:[a-z0-9]+]]: memref<1x16xf32>, %[[OUT:[a-z0-9]+]]: memref<4x16xf32>)
+// CHECK: %[[ARGS:.*]] = llvm.alloca
+// CHECK: %[[EPI:.*]] = llvm.alloca
+// CHECK: memref.extract_aligned_pointer_as_index %[[OUT]]
+// CHECK: llvm.getelementptr %{{.*}}[32]
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f64
+// CHECK: %[[BETA:.*]] = arith.bitcast %[[ZERO]] : f64 to i64
+// CHECK: %[[AT33:.*]] = llvm.getelementptr %{{.*}}[33]
+// CHECK: llvm.store %[[BETA]], %[[AT33]] {kiln.host}
+// No C source (slot 0 is 0), the bias's address, its stride along n (dim 1), ReLU.
+// CHECK: %[[NONE:.*]] = arith.constant 0 : i64
+// CHECK: %[[E0:.*]] = llvm.getelementptr %[[EPI]][0]
+// CHECK: llvm.store %[[NONE]], %[[E0]] {kiln.host}
+// CHECK: memref.extract_aligned_pointer_as_index %[[BIAS]]
+// CHECK: llvm.getelementptr %[[EPI]][1]
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}:2, %[[STRIDES:.*]]:2 = memref.extract_strided_metadata %[[BIAS]]
+// CHECK: %[[STRIDE:.*]] = arith.index_cast %[[STRIDES]]#1 : index to i64
+// CHECK: %[[E3:.*]] = llvm.getelementptr %[[EPI]][3]
+// CHECK: llvm.store %[[STRIDE]], %[[E3]] {kiln.host}
+// CHECK: llvm.getelementptr %[[CTX]][0, 14]
+// CHECK: llvm.call
+// CHECK: scf.if
+// CHECK-NEXT: linalg.generic
+// CHECK: linalg.yield
+// CHECK: linalg.generic
+// CHECK: arith.mulf
+// CHECK: linalg.generic {{.*}}kiln.gemm_epilogue = 0
+// CHECK: arith.select
+func.func @main(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %bias: memref<1x16xf32>, %out: memref<4x16xf32>) {
+  %p = memref.alloc() : memref<4x16xf32>
+  linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%bias : memref<1x16xf32>) outs(%p : memref<4x16xf32>) {
+  ^bb0(%bv: f32, %o: f32):
+    linalg.yield %bv : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%p : memref<4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%p : memref<4x16xf32>) outs(%out : memref<4x16xf32>) attrs = {kiln.gemm_epilogue = 0 : i64} {
+  ^bb0(%pv: f32, %o: f32):
+    %z = arith.constant 0.0 : f32
+    %gt = arith.cmpf ogt, %pv, %z : f32
+    %r = arith.select %gt, %pv, %z : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %p : memref<4x16xf32>
+  return
+}
