@@ -44,6 +44,7 @@ struct CudaDriver {
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, void *);
   CUresult (*cuStreamCreate)(void **, unsigned);
   CUresult (*cuStreamDestroy)(void *);
   CUresult (*cuStreamSynchronize)(void *);
@@ -105,6 +106,7 @@ struct CudaDriver {
     get(cuMemcpyHtoD, "cuMemcpyHtoD_v2");
     get(cuMemcpyDtoH, "cuMemcpyDtoH_v2");
     get(cuMemsetD8, "cuMemsetD8_v2");
+    get(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
     get(cuStreamCreate, "cuStreamCreate");
     get(cuStreamDestroy, "cuStreamDestroy_v2");
     get(cuStreamSynchronize, "cuStreamSynchronize");
@@ -498,6 +500,17 @@ bool CudaDevice::download(void *host, const void *device, size_t bytes, std::str
   SharedCaptureLock lock;
   return makeCurrent(error) &&
          check(driver_->cuMemcpyDtoH(host, reinterpret_cast<CUdeviceptr>(device), bytes), "copy from the GPU", error);
+}
+
+bool CudaDevice::copyOnDevice(void *stream, void *to, const void *from, size_t bytes, std::string &error) {
+  if (bytes == 0)
+    return true;
+  SharedCaptureLock lock;
+  return makeCurrent(error) &&
+         check(driver_->cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(to), reinterpret_cast<CUdeviceptr>(from),
+                                          bytes, stream),
+               "copy on the GPU", error) &&
+         check(driver_->cuStreamSynchronize(stream), "copy on the GPU", error);
 }
 
 bool CudaDevice::createStream(void **stream, std::string &error) {

@@ -89,6 +89,8 @@ public:
 
   // Enqueues one matrix product of the generated code on `stream` with cuBLASLt, loaded on the
   // first call. Declined (nothing enqueued) without the library or for a product it cannot take.
+  // cuMemcpyDtoDAsync on the stream, then a wait for the stream.
+  bool copyOnDevice(void *stream, void *to, const void *from, size_t bytes, std::string &error) override;
   GemmResult gemm(void *stream, const kiln_abi_gemm &product, const kiln_abi_epilogue *epilogue, void *workspace,
                   uint64_t workspaceBytes, std::string &error) override;
   uint64_t gemmWorkspaceBytes() const override { return CudaBlas::kWorkspaceBytes; }

@@ -41,6 +41,9 @@ public:
   virtual bool upload(void *device, const void *host, size_t bytes, std::string &error) = 0;
   virtual bool download(void *host, const void *device, size_t bytes, std::string &error) = 0;
   virtual bool zero(void *device, size_t bytes, std::string &error) = 0;
+  // A copy between two buffers of device memory on `stream`, finished when it returns (optional:
+  // devices whose kernels address host memory never need it).
+  virtual bool copyOnDevice(void *stream, void *to, const void *from, size_t bytes, std::string &error);
 
   // Streams: the work of one session, run in order. A device without streams (the CPU runs work
   // as it is issued) keeps the defaults: a null stream, and synchronize returns at once.

@@ -25,6 +25,11 @@ bool Device::launch(void *, int32_t id, const int64_t *, const int64_t *, int32_
   return false;
 }
 
+bool Device::copyOnDevice(void *, void *, const void *, size_t, std::string &error) {
+  error = "device '" + std::string(name()) + "' has no device-to-device copies";
+  return false;
+}
+
 Device::GemmResult Device::gemm(void *, const kiln_abi_gemm &, const kiln_abi_epilogue *, void *, uint64_t,
                                 std::string &) {
   return GemmResult::Declined;

@@ -197,7 +197,14 @@ bool graphsFor(const kiln_session &s, kiln::runtime::Device &device, const kiln_
   return true;
 }
 
-kiln_error *takeOutputs(kiln_session &s, RunMemory &memory, kiln_tensor **outputs);
+// Where a run's outputs go: new tensors into `fresh` (kiln_session_run), or written into the
+// caller's tensors `into` (kiln_session_run_into; then `fresh` is null).
+struct OutputSlots {
+  kiln_tensor **fresh = nullptr;
+  kiln_tensor *const *into = nullptr;
+};
+
+kiln_error *takeOutputs(kiln_session &s, RunMemory &memory, OutputSlots outputs);
 
 // Copies the inputs into the graph's buffers (their addresses are in the graph).
 kiln_error *uploadGraphInputs(kiln_session &s, kiln::runtime::CapturedGraph &g, const kiln_tensor *const *inputs,
@@ -211,7 +218,7 @@ kiln_error *uploadGraphInputs(kiln_session &s, kiln::runtime::CapturedGraph &g, 
 
 // A run of a captured graph: inputs into its buffers, one launch, outputs from its buffers.
 kiln_error *replay(kiln_session &s, kiln::runtime::CapturedGraph &g, const kiln_tensor *const *inputs, size_t count,
-                   kiln_tensor **outputs) {
+                   OutputSlots outputs) {
   kiln::runtime::Queue &queue = *s.queue;
   if (kiln_error *e = uploadGraphInputs(s, g, inputs, count))
     return e;
@@ -229,10 +236,10 @@ kiln_error *replay(kiln_session &s, kiln::runtime::CapturedGraph &g, const kiln_
 
 // The second run of a signature: inputs into buffers the graph keeps, the host program run while
 // the stream is captured (every launch and product recorded, not run), the graph instantiated and
-// launched. Null `*outputs` and no error: the capture was given up (the run could not be a graph),
+// launched. No outputs and no error: the capture was given up (the run could not be a graph),
 // the signature is marked Never and the caller runs the request eagerly.
 kiln_error *capture(kiln_session &s, kiln::runtime::CapturedGraph &g, const kiln_tensor *const *inputs, size_t count,
-                    kiln_tensor **outputs, bool *gaveUp) {
+                    OutputSlots outputs, bool *gaveUp) {
   using State = kiln::runtime::CapturedGraph::State;
   kiln::runtime::Queue &queue = *s.queue;
   kiln::runtime::Device &device = queue.device();
@@ -291,7 +298,7 @@ kiln_error *capture(kiln_session &s, kiln::runtime::CapturedGraph &g, const kiln
 // run the generated entry with the device's context, wait for its work, and turn its outputs into
 // tensors the caller owns (zero copy where they are already in host memory). On a device with
 // graphs, the second request of a shape signature is captured and the later ones replay it.
-kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputCount, kiln_tensor **outputs) {
+kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputCount, OutputSlots outputs) {
   using State = kiln::runtime::CapturedGraph::State;
   kiln_model &m = *s.model;
   const auto &meta = m.view.meta;
@@ -407,7 +414,45 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
 
 // The run's outputs (s.outputs) as tensors the caller owns: handed over where they are host
 // memory the code allocated, else copied (from device memory, or a weight or an input).
-kiln_error *takeOutputs(kiln_session &s, RunMemory &memory, kiln_tensor **outputs) {
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+// The run's outputs written into the caller's tensors (kiln_session_run_into): every shape is
+// checked first, so a mismatch writes none. Host memory to host memory is a copy; from the GPU,
+// a download, or a copy on the device (waited for) into a GPU destination.
+kiln_error *writeOutputs(kiln_session &s, kiln_tensor *const *into, const std::vector<size_t> &bytes) {
+  const auto &meta = s.model->view.meta;
+  kiln::runtime::Device &device = *s.model->device;
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    const std::vector<int64_t> shape(s.outputs[i].shape, s.outputs[i].shape + meta.outputs[i].dims.size());
+    if (into[i]->shape != shape || into[i]->bytes != bytes[i])
+      return makeError(KILN_ERROR_INVALID_ARGUMENT, "output '" + meta.outputs[i].name + "' is " + shapeText(shape) +
+                                                        "; the tensor given for it is " + shapeText(into[i]->shape));
+  }
+  std::string error;
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    kiln_tensor &d = *into[i];
+    const void *from = s.outputs[i].data;
+    bool ok = true;
+    if (bytes[i] == 0)
+      continue;
+    if (device.hostMemory())
+      std::memcpy(d.data, from, bytes[i]);
+    else if (d.device)
+      ok = device.copyOnDevice(s.queue->stream(), d.data, from, bytes[i], error);
+    else
+      ok = device.download(d.data, from, bytes[i], error);
+    if (!ok)
+      return makeError(KILN_ERROR_INTERNAL, "output '" + meta.outputs[i].name + "': " + error);
+  }
+  return nullptr;
+}
+
+kiln_error *takeOutputs(kiln_session &s, RunMemory &memory, OutputSlots slots) {
   kiln_model &m = *s.model;
   const auto &meta = m.view.meta;
   kiln::runtime::Device &device = *m.device;
@@ -419,6 +464,9 @@ kiln_error *takeOutputs(kiln_session &s, RunMemory &memory, kiln_tensor **output
     if (!why.empty())
       return makeError(KILN_ERROR_INTERNAL, why);
   }
+  if (slots.into)
+    return writeOutputs(s, slots.into, bytes); // `memory` releases what the code allocated
+  kiln_tensor **outputs = slots.fresh;
   // Outputs in host memory are handed over: one shared owner per distinct allocation.
   std::map<void *, std::shared_ptr<void>> owners;
   if (host) {
@@ -526,12 +574,52 @@ kiln_error *kiln_session_run(kiln_session *session, const kiln_tensor *const *in
                                       "create one session per thread");
   RunningGuard guard{session->running};
   try {
-    return run(*session, inputs, input_count, outputs);
+    return run(*session, inputs, input_count, OutputSlots{outputs, nullptr});
   } catch (...) {
     for (size_t i = 0; i < output_count; ++i) {
       kiln_tensor_destroy(outputs[i]);
       outputs[i] = nullptr;
     }
+    return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory running the model");
+  }
+}
+
+kiln_error *kiln_session_run_into(kiln_session *session, const kiln_tensor *const *inputs, size_t input_count,
+                                  kiln_tensor *const *outputs, size_t output_count) {
+  if (!session)
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, "kiln_session_run_into: session is NULL");
+  const auto &meta = session->model->view.meta;
+  if (output_count != meta.outputs.size())
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, "expected " + std::to_string(meta.outputs.size()) +
+                                                      " output tensors, got " + std::to_string(output_count));
+  if (output_count > 0 && !outputs)
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, "kiln_session_run_into: outputs array is NULL");
+  // What can be checked before the model runs; the shapes are checked after it.
+  const bool host = session->model->device->hostMemory();
+  for (size_t i = 0; i < output_count; ++i) {
+    const std::string name = "output '" + meta.outputs[i].name + "'";
+    const kiln_dtype dtype = kiln_dtype(meta.outputs[i].dtype);
+    if (!outputs[i])
+      return makeError(KILN_ERROR_INVALID_ARGUMENT, "kiln_session_run_into: no tensor for " + name);
+    if (dtype == KILN_DTYPE_STRING)
+      return makeError(KILN_ERROR_INVALID_ARGUMENT,
+                       name + " holds strings, which cannot be written into caller memory: use kiln_session_run");
+    if (outputs[i]->dtype != dtype)
+      return makeError(KILN_ERROR_INVALID_ARGUMENT, name + " is " + kiln_dtype_name(dtype) + "; the tensor given for it is " +
+                                                        kiln_dtype_name(outputs[i]->dtype));
+    if (outputs[i]->device && host)
+      return makeError(KILN_ERROR_INVALID_ARGUMENT,
+                       "the tensor given for " + name + " is in GPU memory, but the model was compiled for the CPU");
+    if (outputs[i]->bytes > 0 && !outputs[i]->data)
+      return makeError(KILN_ERROR_INVALID_ARGUMENT, "the tensor given for " + name + " has no data");
+  }
+  if (session->running.exchange(true, std::memory_order_acquire))
+    return makeError(KILN_ERROR_BUSY, "session is already running a request on another thread; "
+                                      "create one session per thread");
+  RunningGuard guard{session->running};
+  try {
+    return run(*session, inputs, input_count, OutputSlots{nullptr, outputs});
+  } catch (...) {
     return makeError(KILN_ERROR_OUT_OF_MEMORY, "out of memory running the model");
   }
 }

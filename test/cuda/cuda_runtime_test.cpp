@@ -457,6 +457,77 @@ TEST(CudaRuntime, MatrixProductsGoToCuBlasLt) {
   setenv("KILN_CUBLASLT", "none", 1);
 }
 
+// kiln_session_run_into: the product written into a GPU buffer of the caller stays on the device
+// (a copy there, nothing downloaded); into a host buffer it is downloaded into it directly; a
+// destination of another shape fails after the run and is left as it was.
+TEST(CudaRuntime, OutputsGoIntoTheCallersDeviceOrHostMemory) {
+  MockStats *st = nullptr;
+  kiln_mock_cublaslt_stats_t *blas = nullptr;
+  kiln_model *m = nullptr;
+  kiln_session *s = nullptr;
+  ASSERT_TRUE(openMatmulOnMockBlas(&st, &blas, &m, &s));
+  std::string error;
+  const std::vector<float> want = runMatmul(s, &error); // through kiln_session_run
+  ASSERT_EQ(want.size(), 12u) << error;
+  std::vector<float> a(15), b(20);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = float(i % 7) - 3;
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = float(i % 5) * 0.5f;
+  const int64_t as[] = {3, 5}, bs[] = {5, 4}, ys[] = {3, 4}, wrong[] = {4, 3};
+  kiln_tensor *in[2] = {nullptr, nullptr};
+  ASSERT_EQ(kiln_tensor_wrap(KILN_DTYPE_FLOAT32, as, 2, a.data(), a.size() * 4, &in[0]), nullptr);
+  ASSERT_EQ(kiln_tensor_wrap(KILN_DTYPE_FLOAT32, bs, 2, b.data(), b.size() * 4, &in[1]), nullptr);
+
+  static void *lib = dlopen(KILN_MOCK_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL);
+  using AllocFn = int (*)(unsigned long long *, size_t);
+  using FreeFn = int (*)(unsigned long long);
+  auto alloc = reinterpret_cast<AllocFn>(dlsym(lib, "cuMemAlloc_v2"));
+  auto release = reinterpret_cast<FreeFn>(dlsym(lib, "cuMemFree_v2"));
+  ASSERT_TRUE(alloc && release);
+  unsigned long long y = 0;
+  ASSERT_EQ(alloc(&y, 12 * 4), 0);
+  float *yHost = reinterpret_cast<float *>(uintptr_t(y)); // the mock's device memory is host memory
+  std::fill(yHost, yHost + 12, -1.0f);
+  kiln_tensor *dev = nullptr;
+  ASSERT_EQ(kiln_tensor_wrap_device(KILN_DTYPE_FLOAT32, ys, 2, reinterpret_cast<void *>(y), 12 * 4, &dev), nullptr);
+  const int64_t down = st->bytes_to_host, onDevice = st->bytes_on_device;
+  ASSERT_EQ(kiln_session_run_into(s, in, 2, &dev, 1), nullptr);
+  EXPECT_EQ(st->bytes_to_host, down) << "the output left the GPU";
+  EXPECT_EQ(st->bytes_on_device, onDevice + 48);
+  for (size_t i = 0; i < 12; ++i)
+    EXPECT_FLOAT_EQ(yHost[i], want[i]) << i;
+
+  std::vector<float> host(12, -1.0f);
+  kiln_tensor *hostOut = nullptr;
+  ASSERT_EQ(kiln_tensor_wrap(KILN_DTYPE_FLOAT32, ys, 2, host.data(), 12 * 4, &hostOut), nullptr);
+  ASSERT_EQ(kiln_session_run_into(s, in, 2, &hostOut, 1), nullptr);
+  EXPECT_EQ(st->bytes_to_host, down + 48);
+  EXPECT_EQ(host, want);
+
+  kiln_tensor *bad = nullptr;
+  std::fill(yHost, yHost + 12, -1.0f);
+  ASSERT_EQ(kiln_tensor_wrap_device(KILN_DTYPE_FLOAT32, wrong, 2, reinterpret_cast<void *>(y), 12 * 4, &bad), nullptr);
+  kiln_error *e = kiln_session_run_into(s, in, 2, &bad, 1);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(kiln_error_get_code(e), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_error_message(e)).find("output 'y' is [3, 4]; the tensor given for it is [4, 3]"),
+            std::string::npos)
+      << kiln_error_message(e);
+  kiln_error_free(e);
+  EXPECT_EQ(yHost[0], -1.0f) << "a destination of the wrong shape was written";
+  // The session goes on.
+  ASSERT_EQ(kiln_session_run_into(s, in, 2, &dev, 1), nullptr);
+  EXPECT_FLOAT_EQ(yHost[5], want[5]);
+  for (kiln_tensor *t : {in[0], in[1], dev, hostOut, bad})
+    kiln_tensor_destroy(t);
+  release(y);
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  EXPECT_EQ(st->live_allocations, 0) << "device memory leaked";
+  setenv("KILN_CUBLASLT", "none", 1);
+}
+
 TEST(CudaRuntime, DeclinedProductsRunKilnsKernels) {
   MockStats *st = useMock(); // KILN_CUBLASLT=none
   ASSERT_NE(st, nullptr);

@@ -207,6 +207,15 @@ API CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n) {
   stats.copies_to_host++;
   return OK;
 }
+API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr to, CUdeviceptr from, size_t n, void *stream) {
+  (void)stream;
+  STICKY();
+  NO_CAPTURE(); /* kiln copies outputs after a run, never inside a captured one */
+  if (n && (!inside(to, n) || !inside(from, n))) { stats.bad_copies++; return INVALID_VALUE; }
+  memmove((void *)(uintptr_t)to, (const void *)(uintptr_t)from, n);
+  stats.bytes_on_device += (int64_t)n;
+  return OK;
+}
 API CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
   STICKY();
   NO_CAPTURE();

@@ -16,6 +16,7 @@ typedef struct kiln_mock_cuda_stats_t {
   int64_t allocations;      /* cuMemAlloc calls */
   int64_t bytes_to_device, bytes_to_host;
   int64_t copies_to_host;   /* cuMemcpyDtoH calls */
+  int64_t bytes_on_device;  /* cuMemcpyDtoDAsync: bytes copied between device buffers */
   int64_t bytes_set;        /* by cuMemsetD8 */
   int64_t events;           /* cuEventCreate minus cuEventDestroy */
   int module_is_cubin;      /* the last module loaded: 1 cubin (ELF), 0 PTX text */

@@ -83,6 +83,49 @@ TEST(Runtime, LoadsAndDescribesSignature) {
   EXPECT_NE(messageOf(kiln_model_input_info(model.get(), 5, &info)).find("out of range"), std::string::npos);
 }
 
+// kiln_session_run_into writes each output into the caller's tensor; what does not fit is refused
+// with the output's name, before the run (dtype, GPU memory on a CPU model, no tensor) or after it
+// (the shape, once the symbolic dims are known), and the destination is left as it was.
+TEST(Runtime, RunIntoWritesTheOutputsIntoCallerTensors) {
+  TempDir dir;
+  kiln::Model model = kiln::Model::load(kiln::test::writeAddWeightArtifact(dir, "m.kiln"), 1);
+  kiln::Session session(model);
+  auto x = input(3, 0.25f);
+  kiln::Tensor in = kiln::Tensor::fromVector(KILN_DTYPE_FLOAT32, {3, 4}, x);
+  std::vector<float> y(12, -1.0f);
+  kiln::Tensor out = kiln::Tensor::wrap(KILN_DTYPE_FLOAT32, {3, 4}, y.data(), y.size() * 4);
+  session.runInto({&in}, {&out});
+  EXPECT_EQ(kiln_tensor_data(out.get()), y.data()) << "the caller's memory stays the tensor's";
+  expectAdded(x, out);
+
+  auto errorOf = [&](kiln_tensor *dest) {
+    const kiln_tensor *inputs[] = {in.get()};
+    kiln_error *e = kiln_session_run_into(session.get(), inputs, 1, &dest, 1);
+    std::string message = e ? kiln_error_message(e) : "";
+    if (e)
+      EXPECT_EQ(kiln_error_get_code(e), KILN_ERROR_INVALID_ARGUMENT);
+    kiln_error_free(e);
+    return message;
+  };
+  std::vector<float> other(16, -1.0f);
+  kiln::Tensor wrongShape = kiln::Tensor::wrap(KILN_DTYPE_FLOAT32, {4, 4}, other.data(), other.size() * 4);
+  EXPECT_EQ(errorOf(wrongShape.get()), "output 'y' is [3, 4]; the tensor given for it is [4, 4]");
+  EXPECT_EQ(other[0], -1.0f);
+  std::vector<int32_t> ints(12);
+  kiln::Tensor wrongType = kiln::Tensor::wrap(KILN_DTYPE_INT32, {3, 4}, ints.data(), ints.size() * 4);
+  EXPECT_EQ(errorOf(wrongType.get()), "output 'y' is float32; the tensor given for it is int32");
+  kiln_tensor *device = nullptr;
+  const int64_t shape[] = {3, 4};
+  ASSERT_EQ(kiln_tensor_wrap_device(KILN_DTYPE_FLOAT32, shape, 2, y.data(), y.size() * 4, &device), nullptr);
+  EXPECT_EQ(errorOf(device), "the tensor given for output 'y' is in GPU memory, but the model was compiled for the CPU");
+  kiln_tensor_destroy(device);
+  EXPECT_EQ(errorOf(nullptr), "kiln_session_run_into: no tensor for output 'y'");
+  // Still serving.
+  std::fill(y.begin(), y.end(), 0.0f);
+  session.runInto({&in}, {&out});
+  expectAdded(x, out);
+}
+
 // ABI 9 only appended `gemm_epilogue` to the context: code of ABI 8 still runs, unrecompiled.
 TEST(Runtime, RunsArtifactsOfTheOldestAbiItSupports) {
   TempDir dir;

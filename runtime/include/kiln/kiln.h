@@ -230,6 +230,18 @@ KILN_API void kiln_session_destroy(kiln_session *session);
 KILN_API kiln_error *kiln_session_run(kiln_session *session, const kiln_tensor *const *inputs,
                                       size_t input_count, kiln_tensor **outputs, size_t output_count);
 
+/* Runs the model as kiln_session_run does, but writes each output into memory the caller gives:
+ * `outputs[i]` is a tensor the caller made for output i (kiln_tensor_wrap or kiln_tensor_create_copy
+ * for host memory; kiln_tensor_wrap_device for memory of the CUDA device a --target=cuda model runs
+ * on, so the output never leaves the GPU), of the output's dtype and the exact shape this run
+ * produces. Symbolic output dims are known once the model has run: a destination of another shape
+ * fails the run, naming the output and both shapes, and no destination is written. The outputs are
+ * written when the call returns (a GPU destination too: the copy is waited for). String outputs
+ * cannot be written into caller memory (their elements point at bytes the run owns): use
+ * kiln_session_run. The tensors stay the caller's; `outputs` itself is only read. */
+KILN_API kiln_error *kiln_session_run_into(kiln_session *session, const kiln_tensor *const *inputs,
+                                           size_t input_count, kiln_tensor *const *outputs, size_t output_count);
+
 /* -------------------------------------------------------------- generation */
 
 /* Autoregressive decoding of a decoder artifact: one compiled with a KV cache (kiln-compile's

@@ -189,6 +189,16 @@ public:
       result.emplace_back(t);
     return result;
   }
+  // Inputs in signature order; each output written into the caller's tensor (kiln_session_run_into).
+  void runInto(const std::vector<const Tensor *> &inputs, const std::vector<Tensor *> &outputs) {
+    std::vector<const kiln_tensor *> in;
+    for (const Tensor *t : inputs)
+      in.push_back(t ? t->get() : nullptr);
+    std::vector<kiln_tensor *> out;
+    for (Tensor *t : outputs)
+      out.push_back(t ? t->get() : nullptr);
+    check(kiln_session_run_into(s_.get(), in.data(), in.size(), out.data(), out.size()));
+  }
   std::vector<Tensor> run(std::initializer_list<const Tensor *> inputs) {
     return run(std::vector<const Tensor *>(inputs));
   }
