@@ -169,27 +169,29 @@ struct RunMemory {
   }
 };
 
-// The shape signature a graph is kept for: each input's dtype, rank and dims.
+// The signature a graph is kept for: each input's dtype, rank and dims, and the address of an
+// input already in device memory, which the graph reads in place (its address is in the graph:
+// the same caller buffer run after run replays it, another one is another signature).
 std::vector<int64_t> signatureOf(const kiln_tensor *const *inputs, size_t count) {
   std::vector<int64_t> key;
   for (size_t i = 0; i < count; ++i) {
     key.push_back(int64_t(inputs[i]->dtype));
     key.push_back(int64_t(inputs[i]->shape.size()));
     key.insert(key.end(), inputs[i]->shape.begin(), inputs[i]->shape.end());
+    key.push_back(inputs[i]->device ? int64_t(reinterpret_cast<uintptr_t>(inputs[i]->data)) : 0);
   }
   return key;
 }
 
 // Whether this request may run as a CUDA graph at all: a device with graphs (not turned off,
-// no debug mode), no profiling (events per launch), no decoder state, no strings (host memory),
-// every input in host memory (a device input's address would be baked into the graph).
+// no debug mode), no profiling (events per launch), no decoder state, no strings (host memory).
 bool graphsFor(const kiln_session &s, kiln::runtime::Device &device, const kiln_tensor *const *inputs,
                size_t count) {
   const auto &meta = s.model->view.meta;
   if (device.hostMemory() || !device.capturesGraphs() || s.profiling || meta.decoder.present)
     return false;
   for (size_t i = 0; i < count; ++i)
-    if (inputs[i]->device || inputs[i]->dtype == KILN_DTYPE_STRING)
+    if (inputs[i]->dtype == KILN_DTYPE_STRING)
       return false;
   for (const auto &o : meta.outputs)
     if (kiln_dtype(o.dtype) == KILN_DTYPE_STRING)
@@ -206,12 +208,13 @@ struct OutputSlots {
 
 kiln_error *takeOutputs(kiln_session &s, RunMemory &memory, OutputSlots outputs);
 
-// Copies the inputs into the graph's buffers (their addresses are in the graph).
+// Copies the host inputs into the graph's buffers (their addresses are in the graph); device
+// inputs are read where they are.
 kiln_error *uploadGraphInputs(kiln_session &s, kiln::runtime::CapturedGraph &g, const kiln_tensor *const *inputs,
                               size_t count) {
   std::string error;
   for (size_t i = 0; i < count; ++i)
-    if (!s.model->device->upload(g.inputs[i], inputs[i]->data, inputs[i]->bytes, error))
+    if (!inputs[i]->device && !s.model->device->upload(g.inputs[i], inputs[i]->data, inputs[i]->bytes, error))
       return makeError(KILN_ERROR_INTERNAL, "input '" + s.model->view.meta.inputs[i].name + "': " + error);
   return nullptr;
 }
@@ -251,6 +254,12 @@ kiln_error *capture(kiln_session &s, kiln::runtime::CapturedGraph &g, const kiln
   };
   queue.holdFor(&g);
   for (size_t i = 0; i < count; ++i) {
+    if (inputs[i]->device) { // read in place: its address is part of the signature
+      g.inputs.push_back(inputs[i]->data);
+      s.inputs[i].shape = const_cast<int64_t *>(inputs[i]->shape.data());
+      s.inputs[i].data = inputs[i]->data;
+      continue;
+    }
     void *p = queue.allocate(inputs[i]->bytes);
     if (!p) {
       queue.holdFor(nullptr);

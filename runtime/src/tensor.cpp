@@ -2,6 +2,7 @@
 #include "tensor.h"
 
 #include "error.h"
+#include "model.h"
 #include "string_tensors.h"
 
 #include <cstdlib>
@@ -127,6 +128,85 @@ kiln_error *kiln_tensor_wrap_device(kiln_dtype dtype, const int64_t *shape, size
     return e;
   (*out_tensor)->data = device_data;
   (*out_tensor)->device = true;
+  return nullptr;
+}
+
+kiln_error *kiln_tensor_create_device(kiln_model *model, kiln_dtype dtype, const int64_t *shape, size_t rank,
+                                      const void *data, size_t data_bytes, kiln_tensor **out_tensor) {
+  const char *what = "kiln_tensor_create_device";
+  auto refuse = [&](kiln_error_code code, const std::string &message) {
+    if (out_tensor)
+      *out_tensor = nullptr;
+    return makeError(code, std::string(what) + ": " + message);
+  };
+  if (!model)
+    return refuse(KILN_ERROR_INVALID_ARGUMENT, "model is NULL");
+  if (model->device->hostMemory())
+    return refuse(KILN_ERROR_INVALID_ARGUMENT, "the model runs on the CPU; device tensors are for --target=cuda models");
+  if (dtype == KILN_DTYPE_STRING)
+    return refuse(KILN_ERROR_INVALID_ARGUMENT, "strings are host memory");
+  if (kiln_error *e = makeTensor(dtype, shape, rank, data_bytes, out_tensor, what))
+    return e;
+  std::unique_ptr<kiln_tensor> t(*out_tensor);
+  *out_tensor = nullptr;
+  kiln::runtime::Device &device = *model->device;
+  void *p = nullptr;
+  if (data_bytes > 0) {
+    p = device.allocate(data_bytes, 256);
+    if (!p) {
+      const std::string failure = device.allocationFailure();
+      return failure.empty() ? refuse(KILN_ERROR_OUT_OF_MEMORY,
+                                      "out of GPU memory (" + std::to_string(data_bytes) + " bytes)")
+                             : refuse(KILN_ERROR_INTERNAL, failure);
+    }
+    std::string error;
+    if (!(data ? device.upload(p, data, data_bytes, error) : device.zero(p, data_bytes, error))) {
+      device.deallocate(p);
+      return refuse(KILN_ERROR_INTERNAL, error);
+    }
+  }
+  try {
+    kiln::runtime::retainModel(model);
+    t->owner = std::shared_ptr<void>(p, [model](void *q) {
+      model->device->deallocate(q);
+      kiln::runtime::releaseModel(model);
+    });
+  } catch (...) {
+    device.deallocate(p);
+    return refuse(KILN_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+  t->data = p;
+  t->device = true;
+  t->deviceModel = model;
+  *out_tensor = t.release();
+  return nullptr;
+}
+
+kiln_error *kiln_tensor_copy_to_host(const kiln_tensor *tensor, kiln_tensor **out_tensor) {
+  if (!tensor) {
+    if (out_tensor)
+      *out_tensor = nullptr;
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, "kiln_tensor_copy_to_host: tensor is NULL");
+  }
+  if (!tensor->device)
+    return kiln_tensor_create_copy(tensor->dtype, tensor->shape.data(), tensor->shape.size(), tensor->data,
+                                   tensor->bytes, out_tensor);
+  if (!tensor->deviceModel) {
+    if (out_tensor)
+      *out_tensor = nullptr;
+    return makeError(KILN_ERROR_INVALID_ARGUMENT, "kiln_tensor_copy_to_host: the tensor wraps GPU memory of the "
+                                                  "caller (kiln_tensor_wrap_device), whose device kiln does not "
+                                                  "know; copy it with CUDA");
+  }
+  if (kiln_error *e = kiln_tensor_create_copy(tensor->dtype, tensor->shape.data(), tensor->shape.size(), nullptr,
+                                              tensor->bytes, out_tensor))
+    return e;
+  std::string error;
+  if (!tensor->deviceModel->device->download((*out_tensor)->data, tensor->data, tensor->bytes, error)) {
+    kiln_tensor_destroy(*out_tensor);
+    *out_tensor = nullptr;
+    return makeError(KILN_ERROR_INTERNAL, "kiln_tensor_copy_to_host: " + error);
+  }
   return nullptr;
 }
 

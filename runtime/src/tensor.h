@@ -19,6 +19,9 @@ struct kiln_tensor {
   // `data` is memory of the model's CUDA device (kiln_tensor_wrap_device, the generator's KV
   // caches), passed to a --target=cuda model as it is instead of being copied up.
   bool device = false;
+  // The model whose device `data` is on, for tensors kiln_tensor_create_device made (it holds a
+  // reference, given back with the memory by `owner`); null otherwise.
+  kiln_model *deviceModel = nullptr;
 };
 
 namespace kiln::runtime {

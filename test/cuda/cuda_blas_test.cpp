@@ -270,6 +270,14 @@ void put(std::vector<uint16_t> &buf, int64_t type, int64_t i, float v) {
   }
 }
 
+// The runtime's CudaBlas over the mock cuBLASLt.
+std::unique_ptr<CudaBlas> loadMockBlas(std::string &why) {
+  setenv("KILN_CUBLASLT", KILN_MOCK_CUBLASLT, 1);
+  std::unique_ptr<CudaBlas> blas = CudaBlas::load(why);
+  unsetenv("KILN_CUBLASLT");
+  return blas;
+}
+
 struct MockBlas {
   void *lib = dlopen(KILN_MOCK_CUBLASLT, RTLD_NOW | RTLD_LOCAL); // shares the runtime's instance
   kiln_mock_cublaslt_stats_t *stats() {
@@ -343,10 +351,8 @@ std::vector<double> reference(const kiln_abi_gemm &g, const kiln_abi_epilogue *e
 }
 
 TEST(CudaBlas, RandomLayoutsComputeTheProductAskedFor) {
-  setenv("KILN_CUBLASLT", KILN_MOCK_CUBLASLT, 1);
   std::string why;
-  std::unique_ptr<CudaBlas> blas = CudaBlas::load(why);
-  unsetenv("KILN_CUBLASLT");
+  std::unique_ptr<CudaBlas> blas = loadMockBlas(why);
   ASSERT_NE(blas, nullptr) << why;
   MockBlas mock;
   ASSERT_NE(mock.stats(), nullptr);
@@ -431,10 +437,8 @@ TEST(CudaBlas, RandomLayoutsComputeTheProductAskedFor) {
 // bias is declined by the plan exactly when C is column-major (and not a row or a column); the
 // host's gemm takes every one.
 TEST(CudaBlas, RandomEpiloguesComputeWhatTheAbiSays) {
-  setenv("KILN_CUBLASLT", KILN_MOCK_CUBLASLT, 1);
   std::string why;
-  std::unique_ptr<CudaBlas> blas = CudaBlas::load(why);
-  unsetenv("KILN_CUBLASLT");
+  std::unique_ptr<CudaBlas> blas = loadMockBlas(why);
   ASSERT_NE(blas, nullptr) << why;
   std::mt19937 rng(11);
   auto pick = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
@@ -513,10 +517,8 @@ TEST(CudaBlas, RandomEpiloguesComputeWhatTheAbiSays) {
 }
 
 TEST(CudaBlas, NoAlgorithmIsDeclined) {
-  setenv("KILN_CUBLASLT", KILN_MOCK_CUBLASLT, 1);
   std::string why;
-  std::unique_ptr<CudaBlas> blas = CudaBlas::load(why);
-  unsetenv("KILN_CUBLASLT");
+  std::unique_ptr<CudaBlas> blas = loadMockBlas(why);
   ASSERT_NE(blas, nullptr) << why;
   setenv("KILN_MOCK_CUBLASLT_NO_ALGO", "1", 1);
   std::vector<float> a(6), b(6), c(4);

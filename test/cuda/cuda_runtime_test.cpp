@@ -32,6 +32,15 @@ MockStats *mockStats() {
   return fn ? fn() : nullptr;
 }
 
+// cuMemAlloc_v2 and cuMemFree_v2 of the mock driver, for device memory of the test's own.
+struct MockDeviceMemory {
+  using AllocFn = int (*)(unsigned long long *, size_t);
+  using FreeFn = int (*)(unsigned long long);
+  void *lib = dlopen(KILN_MOCK_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL);
+  AllocFn alloc = lib ? reinterpret_cast<AllocFn>(dlsym(lib, "cuMemAlloc_v2")) : nullptr;
+  FreeFn release = lib ? reinterpret_cast<FreeFn>(dlsym(lib, "cuMemFree_v2")) : nullptr;
+};
+
 MockStats *resetMock() {
   MockStats *st = mockStats();
   if (st)
@@ -257,12 +266,10 @@ TEST(CudaRuntime, ProfilingTimesEachLaunch) {
 TEST(CudaRuntime, DeviceInputsAreNotCopied) {
   MockStats *st = useMock();
   ASSERT_NE(st, nullptr);
-  static void *lib = dlopen(KILN_MOCK_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL);
-  using AllocFn = int (*)(unsigned long long *, size_t);
-  using FreeFn = int (*)(unsigned long long);
-  auto alloc = reinterpret_cast<AllocFn>(dlsym(lib, "cuMemAlloc_v2"));
-  auto release = reinterpret_cast<FreeFn>(dlsym(lib, "cuMemFree_v2"));
-  ASSERT_TRUE(alloc && release);
+  MockDeviceMemory mem;
+  ASSERT_TRUE(mem.alloc && mem.release);
+  auto alloc = mem.alloc;
+  auto release = mem.release;
   unsigned long long x = 0;
   ASSERT_EQ(alloc(&x, 60 * 4), 0);
   const int64_t shape[] = {3, 4, 5};
@@ -392,13 +399,29 @@ TEST(CudaRuntime, DecodingKeepsTheCachesOnTheDevice) {
   EXPECT_EQ(st->live_allocations, 0) << "device memory leaked";
 }
 
+// The MatMul artifact's operands a[3, 5] and b[5, 4], and their product y[3, 4].
+struct MatmulOperands {
+  std::vector<float> a = std::vector<float>(15), b = std::vector<float>(20);
+  MatmulOperands() {
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] = float(i % 7) - 3;
+    for (size_t i = 0; i < b.size(); ++i)
+      b[i] = float(i % 5) * 0.5f;
+  }
+  std::vector<float> product() const {
+    std::vector<float> y(12);
+    for (size_t i = 0; i < 3; ++i)
+      for (size_t j = 0; j < 4; ++j)
+        for (size_t l = 0; l < 5; ++l)
+          y[i * 4 + j] += a[i * 5 + l] * b[l * 4 + j];
+    return y;
+  }
+};
+
 // Runs the matmul artifact (a[3, 5] x b[5, 4]); returns y, empty with `error` on failure.
 std::vector<float> runMatmul(kiln_session *s, std::string *error) {
-  std::vector<float> a(15), b(20);
-  for (size_t i = 0; i < a.size(); ++i)
-    a[i] = float(i % 7) - 3;
-  for (size_t i = 0; i < b.size(); ++i)
-    b[i] = float(i % 5) * 0.5f;
+  MatmulOperands ops;
+  std::vector<float> &a = ops.a, &b = ops.b;
   const int64_t as[] = {3, 5}, bs[] = {5, 4};
   kiln_tensor *in[2] = {nullptr, nullptr}, *out = nullptr;
   EXPECT_EQ(kiln_tensor_wrap(KILN_DTYPE_FLOAT32, as, 2, a.data(), a.size() * 4, &in[0]), nullptr);
@@ -410,13 +433,9 @@ std::vector<float> runMatmul(kiln_session *s, std::string *error) {
   } else {
     const float *p = static_cast<const float *>(kiln_tensor_data(out));
     y.assign(p, p + 12);
-    for (int i = 0; i < 3; ++i)
-      for (int j = 0; j < 4; ++j) {
-        float want = 0;
-        for (int l = 0; l < 5; ++l)
-          want += a[size_t(i * 5 + l)] * b[size_t(l * 4 + j)];
-        EXPECT_FLOAT_EQ(y[size_t(i * 4 + j)], want) << "y[" << i << "][" << j << "]";
-      }
+    const std::vector<float> want = ops.product();
+    for (size_t i = 0; i < 12; ++i)
+      EXPECT_FLOAT_EQ(y[i], want[i]) << "y[" << i / 4 << "][" << i % 4 << "]";
     kiln_tensor_destroy(out);
   }
   kiln_tensor_destroy(in[0]);
@@ -469,22 +488,17 @@ TEST(CudaRuntime, OutputsGoIntoTheCallersDeviceOrHostMemory) {
   std::string error;
   const std::vector<float> want = runMatmul(s, &error); // through kiln_session_run
   ASSERT_EQ(want.size(), 12u) << error;
-  std::vector<float> a(15), b(20);
-  for (size_t i = 0; i < a.size(); ++i)
-    a[i] = float(i % 7) - 3;
-  for (size_t i = 0; i < b.size(); ++i)
-    b[i] = float(i % 5) * 0.5f;
+  MatmulOperands ops;
+  std::vector<float> &a = ops.a, &b = ops.b;
   const int64_t as[] = {3, 5}, bs[] = {5, 4}, ys[] = {3, 4}, wrong[] = {4, 3};
   kiln_tensor *in[2] = {nullptr, nullptr};
   ASSERT_EQ(kiln_tensor_wrap(KILN_DTYPE_FLOAT32, as, 2, a.data(), a.size() * 4, &in[0]), nullptr);
   ASSERT_EQ(kiln_tensor_wrap(KILN_DTYPE_FLOAT32, bs, 2, b.data(), b.size() * 4, &in[1]), nullptr);
 
-  static void *lib = dlopen(KILN_MOCK_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL);
-  using AllocFn = int (*)(unsigned long long *, size_t);
-  using FreeFn = int (*)(unsigned long long);
-  auto alloc = reinterpret_cast<AllocFn>(dlsym(lib, "cuMemAlloc_v2"));
-  auto release = reinterpret_cast<FreeFn>(dlsym(lib, "cuMemFree_v2"));
-  ASSERT_TRUE(alloc && release);
+  MockDeviceMemory mem;
+  ASSERT_TRUE(mem.alloc && mem.release);
+  auto alloc = mem.alloc;
+  auto release = mem.release;
   unsigned long long y = 0;
   ASSERT_EQ(alloc(&y, 12 * 4), 0);
   float *yHost = reinterpret_cast<float *>(uintptr_t(y)); // the mock's device memory is host memory
@@ -525,6 +539,69 @@ TEST(CudaRuntime, OutputsGoIntoTheCallersDeviceOrHostMemory) {
   kiln_session_destroy(s);
   kiln_model_destroy(m);
   EXPECT_EQ(st->live_allocations, 0) << "device memory leaked";
+  setenv("KILN_CUBLASLT", "none", 1);
+}
+
+// Device tensors kiln makes (kiln_tensor_create_device) as inputs and run_into destinations: the
+// second run is captured into a CUDA graph that reads the inputs where they are (their addresses in
+// the signature), the later ones replay it, and nothing crosses between host and GPU; the outputs
+// come back with kiln_tensor_copy_to_host. The tensors keep the model alive and free their memory.
+TEST(CudaRuntime, DeviceTensorsKeepInputsAndOutputsOnTheGpuThroughGraphs) {
+  MockStats *st = nullptr;
+  kiln_mock_cublaslt_stats_t *blas = nullptr;
+  kiln_model *m = nullptr;
+  kiln_session *s = nullptr;
+  ASSERT_TRUE(openMatmulOnMockBlas(&st, &blas, &m, &s));
+  MatmulOperands ops;
+  const std::vector<float> &a = ops.a, &b = ops.b;
+  const int64_t as[] = {3, 5}, bs[] = {5, 4}, ys[] = {3, 4};
+  kiln_tensor *in[2] = {nullptr, nullptr}, *out = nullptr;
+  ASSERT_EQ(kiln_tensor_create_device(m, KILN_DTYPE_FLOAT32, as, 2, a.data(), a.size() * 4, &in[0]), nullptr);
+  ASSERT_EQ(kiln_tensor_create_device(m, KILN_DTYPE_FLOAT32, bs, 2, b.data(), b.size() * 4, &in[1]), nullptr);
+  ASSERT_EQ(kiln_tensor_create_device(m, KILN_DTYPE_FLOAT32, ys, 2, nullptr, 12 * 4, &out), nullptr);
+  const int64_t up = st->bytes_to_device, down = st->bytes_to_host;
+  for (int run = 0; run < 4; ++run)
+    ASSERT_EQ(kiln_session_run_into(s, in, 2, &out, 1), nullptr) << "run " << run;
+  EXPECT_EQ(st->bytes_to_device, up) << "an input crossed to the GPU again";
+  EXPECT_EQ(st->bytes_to_host, down) << "an output came back to the host";
+  EXPECT_EQ(st->graphs_instantiated, 1);
+  EXPECT_EQ(st->graph_launches, 3) << "runs 2 to 4 are the graph";
+  EXPECT_EQ(blas->matmuls, 4); // the first run eager, three replays of the recorded product
+  kiln_tensor *host = nullptr;
+  ASSERT_EQ(kiln_tensor_copy_to_host(out, &host), nullptr);
+  const float *y = static_cast<const float *>(kiln_tensor_data(host));
+  const std::vector<float> want = ops.product();
+  for (size_t i = 0; i < 12; ++i)
+    EXPECT_FLOAT_EQ(y[i], want[i]) << "y[" << i / 4 << "][" << i % 4 << "]";
+  kiln_tensor_destroy(host);
+  // Another input buffer is another signature: captured anew, not replayed over the old one.
+  kiln_tensor *other = nullptr;
+  ASSERT_EQ(kiln_tensor_create_device(m, KILN_DTYPE_FLOAT32, as, 2, nullptr, a.size() * 4, &other), nullptr);
+  kiln_tensor *in2[2] = {other, in[1]};
+  for (int run = 0; run < 2; ++run)
+    ASSERT_EQ(kiln_session_run_into(s, in2, 2, &out, 1), nullptr);
+  EXPECT_EQ(st->graphs_instantiated, 2);
+  ASSERT_EQ(kiln_tensor_copy_to_host(out, &host), nullptr);
+  EXPECT_EQ(static_cast<const float *>(kiln_tensor_data(host))[7], 0.0f) << "zero lhs, zero product";
+  kiln_tensor_destroy(host);
+  // The tensors hold the model: destroyed first, it stays until they go.
+  kiln_session_destroy(s);
+  kiln_model_destroy(m);
+  EXPECT_GT(st->live_allocations, 0);
+  for (kiln_tensor *t : {in[0], in[1], out, other})
+    kiln_tensor_destroy(t);
+  EXPECT_EQ(st->live_allocations, 0) << "device memory leaked";
+  // A tensor wrapping caller memory cannot be copied back (kiln does not know its device).
+  const int64_t one[] = {1};
+  float cell = 0;
+  kiln_tensor *wrapped = nullptr;
+  ASSERT_EQ(kiln_tensor_wrap_device(KILN_DTYPE_FLOAT32, one, 1, &cell, 4, &wrapped), nullptr);
+  kiln_error *e = kiln_tensor_copy_to_host(wrapped, &host);
+  ASSERT_NE(e, nullptr);
+  EXPECT_NE(std::string(kiln_error_message(e)).find("whose device kiln does not know"), std::string::npos);
+  EXPECT_EQ(host, nullptr);
+  kiln_error_free(e);
+  kiln_tensor_destroy(wrapped);
   setenv("KILN_CUBLASLT", "none", 1);
 }
 

@@ -126,6 +126,27 @@ TEST(Runtime, RunIntoWritesTheOutputsIntoCallerTensors) {
   expectAdded(x, out);
 }
 
+// Device tensors are for CUDA models: a CPU model refuses to make one. A host tensor's host copy
+// is a copy.
+TEST(Runtime, DeviceTensorsNeedACudaModel) {
+  TempDir dir;
+  kiln::Model model = kiln::Model::load(kiln::test::writeAddWeightArtifact(dir, "m.kiln"), 1);
+  const int64_t shape[] = {2};
+  float data[2] = {1, 2};
+  kiln_tensor *t = nullptr;
+  kiln_error *e = kiln_tensor_create_device(model.get(), KILN_DTYPE_FLOAT32, shape, 1, data, 8, &t);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(kiln_error_get_code(e), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(kiln_error_message(e),
+               "kiln_tensor_create_device: the model runs on the CPU; device tensors are for --target=cuda models");
+  EXPECT_EQ(t, nullptr);
+  kiln_error_free(e);
+  kiln::Tensor host = kiln::Tensor::wrap(KILN_DTYPE_FLOAT32, {2}, data, 8);
+  kiln::Tensor copy = host.toHost();
+  EXPECT_NE(copy.data<float>(), data);
+  EXPECT_EQ(copy.data<float>()[1], 2.0f);
+}
+
 // ABI 9 only appended `gemm_epilogue` to the context: code of ABI 8 still runs, unrecompiled.
 TEST(Runtime, RunsArtifactsOfTheOldestAbiItSupports) {
   TempDir dir;

@@ -105,6 +105,7 @@ KILN_API kiln_error *kiln_tensor_wrap(kiln_dtype dtype, const int64_t *shape, si
 KILN_API kiln_error *kiln_tensor_wrap_device(kiln_dtype dtype, const int64_t *shape, size_t rank, void *device_data,
                                              size_t data_bytes, kiln_tensor **out_tensor);
 
+
 /* One element of a KILN_DTYPE_STRING tensor: `size` bytes at `data` (UTF-8 by convention, not
  * NUL-terminated; `data` may be NULL when `size` is 0). The layout of kiln_abi_string. */
 typedef struct kiln_string {
@@ -210,6 +211,21 @@ KILN_API void kiln_model_get_metadata(const kiln_model *model, kiln_model_metada
 KILN_API const char *kiln_model_kernel_name(const kiln_model *model, size_t index);
 /* The ONNX nodes kernel `index` came from, comma-separated (NULL if out of range), borrowed. */
 KILN_API const char *kiln_model_kernel_nodes(const kiln_model *model, size_t index);
+
+/* ------------------------------------------------------- device tensors */
+
+/* A tensor owning memory of the CUDA device `model` (a --target=cuda model) runs on, holding a copy
+ * of `data` (NULL: zeros), for callers without CUDA code of their own: pass it as an input (read
+ * in place) or as a kiln_session_run_into destination (the output stays on the GPU), run after
+ * run. It keeps the model alive until kiln_tensor_destroy() frees the memory. A CPU model refuses
+ * it; strings cannot live there. kiln_tensor_data() gives the device pointer. */
+KILN_API kiln_error *kiln_tensor_create_device(kiln_model *model, kiln_dtype dtype, const int64_t *shape, size_t rank,
+                                               const void *data, size_t data_bytes, kiln_tensor **out_tensor);
+
+/* A host copy of `tensor` (kiln_tensor_create_copy's kind): of host memory, or of the device
+ * memory of a kiln_tensor_create_device tensor. A kiln_tensor_wrap_device tensor is refused: kiln
+ * does not know which device its memory is on. */
+KILN_API kiln_error *kiln_tensor_copy_to_host(const kiln_tensor *tensor, kiln_tensor **out_tensor);
 
 /* ---------------------------------------------------------------- sessions */
 

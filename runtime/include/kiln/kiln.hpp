@@ -81,6 +81,21 @@ public:
     return Tensor(t);
   }
 
+  // Owns memory of the GPU a --target=cuda `model` runs on, holding a copy of `data` (zeros if
+  // null): kiln_tensor_create_device.
+  static Tensor onDevice(kiln_model *model, kiln_dtype dtype, const std::vector<int64_t> &shape, const void *data,
+                         size_t bytes) {
+    kiln_tensor *t = nullptr;
+    check(kiln_tensor_create_device(model, dtype, shape.data(), shape.size(), data, bytes, &t));
+    return Tensor(t);
+  }
+  // A host copy (of a device tensor too): kiln_tensor_copy_to_host.
+  Tensor toHost() const {
+    kiln_tensor *t = nullptr;
+    check(kiln_tensor_copy_to_host(t_.get(), &t));
+    return Tensor(t);
+  }
+
   kiln_tensor *get() const { return t_.get(); }
   kiln_tensor *release() { return t_.release(); }
   explicit operator bool() const { return bool(t_); }
