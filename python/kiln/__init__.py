@@ -40,14 +40,14 @@ from .errors import (ArtifactIOError, BusyError, CompileError, Error, Incompatib
                      InvalidArgumentError, InvalidArtifactError, OutOfMemoryError, OutOfRangeError, RuntimeError)
 from .generation import Generator, Token
 from .inference_session import InferenceSession, NodeArg
-from .model import Model, Session, load
+from .model import DeviceTensor, Model, Session, load
 
 __version__: str = _runtime.__version__
 runtime_version: str = _runtime.__version__
 
 
 __all__ = [
-    "compile", "compile_report", "compiler_version", "has_compiler", "list_ops", "load", "Model",
+    "compile", "compile_report", "compiler_version", "has_compiler", "list_ops", "load", "Model", "DeviceTensor",
     "Session", "TensorInfo", "InferenceSession", "NodeArg", "Generator", "Token", "Tokenizer",
     "Profile", "ProfileEvent", "KernelStat", "Error", "CompileError", "RuntimeError",
     "InvalidArgumentError", "ArtifactIOError", "InvalidArtifactError", "IncompatibleError",

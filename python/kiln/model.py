@@ -32,6 +32,29 @@ class Session(_runtime.Session):
         self.model = model
 
 
+# kiln's dtype names and their codes (the ONNX TensorProto.DataType values kiln.h uses).
+_DTYPE_CODES = {"float32": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7, "bool": 9,
+                "float16": 10, "float64": 11, "uint32": 12, "uint64": 13, "bfloat16": 16}
+
+
+def _dtype_code(name: str) -> int:
+    if name not in _DTYPE_CODES:
+        from .errors import InvalidArgumentError
+        raise InvalidArgumentError(f"dtype {name!r} cannot live in GPU memory (dtypes: {', '.join(_DTYPE_CODES)})",
+                                   1)
+    return _DTYPE_CODES[name]
+
+
+class DeviceTensor(_runtime.DeviceTensor):
+    """A tensor in the GPU memory of a ``--target=cuda`` model's device (``model.to_device(array)``,
+    ``model.device_zeros(shape, dtype)``). As a :meth:`Session.run` feed it is read in place; as a
+    :meth:`Session.run_into` destination the output is written there and stays on the GPU, run
+    after run (with the session's CUDA graphs, nothing crosses between host and GPU). ``numpy()``
+    copies it to the host; ``__cuda_array_interface__`` lets torch, CuPy or Numba view it without a
+    copy; other libraries' GPU arrays are accepted as feeds and destinations the same way. It keeps
+    the model loaded while it lives."""
+
+
 class Model:
     """A loaded kiln artifact (``kiln.load(path)``).
 
@@ -98,6 +121,20 @@ class Model:
         cache capacity in tokens (0: the artifact's)."""
         from .generation import Generator
         return Generator(self, tokenizer=tokenizer, max_context=max_context, threads=threads)
+
+    def to_device(self, array, dtype: Optional[str] = None) -> "DeviceTensor":
+        """A copy of ``array`` in the GPU memory of this (``--target=cuda``) model's device, to
+        feed :meth:`Session.run` or fill by :meth:`Session.run_into` without copies between host
+        and GPU. ``dtype``: the kiln dtype name (default: the array's; ``"bfloat16"`` for uint16
+        bits)."""
+        import numpy
+        array = numpy.asarray(array)
+        return DeviceTensor(self._handle, array, _dtype_code(dtype or array.dtype.name))
+
+    def device_zeros(self, shape, dtype: str = "float32") -> "DeviceTensor":
+        """Zeros of ``shape`` in this (``--target=cuda``) model's GPU memory: a destination for
+        :meth:`Session.run_into` (the output's dtype and exact shape)."""
+        return DeviceTensor(self._handle, [int(d) for d in shape], _dtype_code(dtype))
 
     def run(self, feeds: dict, profile: bool = False):
         """One run on a fresh session (convenience; keep a :meth:`session` for repeated runs)."""

@@ -4,6 +4,7 @@
 // tables) live in the pure-Python part of the package. This file is the module's table of
 // classes and functions; the work is in the headers beside it, one concern each.
 #include "arrays.h"
+#include "device.h"
 #include "errors.h"
 #include "generation.h"
 #include "model.h"
@@ -58,6 +59,19 @@ PYBIND11_MODULE(_runtime, m) {
       .def_property_readonly("metadata", &Model::metadata)
       .def_property_readonly("kernels", &Model::kernels);
 
+  py::class_<DeviceTensor>(m, "DeviceTensor",
+                           "A tensor in the GPU memory of a --target=cuda model's device (kiln_tensor_create_device); "
+                           "see kiln.DeviceTensor.")
+      .def(py::init<const std::shared_ptr<Model> &, py::array, int>(), py::arg("model"), py::arg("array"),
+           py::arg("dtype_code"))
+      .def(py::init<const std::shared_ptr<Model> &, const std::vector<int64_t> &, int>(), py::arg("model"),
+           py::arg("shape"), py::arg("dtype_code"))
+      .def_property_readonly("shape", [](const DeviceTensor &t) { return py::tuple(py::cast(t.shape())); })
+      .def_property_readonly("dtype", &DeviceTensor::dtype)
+      .def_property_readonly("data_ptr", &DeviceTensor::dataPtr)
+      .def_property_readonly("__cuda_array_interface__", &DeviceTensor::cudaArrayInterface)
+      .def("numpy", &DeviceTensor::numpy, "A host copy as a numpy array (bfloat16 as uint16 bits).");
+
   py::class_<Session>(m, "Session", "The C API's kiln_session; see kiln.Session.")
       .def(py::init<std::shared_ptr<Model>>(), py::arg("model"))
       .def("run", &Session::run, py::arg("feeds"), py::arg("profile") = false,
@@ -65,6 +79,12 @@ PYBIND11_MODULE(_runtime, m) {
            "Runs the model on the named inputs (every input, numpy arrays of its dtype; bfloat16 as\n"
            "uint16 bits, strings as str/bytes arrays). C-contiguous inputs are read in place; outputs\n"
            "view the runtime's buffers. With profile=True returns (outputs, kiln.Profile).")
+      .def("run_into", &Session::runInto, py::arg("feeds"), py::arg("outputs"),
+           "run_into(feeds, outputs: dict[str, DeviceTensor | GPU array | numpy.ndarray]) -> None\n\n"
+           "Runs the model writing every output where `outputs` says (kiln_session_run_into): into\n"
+           "a kiln.DeviceTensor or another library's GPU array (__cuda_array_interface__) it stays on\n"
+           "the GPU; into a C-contiguous writeable numpy array it is copied there. Each of the\n"
+           "output's dtype and exact shape. Feeds may be DeviceTensors or GPU arrays too.")
       .def_readonly("_model", &Session::model);
 
   py::class_<Tokenizer, std::shared_ptr<Tokenizer>>(

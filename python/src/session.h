@@ -4,6 +4,7 @@
 #define KILN_PYTHON_SESSION_H
 
 #include "arrays.h"
+#include "device.h"
 #include "errors.h"
 #include "kiln/kiln.h"
 #include "model.h"
@@ -69,6 +70,9 @@ struct Session {
       check(kiln_tensor_create_strings(shape.data(), shape.size(), ptrs.data(), sizes.data(), &t));
       return TensorPtr(t);
     }
+    // Another library's GPU array (torch, CuPy): read where it is.
+    if (TensorPtr t = wrapCudaArray(value, info.dtype, "input '" + name + "'"))
+      return t;
     py::array a;
     if (py::isinstance<py::array>(value)) {
       a = py::reinterpret_borrow<py::array>(value);
@@ -134,11 +138,11 @@ struct Session {
         invalid("input '" + std::string(infos[i].name) + "' is missing");
   }
 
-  // feeds: name -> array. Returns name -> array, or (that, Profile) with profile=True.
-  py::object run(py::dict feeds, bool profile) {
+  // The runtime tensors for `feeds` (name -> array, kiln.DeviceTensor or GPU array), in signature
+  // order; `keep` and `owned` hold what they view until the run is done.
+  std::vector<const kiln_tensor *> inputsFrom(const py::dict &feeds, std::vector<py::object> &keep,
+                                              std::vector<TensorPtr> &owned) {
     const auto &infos = model->inputInfo;
-    std::vector<py::object> keep;
-    std::vector<TensorPtr> owned;
     std::vector<const kiln_tensor *> in;
     owned.reserve(infos.size());
     in.reserve(infos.size());
@@ -154,17 +158,102 @@ struct Session {
     if (!complete || size_t(PyDict_Size(feeds.ptr())) != infos.size())
       checkNames(feeds, values);
     for (size_t i = 0; i < infos.size(); ++i) {
-      owned.push_back(inputTensor(i, values[i], keep));
+      py::handle value = values[i];
+      if (py::isinstance<DeviceTensor>(value)) { // kiln's own GPU memory, read in place
+        keep.push_back(py::reinterpret_borrow<py::object>(value));
+        in.push_back(value.cast<DeviceTensor &>().tensor.get());
+        continue;
+      }
+      owned.push_back(inputTensor(i, value, keep));
       in.push_back(owned.back().get());
     }
+    return in;
+  }
+
+  // One call at a time per session (the flag is only touched with the GIL held).
+  struct Running {
+    bool &flag;
+    explicit Running(bool &f) : flag(f) {
+      if (flag)
+        throw KilnError{KILN_ERROR_BUSY, "the session is already running on another thread (use one session per thread)"};
+      flag = true;
+    }
+    ~Running() { flag = false; }
+  };
+
+  // run_into: feeds as for run; outputs: name -> where each output goes (every output): a
+  // kiln.DeviceTensor or another library's GPU array (the output stays on the GPU), or a
+  // C-contiguous writeable numpy array; each of the output's dtype and exact shape.
+  void runInto(py::dict feeds, py::dict outputs) {
+    std::vector<py::object> keep;
+    std::vector<TensorPtr> owned;
+    std::vector<const kiln_tensor *> in = inputsFrom(feeds, keep, owned);
+    const auto &infos = model->outputInfo;
+    for (auto item : outputs) {
+      const std::string key = py::cast<std::string>(py::str(item.first));
+      if (std::none_of(infos.begin(), infos.end(), [&](const kiln_tensor_info &i) { return key == i.name; }))
+        invalid("output '" + key + "' is not an output of this model");
+    }
+    std::vector<TensorPtr> ownedOut;
+    std::vector<kiln_tensor *> out;
+    for (size_t i = 0; i < infos.size(); ++i) {
+      const std::string name = infos[i].name, what = "output '" + name + "'";
+      PyObject *v = PyDict_GetItemWithError(outputs.ptr(), model->outputNames[i].ptr()); // borrowed
+      if (!v) {
+        if (PyErr_Occurred())
+          throw py::error_already_set();
+        invalid(what + " is missing from outputs");
+      }
+      py::handle value(v);
+      keep.push_back(py::reinterpret_borrow<py::object>(value));
+      if (py::isinstance<DeviceTensor>(value)) {
+        out.push_back(value.cast<DeviceTensor &>().tensor.get());
+        continue;
+      }
+      if (TensorPtr t = wrapCudaArray(value, infos[i].dtype, what)) {
+        ownedOut.push_back(std::move(t));
+        out.push_back(ownedOut.back().get());
+        continue;
+      }
+      if (!py::isinstance<py::array>(value))
+        invalid(what + ": expected a kiln.DeviceTensor, a GPU array or a numpy array, got " +
+                std::string(py::str(py::type::of(value).attr("__name__"))));
+      py::array a = py::reinterpret_borrow<py::array>(value);
+      const int flags = py::detail::array_proxy(a.ptr())->flags;
+      if (!(flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) || !(flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_))
+        invalid(what + ": the numpy array must be C-contiguous and writeable");
+      const auto want = py::reinterpret_borrow<py::dtype>(model->outputDtypes[i]);
+      if (model->outputDtypes[i].is_none() || !a.dtype().equal(want))
+        invalid(what + ": expected " + std::string(kiln_dtype_name(infos[i].dtype)) + ", got " +
+                std::string(py::str(a.dtype())));
+      std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
+      kiln_tensor *t = nullptr;
+      check(a.nbytes() == 0 ? kiln_tensor_create_copy(infos[i].dtype, shape.data(), shape.size(), nullptr, 0, &t)
+                            : kiln_tensor_wrap(infos[i].dtype, shape.data(), shape.size(), a.mutable_data(),
+                                               size_t(a.nbytes()), &t));
+      ownedOut.emplace_back(t);
+      out.push_back(t);
+    }
+    Running running_(running);
+    if (profiling) {
+      kiln_session_set_profiling(session, 0);
+      profiling = false;
+    }
+    kiln_error *err = nullptr;
+    {
+      py::gil_scoped_release nogil;
+      err = kiln_session_run_into(session, in.data(), in.size(), out.data(), out.size());
+    }
+    check(err);
+  }
+
+  // feeds: name -> array. Returns name -> array, or (that, Profile) with profile=True.
+  py::object run(py::dict feeds, bool profile) {
+    std::vector<py::object> keep;
+    std::vector<TensorPtr> owned;
+    std::vector<const kiln_tensor *> in = inputsFrom(feeds, keep, owned);
     std::vector<kiln_tensor *> out(model->outputInfo.size(), nullptr);
-    if (running)
-      throw KilnError{KILN_ERROR_BUSY, "the session is already running on another thread (use one session per thread)"};
-    running = true;
-    struct Done {
-      bool &flag;
-      ~Done() { flag = false; }
-    } done{running};
+    Running running_(running);
     if (profile != profiling) {
       kiln_session_set_profiling(session, profile ? 1 : 0);
       profiling = profile;
