@@ -29,20 +29,30 @@ Value knownShapeElement(OpBuilder &b, memref::ReshapeOp reshape, Value shape, in
   }
   // A buffer allocated and filled in this block: the last store at index i before the reshape.
   Operation *alloc = shape.getDefiningOp();
-  if (!alloc || !isa<memref::AllocOp, memref::AllocaOp>(alloc) || alloc->getBlock() != reshape->getBlock())
+  Block *block = reshape->getBlock();
+  if (!alloc || !isa<memref::AllocOp, memref::AllocaOp>(alloc) || alloc->getBlock() != block)
     return nullptr;
-  Value found;
-  for (Operation *op = alloc->getNextNode(); op && op != reshape.getOperation(); op = op->getNextNode()) {
-    auto store = dyn_cast<memref::StoreOp>(op);
-    if (store && store.getMemRef() == shape && store.getIndices().size() == 1) {
-      if (auto at = getConstantIntValue(store.getIndices()[0]); at && *at == i)
-        found = store.getValueToStore();
+  // Before the reshape the buffer may be read (loads of the same sizes for a loop's bounds, dims)
+  // and written only by stores at constant indices in this block; any other use, nested in a loop
+  // too, may write it and makes the stored values unreliable.
+  for (OpOperand &use : shape.getUses()) {
+    Operation *user = use.getOwner();
+    Operation *top = block->findAncestorOpInBlock(*user);
+    if (!top)
+      return nullptr;
+    if (top == alloc || top == reshape.getOperation() || reshape->isBeforeInBlock(top) ||
+        isa<memref::LoadOp, memref::DimOp>(user))
       continue;
-    }
-    // Anything else that may write the buffer makes the stored values unreliable.
-    if (llvm::is_contained(op->getOperands(), shape) && !isa<memref::DimOp>(op))
+    auto store = dyn_cast<memref::StoreOp>(user);
+    if (!store || store != top || store.getMemRef() != shape || store.getIndices().size() != 1 ||
+        !getConstantIntValue(store.getIndices()[0]))
       return nullptr;
   }
+  Value found;
+  for (Operation *op = alloc->getNextNode(); op && op != reshape.getOperation(); op = op->getNextNode())
+    if (auto store = dyn_cast<memref::StoreOp>(op); store && store.getMemRef() == shape)
+      if (auto at = getConstantIntValue(store.getIndices()[0]); at && *at == i)
+        found = store.getValueToStore();
   return found ? asIndex(found) : nullptr;
 }
 

@@ -32,6 +32,24 @@ MockStats *mockStats() {
   return fn ? fn() : nullptr;
 }
 
+// Graph tests run without KILN_CUDA_CHECK_POINTERS (ctest sets it for this binary; a debug mode
+// makes every run eager), restored when the test ends.
+struct NoPointerChecks {
+  std::string saved;
+  bool had = false;
+  NoPointerChecks() {
+    if (const char *v = std::getenv("KILN_CUDA_CHECK_POINTERS")) {
+      had = true;
+      saved = v;
+    }
+    unsetenv("KILN_CUDA_CHECK_POINTERS");
+  }
+  ~NoPointerChecks() {
+    if (had)
+      setenv("KILN_CUDA_CHECK_POINTERS", saved.c_str(), 1);
+  }
+};
+
 // cuMemAlloc_v2 and cuMemFree_v2 of the mock driver, for device memory of the test's own.
 struct MockDeviceMemory {
   using AllocFn = int (*)(unsigned long long *, size_t);
@@ -547,6 +565,7 @@ TEST(CudaRuntime, OutputsGoIntoTheCallersDeviceOrHostMemory) {
 // the signature), the later ones replay it, and nothing crosses between host and GPU; the outputs
 // come back with kiln_tensor_copy_to_host. The tensors keep the model alive and free their memory.
 TEST(CudaRuntime, DeviceTensorsKeepInputsAndOutputsOnTheGpuThroughGraphs) {
+  NoPointerChecks noChecks; // they keep runs eager
   MockStats *st = nullptr;
   kiln_mock_cublaslt_stats_t *blas = nullptr;
   kiln_model *m = nullptr;
@@ -1109,23 +1128,6 @@ TEST(CudaFault, StickyFaultBreaksTheDeviceForTheProcess) { inOwnProcess(StickyFa
 
 // --- CUDA graphs -------------------------------------------------------------------------------
 
-// The graph tests run without KILN_CUDA_CHECK_POINTERS (ctest sets it for this binary; a debug mode
-// makes every run eager), restored when the test ends.
-struct NoPointerChecks {
-  std::string saved;
-  bool had = false;
-  NoPointerChecks() {
-    if (const char *v = std::getenv("KILN_CUDA_CHECK_POINTERS")) {
-      had = true;
-      saved = v;
-    }
-    unsetenv("KILN_CUDA_CHECK_POINTERS");
-  }
-  ~NoPointerChecks() {
-    if (had)
-      setenv("KILN_CUDA_CHECK_POINTERS", saved.c_str(), 1);
-  }
-};
 
 // Runs a[m, k] x b[k, n] on `s` with values that depend on `seed`, and checks every element
 // against the product computed here; false (with `error`) when the run failed.

@@ -39,3 +39,44 @@ func.func @unknown_shape(%x: memref<?xf32>, %s: memref<2xi64>) -> memref<?x?xf32
   %r = memref.reshape %x(%s) : (memref<?xf32>, memref<2xi64>) -> memref<?x?xf32>
   return %r : memref<?x?xf32>
 }
+
+// -----
+
+// Loads of the stored sizes between the stores and the reshape (a loop's bounds, as the decoders'
+// head splits have) only read the buffer: still resolved. (They were taken for writes, and every
+// decode step read the shape back from the GPU: a synchronization per layer.)
+// CHECK-LABEL: func @read_between
+// CHECK-NOT: memref.reshape
+// CHECK: memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [%{{.*}}, 4], strides: [4, 1]
+func.func @read_between(%x: memref<?xf32>, %n: i64, %out: memref<?xi64>) -> memref<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : i64
+  %s = memref.alloc() : memref<2xi64>
+  memref.store %n, %s[%c0] : memref<2xi64>
+  memref.store %c4, %s[%c1] : memref<2xi64>
+  %v = memref.load %s[%c0] : memref<2xi64>
+  memref.store %v, %out[%c0] : memref<?xi64>
+  %r = memref.reshape %x(%s) : (memref<?xf32>, memref<2xi64>) -> memref<?x4xf32>
+  return %r : memref<?x4xf32>
+}
+
+// -----
+
+// A write nested in a loop between the stores and the reshape (invisible among the loop's own
+// operands) makes the stored sizes unreliable: the reshape stays.
+// CHECK-LABEL: func @written_in_a_loop
+// CHECK: memref.reshape
+func.func @written_in_a_loop(%x: memref<?xf32>, %n: i64) -> memref<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : i64
+  %s = memref.alloc() : memref<2xi64>
+  memref.store %n, %s[%c0] : memref<2xi64>
+  memref.store %c4, %s[%c1] : memref<2xi64>
+  scf.for %i = %c0 to %c1 step %c1 {
+    memref.store %c4, %s[%c0] : memref<2xi64>
+  }
+  %r = memref.reshape %x(%s) : (memref<?xf32>, memref<2xi64>) -> memref<?x4xf32>
+  return %r : memref<?x4xf32>
+}
