@@ -16,7 +16,9 @@
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -572,6 +574,7 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
     llvm::SmallPtrSet<Operation *, 16> recompute;
     llvm::DenseMap<Operation *, Value> forwarded; // loads that read what the group stored
     llvm::SetVector<Value> readBack;
+    llvm::SetVector<Operation *> inputReads; // scalar loads of inputs, read where they are
     SmallVector<Value> needed(escaping.begin(), escaping.end());
     while (!needed.empty()) {
       Value v = needed.pop_back_val();
@@ -581,6 +584,10 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
           if (forwarded.try_emplace(def, stored).second)
             if (Operation *d = stored.getDefiningOp(); d && members.contains(d))
               needed.push_back(stored);
+          continue;
+        }
+        if (isInputScalar(load)) {
+          inputReads.insert(def);
           continue;
         }
       }
@@ -620,6 +627,23 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
 
     b.setInsertionPoint(before);
     IRMapping host;
+    if (!inputReads.empty()) {
+      // Read from the input itself, not through a slot the kernel fills: the runtime serves a
+      // read of an input it uploaded from its host copy, without waiting for the GPU.
+      FailureOr<Value> ctx = context(launch);
+      if (failed(ctx))
+        return failure();
+      for (Operation *op : inputReads) {
+        auto load = cast<memref::LoadOp>(op);
+        Type t = load.getType();
+        Value buffer = cuda::entryAlloca(main, loc, MemRefType::get({1}, t));
+        cuda::emitDeviceRead(b, loc, *ctx, cuda::bufferAddress(b, loc, buffer),
+                             cuda::bufferAddress(b, loc, load.getMemRef()),
+                             arith::ConstantIndexOp::create(b, loc, cuda::elementBytes(t)));
+        host.map(load.getResult(), memref::LoadOp::create(b, loc, buffer, ValueRange{arith::ConstantIndexOp::create(b, loc, 0)})
+                                       .getResult());
+      }
+    }
     if (!readBack.empty()) {
       FailureOr<Value> ctx = context(launch);
       if (failed(ctx))
@@ -636,12 +660,30 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
     for (Operation *op : ops) {
       if (auto it = forwarded.find(op); it != forwarded.end())
         host.map(op->getResult(0), host.lookupOrDefault(it->second));
-      else if (recompute.contains(op))
+      else if (recompute.contains(op) && !inputReads.contains(op))
         b.clone(*op, host);
     }
     for (Value v : escaping)
       v.replaceUsesWithIf(host.lookup(v), [&](OpOperand &use) { return !launch->isAncestor(use.getOwner()); });
     return success();
+  }
+
+  /// A load of the first element of an input of @main or of a view of it (a scalar such as
+  /// kiln.past_length or kiln.logit_rows, maybe reshaped to [1]), which no code writes (KV caches,
+  /// written in place, are excluded): its value is read from the input's buffer (the load's
+  /// memref, whose first element it is), which the runtime fills from host memory.
+  bool isInputScalar(memref::LoadOp load) {
+    if (!cuda::fitsSlot(load.getType()) ||
+        !llvm::all_of(load.getIndices(), [](Value i) { return isConstantIntValue(getAsOpFoldResult(i), 0); }))
+      return false;
+    Value source = load.getMemRef();
+    while (auto view = source.getDefiningOp<ViewLikeOpInterface>())
+      source = view.getViewSource();
+    auto arg = dyn_cast<BlockArgument>(source);
+    if (!arg || arg.getOwner() != &main.getBody().front())
+      return false;
+    unsigned i = arg.getArgNumber();
+    return main.getArgAttr(i, "kiln.name") && !main.getArgAttr(i, "kiln.kv_cache") && !main.getArgAttr(i, "kiln.weight");
   }
 
   /// A grid of 256-thread blocks, one thread per iteration of `op`.

@@ -105,6 +105,16 @@ void deviceReadEntry(void *runtime, void *host, const void *device, int64_t byte
     std::memset(host, 0, size_t(bytes));
     return;
   }
+  // Bytes of an input this run uploaded from host memory (a scalar such as kiln.past_length,
+  // read where it is by the generated code): no kernel writes inputs, so its host copy is what
+  // the device holds, without waiting for the GPU.
+  const char *from = static_cast<const char *>(device);
+  for (const RunState::StagedInput &in : run.staged)
+    if (from >= in.device && from + bytes <= in.device + in.bytes) {
+      std::memcpy(host, in.host + (from - in.device), size_t(bytes));
+      ++run.hostReads;
+      return;
+    }
   if (run.error.empty()) {
     std::string error;
     if (!q.device().synchronize(q.stream(), error) || !q.device().download(host, device, size_t(bytes), error))

@@ -354,6 +354,7 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
     }
   }
   RunMemory memory{queue, host, {}};
+  std::vector<RunState::StagedInput> staged;
   for (size_t i = 0; i < inputCount; ++i) {
     s.inputs[i].shape = const_cast<int64_t *>(inputs[i]->shape.data());
     if (host || inputs[i]->device) {
@@ -374,6 +375,8 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
     if (!device.upload(p, inputs[i]->data, inputs[i]->bytes, error))
       return makeError(KILN_ERROR_INTERNAL, "input '" + meta.inputs[i].name + "': " + error);
     s.inputs[i].data = p;
+    staged.push_back({static_cast<const char *>(p), static_cast<const char *>(inputs[i]->data),
+                      int64_t(inputs[i]->bytes)});
   }
   for (size_t i = 0; i < s.outputs.size(); ++i) {
     // -1 marks dims the generated code forgot to fill; checkOutput catches them.
@@ -387,6 +390,7 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
   RunState state;
   state.profiling = s.profiling;
   state.profile = &s.profile;
+  state.staged = std::move(staged);
   kiln_abi_context ctx = queue.begin(state);
   const int32_t rc = m.entry(&ctx, s.inputs.data(), s.outputs.data());
   // An allocation failed: the device's own error comes first when there is one (a fault, whose

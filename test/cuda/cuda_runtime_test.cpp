@@ -388,7 +388,7 @@ TEST(CudaRuntime, DecodingKeepsTheCachesOnTheDevice) {
   ASSERT_EQ(started, nullptr) << kiln_error_message(started);
   const int64_t cacheBytes = st->bytes_set;
   EXPECT_GT(cacheBytes, 0) << "the caches were not cleared on the device";
-  const int64_t upAfterPrefill = st->bytes_to_device;
+  const int64_t upAfterPrefill = st->bytes_to_device, copiesAfterPrefill = st->copies_to_host;
   const int32_t vocab = kiln_generator_vocab_size(g);
   int64_t allocationsAfterFirstStep = 0;
   for (int step = 0; step < 8; ++step) {
@@ -407,6 +407,11 @@ TEST(CudaRuntime, DecodingKeepsTheCachesOnTheDevice) {
   EXPECT_GT(upPerStep, 0);
   EXPECT_LT(upPerStep, cacheBytes / 4) << "caches are copied up every step";
   EXPECT_GE(st->bytes_to_host, 8 * int64_t(vocab) * 4) << "logits did not come back";
+  // One copy back per step, the logits: the scalars the host program needs (kiln.past_length,
+  // kiln.logit_rows) are read from the inputs' host copies, not from the GPU after a wait (3
+  // copies a step before that, 5 before kiln-resolve-reshape-shapes took loads for reads: each
+  // extra one a synchronization in the middle of the step).
+  EXPECT_EQ((st->copies_to_host - copiesAfterPrefill) / 7, 1) << "a decode step waits for the GPU mid-step";
   EXPECT_EQ(st->bad_launches, 0);
   // A second start reuses nothing stale: fresh, zeroed caches of the new batch.
   ASSERT_EQ(kiln_generator_start(g, prompts, lengths, 1, nullptr), nullptr);

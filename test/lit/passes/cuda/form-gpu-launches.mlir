@@ -412,3 +412,37 @@ func.func @main(%x: memref<2x4xf32>) -> memref<2x4xf32> {
   }
   return %out : memref<2x4xf32>
 }
+
+// -----
+
+// A scalar input (an argument with kiln.name, like kiln.past_length), or the first element of a
+// view of one, is read where it is: device_read from the input's own address, no kernel and no
+// slot (the runtime serves it from the input's host copy without waiting for the GPU). A KV cache
+// input, written in place by kernels, still goes through a slot the kernel fills.
+// CHECK-LABEL: func @main
+// CHECK: %[[VIEW:.*]] = memref.reinterpret_cast %arg2
+// CHECK: %[[SLOTS:.*]] = memref.alloc() : memref<1xi64>
+// CHECK: gpu.launch
+// CHECK: %[[W:.*]] = memref.load %arg3[]
+// CHECK: memref.store %[[W]], %[[SLOTS]]
+// CHECK: gpu.terminator
+// CHECK: memref.extract_aligned_pointer_as_index %[[VIEW]] : memref<1xi64>
+// CHECK: llvm.call
+// CHECK: memref.extract_aligned_pointer_as_index %arg1 : memref<i64>
+// CHECK: llvm.call
+// CHECK: memref.extract_aligned_pointer_as_index %[[SLOTS]]
+// CHECK: llvm.call
+// CHECK-NOT: llvm.call
+func.func @main(%pos: memref<i64> {kiln.name = "kiln.past_length"}, %rows: memref<i64> {kiln.name = "kiln.logit_rows"},
+                %cache: memref<i64> {kiln.name = "past", kiln.kv_cache = 2 : i64}) -> memref<?xf32> {
+  %c0 = arith.constant 0 : index
+  %v = memref.load %pos[] : memref<i64>
+  %view = memref.reinterpret_cast %rows to offset: [0], sizes: [1], strides: [1] : memref<i64> to memref<1xi64>
+  %r = memref.load %view[%c0] : memref<1xi64>
+  %w = memref.load %cache[] : memref<i64>
+  %a = arith.addi %v, %r : i64
+  %b = arith.addi %a, %w : i64
+  %s = arith.index_cast %b : i64 to index
+  %out = memref.alloc(%s) : memref<?xf32>
+  return %out : memref<?xf32>
+}
