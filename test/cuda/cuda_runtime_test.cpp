@@ -54,9 +54,12 @@ struct NoPointerChecks {
 struct MockDeviceMemory {
   using AllocFn = int (*)(unsigned long long *, size_t);
   using FreeFn = int (*)(unsigned long long);
-  void *lib = dlopen(KILN_MOCK_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL);
-  AllocFn alloc = lib ? reinterpret_cast<AllocFn>(dlsym(lib, "cuMemAlloc_v2")) : nullptr;
-  FreeFn release = lib ? reinterpret_cast<FreeFn>(dlsym(lib, "cuMemFree_v2")) : nullptr;
+  static void *library() { // one reference for the process, as mockStats holds
+    static void *lib = dlopen(KILN_MOCK_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL);
+    return lib;
+  }
+  AllocFn alloc = library() ? reinterpret_cast<AllocFn>(dlsym(library(), "cuMemAlloc_v2")) : nullptr;
+  FreeFn release = library() ? reinterpret_cast<FreeFn>(dlsym(library(), "cuMemFree_v2")) : nullptr;
 };
 
 MockStats *resetMock() {
