@@ -13,6 +13,59 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+/// Whether every use of `shape` (allocated in `block`) is a store at a constant index in
+/// `block` itself, a load, a dim, a reshape or its dealloc: then what a load or reshape sees at an
+/// index is the last such store before it.
+bool onlyStoredAtConstants(Value shape, Block *block) {
+  for (OpOperand &use : shape.getUses()) {
+    Operation *user = use.getOwner();
+    if (isa<memref::LoadOp, memref::DimOp, memref::ReshapeOp, memref::DeallocOp>(user))
+      continue;
+    auto store = dyn_cast<memref::StoreOp>(user);
+    if (!store || store->getBlock() != block || store.getMemRef() != shape || store.getIndices().size() != 1 ||
+        !getConstantIntValue(store.getIndices()[0]))
+      return false;
+  }
+  return true;
+}
+
+/// The value the last store at constant index `i` of `shape` before `op` (both in the block of
+/// `shape`'s allocation) wrote, or null.
+Value storedBefore(Value shape, Operation *op, int64_t i) {
+  Value found;
+  for (Operation *at = shape.getDefiningOp()->getNextNode(); at && at != op; at = at->getNextNode())
+    if (auto store = dyn_cast<memref::StoreOp>(at); store && store.getMemRef() == shape)
+      if (auto index = getConstantIntValue(store.getIndices()[0]); index && *index == i)
+        found = store.getValueToStore();
+  return found;
+}
+
+/// The loads of a shape buffer in its own block, at constant indices, become the values stored
+/// there: the host computed them, and with no load left the buffer and its stores are dead
+/// (canonicalization erases them). On the GPU they were a one-thread launch writing the sizes to
+/// device memory for nothing once the reshape reads no buffer.
+void forwardShapeLoads(Value shape) {
+  Operation *alloc = shape.getDefiningOp();
+  Block *block = alloc->getBlock();
+  if (!onlyStoredAtConstants(shape, block))
+    return;
+  SmallVector<memref::LoadOp> loads;
+  for (Operation *user : shape.getUsers())
+    if (auto load = dyn_cast<memref::LoadOp>(user); load && load->getBlock() == block)
+      loads.push_back(load);
+  for (memref::LoadOp load : loads) {
+    std::optional<int64_t> index =
+        load.getIndices().size() == 1 ? getConstantIntValue(load.getIndices()[0]) : std::nullopt;
+    if (!index)
+      continue;
+    Value stored = storedBefore(shape, load, *index);
+    if (stored && stored.getType() == load.getType()) {
+      load.getResult().replaceAllUsesWith(stored);
+      load.erase();
+    }
+  }
+}
+
 /// Element `i` of the shape buffer `shape` as seen by `reshape`, or null when unknown.
 Value knownShapeElement(OpBuilder &b, memref::ReshapeOp reshape, Value shape, int64_t i) {
   Location loc = reshape.getLoc();
@@ -48,11 +101,7 @@ Value knownShapeElement(OpBuilder &b, memref::ReshapeOp reshape, Value shape, in
         !getConstantIntValue(store.getIndices()[0]))
       return nullptr;
   }
-  Value found;
-  for (Operation *op = alloc->getNextNode(); op && op != reshape.getOperation(); op = op->getNextNode())
-    if (auto store = dyn_cast<memref::StoreOp>(op); store && store.getMemRef() == shape)
-      if (auto at = getConstantIntValue(store.getIndices()[0]); at && *at == i)
-        found = store.getValueToStore();
+  Value found = storedBefore(shape, reshape, i);
   return found ? asIndex(found) : nullptr;
 }
 
@@ -95,8 +144,11 @@ struct ResolveReshapeShapesPass : impl::ResolveReshapeShapesPassBase<ResolveResh
       }
       auto cast = memref::ReinterpretCastOp::create(b, loc, result, reshape.getSource(), b.getIndexAttr(0), sizes,
                                                     strides);
+      Value shape = reshape.getShape();
       reshape.getResult().replaceAllUsesWith(cast.getResult());
       reshape.erase();
+      if (isa_and_nonnull<memref::AllocOp, memref::AllocaOp>(shape.getDefiningOp()))
+        forwardShapeLoads(shape);
     }
   }
 };

@@ -44,8 +44,13 @@ func.func @unknown_shape(%x: memref<?xf32>, %s: memref<2xi64>) -> memref<?x?xf32
 
 // Loads of the stored sizes between the stores and the reshape (a loop's bounds, as the decoders'
 // head splits have) only read the buffer: still resolved. (They were taken for writes, and every
-// decode step read the shape back from the GPU: a synchronization per layer.)
+// decode step read the shape back from the GPU: a synchronization per layer.) Once resolved, the
+// loads become the stored values, so nothing reads the buffer any more (canonicalization then
+// erases it and its stores: on the GPU a one-thread launch per head split).
 // CHECK-LABEL: func @read_between
+// CHECK-SAME: %[[N:[a-z0-9]+]]: i64, %[[OUT:[a-z0-9]+]]: memref<?xi64>
+// CHECK-NOT: memref.load
+// CHECK: memref.store %[[N]], %[[OUT]]
 // CHECK-NOT: memref.reshape
 // CHECK: memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [%{{.*}}, 4], strides: [4, 1]
 func.func @read_between(%x: memref<?xf32>, %n: i64, %out: memref<?xi64>) -> memref<?x4xf32> {
