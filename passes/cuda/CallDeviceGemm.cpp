@@ -365,6 +365,63 @@ std::optional<Epilogue> matchEpilogue(linalg::GenericOp g, Value c, int64_t nPos
   return ep;
 }
 
+/// What product `g` (output `c`, its n loop at `nPos` of C) can do in its library call besides
+/// the product: an epilogue op after it (when C holds the product alone, after its zero `fill`,
+/// or a bias row broadcast into it, which then is the epilogue's bias), or that bias alone. The
+/// beta term of a call with an epilogue op is its residual.
+std::optional<Epilogue> chooseEpilogue(linalg::GenericOp g, Value c, int64_t nPos, linalg::FillOp fill) {
+  Value initBias;
+  int64_t initBiasDim = 0;
+  linalg::GenericOp biasInit = fill ? linalg::GenericOp() : rowBroadcastBefore(g, c, nPos, initBias, initBiasDim);
+  if (!fill && !biasInit)
+    return std::nullopt;
+  std::optional<Epilogue> epilogue = matchEpilogue(g, c, nPos);
+  if (!biasInit)
+    return epilogue;
+  if (epilogue && epilogue->bias) // one bias per call: the op stays a kernel
+    epilogue.reset();
+  if (!epilogue) {
+    epilogue = Epilogue{};
+    epilogue->out = c;
+  }
+  epilogue->bias = initBias;
+  epilogue->biasDim = initBiasDim;
+  epilogue->biasInit = biasInit;
+  return epilogue;
+}
+
+/// Stores `v` (an index as i64) into 8-byte slot `slot` of the host struct at `base`, on the host.
+void storeSlot(OpBuilder &b, Location loc, Value base, int64_t slot, Value v) {
+  auto i64 = b.getI64Type();
+  if (v.getType().isIndex())
+    v = arith::IndexCastOp::create(b, loc, i64, v);
+  Value at = LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), i64, base,
+                                 ArrayRef<LLVM::GEPArg>{int32_t(slot)});
+  LLVM::StoreOp::create(b, loc, v, at)->setAttr(cuda::kHostOpAttr, b.getUnitAttr());
+}
+
+/// Fills a kiln_abi_epilogue at `epi` (before the call, at `b`) from `e`.
+void storeEpilogue(OpBuilder &b, Location loc, Value epi, const Epilogue &e) {
+  auto i64 = b.getI64Type();
+  auto address = [&](Value buffer) -> Value {
+    if (!buffer)
+      return arith::ConstantIntOp::create(b, loc, i64, 0);
+    return LLVM::PtrToIntOp::create(b, loc, i64, cuda::bufferAddress(b, loc, buffer));
+  };
+  storeSlot(b, loc, epi, slotOf(offsetof(kiln_abi_epilogue, c_source)), address(e.residual));
+  storeSlot(b, loc, epi, slotOf(offsetof(kiln_abi_epilogue, bias)), address(e.bias));
+  Value biasStride = arith::ConstantIndexOp::create(b, loc, 0);
+  int64_t biasType = 0;
+  if (e.bias) {
+    biasStride = memref::ExtractStridedMetadataOp::create(b, loc, e.bias).getStrides()[e.biasDim];
+    biasType = dtypeCode(cast<MemRefType>(e.bias.getType()).getElementType());
+  }
+  storeSlot(b, loc, epi, slotOf(offsetof(kiln_abi_epilogue, bias_type)), arith::ConstantIntOp::create(b, loc, i64, biasType));
+  storeSlot(b, loc, epi, slotOf(offsetof(kiln_abi_epilogue, bias_stride)), biasStride);
+  storeSlot(b, loc, epi, slotOf(offsetof(kiln_abi_epilogue, activation)),
+            arith::ConstantIntOp::create(b, loc, i64, e.relu ? 1 : 0));
+}
+
 struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
   void runOnOperation() override {
     auto main = getOperation().lookupSymbol<func::FuncOp>("main");
@@ -397,26 +454,8 @@ struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
     if (!body || !roles)
       return;
     linalg::FillOp fill = zeroFillBefore(g);
-    const int64_t nPos = positionOf(g.getIndexingMapsArray()[2], roles->n);
-    // Or C starts as a bias row (Gemm's C): the epilogue's bias, with beta 0.
-    Value initBias;
-    int64_t initBiasDim = 0;
-    linalg::GenericOp biasInit = fill ? linalg::GenericOp() : rowBroadcastBefore(g, c, nPos, initBias, initBiasDim);
-    // An epilogue op needs the product alone in C (or plus the bias): the beta term is its residual.
-    std::optional<Epilogue> epilogue;
-    if (fill || biasInit)
-      epilogue = matchEpilogue(g, c, nPos);
-    if (biasInit) {
-      if (epilogue && epilogue->bias) // one bias per call: the op stays a kernel
-        epilogue.reset();
-      if (!epilogue) {
-        epilogue = Epilogue{};
-        epilogue->out = c;
-      }
-      epilogue->bias = initBias;
-      epilogue->biasDim = initBiasDim;
-      epilogue->biasInit = biasInit;
-    }
+    std::optional<Epilogue> epilogue = chooseEpilogue(g, c, positionOf(g.getIndexingMapsArray()[2], roles->n), fill);
+    linalg::GenericOp biasInit = epilogue ? epilogue->biasInit : linalg::GenericOp();
     Location loc = g.getLoc();
     MLIRContext *ctx = &getContext();
     auto ptr = LLVM::LLVMPointerType::get(ctx);
@@ -430,12 +469,7 @@ struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
     // made after the product) is defined by then, and the ops passed over touch no memory.
     OpBuilder b(epilogue && epilogue->op ? epilogue->op.getOperation() : g.getOperation());
     auto host = [&](Operation *op) { op->setAttr(cuda::kHostOpAttr, b.getUnitAttr()); };
-    auto store = [&](int64_t slot, Value v) {
-      if (v.getType().isIndex())
-        v = arith::IndexCastOp::create(b, loc, i64, v);
-      Value at = LLVM::GEPOp::create(b, loc, ptr, i64, args, ArrayRef<LLVM::GEPArg>{int32_t(slot)});
-      host(LLVM::StoreOp::create(b, loc, v, at));
-    };
+    auto store = [&](int64_t slot, Value v) { storeSlot(b, loc, args, slot, v); };
     auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
     auto bits = [&](Value f) { // a float as the bits of a double
       if (!f.getType().isF64())
@@ -505,29 +539,7 @@ struct CallDeviceGemmPass : impl::CallDeviceGemmPassBase<CallDeviceGemmPass> {
     } else {
       Value epilogueCount = LLVM::ConstantOp::create(entry, loc, i64, entry.getI64IntegerAttr(kEpilogueSlots));
       Value epi = LLVM::AllocaOp::create(entry, loc, ptr, i64, epilogueCount, alignof(kiln_abi_epilogue));
-      auto storeEpi = [&](int64_t slot, Value v) {
-        if (v.getType().isIndex())
-          v = arith::IndexCastOp::create(b, loc, i64, v);
-        Value at = LLVM::GEPOp::create(b, loc, ptr, i64, epi, ArrayRef<LLVM::GEPArg>{int32_t(slot)});
-        host(LLVM::StoreOp::create(b, loc, v, at));
-      };
-      auto address = [&](Value buffer) -> Value {
-        if (!buffer)
-          return arith::ConstantIntOp::create(b, loc, i64, 0);
-        return LLVM::PtrToIntOp::create(b, loc, i64, cuda::bufferAddress(b, loc, buffer));
-      };
-      storeEpi(slotOf(offsetof(kiln_abi_epilogue, c_source)), address(epilogue->residual));
-      storeEpi(slotOf(offsetof(kiln_abi_epilogue, bias)), address(epilogue->bias));
-      Value biasStride = constant(0);
-      int64_t biasType = 0;
-      if (epilogue->bias) {
-        biasStride = memref::ExtractStridedMetadataOp::create(b, loc, epilogue->bias).getStrides()[epilogue->biasDim];
-        biasType = dtypeCode(cast<MemRefType>(epilogue->bias.getType()).getElementType());
-      }
-      storeEpi(slotOf(offsetof(kiln_abi_epilogue, bias_type)), arith::ConstantIntOp::create(b, loc, i64, biasType));
-      storeEpi(slotOf(offsetof(kiln_abi_epilogue, bias_stride)), biasStride);
-      storeEpi(slotOf(offsetof(kiln_abi_epilogue, activation)),
-               arith::ConstantIntOp::create(b, loc, i64, epilogue->relu ? 1 : 0));
+      storeEpilogue(b, loc, epi, *epilogue);
       Value fn = contextField(b, loc, context, ctxfield::kGemmEpilogue);
       host(fn.getDefiningOp());
       auto type = LLVM::LLVMFunctionType::get(b.getI32Type(), {ptr, ptr, ptr});
