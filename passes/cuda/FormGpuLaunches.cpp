@@ -13,6 +13,7 @@
 #include "passes/cuda/LaunchUtils.h"
 #include "passes/host/SourceNodes.h"
 #include "dialects/cpu/IR/Cpu.h"
+#include "dialects/graph/IR/GraphAttrNames.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/CallInterfaces.h"
@@ -683,7 +684,8 @@ struct FormGpuLaunchesPass : impl::FormGpuLaunchesPassBase<FormGpuLaunchesPass> 
     if (!arg || arg.getOwner() != &main.getBody().front())
       return false;
     unsigned i = arg.getArgNumber();
-    return main.getArgAttr(i, "kiln.name") && !main.getArgAttr(i, "kiln.kv_cache") && !main.getArgAttr(i, "kiln.weight");
+    return main.getArgAttr(i, attrs::kName) && !main.getArgAttr(i, attrs::kKvCache) &&
+           !main.getArgAttr(i, attrs::kWeight);
   }
 
   /// A grid of 256-thread blocks, one thread per iteration of `op`.

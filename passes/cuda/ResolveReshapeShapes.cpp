@@ -13,16 +13,22 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// Whether every use of `shape` (allocated in `block`) is a store at a constant index in
-/// `block` itself, a load, a dim, a reshape or its dealloc: then what a load or reshape sees at an
-/// index is the last such store before it.
-bool onlyStoredAtConstants(Value shape, Block *block) {
+/// Whether, before `until` (null: anywhere), the buffer `shape` is written only by stores at
+/// constant indices in the block of its allocation itself; reads (loads of the sizes for a loop's
+/// bounds, dims, reshapes) and its dealloc are fine. Then what a load or reshape there sees at an
+/// index is the last such store before it. Any other use, nested in a loop too, may write it.
+bool writtenOnlyByConstantStores(Value shape, Operation *until) {
+  Block *block = shape.getDefiningOp()->getBlock();
   for (OpOperand &use : shape.getUses()) {
     Operation *user = use.getOwner();
-    if (isa<memref::LoadOp, memref::DimOp, memref::ReshapeOp, memref::DeallocOp>(user))
+    Operation *top = block->findAncestorOpInBlock(*user);
+    if (!top)
+      return false;
+    if ((until && (top == until || until->isBeforeInBlock(top))) ||
+        isa<memref::LoadOp, memref::DimOp, memref::ReshapeOp, memref::DeallocOp>(user))
       continue;
     auto store = dyn_cast<memref::StoreOp>(user);
-    if (!store || store->getBlock() != block || store.getMemRef() != shape || store.getIndices().size() != 1 ||
+    if (!store || store != top || store.getMemRef() != shape || store.getIndices().size() != 1 ||
         !getConstantIntValue(store.getIndices()[0]))
       return false;
   }
@@ -45,9 +51,8 @@ Value storedBefore(Value shape, Operation *op, int64_t i) {
 /// (canonicalization erases them). On the GPU they were a one-thread launch writing the sizes to
 /// device memory for nothing once the reshape reads no buffer.
 void forwardShapeLoads(Value shape) {
-  Operation *alloc = shape.getDefiningOp();
-  Block *block = alloc->getBlock();
-  if (!onlyStoredAtConstants(shape, block))
+  Block *block = shape.getDefiningOp()->getBlock();
+  if (!writtenOnlyByConstantStores(shape, nullptr))
     return;
   SmallVector<memref::LoadOp> loads;
   for (Operation *user : shape.getUsers())
@@ -82,25 +87,9 @@ Value knownShapeElement(OpBuilder &b, memref::ReshapeOp reshape, Value shape, in
   }
   // A buffer allocated and filled in this block: the last store at index i before the reshape.
   Operation *alloc = shape.getDefiningOp();
-  Block *block = reshape->getBlock();
-  if (!alloc || !isa<memref::AllocOp, memref::AllocaOp>(alloc) || alloc->getBlock() != block)
+  if (!alloc || !isa<memref::AllocOp, memref::AllocaOp>(alloc) || alloc->getBlock() != reshape->getBlock() ||
+      !writtenOnlyByConstantStores(shape, reshape))
     return nullptr;
-  // Before the reshape the buffer may be read (loads of the same sizes for a loop's bounds, dims)
-  // and written only by stores at constant indices in this block; any other use, nested in a loop
-  // too, may write it and makes the stored values unreliable.
-  for (OpOperand &use : shape.getUses()) {
-    Operation *user = use.getOwner();
-    Operation *top = block->findAncestorOpInBlock(*user);
-    if (!top)
-      return nullptr;
-    if (top == alloc || top == reshape.getOperation() || reshape->isBeforeInBlock(top) ||
-        isa<memref::LoadOp, memref::DimOp>(user))
-      continue;
-    auto store = dyn_cast<memref::StoreOp>(user);
-    if (!store || store != top || store.getMemRef() != shape || store.getIndices().size() != 1 ||
-        !getConstantIntValue(store.getIndices()[0]))
-      return nullptr;
-  }
   Value found = storedBefore(shape, reshape, i);
   return found ? asIndex(found) : nullptr;
 }

@@ -21,25 +21,8 @@ namespace kiln_python {
 
 namespace py = pybind11;
 
-// The __cuda_array_interface__ type string of a dtype ("<f4"); empty for dtypes it has none of.
-inline std::string typestrOf(kiln_dtype d) {
-  switch (d) {
-  case KILN_DTYPE_FLOAT32: return "<f4";
-  case KILN_DTYPE_FLOAT64: return "<f8";
-  case KILN_DTYPE_FLOAT16: return "<f2";
-  case KILN_DTYPE_BFLOAT16: return "<u2"; // its bits, as numpy arrays of it carry them
-  case KILN_DTYPE_INT8: return "|i1";
-  case KILN_DTYPE_UINT8: return "|u1";
-  case KILN_DTYPE_INT16: return "<i2";
-  case KILN_DTYPE_UINT16: return "<u2";
-  case KILN_DTYPE_INT32: return "<i4";
-  case KILN_DTYPE_UINT32: return "<u4";
-  case KILN_DTYPE_INT64: return "<i8";
-  case KILN_DTYPE_UINT64: return "<u8";
-  case KILN_DTYPE_BOOL: return "|b1";
-  default: return "";
-  }
-}
+// The __cuda_array_interface__ type string of a dtype ("<f4"): numpy's for the dtype that holds it.
+inline std::string typestrOf(kiln_dtype d) { return py::cast<std::string>(numpyDtype(d).attr("str")); }
 
 // A tensor owning memory of a CUDA model's device (kiln_tensor_create_device). It keeps the model
 // loaded while it lives.

@@ -649,22 +649,16 @@ bool CudaDevice::checkGemmPointers(const kiln_abi_gemm &g, const kiln_abi_epilog
     const void *data;
     int64_t type, rows, cols, sr, sc;
     const int64_t *batchStride;
-  } operands[5] = {{"A", g.a, g.a_type, g.m, g.k, g.a_stride_m, g.a_stride_k, g.a_stride_batch},
-                   {"B", g.b, g.b_type, g.k, g.n, g.b_stride_k, g.b_stride_n, g.b_stride_batch},
-                   {"C", g.c, g.c_type, g.m, g.n, g.c_stride_m, g.c_stride_n, g.c_stride_batch},
-                   {"C source", nullptr, g.c_type, g.m, g.n, g.c_stride_m, g.c_stride_n, g.c_stride_batch},
-                   {"bias", nullptr, 1, 1, g.n, 0, 0, kNoBatchStrides}};
-  int count = 3; // the operands used, packed at the front
-  if (epilogue && epilogue->c_source)
-    operands[count++].data = epilogue->c_source;
-  if (epilogue && epilogue->bias) {
-    operands[4].data = epilogue->bias;
-    operands[4].type = epilogue->bias_type;
-    operands[4].sc = epilogue->bias_stride;
-    operands[count++] = operands[4];
-  }
-  for (int i = 0; i < count; ++i) {
-    const Operand &o = operands[i];
+  };
+  std::vector<Operand> operands = {{"A", g.a, g.a_type, g.m, g.k, g.a_stride_m, g.a_stride_k, g.a_stride_batch},
+                                   {"B", g.b, g.b_type, g.k, g.n, g.b_stride_k, g.b_stride_n, g.b_stride_batch},
+                                   {"C", g.c, g.c_type, g.m, g.n, g.c_stride_m, g.c_stride_n, g.c_stride_batch}};
+  if (epilogue && epilogue->c_source) // read with C's strides
+    operands.push_back({"C source", epilogue->c_source, g.c_type, g.m, g.n, g.c_stride_m, g.c_stride_n,
+                        g.c_stride_batch});
+  if (epilogue && epilogue->bias)
+    operands.push_back({"bias", epilogue->bias, epilogue->bias_type, 1, g.n, 0, epilogue->bias_stride, kNoBatchStrides});
+  for (const Operand &o : operands) {
     // planGemm took it: sizes positive, strides not negative.
     __int128 last = __int128(o.rows - 1) * o.sr + __int128(o.cols - 1) * o.sc;
     for (int64_t d = 0; d < g.batch_rank && d < KILN_ABI_GEMM_MAX_BATCH; ++d)

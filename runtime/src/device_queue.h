@@ -54,14 +54,13 @@ struct RunState {
   bool capturing = false;
   bool hostWaits = false;
   // The inputs uploaded from host memory for this run: a device_read of their bytes is served
-  // from the host copy (no wait for the GPU); hostReads counts those reads (tests).
+  // from the host copy (no wait for the GPU).
   struct StagedInput {
     const char *device;
     const char *host;
     int64_t bytes;
   };
   std::vector<StagedInput> staged;
-  int64_t hostReads = 0;
   // Launches timed on the device, each between two of the queue's events, read after the run.
   struct TimedLaunch {
     int32_t kernel;
