@@ -193,6 +193,14 @@ for lm in gpt2 llama; do
     done
   done
 done
+# The same steps without graphs (KILN_CUDA_GRAPHS=0: every kernel launched from the host), for the
+# timing table: decode steps are step graphs by default (docs/cuda.md), and whether node updates
+# plus one graph launch beat launching every kernel is what a GPU must show.
+for lm in gpt2 llama; do
+  tag=-eager decode $lm fused 1 KILN_CUDA_GRAPHS=0
+  cmp -s "$dec/$lm-fused-1-eager.tokens" "$p/lm/$lm-prompt1.x86" ||
+    echo "FAIL $lm fused prompt 1 with KILN_CUDA_GRAPHS=0: tokens differ from x86 | $(tail -1 "$dec/$lm-fused-1-eager.stats" | head -c 300)" >> "$logs/decode-lines.txt"
+done
 [ $f32_fail = 0 ] && row "decoders f32 tokens = x86 (fused, unfused, split, paged)" required $f32_pass $f32_fail pass ||
   row "decoders f32 tokens = x86 (fused, unfused, split, paged)" required $f32_pass $f32_fail FAIL
 row "decoders fp16/bf16 tokens = x86 f32" reported $half_same $((half_diff + half_err)) reported "$half_diff differ, $half_err errors"
@@ -326,6 +334,8 @@ printf 'bench GPT forward, seq 128, f32\t%s\t%s\t%s\t%s\n' "${gpt_kiln:--}" "${g
 printf 'bench GPT forward, seq 128, f32, tensors on the GPU\t%s\t%s\t%s\t%s\n' "${gpt_dev:--}" "${gpt_e:--}" "${gpt_g:--}" "kiln-run --device-io median of 50 (as torch is timed)" >> "$timings"
 printf 'test gpt2 decode, ms/token, f32 fused\t%s\t-\t-\t%s\n' "$(json_field "$dec/gpt2-fused-1.stats" inter_token_median_ms)" "no torch anchor for this shape" >> "$timings"
 printf 'test llama decode, ms/token, f32 fused\t%s\t%s\t%s\t%s\n' "$(json_field "$dec/llama-fused-1.stats" inter_token_median_ms)" "${ll_e:--}" "${ll_g:--}" "torch: one step at position 64" >> "$timings"
+printf 'test gpt2 decode, ms/token, f32 fused, steps eager\t%s\t-\t-\t%s\n' "$(json_field "$dec/gpt2-fused-1-eager.stats" inter_token_median_ms)" "KILN_CUDA_GRAPHS=0 (the row above: step graphs)" >> "$timings"
+printf 'test llama decode, ms/token, f32 fused, steps eager\t%s\t-\t-\t%s\n' "$(json_field "$dec/llama-fused-1-eager.stats" inter_token_median_ms)" "KILN_CUDA_GRAPHS=0 (the row above: step graphs)" >> "$timings"
 if [ $torch_ok = 1 ]; then
   n=$(grep -c '^RESULT' "$logs/torch-gpt.log" "$logs/torch-tiny-llama.log" | awk -F: '{s += $2} END {print s + 0}')
   row "torch anchors (GPT, test llama)" reported "$n" $((2 - n)) reported

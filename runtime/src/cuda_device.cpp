@@ -62,9 +62,19 @@ struct CudaDriver {
   CUresult (*cuGraphLaunch)(void *, void *) = nullptr;
   CUresult (*cuGraphExecDestroy)(void *) = nullptr;
   CUresult (*cuGraphDestroy)(void *) = nullptr;
+  // Graphs whose kernels are set between launches (decode steps). v3 of the capture query (CUDA
+  // 12.3 on) has an edge-data argument between the dependencies and their count; v2 has none.
+  CUresult (*cuStreamGetCaptureInfo3)(void *, int *, unsigned long long *, void **, void *const **, const void **,
+                                      size_t *) = nullptr;
+  CUresult (*cuStreamGetCaptureInfo2)(void *, int *, unsigned long long *, void **, void *const **,
+                                      size_t *) = nullptr;
+  CUresult (*cuGraphExecKernelNodeSetParams)(void *, void *, const void *) = nullptr; // _v2: CUDA_KERNEL_NODE_PARAMS_v2
   bool hasGraphs() const {
     return cuStreamBeginCapture && cuStreamEndCapture && cuGraphInstantiateWithFlags && cuGraphLaunch &&
            cuGraphExecDestroy && cuGraphDestroy;
+  }
+  bool setsGraphKernels() const {
+    return hasGraphs() && (cuStreamGetCaptureInfo3 || cuStreamGetCaptureInfo2) && cuGraphExecKernelNodeSetParams;
   }
 
   ~CudaDriver() {
@@ -125,6 +135,9 @@ struct CudaDriver {
     optional(cuGraphLaunch, "cuGraphLaunch");
     optional(cuGraphExecDestroy, "cuGraphExecDestroy");
     optional(cuGraphDestroy, "cuGraphDestroy");
+    optional(cuStreamGetCaptureInfo3, "cuStreamGetCaptureInfo_v3");
+    optional(cuStreamGetCaptureInfo2, "cuStreamGetCaptureInfo_v2");
+    optional(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2");
     return ok;
   }
 };
@@ -191,6 +204,26 @@ struct SharedCaptureLock {
 };
 
 constexpr int kCaptureModeRelaxed = 2; // CU_STREAM_CAPTURE_MODE_RELAXED
+
+// CUDA_KERNEL_NODE_PARAMS_v2 (cuda.h): a launch as a graph's kernel node holds it.
+struct KernelNodeParams {
+  void *func;
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+  void *kern; // CUkernel, read only when func is null
+  void *ctx;  // CUcontext, ignored when func is set
+};
+static_assert(sizeof(KernelNodeParams) == 72, "CUDA_KERNEL_NODE_PARAMS_v2 is 72 bytes on x86-64");
+
+// What endCapture returns: the executable graph, and the graph it was made from, kept because the
+// nodes lastCapturedNode named belong to it (setGraphKernel needs them as long as the executable).
+struct CapturedCudaGraph {
+  void *graph = nullptr;
+  void *exec = nullptr;
+};
 
 const char *kSyncHint = "; set KILN_CUDA_SYNC=1 to synchronize after each launch and name the faulting one exactly";
 
@@ -349,6 +382,7 @@ std::unique_ptr<CudaDevice> CudaDevice::create(const artifact::CudaInfo &info,
     const char *graphs = std::getenv("KILN_CUDA_GRAPHS");
     d->graphs_ = cu.hasGraphs() && !d->syncEachLaunch_ && !d->checkPointers_ &&
                  !(graphs && std::strcmp(graphs, "0") == 0);
+    d->setsGraphKernels_ = d->graphs_ && cu.setsGraphKernels();
   }
   // "addresses": only where each buffer starts, not how far it reaches. Under the mock driver no
   // kernel runs, so sizes the host reads back from the device (a shape a kernel computed) are
@@ -362,22 +396,23 @@ std::unique_ptr<CudaDevice> CudaDevice::create(const artifact::CudaInfo &info,
     d->kernelNames_.push_back(k.name);
     d->kernelNodes_.push_back(joined);
   }
-  if (d->checkPointers_ && !kernels.empty()) {
+  // The parameter table serves the pointer checks and the decode steps' graphs (the bytes of each
+  // launch parameter, to compare a step's launches with the graph's).
+  if (!kernels.empty()) {
     bool ok = info.kernelParams.size() == kernels.size();
     for (size_t i = 0; ok && i < kernels.size(); ++i) {
       d->kernelParams_.emplace_back();
       ok = parseKernelParams(info.kernelParams[i], d->kernelParams_.back());
     }
-    if (!ok) {
+    if (!ok)
       d->kernelParams_.clear();
-      static std::atomic<bool> said{false};
-      if (!said.exchange(true))
-        std::fprintf(stderr, "kiln: KILN_CUDA_CHECK_POINTERS=1, but %s: kernel launches are not checked (matrix "
+    static std::atomic<bool> said{false};
+    if (!ok && d->checkPointers_ && !said.exchange(true))
+      std::fprintf(stderr, "kiln: KILN_CUDA_CHECK_POINTERS=1, but %s: kernel launches are not checked (matrix "
                              "products are)\n",
                      info.kernelParams.empty() ? "the artifact has no kernel parameter table (compiled before it "
                                                  "existed, or by a compiler that does not fill it)"
                                                : "the artifact's kernel parameter table does not match its kernels");
-    }
   }
   char name[256] = {0};
   int major = 0, minor = 0;
@@ -778,23 +813,84 @@ void *CudaDevice::endCapture(void *stream, std::string &error) {
     return nullptr;
   }
   const CUresult made = driver_->cuGraphInstantiateWithFlags(&exec, graph, 0);
-  driver_->cuGraphDestroy(graph); // the executable graph keeps what it needs
-  if (!check(made, "cuGraphInstantiateWithFlags", error))
+  if (!check(made, "cuGraphInstantiateWithFlags", error)) {
+    driver_->cuGraphDestroy(graph);
     return nullptr;
-  return exec;
+  }
+  return new CapturedCudaGraph{graph, exec};
 }
 
 bool CudaDevice::launchGraph(void *graph, void *stream, std::string &error) {
-  if (!makeCurrent(error) || !check(driver_->cuGraphLaunch(graph, stream), "cuGraphLaunch", error))
+  void *exec = static_cast<CapturedCudaGraph *>(graph)->exec;
+  if (!makeCurrent(error) || !check(driver_->cuGraphLaunch(exec, stream), "cuGraphLaunch", error))
     return false;
   lastWork_.store(kLastGraph, std::memory_order_relaxed);
   return true;
 }
 
 void CudaDevice::destroyGraph(void *graph) {
+  auto *g = static_cast<CapturedCudaGraph *>(graph);
   std::string error;
-  if (graph && makeCurrent(error, true))
-    driver_->cuGraphExecDestroy(graph);
+  if (g && makeCurrent(error, true)) {
+    driver_->cuGraphExecDestroy(g->exec);
+    driver_->cuGraphDestroy(g->graph);
+  }
+  delete g;
+}
+
+std::vector<int32_t> CudaDevice::kernelParamSizes(int32_t id) const {
+  std::vector<int32_t> sizes;
+  if (id < 0 || size_t(id) >= kernelParams_.size())
+    return sizes;
+  for (const KernelParam &p : kernelParams_[size_t(id)])
+    if (p.memref)
+      sizes.insert(sizes.end(), 3 + 2 * size_t(p.rank), 8); // pointers and index values: 8 bytes
+    else
+      sizes.push_back(p.bytes);
+  return sizes;
+}
+
+void *CudaDevice::lastCapturedNode(void *stream) {
+  if (!setsGraphKernels_ || !tCapturing)
+    return nullptr;
+  int status = 0;
+  void *const *nodes = nullptr;
+  size_t count = 0;
+  const CUresult r = driver_->cuStreamGetCaptureInfo3
+                         ? driver_->cuStreamGetCaptureInfo3(stream, &status, nullptr, nullptr, &nodes, nullptr, &count)
+                         : driver_->cuStreamGetCaptureInfo2(stream, &status, nullptr, nullptr, &nodes, &count);
+  // One stream captures a chain: the next node depends on exactly the last one.
+  constexpr int kCaptureActive = 1; // CU_STREAM_CAPTURE_STATUS_ACTIVE
+  return r == 0 && status == kCaptureActive && count == 1 ? nodes[0] : nullptr;
+}
+
+bool CudaDevice::setGraphKernel(void *graph, void *node, int32_t id, const int64_t grid[3], const int64_t block[3],
+                                int32_t sharedBytes, void **params, std::string &error) {
+  if (!setsGraphKernels_ || id < 0 || size_t(id) >= functions_.size()) {
+    error = "cannot set kernel " + std::to_string(id) + " of a graph";
+    return false;
+  }
+  for (int i = 0; i < 3; ++i)
+    if (grid[i] < 1 || grid[i] > 0x7fffffff || block[i] < 1 || block[i] > 1024) {
+      error = describeKernel(id) + " set with grid or block sizes outside CUDA's limits";
+      return false;
+    }
+  KernelNodeParams p{functions_[size_t(id)],
+                     unsigned(grid[0]),
+                     unsigned(grid[1]),
+                     unsigned(grid[2]),
+                     unsigned(block[0]),
+                     unsigned(block[1]),
+                     unsigned(block[2]),
+                     unsigned(sharedBytes),
+                     params,
+                     nullptr,
+                     nullptr,
+                     nullptr};
+  void *exec = static_cast<CapturedCudaGraph *>(graph)->exec;
+  return makeCurrent(error) &&
+         check(driver_->cuGraphExecKernelNodeSetParams(exec, node, &p), ("updating " + describeKernel(id)).c_str(),
+               error);
 }
 
 } // namespace kiln::runtime

@@ -113,6 +113,13 @@ public:
   void *endCapture(void *stream, std::string &error) override;
   bool launchGraph(void *graph, void *stream, std::string &error) override;
   void destroyGraph(void *graph) override;
+  // Decode steps' graphs: the parameter table's sizes, the node of the last captured launch
+  // (cuStreamGetCaptureInfo), a kernel node set anew (cuGraphExecKernelNodeSetParams).
+  bool setsGraphKernels() const override { return setsGraphKernels_ && !kernelParams_.empty(); }
+  std::vector<int32_t> kernelParamSizes(int32_t id) const override;
+  void *lastCapturedNode(void *stream) override;
+  bool setGraphKernel(void *graph, void *node, int32_t id, const int64_t grid[3], const int64_t block[3],
+                      int32_t sharedBytes, void **params, std::string &error) override;
 
 private:
   CudaDevice() = default;
@@ -137,6 +144,7 @@ private:
   bool checkPointers_ = false; // KILN_CUDA_CHECK_POINTERS=1 and the artifact has the parameter table
   bool syncEachLaunch_ = false; // KILN_CUDA_SYNC=1
   bool graphs_ = false;         // the driver has graphs, no debug mode, KILN_CUDA_GRAPHS is not 0
+  bool setsGraphKernels_ = false; // graphs_, and the driver can name captured nodes and set them
   std::vector<std::string> kernelNames_, kernelNodes_;
   std::vector<std::vector<KernelParam>> kernelParams_;
   // What was enqueued last: a kernel's index, kLastGemm, or -1 for nothing yet.

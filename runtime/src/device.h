@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kiln::artifact {
 struct Metadata;
@@ -90,6 +91,17 @@ public:
   virtual void *endCapture(void *stream, std::string &error);
   virtual bool launchGraph(void *graph, void *stream, std::string &error);
   virtual void destroyGraph(void *graph);
+
+  // Graphs whose kernels are set again between launches (a decoder's steps: step_graph.h), all
+  // optional. The size in bytes of each of kernel `id`'s launch parameters, in order (empty when
+  // the artifact does not describe them); while a capture is open on `stream`, the graph node of
+  // the kernel launched on it last (null when the device cannot say); and setting such a node of
+  // an executable graph (from endCapture) to new dimensions and parameters for its later launches.
+  virtual bool setsGraphKernels() const { return false; }
+  virtual std::vector<int32_t> kernelParamSizes(int32_t id) const;
+  virtual void *lastCapturedNode(void *stream);
+  virtual bool setGraphKernel(void *graph, void *node, int32_t id, const int64_t grid[3], const int64_t block[3],
+                              int32_t sharedBytes, void **params, std::string &error);
 };
 
 // A CPU device running kernels on `threads` threads (the caller included); 0 = all usable cores.

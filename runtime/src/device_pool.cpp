@@ -5,14 +5,12 @@
 
 namespace kiln::runtime {
 
-namespace {
-size_t roundUp(size_t bytes) {
+size_t DevicePool::roundUp(size_t bytes) {
   size_t size = 256;
   while (size < bytes && size <= (size_t(1) << 62))
     size <<= 1;
   return size;
 }
-} // namespace
 
 DevicePool::~DevicePool() {
   trim();

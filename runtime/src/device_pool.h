@@ -30,6 +30,8 @@ public:
   // `ptr` must come from allocate (null is ignored).
   void release(void *ptr);
   size_t cachedBytes() const { return cached_; }
+  // The size a request of `bytes` is served with: a power of two, 256 bytes at least.
+  static size_t roundUp(size_t bytes);
 
 private:
   void trim(); // gives every cached block back to the driver

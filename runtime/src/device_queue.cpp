@@ -68,8 +68,13 @@ void gpuLaunchEntry(void *runtime, int32_t kernelId, int64_t gx, int64_t gy, int
   Queue &q = *run.queue;
   const int64_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
   size_t begin = 0, end = 0;
+  if (run.step && run.step->mode == StepRun::Mode::Compare) {
+    stepLaunch(*run.step, q.stream(), kernelId, grid, block, sharedBytes, params);
+    return;
+  }
   const bool timed = run.deviceTimed && q.recordEvent(run, &begin);
-  q.device().launch(q.stream(), kernelId, grid, block, sharedBytes, params, run.error);
+  if (q.device().launch(q.stream(), kernelId, grid, block, sharedBytes, params, run.error) && run.step)
+    stepLaunch(*run.step, q.stream(), kernelId, grid, block, sharedBytes, params);
   if (timed && q.recordEvent(run, &end))
     run.timed.push_back({kernelId, gx * gy * gz * bx * by * bz, begin, end});
 }
@@ -99,21 +104,23 @@ void deviceFreeEntry(void *runtime, void *ptr) { runOf(runtime).queue->release(p
 void deviceReadEntry(void *runtime, void *host, const void *device, int64_t bytes) {
   RunState &run = runOf(runtime);
   Queue &q = *run.queue;
-  run.hostWaits = true;
-  if (run.capturing) {
-    // Nothing has run yet: the capture is discarded and the run redone eagerly.
-    std::memset(host, 0, size_t(bytes));
-    return;
-  }
   // Bytes of an input this run uploaded from host memory (a scalar such as kiln.past_length,
   // read where it is by the generated code): no kernel writes inputs, so its host copy is what
-  // the device holds, without waiting for the GPU.
+  // the device holds, without waiting for the GPU (also while the run is captured: a step graph
+  // is launched for this step's values only).
   const char *from = static_cast<const char *>(device);
   for (const RunState::StagedInput &in : run.staged)
     if (from >= in.device && from + bytes <= in.device + in.bytes) {
       std::memcpy(host, in.host + (from - in.device), size_t(bytes));
+      run.readsInputs = true;
       return;
     }
+  run.hostWaits = true;
+  if (run.deferred()) {
+    // Nothing has run yet: the capture is discarded and the run redone eagerly.
+    std::memset(host, 0, size_t(bytes));
+    return;
+  }
   if (run.error.empty()) {
     std::string error;
     if (!q.device().synchronize(q.stream(), error) || !q.device().download(host, device, size_t(bytes), error))
@@ -128,7 +135,7 @@ void deviceWriteEntry(void *runtime, void *device, const void *host, int64_t byt
   RunState &run = runOf(runtime);
   Queue &q = *run.queue;
   run.hostWaits = true;
-  if (!run.error.empty() || run.capturing)
+  if (!run.error.empty() || run.deferred())
     return;
   std::string error;
   if (!q.device().synchronize(q.stream(), error) || !q.device().upload(device, host, size_t(bytes), error))
@@ -141,20 +148,26 @@ int32_t gemmEpilogueEntry(void *runtime, const kiln_abi_gemm *product, const kil
   RunState &run = runOf(runtime);
   if (!run.error.empty())
     return 0; // the run has failed: nothing more to compute
+  if (run.step && run.step->mode == StepRun::Mode::Compare)
+    return stepCompareProduct(*run.step, *product, epilogue);
   Queue &q = *run.queue;
   uint64_t workspaceBytes = 0;
   void *workspace = q.gemmWorkspace(&workspaceBytes);
   std::string error;
+  int32_t declined = 1;
   switch (q.device().gemm(q.stream(), *product, epilogue, workspace, workspaceBytes, error)) {
   case Device::GemmResult::Done:
-    return 0;
+    declined = 0;
+    break;
   case Device::GemmResult::Declined:
-    return 1;
+    break;
   case Device::GemmResult::Failed:
     run.error = "matrix product on the GPU: " + error;
     return 0;
   }
-  return 1;
+  if (run.step)
+    stepRecordProduct(*run.step, *product, epilogue, declined);
+  return declined;
 }
 
 int32_t gemmEntry(void *runtime, const kiln_abi_gemm *product) { return gemmEpilogueEntry(runtime, product, nullptr); }
@@ -169,6 +182,7 @@ Queue::~Queue() {
   for (void *e : events_)
     device_.destroyEvent(e);
   device_.deallocate(arena_);
+  device_.deallocate(region_);
   device_.deallocate(gemmWorkspace_);
   device_.destroyStream(stream_);
 }
@@ -218,6 +232,12 @@ void Queue::collectProfile(const RunState &run) {
 void *Queue::workspace(RunState &run, int64_t bytes) {
   if (bytes <= arenaBytes_ && arena_)
     return arena_;
+  if (run.capturing) {
+    // The old arena cannot go while a capture is open: the capture is given up and the run
+    // redone eagerly, which grows it.
+    run.workspaceFailed = bytes;
+    return nullptr;
+  }
   // Called first thing in a run: no kernel of this session is using the old arena any more, and
   // it goes before a larger one is taken.
   const int64_t want = workspaceGrowth(std::max<int64_t>(bytes, 64), arenaBytes_);
@@ -264,15 +284,52 @@ void *Queue::gemmWorkspace(uint64_t *bytes) {
 }
 
 void *Queue::allocate(size_t bytes) {
+  if (stepping_) {
+    const size_t size = DevicePool::roundUp(bytes);
+    stepNeed_ = std::max(stepNeed_, stepUsed_ + size);
+    if (region_ && stepUsed_ <= regionBytes_ && size <= regionBytes_ - stepUsed_) {
+      void *p = region_ + stepUsed_;
+      stepUsed_ += size;
+      return p;
+    }
+    stepUsed_ += size; // counted, so the next step's region holds it
+    if (capturing_)
+      return nullptr; // the capture is given up; the eager run takes it from the pool
+  }
   void *p = pool_.allocate(bytes);
   if (p && holding_)
     holding_->held.push_back(p);
   return p;
 }
 
+bool Queue::beginStep(std::string &error) {
+  if (stepNeed_ > regionBytes_) {
+    // The last step outgrew the region. Nothing of this session runs now (every run waits for its
+    // work, but one that failed early may not have): wait, then take a larger one.
+    if (!device_.synchronize(stream_, error))
+      return false;
+    device_.deallocate(region_);
+    regionBytes_ = DevicePool::roundUp(stepNeed_);
+    region_ = static_cast<char *>(device_.allocate(regionBytes_, 256));
+    if (!region_)
+      regionBytes_ = 0; // the pool serves the step
+  }
+  stepping_ = true;
+  stepUsed_ = 0;
+  return true;
+}
+
+void Queue::endStep() {
+  stepping_ = false;
+  stepUsed_ = 0;
+}
+
 void Queue::release(void *ptr) {
   if (!ptr)
     return;
+  const char *p = static_cast<const char *>(ptr);
+  if (region_ && p >= region_ && p < region_ + regionBytes_)
+    return; // the step region is taken back whole when the step ends
   if (holding_ && std::find(holding_->held.begin(), holding_->held.end(), ptr) != holding_->held.end())
     return; // the graph addresses it: freed with the graph
   pool_.release(ptr);

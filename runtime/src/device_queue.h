@@ -4,6 +4,7 @@
 
 #include "device.h"
 #include "device_pool.h"
+#include "step_graph.h"
 #include "kiln/kiln.h"
 #include "string_tensors.h"
 
@@ -25,6 +26,7 @@ struct CapturedGraph {
   std::vector<int64_t> key;
   State state = State::Seen;
   void *exec = nullptr;                 // the device's executable graph
+  StepGraphWork steps;                  // a decoder's step graph: the work its nodes hold
   std::vector<void *> inputs;           // where the inputs are uploaded before each replay
   std::vector<void *> held;             // every buffer the graph addresses (inputs included)
   std::vector<kiln_abi_tensor> outputs; // as the captured run returned them
@@ -53,6 +55,12 @@ struct RunState {
   // not done (zeros; the capture is then discarded and the run redone eagerly).
   bool capturing = false;
   bool hostWaits = false;
+  bool readsInputs = false; // read bytes of its staged inputs (values a whole-run graph would bake in)
+  // A decoder step recorded for, or compared with, its step graph (step_graph.h); null otherwise.
+  StepRun *step = nullptr;
+  // Nothing the run issues is done now: it is captured, or compared with a graph. A read of device
+  // memory then gets zeros (and the run is redone eagerly).
+  bool deferred() const { return capturing || (step && step->mode == StepRun::Mode::Compare); }
   // The inputs uploaded from host memory for this run: a device_read of their bytes is served
   // from the host copy (no wait for the GPU).
   struct StagedInput {
@@ -95,6 +103,18 @@ public:
   void *allocate(size_t bytes);
   void release(void *ptr);
 
+  // A decoder step's buffers come from one region, handed out in order and all taken back when the
+  // step ends (frees in between do nothing), so the same sizes get the same addresses step after
+  // step, as a step graph's matrix products need (step_graph.h). Sizes are rounded up as the pool
+  // rounds them. A step that outgrows the region takes the rest from the pool (but a capture
+  // fails instead: the pool may give memory back to the driver); the next step gets a region as
+  // large as that step's need. `rewindStep` takes back what was handed out since `stepMark`.
+  bool beginStep(std::string &error);
+  size_t stepMark() const { return stepUsed_; }
+  void rewindStep(size_t mark) { stepUsed_ = mark; }
+  void endStep();
+  void setCapturing(bool on) { capturing_ = on; }
+
   // Graphs, per shape signature, at most kMaxGraphs kept (least recently used go first).
   static constexpr size_t kMaxGraphs = 4;
   CapturedGraph *findGraph(const std::vector<int64_t> &key);
@@ -130,6 +150,9 @@ private:
   std::vector<std::unique_ptr<CapturedGraph>> graphs_;
   CapturedGraph *holding_ = nullptr;
   uint64_t graphClock_ = 0;
+  char *region_ = nullptr; // the step region
+  size_t regionBytes_ = 0, stepUsed_ = 0, stepNeed_ = 0;
+  bool stepping_ = false, capturing_ = false;
 };
 
 } // namespace kiln::runtime

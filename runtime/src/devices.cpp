@@ -48,6 +48,13 @@ bool Device::launchGraph(void *, void *, std::string &error) {
   return false;
 }
 void Device::destroyGraph(void *) {}
+std::vector<int32_t> Device::kernelParamSizes(int32_t) const { return {}; }
+void *Device::lastCapturedNode(void *) { return nullptr; }
+bool Device::setGraphKernel(void *, void *, int32_t, const int64_t *, const int64_t *, int32_t, void **,
+                            std::string &error) {
+  error = "this device cannot set a graph's kernels";
+  return false;
+}
 
 void *Device::createEvent(std::string &error) {
   error = std::string("device '") + name() + "' has no timing events";

@@ -199,6 +199,36 @@ bool graphsFor(const kiln_session &s, kiln::runtime::Device &device, const kiln_
   return true;
 }
 
+// Whether this decoder run may go through a step graph (step_graph.h): a device that can set its
+// graphs' kernels, no profiling, no strings.
+bool stepGraphsFor(const kiln_session &s, kiln::runtime::Device &device, const kiln_tensor *const *inputs,
+                   size_t count) {
+  const auto &meta = s.model->view.meta;
+  if (!meta.decoder.present || device.hostMemory() || !device.setsGraphKernels() || s.profiling)
+    return false;
+  for (size_t i = 0; i < count; ++i)
+    if (inputs[i]->dtype == KILN_DTYPE_STRING)
+      return false;
+  return true;
+}
+
+// The shape class one step graph serves: the run's signature without the attention mask's
+// length, which grows by one every step.
+std::vector<int64_t> stepSignatureOf(const kiln_session &s, const kiln_tensor *const *inputs, size_t count) {
+  std::vector<int64_t> key{-2}; // apart from whole-run signatures
+  const auto &meta = s.model->view.meta;
+  for (size_t i = 0; i < count; ++i) {
+    key.push_back(int64_t(inputs[i]->dtype));
+    key.push_back(int64_t(inputs[i]->shape.size()));
+    if (meta.inputs[i].name == "attention_mask")
+      key.push_back(inputs[i]->shape.empty() ? 0 : inputs[i]->shape[0]);
+    else
+      key.insert(key.end(), inputs[i]->shape.begin(), inputs[i]->shape.end());
+    key.push_back(inputs[i]->device ? int64_t(reinterpret_cast<uintptr_t>(inputs[i]->data)) : 0);
+  }
+  return key;
+}
+
 // Where a run's outputs go: new tensors into `fresh` (kiln_session_run), or written into the
 // caller's tensors `into` (kiln_session_run_into; then `fresh` is null).
 struct OutputSlots {
@@ -207,6 +237,88 @@ struct OutputSlots {
 };
 
 kiln_error *takeOutputs(kiln_session &s, RunMemory &memory, OutputSlots outputs);
+
+void resetOutputs(kiln_session &s) {
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    // -1 marks dims the generated code forgot to fill; checkOutput catches them.
+    std::fill(s.outputShapes[i].begin(), s.outputShapes[i].end(), -1);
+    s.outputs[i] = kiln_abi_tensor{nullptr, nullptr, s.outputShapes[i].data()};
+  }
+}
+
+// The run failed or could not be what it was for (a wait for the GPU, an allocation refused).
+bool runFailed(const RunState &state, int32_t rc) {
+  return rc != 0 || state.hostWaits || !state.error.empty() || state.workspaceFailed >= 0 ||
+         state.allocationFailed >= 0;
+}
+
+// A decoder step through its shape class's graph (inputs staged, in the step region): the host
+// program is run against the graph's work, the nodes that differ are set anew and the graph is
+// launched; when the work is not the graph's, the step is captured again and launched. `*eager`:
+// neither could be done, the caller runs the step eagerly (the graph is dropped; for good when
+// the step cannot be captured at all).
+kiln_error *runStep(kiln_session &s, kiln::runtime::CapturedGraph &g, const std::vector<RunState::StagedInput> &staged,
+                    RunMemory &memory, OutputSlots outputs, bool *eager) {
+  using State = kiln::runtime::CapturedGraph::State;
+  using kiln::runtime::StepRun;
+  kiln::runtime::Queue &queue = *s.queue;
+  kiln::runtime::Device &device = queue.device();
+  const size_t mark = queue.stepMark();
+  std::string error;
+  *eager = false;
+  auto launch = [&]() -> kiln_error * {
+    if (!device.launchGraph(g.exec, queue.stream(), error) || !queue.finish(error))
+      return makeError(KILN_ERROR_INTERNAL, error);
+    return takeOutputs(s, memory, outputs);
+  };
+  if (g.state == State::Ready) {
+    StepRun step{StepRun::Mode::Compare, &device, g.exec, &g.steps};
+    RunState state;
+    state.step = &step;
+    state.staged = staged;
+    resetOutputs(s);
+    kiln_abi_context ctx = queue.begin(state);
+    const int32_t rc = s.model->entry(&ctx, s.inputs.data(), s.outputs.data());
+    for (const auto &o : s.outputs)
+      memory.add(o.allocated);
+    if (!runFailed(state, rc) && stepMatched(step))
+      return launch();
+    queue.rewindStep(mark); // captured again below, with the same addresses
+  }
+  device.destroyGraph(g.exec);
+  g.exec = nullptr;
+  g.steps.work.clear();
+  g.state = State::Seen;
+  StepRun step{StepRun::Mode::Capture, &device, nullptr, &g.steps};
+  RunState state;
+  state.step = &step;
+  state.capturing = true;
+  state.staged = staged;
+  resetOutputs(s);
+  kiln_abi_context ctx = queue.begin(state);
+  if (!device.beginCapture(queue.stream(), error)) {
+    *eager = true;
+    return nullptr;
+  }
+  queue.setCapturing(true);
+  const int32_t rc = s.model->entry(&ctx, s.inputs.data(), s.outputs.data());
+  queue.setCapturing(false);
+  void *exec = device.endCapture(queue.stream(), error);
+  for (const auto &o : s.outputs)
+    memory.add(o.allocated);
+  if (!exec || runFailed(state, rc) || step.untracked) {
+    device.destroyGraph(exec);
+    g.steps.work.clear();
+    if (step.untracked || state.hostWaits)
+      g.state = State::Never;
+    queue.rewindStep(mark);
+    *eager = true;
+    return nullptr;
+  }
+  g.exec = exec;
+  g.state = State::Ready;
+  return launch();
+}
 
 // Copies the host inputs into the graph's buffers (their addresses are in the graph); device
 // inputs are read where they are.
@@ -274,10 +386,7 @@ kiln_error *capture(kiln_session &s, kiln::runtime::CapturedGraph &g, const kiln
     kiln_error_free(e);
     return giveUp();
   }
-  for (size_t i = 0; i < s.outputs.size(); ++i) {
-    std::fill(s.outputShapes[i].begin(), s.outputShapes[i].end(), -1);
-    s.outputs[i] = kiln_abi_tensor{nullptr, nullptr, s.outputShapes[i].data()};
-  }
+  resetOutputs(s);
   std::string error;
   RunState state;
   state.capturing = true;
@@ -289,8 +398,7 @@ kiln_error *capture(kiln_session &s, kiln::runtime::CapturedGraph &g, const kiln
   const int32_t rc = s.model->entry(&ctx, s.inputs.data(), s.outputs.data());
   queue.holdFor(nullptr);
   g.exec = device.endCapture(queue.stream(), error);
-  if (!g.exec || rc != 0 || state.hostWaits || !state.error.empty() || state.workspaceFailed >= 0 ||
-      state.allocationFailed >= 0 || queue.arenaGeneration() != arena)
+  if (!g.exec || runFailed(state, rc) || state.readsInputs || queue.arenaGeneration() != arena)
     return giveUp();
   for (const auto &o : s.outputs) // outputs the code allocated outside the pool would leak
     if (o.allocated && std::find(g.held.begin(), g.held.end(), o.allocated) == g.held.end())
@@ -354,6 +462,19 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
     }
   }
   RunMemory memory{queue, host, {}};
+  // A decoder's runs take their buffers from the step region (eager ones too, so that a step
+  // allocates the same way whether it is a graph or not), and may be step graphs.
+  const bool region = meta.decoder.present && !host;
+  const bool steps = region && stepGraphsFor(s, device, inputs, inputCount);
+  if (region && !queue.beginStep(error))
+    return makeError(KILN_ERROR_INTERNAL, error);
+  struct StepEnd { // the step region is taken back however the run ends
+    kiln::runtime::Queue *queue;
+    ~StepEnd() {
+      if (queue)
+        queue->endStep();
+    }
+  } stepEnd{region ? &queue : nullptr};
   std::vector<RunState::StagedInput> staged;
   for (size_t i = 0; i < inputCount; ++i) {
     s.inputs[i].shape = const_cast<int64_t *>(inputs[i]->shape.data());
@@ -378,11 +499,19 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
     staged.push_back({static_cast<const char *>(p), static_cast<const char *>(inputs[i]->data),
                       int64_t(inputs[i]->bytes)});
   }
-  for (size_t i = 0; i < s.outputs.size(); ++i) {
-    // -1 marks dims the generated code forgot to fill; checkOutput catches them.
-    std::fill(s.outputShapes[i].begin(), s.outputShapes[i].end(), -1);
-    s.outputs[i] = kiln_abi_tensor{nullptr, nullptr, s.outputShapes[i].data()};
+  if (steps) {
+    signature = stepSignatureOf(s, inputs, inputCount);
+    kiln::runtime::CapturedGraph *g = queue.findGraph(signature);
+    if (g && g->state != State::Never) {
+      s.profile.clear();
+      s.lastRunProfiled = false;
+      bool eager = false;
+      kiln_error *e = runStep(s, *g, staged, memory, outputs, &eager);
+      if (!eager)
+        return e;
+    }
   }
+  resetOutputs(s);
   s.profile.clear();
   // Launches timed with the host's clock are in the profile however the run ends; those timed
   // on the device are read once it has finished well.
@@ -416,9 +545,12 @@ kiln_error *run(kiln_session &s, const kiln_tensor *const *inputs, size_t inputC
   }
   if (kiln_error *e = stringError(state))
     return e;
-  if (graphs && !state.hostWaits && !queue.findGraph(signature))
-    queue.addGraph(signature); // capturable: the next request of this signature is captured
-  else if (graphs && state.hostWaits)
+  // Capturable: the next request of this signature is captured. A whole-run graph bakes in the
+  // values the host read from its inputs; a step graph is launched for one step's values only.
+  const bool waits = state.hostWaits || (graphs && state.readsInputs);
+  if ((graphs || steps) && !waits && !queue.findGraph(signature))
+    queue.addGraph(signature);
+  else if ((graphs || steps) && waits)
     if (kiln::runtime::CapturedGraph *g = queue.findGraph(signature))
       g->state = State::Never;
   return takeOutputs(s, memory, outputs);

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1366,6 +1368,133 @@ TEST(CudaGraphs, FailedCaptureRunsEagerly) {
   EXPECT_EQ(st->live_allocations, 0);
   EXPECT_EQ(st->bad_frees, 0);
   setenv("KILN_CUBLASLT", "none", 1);
+}
+
+// Decodes `steps` tokens after a three-token prompt with `artifact` (the mock computes nothing, so
+// the tokens mean nothing: the launches are what is looked at); "" or what failed.
+std::string decodeSteps(const char *artifact, int steps) {
+  kiln_model *m = nullptr;
+  if (kiln_error *e = kiln_model_load(artifact, nullptr, &m)) {
+    std::string why = kiln_error_message(e);
+    kiln_error_free(e);
+    return why;
+  }
+  kiln_generator *g = nullptr;
+  std::string why;
+  kiln_error *e = kiln_generator_create(m, nullptr, &g);
+  const int32_t prompt[] = {5, 17, 42};
+  const int32_t *prompts[] = {prompt};
+  const size_t lengths[] = {3};
+  if (!e)
+    e = kiln_generator_start(g, prompts, lengths, 1, nullptr);
+  for (int step = 0; !e && step < steps; ++step) {
+    int32_t token = -1;
+    e = kiln_generator_next(g, &token);
+    if (e)
+      why = "step " + std::to_string(step) + ": ";
+  }
+  if (e) {
+    why += kiln_error_message(e);
+    kiln_error_free(e);
+  }
+  kiln_generator_destroy(g);
+  kiln_model_destroy(m);
+  return why;
+}
+
+// A decoder's steps as one graph (step_graph.h): after a capture, a step runs the host program
+// without launching, sets the graph's kernels whose sizes changed (the attention reads one more key
+// each step) and launches the graph once. Products through the mock cuBLASLt are recorded into the
+// graph; their operands sit at the same addresses step after step (the step region), so they
+// need no new capture.
+TEST(CudaStepGraphs, DecodeStepsAreOneGraphLaunchEach) {
+  NoPointerChecks noChecks;
+  for (const bool blas : {false, true}) {
+    SCOPED_TRACE(blas ? "products through the mock cuBLASLt" : "products as kiln's kernels");
+    MockStats *st = useMock();
+    ASSERT_NE(st, nullptr);
+    if (blas)
+      ASSERT_NE(useMockBlas(), nullptr);
+    kiln_model *m = nullptr;
+    ASSERT_EQ(kiln_model_load(KILN_CUDA_GPT2_SM90, nullptr, &m), nullptr);
+    kiln_generator *g = nullptr;
+    ASSERT_EQ(kiln_generator_create(m, nullptr, &g), nullptr);
+    const int32_t prompt[] = {5, 17, 42};
+    const int32_t *prompts[] = {prompt};
+    const size_t lengths[] = {3};
+    ASSERT_EQ(kiln_generator_start(g, prompts, lengths, 1, nullptr), nullptr);
+    int32_t token = -1;
+    for (int step = 0; step < 4; ++step) // eager, captured, then compared and launched
+      ASSERT_EQ(kiln_generator_next(g, &token), nullptr) << "step " << step;
+    const MockStats before = *st;
+    const int steps = 24;
+    for (int step = 0; step < steps; ++step)
+      ASSERT_EQ(kiln_generator_next(g, &token), nullptr) << "step " << step;
+    EXPECT_EQ(st->launches, before.launches) << "a decode step launched kernels outside its graph";
+    EXPECT_EQ(st->graph_launches - before.graph_launches, steps);
+    // Captured again only where a buffer moved to a larger size class or the attention's work
+    // changed shape: a few times, not every step.
+    EXPECT_LE(st->captures - before.captures, 4);
+    EXPECT_GT(st->kernel_nodes_set - before.kernel_nodes_set, steps) << "no kernel was set to its step's sizes";
+    EXPECT_EQ(st->copies_to_host - before.copies_to_host, steps) << "a step waited for the GPU mid-step";
+    EXPECT_EQ(st->refused_in_capture, 0);
+    EXPECT_EQ(st->bad_launches, 0);
+    kiln_generator_destroy(g);
+    kiln_model_destroy(m);
+    EXPECT_EQ(st->live_graphs, 0);
+    EXPECT_EQ(st->live_allocations, 0) << "device memory leaked";
+    EXPECT_EQ(st->bad_frees, 0);
+    setenv("KILN_CUBLASLT", "none", 1);
+  }
+}
+
+// What a step graph runs is what the same steps run eagerly: the mock writes every kernel it runs
+// (launched, or replayed from a graph, with the parameters its nodes hold then) with its grid,
+// block and parameters (pointers as allocation size and offset), and the two decodes of the same
+// prompt must give the same lines. A node left with an earlier step's sizes, or set from another
+// launch, shows as a difference. The mock reads parameter sizes from PTX, so it poses as an sm_100
+// device (the sm_90 artifacts then load their PTX).
+TEST(CudaStepGraphs, ReplayedStepsRunWhatEagerStepsRun) {
+  NoPointerChecks noChecks;
+  void *lib = MockDeviceMemory::library();
+  ASSERT_NE(lib, nullptr);
+  auto setTrace = reinterpret_cast<kiln_mock_cuda_set_trace_fn>(dlsym(lib, "kiln_mock_cuda_set_trace"));
+  ASSERT_NE(setTrace, nullptr);
+  for (const char *artifact : {KILN_CUDA_GPT2_SM90, KILN_CUDA_LLAMA_SM90}) {
+    SCOPED_TRACE(artifact);
+    const std::string eagerTrace = testing::TempDir() + "kiln_step_eager.trace";
+    const std::string graphTrace = testing::TempDir() + "kiln_step_graph.trace";
+    MockStats *st = useMock();
+    ASSERT_NE(st, nullptr);
+    setenv("KILN_MOCK_CUDA_CC", "100", 1);
+    setenv("KILN_CUDA_GRAPHS", "0", 1);
+    ASSERT_EQ(setTrace(eagerTrace.c_str()), 0);
+    EXPECT_EQ(decodeSteps(artifact, 20), "");
+    setTrace(nullptr);
+    EXPECT_EQ(st->graph_launches, 0);
+    unsetenv("KILN_CUDA_GRAPHS");
+    const MockStats before = *st;
+    ASSERT_EQ(setTrace(graphTrace.c_str()), 0);
+    EXPECT_EQ(decodeSteps(artifact, 20), "");
+    setTrace(nullptr);
+    EXPECT_GE(st->graph_launches - before.graph_launches, 15) << "the steps did not run as graphs";
+    EXPECT_GT(st->kernel_nodes_set - before.kernel_nodes_set, 0);
+    auto lines = [](const std::string &path) {
+      std::ifstream in(path);
+      std::vector<std::string> out;
+      for (std::string line; std::getline(in, line);)
+        out.push_back(line);
+      return out;
+    };
+    const std::vector<std::string> eager = lines(eagerTrace), graph = lines(graphTrace);
+    ASSERT_GT(eager.size(), 200u) << "the trace holds too few kernels to mean anything";
+    for (const std::string &line : eager)
+      ASSERT_EQ(line.find(" ?"), std::string::npos) << "a kernel's parameters were not read: " << line;
+    ASSERT_EQ(eager.size(), graph.size());
+    for (size_t i = 0; i < eager.size(); ++i)
+      ASSERT_EQ(eager[i], graph[i]) << "kernel " << i << " of the decode";
+    setenv("KILN_MOCK_CUDA_CC", "90", 1);
+  }
 }
 
 } // namespace

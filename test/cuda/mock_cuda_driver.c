@@ -15,9 +15,18 @@
  * them (counted in replayed_launches); copies, clears and synchronizations while any stream captures
  * fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (900) and invalidate the capture, whose
  * cuStreamEndCapture then fails with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (901), as it does for
- * every capture while KILN_MOCK_CUDA_INVALIDATE_CAPTURE=1.
+ * every capture while KILN_MOCK_CUDA_INVALIDATE_CAPTURE=1. cuStreamGetCaptureInfo names the node
+ * captured last, and cuGraphExecKernelNodeSetParams_v2 sets a kernel node of an executable graph
+ * (refused for a node of another graph, one that is no kernel, or a change of function: kiln never
+ * changes one, so that would be a node taken for another).
+ * Where a module is PTX, each kernel's parameter sizes are read from its .entry, so a launch's
+ * parameters can be copied: a captured node keeps them, and kiln_mock_cuda_set_trace(path) writes
+ * one line per kernel run (launched, or replayed by cuGraphLaunch) with its name, grid, block and
+ * parameters, each 8-byte value inside a live allocation written as "@<allocation size>+<offset>"
+ * so that two runs of the same work in one process give the same lines.
  * What the runtime did is readable through kiln_mock_cuda_stats(). */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -34,18 +43,34 @@ static size_t image_size;
 enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, ILLEGAL_STATE = 401, NOT_FOUND = 500, ILLEGAL_ADDRESS = 700,
        CAPTURE_UNSUPPORTED = 900, CAPTURE_INVALIDATED = 901 };
 
+/* A kernel of the loaded module: its name and, from PTX, the size of each parameter (count -1:
+ * unknown, a cubin). The function handle is a pointer to one. */
+enum { MAX_FUNCTIONS = 4096, MAX_PARAMS = 512 };
+typedef struct { const char *name; int count; unsigned char sizes[MAX_PARAMS]; } function_t;
+static function_t functions[MAX_FUNCTIONS];
+static int function_count;
+
+/* A launch as a node holds it: the function, grid and block and shared bytes, the parameters. */
+typedef struct { const function_t *f; unsigned dims[7]; unsigned char *params; size_t param_bytes; } launch_t;
+
 /* A graph: its nodes in capture order (one stream: a chain). Shared by the CUgraph and the
- * executable graphs made from it, freed with the last reference. */
-typedef struct { int kernel; void (*fn)(void *); void *data; void (*release)(void *); } node_t;
-typedef struct { node_t *nodes; size_t count, capacity; int refs; } graph_t;
+ * executable graphs made from it, freed with the last reference. A node's handle (`ref`) names
+ * its graph and index. */
+struct graph;
+typedef struct { struct graph *g; size_t index; } node_ref_t;
+typedef struct { int kernel; void (*fn)(void *); void *data; void (*release)(void *); launch_t launch; node_ref_t *ref; } node_t;
+typedef struct graph { node_t *nodes; size_t count, capacity; int refs; } graph_t;
 typedef struct { graph_t *graph; int invalidated; } stream_t; /* graph: the open capture, if any */
 
 static int open_captures;
 
 static void graph_unref(graph_t *g) {
   if (!g || --g->refs > 0) return;
-  for (size_t i = 0; i < g->count; ++i)
+  for (size_t i = 0; i < g->count; ++i) {
     if (g->nodes[i].release) g->nodes[i].release(g->nodes[i].data);
+    free(g->nodes[i].launch.params);
+    free(g->nodes[i].ref);
+  }
   free(g->nodes);
   free(g);
   stats.live_graphs--;
@@ -58,6 +83,9 @@ static int graph_add(graph_t *g, node_t n) {
     g->nodes = grown;
     g->capacity = cap;
   }
+  n.ref = malloc(sizeof *n.ref);
+  if (!n.ref) return OUT_OF_MEMORY;
+  *n.ref = (node_ref_t){g, g->count};
   g->nodes[g->count++] = n;
   return OK;
 }
@@ -86,6 +114,45 @@ static int inside(CUdeviceptr p, size_t n) {
   allocation_t *a = find(p);
   return a && n <= a->size - (size_t)(p - a->base);
 }
+/* A launch's parameters copied (known sizes only); dims: grid, block, shared bytes. */
+static launch_t copy_launch(const function_t *f, const unsigned dims[7], void **params) {
+  launch_t l = {f, {0}, NULL, 0};
+  memcpy(l.dims, dims, sizeof l.dims);
+  if (!f || f->count < 0 || !params) return l;
+  size_t total = 0;
+  for (int i = 0; i < f->count; ++i) total += f->sizes[i];
+  l.params = malloc(total ? total : 1);
+  if (!l.params) return l;
+  for (int i = 0; i < f->count; ++i) {
+    memcpy(l.params + l.param_bytes, params[i], f->sizes[i]);
+    l.param_bytes += f->sizes[i];
+  }
+  return l;
+}
+
+static FILE *trace;
+__attribute__((visibility("default"))) int kiln_mock_cuda_set_trace(const char *path) {
+  if (trace) fclose(trace);
+  trace = path ? fopen(path, "w") : NULL;
+  return path && !trace ? 1 : 0;
+}
+static void trace_launch(const launch_t *l) {
+  if (!trace) return;
+  fprintf(trace, "%s grid %u,%u,%u block %u,%u,%u shared %u:", l->f ? l->f->name : "?", l->dims[0], l->dims[1],
+          l->dims[2], l->dims[3], l->dims[4], l->dims[5], l->dims[6]);
+  if (!l->f || l->f->count < 0) { fputs(" ?\n", trace); return; }
+  size_t at = 0;
+  for (int i = 0; i < l->f->count; ++i) {
+    uint64_t v = 0;
+    memcpy(&v, l->params + at, l->f->sizes[i]);
+    at += l->f->sizes[i];
+    allocation_t *a = l->f->sizes[i] == 8 ? find((CUdeviceptr)v) : NULL;
+    if (a) fprintf(trace, " @%zu+%llu", a->size, (unsigned long long)(v - a->base));
+    else fprintf(trace, " %llu", (unsigned long long)v);
+  }
+  fputc('\n', trace);
+}
+
 /* The sticky error a "faulted" kernel left, 0 when the context is healthy. */
 #define STICKY() do { if (stats.sticky) return stats.sticky; } while (0)
 
@@ -130,14 +197,32 @@ API CUresult cuModuleLoadData(void **module, const void *data) {
    * (the tests' cubins are a few KiB) by scanning to the end of its section names. */
   image = p;
   image_size = stats.module_is_cubin ? 0 : strlen(p);
+  function_count = 0;
   if (!stats.module_is_cubin && !strstr(p, ".entry")) return 218; /* CUDA_ERROR_INVALID_PTX */
   *module = (void *)p;
   return 0;
 }
 API CUresult cuModuleUnload(void *m) { (void)m; return 0; }
+/* The byte size of a PTX parameter's type (".u64" and the like; ".b8 name[N]" is N bytes). */
+static int param_size(const char *decl, const char *end) {
+  static const struct { const char *type; int bytes; } types[] = {
+      {".u64", 8}, {".s64", 8}, {".b64", 8}, {".f64", 8}, {".u32", 4}, {".s32", 4}, {".b32", 4}, {".f32", 4},
+      {".u16", 2}, {".s16", 2}, {".b16", 2}, {".f16", 2}, {".u8", 1},  {".s8", 1},  {".b8", 1}};
+  for (size_t t = 0; t < sizeof types / sizeof *types; ++t) {
+    const char *at = strstr(decl, types[t].type);
+    if (!at || at >= end) continue;
+    const char *bracket = memchr(at, '[', (size_t)(end - at));
+    return bracket ? types[t].bytes * atoi(bracket + 1) : types[t].bytes;
+  }
+  return -1;
+}
 API CUresult cuModuleGetFunction(void **fn, void *module, const char *name) {
   if (module != image) return 400;
-  if (!image_size) { *fn = (void *)name; return 0; } /* cubin: names are not checked */
+  if (function_count == MAX_FUNCTIONS) return OUT_OF_MEMORY;
+  function_t *f = &functions[function_count];
+  f->name = name;
+  f->count = -1;
+  if (!image_size) { function_count++; *fn = f; return 0; } /* cubin: names are not checked */
   char want[512];
   size_t n = strlen(name);
   if (n + 9 > sizeof want) return 500;
@@ -145,8 +230,22 @@ API CUresult cuModuleGetFunction(void **fn, void *module, const char *name) {
   memcpy(want + 7, name, n);
   want[7 + n] = '(';
   want[8 + n] = 0;
-  if (!strstr(image, want)) return 500; /* CUDA_ERROR_NOT_FOUND */
-  *fn = (void *)name;
+  const char *entry = strstr(image, want);
+  if (!entry) return 500; /* CUDA_ERROR_NOT_FOUND */
+  /* ".param .u64 .ptr .align 1 name_param_0, .param .u32 name_param_1 )": one size per ".param". */
+  const char *at = entry + 8 + n, *close = strchr(at, ')');
+  int count = 0;
+  while (close && (at = strstr(at, ".param")) && at < close && count < MAX_PARAMS) {
+    const char *next = strstr(at + 6, ".param");
+    const char *end = next && next < close ? next : close;
+    const int bytes = param_size(at + 6, end);
+    if (bytes <= 0 || bytes > 255) { count = -1; break; }
+    f->sizes[count++] = (unsigned char)bytes;
+    at = end;
+  }
+  f->count = count;
+  function_count++;
+  *fn = f;
   return 0;
 }
 /* The allocation table goes with the library (the runtime dlcloses the driver when its last model
@@ -166,8 +265,11 @@ API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
     live = grown;
     live_capacity = cap;
   }
-  void *m = calloc(1, bytes);
+  /* Aligned to 256 bytes as cuMemAlloc's are (the generated code aligns its views from there). */
+  const size_t rounded = (bytes + 255) / 256 * 256;
+  void *m = aligned_alloc(256, rounded);
   if (!m) return OUT_OF_MEMORY;
+  memset(m, 0, rounded);
   *p = (CUdeviceptr)(uintptr_t)m;
   live[live_count++] = (allocation_t){*p, bytes};
   stats.live_allocations++;
@@ -274,6 +376,45 @@ API CUresult cuStreamIsCapturing(void *s, int *status) {
   *status = !x || !x->graph ? 0 : x->invalidated ? 2 : 1;
   return OK;
 }
+/* The node the next captured work would depend on: the last one captured (a chain). */
+API CUresult cuStreamGetCaptureInfo_v3(void *s, int *status, unsigned long long *id, void **graph,
+                                       void *const **deps, const void **edges, size_t *count) {
+  stream_t *x = s;
+  static void *last;
+  *status = !x || !x->graph ? 0 : x->invalidated ? 2 : 1;
+  if (id) *id = 0;
+  if (graph) *graph = x && x->graph ? x->graph : NULL;
+  if (edges) *edges = NULL;
+  last = x && x->graph && x->graph->count ? x->graph->nodes[x->graph->count - 1].ref : NULL;
+  if (deps) *deps = &last;
+  if (count) *count = last ? 1 : 0;
+  return OK;
+}
+API CUresult cuStreamGetCaptureInfo_v2(void *s, int *status, unsigned long long *id, void **graph,
+                                       void *const **deps, size_t *count) {
+  return cuStreamGetCaptureInfo_v3(s, status, id, graph, deps, NULL, count);
+}
+/* CUDA_KERNEL_NODE_PARAMS_v2. */
+typedef struct {
+  void *func;
+  unsigned dims[7];
+  void **kernelParams, **extra;
+  void *kern, *ctx;
+} kernel_node_params_t;
+API CUresult cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const kernel_node_params_t *p) {
+  STICKY();
+  graph_t *g = exec;
+  node_ref_t *ref = node;
+  if (!g || !ref || ref->g != g || ref->index >= g->count || !p) return INVALID_VALUE;
+  node_t *n = &g->nodes[ref->index];
+  if (!n->kernel || p->func != n->launch.f || !p->kernelParams) return INVALID_VALUE;
+  for (int i = 0; i < 6; ++i)
+    if (!p->dims[i]) return INVALID_VALUE;
+  free(n->launch.params);
+  n->launch = copy_launch(p->func, p->dims, p->kernelParams);
+  stats.kernel_nodes_set++;
+  return OK;
+}
 API CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
   (void)flags;
   STICKY();
@@ -293,8 +434,12 @@ API CUresult cuGraphLaunch(void *exec, void *s) {
   if (!g || (x && x->graph)) return INVALID_VALUE;
   stats.graph_launches++;
   for (size_t i = 0; i < g->count; ++i) {
-    if (g->nodes[i].kernel) stats.replayed_launches++;
-    else g->nodes[i].fn(g->nodes[i].data);
+    if (g->nodes[i].kernel) {
+      stats.replayed_launches++;
+      trace_launch(&g->nodes[i].launch);
+    } else {
+      g->nodes[i].fn(g->nodes[i].data);
+    }
   }
   return OK;
 }
@@ -303,7 +448,7 @@ static CUresult launch_host(void *s, void (*fn)(void *), void *data, void (*rele
   stream_t *x = s;
   if (stats.sticky) { if (release) release(data); return stats.sticky; }
   if (x && x->graph) {
-    if (graph_add(x->graph, (node_t){0, fn, data, release}) != OK) { if (release) release(data); return OUT_OF_MEMORY; }
+    if (graph_add(x->graph, (node_t){0, fn, data, release, {0}, NULL}) != OK) { if (release) release(data); return OUT_OF_MEMORY; }
     return OK;
   }
   fn(data);
@@ -316,16 +461,25 @@ API int kiln_mock_cuda_launch_host_owned(void *s, void (*fn)(void *), void *data
 }
 API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                             unsigned smem, void *stream, void **params, void **extra) {
-  (void)smem; (void)extra;
+  (void)extra;
   STICKY();
   stream_t *x = stream;
+  const unsigned dims[7] = {gx, gy, gz, bx, by, bz, smem};
   if (x && x->graph) { /* recorded, run by cuGraphLaunch */
     if (!f || !params || !gx || !gy || !gz || !bx || !by || !bz) stats.bad_launches++;
     stats.captured_launches++;
-    return graph_add(x->graph, (node_t){1, NULL, NULL, NULL});
+    node_t n = {1, NULL, NULL, NULL, copy_launch(f, dims, params), NULL};
+    const CUresult r = graph_add(x->graph, n);
+    if (r != OK) free(n.launch.params);
+    return r;
   }
   stats.launches++;
   if (!f || !params || !gx || !gy || !gz || !bx || !by || !bz) stats.bad_launches++;
+  if (trace) {
+    launch_t l = copy_launch(f, dims, params);
+    trace_launch(&l);
+    free(l.params);
+  }
   if (stats.launches == env_int("KILN_MOCK_CUDA_FAIL_LAUNCH", 0)) return 701; /* CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES */
   /* Accepted, as a launch is; the fault shows at the next call, as a GPU's does. */
   if (stats.launches == env_int("KILN_MOCK_CUDA_FAULT_LAUNCH", 0)) stats.sticky = ILLEGAL_ADDRESS;

@@ -35,7 +35,12 @@ typedef struct kiln_mock_cuda_stats_t {
   int64_t replayed_launches;
   int64_t live_graphs;
   int64_t refused_in_capture;
+  int64_t kernel_nodes_set; /* cuGraphExecKernelNodeSetParams_v2 calls that set a node */
 } kiln_mock_cuda_stats_t;
+
+/* Mock-only: writes one line per kernel run from now on to `path` (NULL: stop); nonzero when the
+ * file cannot be made. */
+typedef int (*kiln_mock_cuda_set_trace_fn)(const char *path);
 
 /* A mock-only entry (not in the real driver): like cuLaunchHostFunc, but the node owns `data`
  * (freed with `release` when its graph goes, or right after `fn` when the stream is not capturing).
