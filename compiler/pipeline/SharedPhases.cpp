@@ -55,6 +55,7 @@ void addGraphPhase(OpPassManager &pm, const PipelineOptions &options, const Grap
     pm.addPass(createFuseRmsNormPass());
     pm.addPass(createFuseGeluPass());
     pm.addPass(createFuseSiluPass());
+    pm.addPass(createFuseRotaryPass());
     pm.addPass(createFuseHardSwishPass());
     if (steps.fuseAttention)
       pm.addPass(createFuseAttentionPass());

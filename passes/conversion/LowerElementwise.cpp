@@ -67,6 +67,34 @@ struct CastPattern : OpConversionPattern<CastOp> {
   }
 };
 
+/// graph.rotary: one elementwise loop over x, cos and sin whose body also reads x's partner
+/// element along the last axis (i + H/2 for the first half, negated; i - H/2 for the second).
+struct RotaryPattern : OpConversionPattern<RotaryOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RotaryOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    const int64_t rank = type.getRank(), half = type.getDimSize(rank - 1) / 2;
+    Value x = adaptor.getInput();
+    auto body = [x, rank, half](OpBuilder &b, Location l, ValueRange a) -> Value {
+      SmallVector<Value> at;
+      for (int64_t d = 0; d < rank; ++d)
+        at.push_back(linalg::IndexOp::create(b, l, d));
+      Value i = at.back(), h = arith::ConstantIndexOp::create(b, l, half);
+      Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, i, h);
+      at.back() = arith::SelectOp::create(b, l, first, arith::AddIOp::create(b, l, i, h),
+                                          arith::SubIOp::create(b, l, i, h));
+      Value partner = tensor::ExtractOp::create(b, l, x, at);
+      partner = arith::SelectOp::create(b, l, first, arith::NegFOp::create(b, l, partner), partner);
+      return addValues(b, l, mulValues(b, l, a[0], a[1]), mulValues(b, l, partner, a[2]));
+    };
+    rewriter.replaceOp(op, buildElementwise(rewriter, op.getLoc(), type,
+                                            ValueRange{x, adaptor.getCos(), adaptor.getSin()}, body));
+    return success();
+  }
+};
+
 /// Activations whose body reads the op's alpha/beta.
 using ActivationFn = std::function<Value(OpBuilder &, Location, Value, double alpha, double beta)>;
 
@@ -289,7 +317,7 @@ void populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
     Value one = scalarConstant(b, l, a[0].getType(), 1);
     return arith::DivFOp::create(b, l, a[0], arith::AddFOp::create(b, l, one, expOfNegated(b, l, a[0])));
   });
-  patterns.add<CastPattern, GeluPattern, ExpandPattern, ModPattern, BitShiftPattern, ClassifyPattern<IsNaNOp>,
+  patterns.add<CastPattern, GeluPattern, RotaryPattern, ExpandPattern, ModPattern, BitShiftPattern, ClassifyPattern<IsNaNOp>,
                ClassifyPattern<IsInfOp>>(patterns.getContext());
 
   using F = arith::CmpFPredicate;

@@ -31,6 +31,99 @@ struct ConstantPattern : OpConversionPattern<ConstantOp> {
   }
 };
 
+// A Reshape whose shape is a constant that only splits and merges dims (ONNX's 0 copying a
+// dynamic dim in place, static sizes whose products agree), as tensor.collapse_shape and/or
+// tensor.expand_shape: views of the input after bufferization, not the copy a tensor.reshape with
+// a run-time shape is (the decoders' head splits [b, s, 64] -> [b, s, 4, 16] of a slice were
+// one copy kernel each on the GPU), and whose result dims are the input's own, so that the ops
+// after it see equal sizes. Null when the shape is not such a regrouping.
+Value regroupingReshape(OpBuilder &b, Location loc, Value x, DenseIntElementsAttr values, bool allowZero,
+                        RankedTensorType resultType) {
+  auto xt = cast<RankedTensorType>(x.getType());
+  if (!values)
+    return {};
+  SmallVector<int64_t> want;
+  for (const APInt &v : values)
+    want.push_back(v.getSExtValue());
+  const int64_t n = xt.getRank(), m = int64_t(want.size());
+  if (n == 0 || m == 0 || m != resultType.getRank())
+    return {};
+  // Each output dim: a copy of the input dim at the same index (kDynamic here), or a static size.
+  SmallVector<int64_t> out(m);
+  for (int64_t j = 0; j < m; ++j) {
+    if (want[j] == 0 && !allowZero && j < n)
+      out[j] = xt.isDynamicDim(j) ? ShapedType::kDynamic : xt.getDimSize(j);
+    else if (want[j] > 0)
+      out[j] = want[j];
+    else
+      return {}; // -1 (inferred), or 0 beyond the input's rank
+  }
+  // Groups of input dims and output dims with equal products; a dynamic dim only alone, copied
+  // to the same index.
+  SmallVector<ReassociationIndices> inGroups, outGroups;
+  int64_t i = 0, j = 0;
+  while (i < n && j < m) {
+    ReassociationIndices gi{i}, gj{j};
+    if (xt.isDynamicDim(i) || out[j] == ShapedType::kDynamic) {
+      if (i != j || !xt.isDynamicDim(i) || out[j] != ShapedType::kDynamic || want[j] != 0)
+        return {};
+      ++i, ++j;
+    } else {
+      int64_t pi = xt.getDimSize(i++), pj = out[j++];
+      while (pi != pj) {
+        if (pi < pj) {
+          if (i >= n || xt.isDynamicDim(i))
+            return {};
+          pi *= xt.getDimSize(i);
+          gi.push_back(i++);
+        } else {
+          if (j >= m || out[j] == ShapedType::kDynamic)
+            return {};
+          pj *= out[j];
+          gj.push_back(j++);
+        }
+      }
+    }
+    inGroups.push_back(gi);
+    outGroups.push_back(gj);
+  }
+  // Trailing 1s join the last group.
+  for (; i < n; ++i) {
+    if (xt.getDimSize(i) != 1)
+      return {};
+    inGroups.back().push_back(i);
+  }
+  for (; j < m; ++j) {
+    if (out[j] != 1)
+      return {};
+    outGroups.back().push_back(j);
+  }
+  // Collapse each group of input dims to one, then expand each to its output dims.
+  Value v = x;
+  bool collapses = llvm::any_of(inGroups, [](const auto &g) { return g.size() > 1; });
+  if (collapses) {
+    SmallVector<int64_t> mid;
+    for (const auto &g : inGroups) {
+      int64_t p = 1;
+      for (int64_t d : g)
+        p = xt.isDynamicDim(d) ? ShapedType::kDynamic : p * xt.getDimSize(d);
+      mid.push_back(p);
+    }
+    v = tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get(mid, xt.getElementType()), v, inGroups);
+  }
+  if (llvm::any_of(outGroups, [](const auto &g) { return g.size() > 1; })) {
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t k = 0; k < m; ++k)
+      sizes.push_back(out[k] == ShapedType::kDynamic ? OpFoldResult(dimValue(b, loc, x, k))
+                                                     : OpFoldResult(b.getIndexAttr(out[k])));
+    v = tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get(out, xt.getElementType()), v, outGroups,
+                                      sizes);
+  }
+  if (v.getType() != resultType)
+    v = tensor::CastOp::create(b, loc, resultType, v);
+  return v;
+}
+
 struct ReshapePattern : OpConversionPattern<ReshapeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -41,6 +134,14 @@ struct ReshapePattern : OpConversionPattern<ReshapeOp> {
     auto xt = cast<RankedTensorType>(x.getType());
     auto rt = cast<RankedTensorType>(op.getType());
     int64_t rank = rt.getRank();
+    DenseIntElementsAttr shape;
+    if (!matchPattern(adaptor.getShape(), m_Constant(&shape)))
+      if (auto c = op.getShape().getDefiningOp<ConstantOp>())
+        shape = dyn_cast<DenseIntElementsAttr>(c.getValue());
+    if (Value v = regroupingReshape(rewriter, loc, x, shape, op.getAllowzero(), rt)) {
+      rewriter.replaceOp(op, v);
+      return success();
+    }
     // Each output dim: the static size, or computed from the shape tensor
     // with ONNX's 0 (copy) and -1 (infer) rules.
     Value total = idx(rewriter, loc, 1);

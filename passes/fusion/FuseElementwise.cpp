@@ -30,12 +30,23 @@ bool allowFusion(OpOperand *fused) {
   return !(consumer && linalg::isaContractionOpInterface(consumer));
 }
 
+/// A reshape next to a matrix product stays a reshape: folding it in by expansion would give the
+/// product more dims (a head split [b, s, 64] -> [b, s, 4, 16] after a projection makes its n two
+/// dims), which the device's product call and the CPU microkernel do not take.
+bool allowReshapeFusion(OpOperand *fused) {
+  auto isProduct = [](Operation *op) {
+    auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
+    return linalgOp && linalg::isaContractionOpInterface(linalgOp);
+  };
+  return allowFusion(fused) && !isProduct(fused->get().getDefiningOp()) && !isProduct(fused->getOwner());
+}
+
 struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, allowFusion);
-    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, allowFusion);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, allowReshapeFusion);
     tensor::populateBubbleUpExpandShapePatterns(patterns);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);
     linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);

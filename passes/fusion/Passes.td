@@ -61,6 +61,18 @@ def FuseSiluPass : Pass<"kiln-fuse-silu"> {
   let dependentDialects = ["::kiln::graph::GraphDialect"];
 }
 
+def FuseRotaryPass : Pass<"kiln-fuse-rotary"> {
+  let summary = "Recognize the rotate-half rotary embedding as graph.rotary";
+  let description = [{
+    `x * cos + Concat(Neg(x[..., H/2:]), x[..., :H/2]) * sin` (the Llama
+    exports' Slice/Neg/Concat/Mul/Mul/Add, either operand order of the Muls
+    and the Add) becomes `graph.rotary x, cos, sin` when the slices, the Neg
+    and the Concat are read by the pattern alone, the slices split the last
+    axis (static, even) in halves, and cos and sin broadcast to x's shape.
+  }];
+  let dependentDialects = ["::kiln::graph::GraphDialect"];
+}
+
 def FuseHardSwishPass : Pass<"kiln-fuse-hard-swish"> {
   let summary = "Recognize HardSwish exported as x * HardSigmoid(x) as graph.hard_swish";
   let description = [{

@@ -411,6 +411,27 @@ def Graph_RmsNormOp : Graph_Op<"rms_norm"> {
   let results = (outs AnyRankedTensor:$result);
 }
 
+def Graph_RotaryOp : Graph_Op<"rotary"> {
+  let summary = "Rotary position embedding of the rotate-half form: x * cos + rotate_half(x) * sin";
+  let description = [{
+    Along the last axis of size H (even): `rotate_half(x)[i]` is `-x[i + H/2]`
+    for `i < H/2` and `x[i - H/2]` after, so the result is
+    `x * cos + rotate_half(x) * sin` with `cos` and `sin` broadcast to `x`'s
+    shape (ONNX opset 23 RotaryEmbedding, non-interleaved, applied to
+    precomputed tables). kiln-fuse-rotary forms it from the Slice / Neg /
+    Concat / Mul / Mul / Add chain of the Llama exports: one loop instead of
+    six, and no slices or concat in between.
+
+    ```mlir
+    %y = graph.rotary %x, %cos, %sin
+        : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, RankedTensorOf<[AnyFloat]>:$cos,
+                   RankedTensorOf<[AnyFloat]>:$sin);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 def Graph_LogSoftmaxOp : Graph_Op<"log_softmax"> {
   let summary = "LogSoftmax along one axis (opset 13 semantics)";
   let description = [{

@@ -572,6 +572,24 @@ LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *, std::optional<Location>
   return success();
 }
 
+LogicalResult RotaryOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto x = rankedType(adaptor.getInput());
+  if (x.getRank() < 1 || x.isDynamicDim(x.getRank() - 1) || x.getDimSize(x.getRank() - 1) % 2 != 0)
+    return fail(loc, "rotary needs a static, even last dim");
+  for (Value table : {adaptor.getCos(), adaptor.getSin()}) {
+    auto t = rankedType(table);
+    auto b = broadcastShapes(x.getShape(), t.getShape());
+    bool fits = t.getElementType() == x.getElementType() && t.getRank() <= x.getRank() && succeeded(b);
+    for (int64_t i = 0; fits && i < x.getRank(); ++i)
+      fits = x.isDynamicDim(i) || (*b)[i] == x.getDimSize(i);
+    if (!fits)
+      return fail(loc, "rotary cos and sin must broadcast to the input's shape");
+  }
+  types.push_back(x);
+  return success();
+}
+
 LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                              Adaptor adaptor, SmallVectorImpl<Type> &types) {
   auto x = rankedType(adaptor.getInput());

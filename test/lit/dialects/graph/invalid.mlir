@@ -658,3 +658,21 @@ func.func @packed_matmul_weights_per_batch(%a: tensor<8x5x32xf32>, %w: tensor<16
   %c = graph.packed_matmul %a, %w : (tensor<8x5x32xf32>, tensor<16x1x32x64xf32>) -> tensor<8x5x64xf32>
   return %c : tensor<8x5x64xf32>
 }
+
+// -----
+
+func.func @bad_rotary_odd(%x: tensor<2x7xf32>, %c: tensor<2x7xf32>) -> tensor<2x7xf32> {
+  // expected-error @+2 {{rotary needs a static, even last dim}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.rotary %x, %c, %c : (tensor<2x7xf32>, tensor<2x7xf32>, tensor<2x7xf32>) -> tensor<2x7xf32>
+  return %0 : tensor<2x7xf32>
+}
+
+// -----
+
+func.func @bad_rotary_table(%x: tensor<2x8xf32>, %c: tensor<2x8xf32>, %s: tensor<3x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+2 {{rotary cos and sin must broadcast to the input's shape}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.rotary %x, %c, %s : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<3x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}

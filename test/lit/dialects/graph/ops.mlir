@@ -418,3 +418,14 @@ func.func @winograd(%x: tensor<?x7x5x32xf32>, %b: tensor<48xf32>, %u: tensor<16x
   %y = graph.winograd_output %p, %b {tile = 2 : i64, height = 7 : i64, width = 5 : i64} : (tensor<16x?x12x48xf32>, tensor<48xf32>) -> tensor<?x7x5x48xf32>
   return %y : tensor<?x7x5x48xf32>
 }
+
+// -----
+
+// Rotary embedding: cos and sin broadcast to x (heads of 1, a static position count where x's is
+// dynamic).
+// CHECK-LABEL: func @rotary
+// CHECK: graph.rotary %arg0, %arg1, %arg2 : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>, tensor<1x1x8x16xf32>) -> tensor<?x4x?x16xf32>
+func.func @rotary(%x: tensor<?x4x?x16xf32>, %c: tensor<?x1x?x16xf32>, %s: tensor<1x1x8x16xf32>) -> tensor<?x4x?x16xf32> {
+  %0 = graph.rotary %x, %c, %s : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>, tensor<1x1x8x16xf32>) -> tensor<?x4x?x16xf32>
+  return %0 : tensor<?x4x?x16xf32>
+}

@@ -768,3 +768,81 @@ func.func @slice_views(%x: tensor<1x5x5x32xf32>, %d: tensor<?x32xf32>) -> (tenso
   %f = graph.slice %x {starts = array<i64: 40>, ends = array<i64: 50>, axes = array<i64: 3>, steps = array<i64: 1>} : (tensor<1x5x5x32xf32>) -> tensor<1x5x5x0xf32>
   return %a, %b, %c, %e, %f : tensor<1x5x5x24xf32>, tensor<1x4x5x8xf32>, tensor<1x5x5x16xf32>, tensor<?x8xf32>, tensor<1x5x5x0xf32>
 }
+
+// -----
+
+// A Reshape by a constant shape that splits a dim (ONNX's 0 copying the dynamic dims): a view
+// of the input, its dynamic dims the input's own (the decoders' head split).
+// CHECK-LABEL: func @reshape_split_heads
+// CHECK-NOT: tensor.reshape
+// CHECK: %[[D0:.*]] = tensor.dim %arg0, %c0
+// CHECK: %[[D1:.*]] = tensor.dim %arg0, %c1
+// CHECK: tensor.expand_shape %arg0 {{\[\[}}0], [1], [2, 3]] output_shape [%[[D0]], %[[D1]], 4, 16] : tensor<?x?x64xf32> into tensor<?x?x4x16xf32>
+func.func @reshape_split_heads(%x: tensor<?x?x64xf32>) -> tensor<?x?x4x16xf32> {
+  %s = graph.constant {value = dense<[0, 0, 4, 16]> : tensor<4xi64>} : () -> tensor<4xi64>
+  %0 = graph.reshape %x, %s : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  return %0 : tensor<?x?x4x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @reshape_merge_heads
+// CHECK-NOT: tensor.reshape
+// CHECK: tensor.collapse_shape %arg0 {{\[\[}}0], [1], [2, 3]] : tensor<?x?x4x16xf32> into tensor<?x?x64xf32>
+func.func @reshape_merge_heads(%x: tensor<?x?x4x16xf32>) -> tensor<?x?x64xf32> {
+  %s = graph.constant {value = dense<[0, 0, 64]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %0 = graph.reshape %x, %s : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Static sizes that regroup across dims: collapsed to their product, then expanded.
+// CHECK-LABEL: func @reshape_static_regroup
+// CHECK: tensor.collapse_shape %arg0 {{\[\[}}0, 1]] : tensor<6x4xf32> into tensor<24xf32>
+// CHECK: tensor.expand_shape {{.*}} {{\[\[}}0, 1]] output_shape [4, 6] : tensor<24xf32> into tensor<4x6xf32>
+func.func @reshape_static_regroup(%x: tensor<6x4xf32>) -> tensor<4x6xf32> {
+  %s = graph.constant {value = dense<[4, 6]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %0 = graph.reshape %x, %s : (tensor<6x4xf32>, tensor<2xi64>) -> tensor<4x6xf32>
+  return %0 : tensor<4x6xf32>
+}
+
+// -----
+
+// An inferred (-1) size, a dynamic dim not copied in place, a shape known at run time only: the
+// general reshape.
+// CHECK-LABEL: func @reshape_general
+// CHECK: tensor.reshape
+// CHECK: tensor.reshape
+// CHECK: tensor.reshape
+func.func @reshape_general(%x: tensor<?x64xf32>, %y: tensor<2x?xf32>, %z: tensor<?x4xf32>, %s: tensor<2xi64>)
+    -> (tensor<?x16xf32>, tensor<?x2xf32>, tensor<?x?xf32>) {
+  %a = graph.constant {value = dense<[-1, 16]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %0 = graph.reshape %x, %a : (tensor<?x64xf32>, tensor<2xi64>) -> tensor<?x16xf32>
+  %b = graph.constant {value = dense<[0, 2]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %1 = graph.reshape %y, %b : (tensor<2x?xf32>, tensor<2xi64>) -> tensor<?x2xf32>
+  %2 = graph.reshape %z, %s : (tensor<?x4xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %0, %1, %2 : tensor<?x16xf32>, tensor<?x2xf32>, tensor<?x?xf32>
+}
+
+// -----
+
+// graph.rotary: one elementwise loop; the partner element along the last axis read with
+// tensor.extract at i + 8 (negated) or i - 8.
+// CHECK-LABEL: func @rotary
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: %[[I:.*]] = linalg.index 1 : index
+// CHECK: %[[FIRST:.*]] = arith.cmpi ult, %[[I]], %c8
+// CHECK: %[[UP:.*]] = arith.addi %[[I]], %c8
+// CHECK: %[[DOWN:.*]] = arith.subi %[[I]], %c8
+// CHECK: %[[J:.*]] = arith.select %[[FIRST]], %[[UP]], %[[DOWN]]
+// CHECK: %[[P:.*]] = tensor.extract %arg0[{{.*}}, %[[J]]]
+// CHECK: %[[NEG:.*]] = arith.negf %[[P]]
+// CHECK: arith.select %[[FIRST]], %[[NEG]], %[[P]]
+// CHECK: arith.mulf
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @rotary(%x: tensor<3x16xf32>, %c: tensor<16xf32>, %s: tensor<3x16xf32>) -> tensor<3x16xf32> {
+  %0 = graph.rotary %x, %c, %s : (tensor<3x16xf32>, tensor<16xf32>, tensor<3x16xf32>) -> tensor<3x16xf32>
+  return %0 : tensor<3x16xf32>
+}
