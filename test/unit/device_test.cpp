@@ -220,3 +220,154 @@ TEST(DeviceQueue, MissingLaunchesAndFailedReadsFailTheRun) {
   EXPECT_EQ(to, 0);
   EXPECT_NE(second.error.find("reading sizes back"), std::string::npos) << second.error;
 }
+
+// A decoder step's buffers come from the step region: the same sizes in the same order get the
+// same addresses step after step (a step graph's products need that), frees inside a step do
+// nothing, a step that outgrows the region takes the rest from the pool and the next step gets a
+// region that holds it; under a capture an allocation the region cannot hold fails instead.
+TEST(DeviceQueue, StepRegionGivesTheSameAddressesStepAfterStep) {
+  SeparateMemoryDevice device;
+  {
+    Queue queue(device);
+    std::string error;
+    ASSERT_TRUE(queue.open(error));
+    auto step = [&](std::vector<size_t> sizes) {
+      std::vector<void *> got;
+      EXPECT_TRUE(queue.beginStep(error)) << error;
+      for (size_t bytes : sizes) {
+        got.push_back(queue.allocate(bytes));
+        queue.release(got.back()); // does nothing to a region buffer: the next one is apart
+      }
+      queue.endStep();
+      return got;
+    };
+    const std::vector<void *> first = step({1000, 300, 100}); // no region yet: the pool
+    const std::vector<void *> second = step({1000, 300, 100});
+    const std::vector<void *> third = step({1000, 300, 100});
+    EXPECT_EQ(second, third);
+    EXPECT_NE(second[0], second[1]);
+    EXPECT_NE(second[1], second[2]);
+    // Sizes round up as the pool's do (256 bytes at least, powers of two): one longer mask
+    // (900 -> 1000 bytes) keeps every address.
+    EXPECT_EQ(step({900, 300, 100}), second);
+    // A step that needs more than the region: the rest from the pool, then a larger region.
+    const std::vector<void *> big = step({1000, 300, 100, 1 << 20});
+    ASSERT_NE(big[3], nullptr);
+    const std::vector<void *> after = step({1000, 300, 100, 1 << 20});
+    EXPECT_EQ(after, step({1000, 300, 100, 1 << 20})) << "the grown region serves the whole step";
+    // Under a capture the pool is not used (it may give memory back to the driver): the
+    // allocation fails and the capture is given up.
+    ASSERT_TRUE(queue.beginStep(error));
+    queue.setCapturing(true);
+    EXPECT_NE(queue.allocate(1000), nullptr);
+    EXPECT_EQ(queue.allocate(size_t(1) << 30), nullptr);
+    queue.setCapturing(false);
+    queue.endStep();
+    (void)first;
+  }
+  EXPECT_EQ(device.allocations, device.deallocations) << "the region went with the queue";
+}
+
+namespace {
+
+// A device whose graphs are a list of kernel nodes: what a step graph records and sets.
+class GraphNodeDevice final : public Device {
+public:
+  const char *name() const override { return "graph-nodes"; }
+  int32_t concurrency() const override { return 1; }
+  bool hostMemory() const override { return false; }
+  void *allocate(size_t bytes, size_t) override { return std::malloc(bytes ? bytes : 1); }
+  void deallocate(void *ptr) override { std::free(ptr); }
+  bool upload(void *, const void *, size_t, std::string &) override { return true; }
+  bool download(void *, const void *, size_t, std::string &) override { return true; }
+  bool zero(void *, size_t, std::string &) override { return true; }
+  bool setsGraphKernels() const override { return true; }
+  // Kernel 0 takes a memref of rank 1 (5 words) and a 4-byte scalar; kernel 1 one 8-byte scalar.
+  std::vector<int32_t> kernelParamSizes(int32_t id) const override {
+    return id == 0 ? std::vector<int32_t>{8, 8, 8, 8, 8, 4} : std::vector<int32_t>{8};
+  }
+  void *lastCapturedNode(void *) override { return &nodes[captured++]; }
+  bool setGraphKernel(void *, void *node, int32_t id, const int64_t grid[3], const int64_t[3], int32_t,
+                      void **params, std::string &) override {
+    set.push_back({static_cast<int *>(node) - nodes, id, grid[0], *static_cast<int64_t *>(params[0])});
+    return true;
+  }
+  struct Set {
+    long node;
+    int32_t kernel;
+    int64_t grid, firstWord;
+  };
+  int nodes[16] = {};
+  int captured = 0;
+  std::vector<Set> set;
+};
+
+} // namespace
+
+// Step graphs (step_graph.h): a captured step's launches and products are recorded in order with
+// their nodes; a later step's launches set just the nodes whose grid or parameters changed, and
+// another kernel or another product is a difference (the step is then captured again).
+TEST(StepGraph, LaterStepsSetTheNodesThatChanged) {
+  using kiln::runtime::StepGraphWork;
+  using kiln::runtime::StepRun;
+  GraphNodeDevice device;
+  StepGraphWork work;
+  int64_t words[5] = {100, 100, 0, 7, 1};
+  int32_t scalar = 3;
+  int64_t one = 1;
+  void *params0[6] = {&words[0], &words[1], &words[2], &words[3], &words[4], &scalar};
+  void *params1[1] = {&one};
+  const int64_t grid[3] = {4, 1, 1}, block[3] = {256, 1, 1};
+  float a[4], b[4], c[4];
+  kiln_abi_gemm product{};
+  product.a = a, product.b = b, product.c = c, product.m = product.n = product.k = 2;
+
+  StepRun capture{StepRun::Mode::Capture, &device, nullptr, &work};
+  kiln::runtime::stepLaunch(capture, nullptr, 0, grid, block, 0, params0);
+  kiln::runtime::stepRecordProduct(capture, product, nullptr, 0);
+  kiln::runtime::stepLaunch(capture, nullptr, 1, grid, block, 0, params1);
+  ASSERT_FALSE(capture.untracked);
+  ASSERT_EQ(work.work.size(), 3u);
+
+  // The next step: the first kernel reads one more element (its size word), the rest is the same.
+  words[3] = 8;
+  StepRun compare{StepRun::Mode::Compare, &device, &work, &work};
+  kiln::runtime::stepLaunch(compare, nullptr, 0, grid, block, 0, params0);
+  EXPECT_EQ(kiln::runtime::stepCompareProduct(compare, product, nullptr), 0) << "the recorded answer: done";
+  kiln::runtime::stepLaunch(compare, nullptr, 1, grid, block, 0, params1);
+  EXPECT_TRUE(kiln::runtime::stepMatched(compare));
+  ASSERT_EQ(device.set.size(), 1u) << "only the node whose parameters changed is set";
+  EXPECT_EQ(device.set[0].node, 0);
+  EXPECT_EQ(device.set[0].kernel, 0);
+  EXPECT_EQ(device.set[0].firstWord, 100);
+  EXPECT_EQ(compare.nodesSet, 1u);
+
+  // A grid that changed sets the node too (the second kernel, node 1).
+  const int64_t wider[3] = {5, 1, 1};
+  StepRun grown{StepRun::Mode::Compare, &device, &work, &work};
+  kiln::runtime::stepLaunch(grown, nullptr, 0, grid, block, 0, params0);
+  kiln::runtime::stepCompareProduct(grown, product, nullptr);
+  kiln::runtime::stepLaunch(grown, nullptr, 1, wider, block, 0, params1);
+  EXPECT_TRUE(kiln::runtime::stepMatched(grown));
+  ASSERT_EQ(device.set.size(), 2u);
+  EXPECT_EQ(device.set[1].node, 1);
+  EXPECT_EQ(device.set[1].grid, 5);
+
+  // A product at another address: not the graph's (its kernels cannot be set), declined.
+  float elsewhere[4];
+  product.c = elsewhere;
+  StepRun moved{StepRun::Mode::Compare, &device, &work, &work};
+  kiln::runtime::stepLaunch(moved, nullptr, 0, grid, block, 0, params0);
+  EXPECT_EQ(kiln::runtime::stepCompareProduct(moved, product, nullptr), 1);
+  EXPECT_FALSE(kiln::runtime::stepMatched(moved));
+
+  // Another kernel where the graph has the product, and a step that stops early.
+  product.c = c;
+  StepRun other{StepRun::Mode::Compare, &device, &work, &work};
+  kiln::runtime::stepLaunch(other, nullptr, 0, grid, block, 0, params0);
+  kiln::runtime::stepLaunch(other, nullptr, 1, grid, block, 0, params1);
+  EXPECT_FALSE(kiln::runtime::stepMatched(other));
+  StepRun shorter{StepRun::Mode::Compare, &device, &work, &work};
+  kiln::runtime::stepLaunch(shorter, nullptr, 0, grid, block, 0, params0);
+  EXPECT_FALSE(kiln::runtime::stepMatched(shorter));
+}
