@@ -58,6 +58,31 @@ Value regroupingReshape(OpBuilder &b, Location loc, Value x, DenseIntElementsAtt
     else
       return {}; // -1 (inferred), or 0 beyond the input's rank
   }
+  // A dynamic input dim that no output dim copies is fixed by the element count, when it is the
+  // only one and the other sizes are static or copied (the attention's [b, s, heads, ?] of a
+  // grouped-query model merged by [0, 0, 64]: the head size is 16).
+  int64_t loose = -1;
+  for (int64_t i = 0; i < n; ++i)
+    if (xt.isDynamicDim(i) && !(i < m && want[i] == 0 && !allowZero)) {
+      if (loose >= 0)
+        return {};
+      loose = i;
+    }
+  if (loose >= 0) {
+    int64_t inStatic = 1, outStatic = 1;
+    for (int64_t i = 0; i < n; ++i)
+      if (!xt.isDynamicDim(i))
+        inStatic *= xt.getDimSize(i);
+    for (int64_t j = 0; j < m; ++j)
+      if (out[j] != ShapedType::kDynamic)
+        outStatic *= out[j];
+    if (inStatic <= 0 || outStatic % inStatic != 0)
+      return {};
+    SmallVector<int64_t> pinned(xt.getShape());
+    pinned[loose] = outStatic / inStatic;
+    xt = xt.clone(pinned);
+    x = tensor::CastOp::create(b, loc, xt, x);
+  }
   // Groups of input dims and output dims with equal products; a dynamic dim only alone, copied
   // to the same index.
   SmallVector<ReassociationIndices> inGroups, outGroups;

@@ -797,6 +797,20 @@ func.func @reshape_merge_heads(%x: tensor<?x?x4x16xf32>) -> tensor<?x?x64xf32> {
 
 // -----
 
+// A dynamic dim no output dim copies is fixed by the element count (4 x ? = 64: 16), then the
+// dims merge as above (a grouped-query attention's output whose head size the graph left open).
+// CHECK-LABEL: func @reshape_merge_open_head
+// CHECK-NOT: tensor.reshape
+// CHECK: %[[X:.*]] = tensor.cast %arg0 : tensor<?x?x4x?xf32> to tensor<?x?x4x16xf32>
+// CHECK: tensor.collapse_shape %[[X]] {{\[\[}}0], [1], [2, 3]] : tensor<?x?x4x16xf32> into tensor<?x?x64xf32>
+func.func @reshape_merge_open_head(%x: tensor<?x?x4x?xf32>) -> tensor<?x?x64xf32> {
+  %s = graph.constant {value = dense<[0, 0, 64]> : tensor<3xi64>} : () -> tensor<3xi64>
+  %0 = graph.reshape %x, %s : (tensor<?x?x4x?xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
 // Static sizes that regroup across dims: collapsed to their product, then expanded.
 // CHECK-LABEL: func @reshape_static_regroup
 // CHECK: tensor.collapse_shape %arg0 {{\[\[}}0, 1]] : tensor<6x4xf32> into tensor<24xf32>
@@ -809,20 +823,20 @@ func.func @reshape_static_regroup(%x: tensor<6x4xf32>) -> tensor<4x6xf32> {
 
 // -----
 
-// An inferred (-1) size, a dynamic dim not copied in place, a shape known at run time only: the
-// general reshape.
+// An inferred (-1) size, two dynamic dims no output dim copies, a shape known at run time only:
+// the general reshape.
 // CHECK-LABEL: func @reshape_general
 // CHECK: tensor.reshape
 // CHECK: tensor.reshape
 // CHECK: tensor.reshape
-func.func @reshape_general(%x: tensor<?x64xf32>, %y: tensor<2x?xf32>, %z: tensor<?x4xf32>, %s: tensor<2xi64>)
-    -> (tensor<?x16xf32>, tensor<?x2xf32>, tensor<?x?xf32>) {
+func.func @reshape_general(%x: tensor<?x64xf32>, %y: tensor<?x?xf32>, %z: tensor<?x4xf32>, %s: tensor<2xi64>)
+    -> (tensor<?x16xf32>, tensor<4x4xf32>, tensor<?x?xf32>) {
   %a = graph.constant {value = dense<[-1, 16]> : tensor<2xi64>} : () -> tensor<2xi64>
   %0 = graph.reshape %x, %a : (tensor<?x64xf32>, tensor<2xi64>) -> tensor<?x16xf32>
-  %b = graph.constant {value = dense<[0, 2]> : tensor<2xi64>} : () -> tensor<2xi64>
-  %1 = graph.reshape %y, %b : (tensor<2x?xf32>, tensor<2xi64>) -> tensor<?x2xf32>
+  %b = graph.constant {value = dense<[4, 4]> : tensor<2xi64>} : () -> tensor<2xi64>
+  %1 = graph.reshape %y, %b : (tensor<?x?xf32>, tensor<2xi64>) -> tensor<4x4xf32>
   %2 = graph.reshape %z, %s : (tensor<?x4xf32>, tensor<2xi64>) -> tensor<?x?xf32>
-  return %0, %1, %2 : tensor<?x16xf32>, tensor<?x2xf32>, tensor<?x?xf32>
+  return %0, %1, %2 : tensor<?x16xf32>, tensor<4x4xf32>, tensor<?x?xf32>
 }
 
 // -----
