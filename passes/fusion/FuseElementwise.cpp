@@ -2,6 +2,8 @@
 #include "passes/fusion/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -41,10 +43,107 @@ bool allowReshapeFusion(OpOperand *fused) {
   return allowFusion(fused) && !isProduct(fused->get().getDefiningOp()) && !isProduct(fused->getOwner());
 }
 
+/// A dynamic size traced back to where it comes from, through the ops that only pass sizes on: a
+/// destination-style op's result has its init's sizes, tensor.empty its operands', tensor.dim the
+/// size it reads, a cast, a slice or a reshape's one-dim group its source's (or its size operand's).
+/// A function argument's dim named like another argument's in kiln.dims is that one (the runtime
+/// checks inputs with equal symbols agree before a run). (value, dim), or (size value, -1).
+using DimSource = std::pair<Value, int64_t>;
+DimSource sourceOfSize(Value size, int depth);
+
+DimSource sourceOfDim(Value t, int64_t i, int depth = 0) {
+  while (++depth < 64) {
+    if (auto arg = dyn_cast<BlockArgument>(t)) {
+      auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      auto dims = func ? func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), "kiln.dims") : ArrayAttr();
+      auto symbol = dims && i < int64_t(dims.size()) ? dyn_cast<StringAttr>(dims[i]) : StringAttr();
+      if (!symbol || symbol.getValue().empty() || !func.getFunctionBody().hasOneBlock() ||
+          arg.getOwner() != &func.getFunctionBody().front())
+        break;
+      for (unsigned a = 0; a < func.getNumArguments(); ++a)
+        if (auto other = func.getArgAttrOfType<ArrayAttr>(a, "kiln.dims"))
+          for (auto [axis, name] : llvm::enumerate(other))
+            if (name == symbol && cast<RankedTensorType>(func.getArgument(a).getType()).isDynamicDim(axis))
+              return {func.getArgument(a), int64_t(axis)};
+      break;
+    }
+    Operation *def = t.getDefiningOp();
+    auto result = cast<OpResult>(t);
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(def)) {
+      if (!dps.hasPureTensorSemantics() || result.getResultNumber() >= unsigned(dps.getNumDpsInits()))
+        break;
+      t = dps.getDpsInitOperand(result.getResultNumber())->get();
+      continue;
+    }
+    if (auto empty = dyn_cast<tensor::EmptyOp>(def))
+      return sourceOfSize(empty.getDynamicSize(i), depth);
+    if (auto castOp = dyn_cast<tensor::CastOp>(def)) {
+      if (!cast<RankedTensorType>(castOp.getSource().getType()).isDynamicDim(i))
+        break;
+      t = castOp.getSource();
+      continue;
+    }
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def)) {
+      if (slice.getSourceType().getRank() != slice.getType().getRank())
+        break;
+      if (auto size = dyn_cast<Value>(slice.getMixedSizes()[i]))
+        return sourceOfSize(size, depth);
+      break;
+    }
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def)) {
+      if (auto size = dyn_cast<Value>(expand.getMixedOutputShape()[i]))
+        return sourceOfSize(size, depth);
+      break;
+    }
+    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
+      const ReassociationIndices &group = collapse.getReassociationIndices()[i];
+      if (group.size() != 1)
+        break;
+      t = collapse.getSrc();
+      i = group[0];
+      continue;
+    }
+    break;
+  }
+  return {t, i};
+}
+
+DimSource sourceOfSize(Value size, int depth) {
+  if (auto dim = size.getDefiningOp<tensor::DimOp>())
+    if (std::optional<int64_t> index = dim.getConstantIndex())
+      return sourceOfDim(dim.getSource(), *index, depth);
+  return {size, -1};
+}
+
+/// A slice from offset 0 with unit strides whose sizes are the source's own (traced back to the
+/// same values) is the source. The elementwise lowering cuts inputs that are dynamic in the same
+/// dim to the result's sizes (so that malformed sizes cannot drive a loop past an input's end),
+/// and such a slice stops elementwise fusion: a SwiGLU's silu(gate) * up was two kernels.
+struct DropIdentitySlicePattern : OpRewritePattern<tensor::ExtractSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::ExtractSliceOp slice, PatternRewriter &rewriter) const override {
+    RankedTensorType type = slice.getType();
+    if (type != slice.getSourceType())
+      return rewriter.notifyMatchFailure(slice, "changes the type");
+    for (int64_t k = 0; k < type.getRank(); ++k) {
+      if (!isConstantIntValue(slice.getMixedOffsets()[k], 0) || !isConstantIntValue(slice.getMixedStrides()[k], 1))
+        return rewriter.notifyMatchFailure(slice, "not from 0 with unit strides");
+      if (!type.isDynamicDim(k))
+        continue;
+      auto size = dyn_cast<Value>(slice.getMixedSizes()[k]);
+      if (!size || sourceOfSize(size, 0) != sourceOfDim(slice.getSource(), k))
+        return rewriter.notifyMatchFailure(slice, "a size not shown to be the source's");
+    }
+    rewriter.replaceOp(slice, slice.getSource());
+    return success();
+  }
+};
+
 struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
+    patterns.add<DropIdentitySlicePattern>(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, allowFusion);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, allowReshapeFusion);
     tensor::populateBubbleUpExpandShapePatterns(patterns);

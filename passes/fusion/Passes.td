@@ -114,7 +114,11 @@ def FuseElementwisePass : Pass<"kiln-fuse-elementwise", "::mlir::func::FuncOp"> 
     propagation and constant folding) with one difference: a producer is
     never fused into an operand of a contraction (a matmul-like generic),
     because the fused body recomputes the producer for every output column
-    and stops kiln-vectorize-contractions from forming its microkernel.
+    and stops kiln-vectorize-contractions from forming its microkernel; a
+    reshape next to a product is not folded into it; and a slice from 0 whose
+    sizes trace back to its source's own (the cut the elementwise lowering
+    makes when two inputs are dynamic in the same dim) is dropped, so the
+    chain fuses.
   }];
   let dependentDialects = ["::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];

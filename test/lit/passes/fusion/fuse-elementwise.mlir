@@ -53,3 +53,71 @@ func.func @elementwise_chain(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   } -> tensor<4x8xf32>
   return %1 : tensor<4x8xf32>
 }
+
+// -----
+
+// The elementwise lowering cuts two inputs that are dynamic in the same dim to the result's sizes;
+// where the sizes trace back to the same values (both read tensor.dim of one tensor, through
+// tensor.empty and the ops' inits) the cut is the input itself, and the chain fuses into one loop.
+// CHECK-LABEL: func @same_sizes_fuse
+// CHECK-NOT: tensor.extract_slice
+// CHECK: linalg.generic
+// CHECK: arith.negf
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.generic
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @same_sizes_fuse(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %d0 = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %d1 = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%d0, %d1) : tensor<?x?xf32>
+  %n = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.negf %a : f32
+    linalg.yield %v : f32
+  } -> tensor<?x?xf32>
+  %e2 = tensor.empty(%d0, %d1) : tensor<?x?xf32>
+  %m = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<?x?xf32>) outs(%e2 : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.addf %a, %a : f32
+    linalg.yield %v : f32
+  } -> tensor<?x?xf32>
+  %s0 = tensor.dim %n, %c0 : tensor<?x?xf32>
+  %s1 = tensor.dim %n, %c1 : tensor<?x?xf32>
+  %cut = tensor.extract_slice %m[0, 0] [%s0, %s1] [1, 1] : tensor<?x?xf32> to tensor<?x?xf32>
+  %e3 = tensor.empty(%s0, %s1) : tensor<?x?xf32>
+  %r = linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%n, %cut : tensor<?x?xf32>, tensor<?x?xf32>) outs(%e3 : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %v = arith.mulf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// Sizes of two different inputs stay cut (nothing shows them equal)...
+// CHECK-LABEL: func @other_sizes_stay_cut
+// CHECK: tensor.extract_slice
+func.func @other_sizes_stay_cut(%x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %d = tensor.dim %x, %c0 : tensor<?xf32>
+  %cut = tensor.extract_slice %y[0] [%d] [1] : tensor<?xf32> to tensor<?xf32>
+  return %cut : tensor<?xf32>
+}
+
+// -----
+
+// ... unless kiln.dims names them alike: the runtime refuses a run where they differ.
+// CHECK-LABEL: func @named_alike
+// CHECK-NOT: tensor.extract_slice
+func.func @named_alike(%x: tensor<?xf32> {kiln.dims = ["sequence"]}, %y: tensor<?xf32> {kiln.dims = ["sequence"]}) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %d = tensor.dim %x, %c0 : tensor<?xf32>
+  %cut = tensor.extract_slice %y[0] [%d] [1] : tensor<?xf32> to tensor<?xf32>
+  return %cut : tensor<?xf32>
+}
