@@ -2,6 +2,7 @@
 #include "passes/fusion/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
@@ -45,7 +46,8 @@ bool allowReshapeFusion(OpOperand *fused) {
 
 /// A dynamic size traced back to where it comes from, through the ops that only pass sizes on: a
 /// destination-style op's result has its init's sizes, tensor.empty its operands', tensor.dim the
-/// size it reads, a cast, a slice or a reshape's one-dim group its source's (or its size operand's).
+/// size it reads, a cast, a slice or a reshape's one-dim group its source's (or its size operand's),
+/// the smaller of two sizes from one place that place.
 /// A function argument's dim named like another argument's in kiln.dims is that one (the runtime
 /// checks inputs with equal symbols agree before a run). (value, dim), or (size value, -1).
 using DimSource = std::pair<Value, int64_t>;
@@ -96,7 +98,7 @@ DimSource sourceOfDim(Value t, int64_t i, int depth = 0) {
       break;
     }
     if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
-      const ReassociationIndices &group = collapse.getReassociationIndices()[i];
+      const ReassociationIndices group = collapse.getReassociationIndices()[i]; // a copy: the list is a temporary
       if (group.size() != 1)
         break;
       t = collapse.getSrc();
@@ -112,6 +114,13 @@ DimSource sourceOfSize(Value size, int depth) {
   if (auto dim = size.getDefiningOp<tensor::DimOp>())
     if (std::optional<int64_t> index = dim.getConstantIndex())
       return sourceOfDim(dim.getSource(), *index, depth);
+  // The lowering's result size of two dynamic inputs is the smaller of their sizes: when both
+  // come from the same place, that is it.
+  if (auto smaller = size.getDefiningOp<arith::MinSIOp>()) {
+    DimSource lhs = sourceOfSize(smaller.getLhs(), depth + 1);
+    if (lhs == sourceOfSize(smaller.getRhs(), depth + 1))
+      return lhs;
+  }
   return {size, -1};
 }
 

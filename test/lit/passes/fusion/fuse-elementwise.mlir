@@ -100,6 +100,28 @@ func.func @same_sizes_fuse(%x: tensor<?x?xf32>, %y: tensor<?x?xf32>) -> tensor<?
 
 // -----
 
+// The lowering's size is the smaller of the two inputs' sizes; both from one place, it is that.
+// CHECK-LABEL: func @smaller_of_one_size
+// CHECK-NOT: tensor.extract_slice
+// CHECK: return %arg0,
+func.func @smaller_of_one_size(%x: tensor<?xf32>, %y: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %d = tensor.dim %x, %c0 : tensor<?xf32>
+  %e = tensor.empty(%d) : tensor<?xf32>
+  %n = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%x : tensor<?xf32>) outs(%e : tensor<?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.negf %a : f32
+    linalg.yield %v : f32
+  } -> tensor<?xf32>
+  %a = tensor.dim %n, %c0 : tensor<?xf32>
+  %m = arith.minsi %a, %d : index
+  %cut = tensor.extract_slice %x[0] [%m] [1] : tensor<?xf32> to tensor<?xf32>
+  return %cut, %n : tensor<?xf32>, tensor<?xf32>
+}
+
+// -----
+
 // Sizes of two different inputs stay cut (nothing shows them equal)...
 // CHECK-LABEL: func @other_sizes_stay_cut
 // CHECK: tensor.extract_slice
