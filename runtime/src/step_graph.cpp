@@ -3,6 +3,7 @@
 
 #include "device.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -36,11 +37,21 @@ bool paramBytes(StepRun &step, int32_t kernel, void **params, std::vector<char> 
 }
 
 void productBytes(const kiln_abi_gemm &product, const kiln_abi_epilogue *epilogue, std::vector<char> &out) {
-  // Every field of both is 8 bytes (abi.h): no padding to compare.
-  out.resize(sizeof product + (epilogue ? sizeof *epilogue : 0));
-  std::memcpy(out.data(), &product, sizeof product);
-  if (epilogue)
-    std::memcpy(out.data() + sizeof product, epilogue, sizeof *epilogue);
+  // Every field of both is 8 bytes (abi.h): no padding to compare. The batch entries past
+  // batch_rank, and a missing bias's type and stride, are whatever the caller's stack held (they
+  // differed step after step in the sanitizer build): they are cleared first.
+  kiln_abi_gemm p = product;
+  const int64_t rank = std::clamp<int64_t>(p.batch_rank, 0, KILN_ABI_GEMM_MAX_BATCH);
+  for (int64_t i = rank; i < KILN_ABI_GEMM_MAX_BATCH; ++i)
+    p.batch[i] = p.a_stride_batch[i] = p.b_stride_batch[i] = p.c_stride_batch[i] = 0;
+  out.resize(sizeof p + (epilogue ? sizeof *epilogue : 0));
+  std::memcpy(out.data(), &p, sizeof p);
+  if (epilogue) {
+    kiln_abi_epilogue e = *epilogue;
+    if (!e.bias)
+      e.bias_type = e.bias_stride = 0;
+    std::memcpy(out.data() + sizeof p, &e, sizeof e);
+  }
 }
 
 bool sameDims(const StepWork &w, const int64_t grid[3], const int64_t block[3], int32_t sharedBytes) {

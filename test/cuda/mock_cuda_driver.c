@@ -401,7 +401,9 @@ typedef struct {
   void **kernelParams, **extra;
   void *kern, *ctx;
 } kernel_node_params_t;
-API CUresult cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const kernel_node_params_t *p) {
+/* `params` as the runtime declares it (const void *): UBSan's function check compares the types. */
+API CUresult cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const void *params) {
+  const kernel_node_params_t *p = params;
   STICKY();
   graph_t *g = exec;
   node_ref_t *ref = node;

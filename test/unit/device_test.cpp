@@ -353,6 +353,15 @@ TEST(StepGraph, LaterStepsSetTheNodesThatChanged) {
   EXPECT_EQ(device.set[1].node, 1);
   EXPECT_EQ(device.set[1].grid, 5);
 
+  // Batch entries past batch_rank are the caller's stack garbage: not a difference.
+  product.a_stride_batch[3] = 12345;
+  product.batch[1] = -7;
+  StepRun garbage{StepRun::Mode::Compare, &device, &work, &work};
+  kiln::runtime::stepLaunch(garbage, nullptr, 0, grid, block, 0, params0);
+  EXPECT_EQ(kiln::runtime::stepCompareProduct(garbage, product, nullptr), 0);
+  kiln::runtime::stepLaunch(garbage, nullptr, 1, wider, block, 0, params1);
+  EXPECT_TRUE(kiln::runtime::stepMatched(garbage));
+
   // A product at another address: not the graph's (its kernels cannot be set), declined.
   float elsewhere[4];
   product.c = elsewhere;
