@@ -87,7 +87,7 @@ void stepLaunch(StepRun &step, void *stream, int32_t kernel, const int64_t grid[
     return;
   }
   StepWork &w = work[step.next++];
-  std::vector<char> bytes;
+  std::vector<char> &bytes = step.recorded->scratch;
   if (!paramBytes(step, kernel, params, bytes)) {
     step.differs = true;
     return;
@@ -101,7 +101,7 @@ void stepLaunch(StepRun &step, void *stream, int32_t kernel, const int64_t grid[
     step.differs = true;
     return;
   }
-  w.bytes = std::move(bytes);
+  w.bytes.swap(bytes); // both keep their capacity
   setDims(w, grid, block, sharedBytes);
   ++step.nodesSet;
 }
@@ -120,7 +120,7 @@ int32_t stepCompareProduct(StepRun &step, const kiln_abi_gemm &product, const ki
     step.differs = true;
     return 1;
   }
-  std::vector<char> bytes;
+  std::vector<char> &bytes = step.recorded->scratch;
   productBytes(product, epilogue, bytes);
   const StepWork &w = work[step.next++];
   if (bytes != w.bytes) {

@@ -36,6 +36,7 @@ struct StepWork {
 struct StepGraphWork {
   std::vector<StepWork> work;
   std::vector<std::vector<int32_t>> paramSizes; // per kernel index, filled from the device on first use
+  std::vector<char> scratch; // a step's parameters while compared: kept, so steps allocate nothing
 };
 
 // What a run does with the work it issues (RunState::step): Capture records each piece (the stream
