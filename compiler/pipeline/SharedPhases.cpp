@@ -32,7 +32,7 @@ void addElementwiseFusion(OpPassManager &pm, const PipelineOptions &options) {
   addCleanup(pm);
 }
 
-void addQuantizeWeights(OpPassManager &pm, const PipelineOptions &options) {
+void addQuantizeWeights(OpPassManager &pm, const PipelineOptions &options, int64_t panel) {
   if (options.quantize == QuantizeMode::None)
     return;
   const bool int4 = options.quantize == QuantizeMode::Int4;
@@ -42,13 +42,18 @@ void addQuantizeWeights(OpPassManager &pm, const PipelineOptions &options) {
   recipe.f16Scales = options.quantizeF16Scales;
   recipe.dynamic = options.quantize == QuantizeMode::Int8Dynamic;
   recipe.keep.assign(options.quantizeKeep.begin(), options.quantizeKeep.end());
+  recipe.panel = panel;
   pm.addPass(createQuantizeWeightsPass(recipe));
 }
 
 void addGraphPhase(OpPassManager &pm, const PipelineOptions &options, const GraphPhaseSteps &steps) {
   addCleanup(pm);
-  pm.addPass(createFoldQdqPass());
-  pm.addPass(createFoldIntegerMatMulPass());
+  FoldQdqPassOptions qdq;
+  qdq.panel = steps.quantizedPanel;
+  pm.addPass(createFoldQdqPass(qdq));
+  FoldIntegerMatMulPassOptions integer;
+  integer.panel = steps.quantizedPanel;
+  pm.addPass(createFoldIntegerMatMulPass(integer));
   if (options.fuse) {
     // Layer norm before RMS norm: a centered chain is also an RMS of x - mean.
     pm.addPass(createFuseLayerNormPass());
@@ -66,7 +71,7 @@ void addGraphPhase(OpPassManager &pm, const PipelineOptions &options, const Grap
     pm.addPass(createKvCacheInPlacePass(kv));
     pm.addPass(createLastPositionLogitsPass());
   }
-  addQuantizeWeights(pm, options);
+  addQuantizeWeights(pm, options, steps.quantizedPanel);
   if (steps.afterQuantize)
     steps.afterQuantize(pm);
   pm.addPass(createTieSymbolicDimsPass());

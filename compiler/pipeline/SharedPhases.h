@@ -16,6 +16,10 @@ struct GraphPhaseSteps {
   /// kiln-fuse-attention (with --fusion): a target without an attention kernel of its own leaves
   /// attention to the unfused lowering.
   bool fuseAttention = true;
+  /// The widest column panel of int8/int4 weights (kiln-quantize-weights, kiln-fold-qdq,
+  /// kiln-fold-integer-matmul): 64 for the CPU's vector kernels; 1 on GPUs, where each output
+  /// column's weights lie contiguous along k for the block that reduces it.
+  int64_t quantizedPanel = 64;
   /// After quantization: the target's weight precision (CUDA's half-precision products).
   std::function<void(mlir::OpPassManager &)> afterQuantize;
   /// After weights are outlined: the target's weight layout (the CPU's column panels).
@@ -26,8 +30,8 @@ struct GraphPhaseSteps {
 /// (passes/fusion/), the KV cache, quantization, then move weights out.
 void addGraphPhase(mlir::OpPassManager &pm, const PipelineOptions &options, const GraphPhaseSteps &steps);
 
-/// kiln-quantize-weights with the options' recipe, or nothing.
-void addQuantizeWeights(mlir::OpPassManager &pm, const PipelineOptions &options);
+/// kiln-quantize-weights with the options' recipe and panels at most `panel` wide, or nothing.
+void addQuantizeWeights(mlir::OpPassManager &pm, const PipelineOptions &options, int64_t panel = 64);
 
 /// Bufferization, the memory plan and deallocation, down to parallel loops: the same for every
 /// target but for `beforeLoops`, passes on the bufferized linalg ops of @main once it has its

@@ -1,4 +1,5 @@
-// graph.quantized_matmul / graph.integer_matmul -> loop nests over weight panels (f32 from int8/int4, or 16-bit pair products).
+// graph.quantized_matmul / graph.integer_matmul -> loop nests over weight panels (f32 from int8/int4, or
+// 16-bit pair products), or, for panels one column wide (GPU targets), one reduction per output.
 #include "passes/conversion/LoweringUtils.h"
 
 #include "dialects/graph/IR/Graph.h"
@@ -253,24 +254,51 @@ Value pairRows(OpBuilder &b, Location loc, Value a, Value m, int64_t k) {
       .getResult(0);
 }
 
-/// Per row of `a` [M, K]: max |a| ([M]) and the row quantized to int8
-/// (round half to even of a * 127 / max) in pairs of 16-bit lanes ([M, K/2] i32).
-std::pair<Value, Value> quantizeRows(OpBuilder &b, Location loc, Value a, Value m, int64_t k) {
+/// max |x| along the last dim of `a` [..., K] (f32): [...].
+Value rowAbsMax(OpBuilder &b, Location loc, Value a) {
   MLIRContext *ctx = b.getContext();
-  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-  Type f32 = b.getF32Type(), i32 = b.getI32Type();
-  Value amax = filledTensor(b, loc, RankedTensorType::get({ShapedType::kDynamic}, f32), {m},
+  auto at = cast<RankedTensorType>(a.getType());
+  unsigned rank = at.getRank();
+  SmallVector<Value> dims = dimsOf(b, loc, a);
+  dims.pop_back();
+  Type f32 = b.getF32Type();
+  Value amax = filledTensor(b, loc, RankedTensorType::get(at.getShape().drop_back(), f32), dims,
                             scalarConstant(b, loc, f32, 0));
-  amax = linalg::GenericOp::create(
+  SmallVector<utils::IteratorType> iterators(rank - 1, utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  return linalg::GenericOp::create(
              b, loc, amax.getType(), ValueRange{a}, ValueRange{amax},
-             SmallVector<AffineMap>{AffineMap::get(2, 0, {d(0), d(1)}, ctx), AffineMap::get(2, 0, {d(0)}, ctx)},
-             SmallVector<utils::IteratorType>{utils::IteratorType::parallel, utils::IteratorType::reduction},
+             SmallVector<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                    AffineMap::getMultiDimIdentityMap(rank, ctx).getMajorSubMap(rank - 1)},
+             iterators,
              [](OpBuilder &nb, Location nl, ValueRange args) {
                Value v = math::AbsFOp::create(nb, nl, args[0]);
                linalg::YieldOp::create(nb, nl, arith::MaximumFOp::create(nb, nl, args[1], v).getResult());
              })
-             .getResult(0);
-  Value pairs = emptyTensor(b, loc, RankedTensorType::get({ShapedType::kDynamic, k / 2}, i32), {m});
+      .getResult(0);
+}
+
+/// `x` quantized to int8 by its row's max |x| `amax` (round half to even of x * 127 / amax), as
+/// an i32; an all-zero row (amax 0) gives 0, not NaN.
+Value quantizeByRowMax(OpBuilder &nb, Location nl, Value x, Value amax) {
+  Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
+  Value hiBound = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(127));
+  Value loBound = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(-127));
+  Value positive = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT, amax, zero);
+  Value inv = arith::DivFOp::create(nb, nl, hiBound, amax);
+  Value q = math::RoundEvenOp::create(nb, nl, arith::MulFOp::create(nb, nl, x, inv));
+  q = arith::MinimumFOp::create(nb, nl, arith::MaximumFOp::create(nb, nl, q, loBound), hiBound);
+  q = arith::SelectOp::create(nb, nl, positive, q, zero);
+  return arith::FPToSIOp::create(nb, nl, nb.getI32Type(), q);
+}
+
+/// Per row of `a` [M, K]: max |a| ([M]) and the row quantized to int8
+/// (quantizeByRowMax) in pairs of 16-bit lanes ([M, K/2] i32).
+std::pair<Value, Value> quantizeRows(OpBuilder &b, Location loc, Value a, Value m, int64_t k) {
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  Value amax = rowAbsMax(b, loc, a);
+  Value pairs = emptyTensor(b, loc, RankedTensorType::get({ShapedType::kDynamic, k / 2}, b.getI32Type()), {m});
   pairs = linalg::GenericOp::create(
               b, loc, pairs.getType(), ValueRange{a, a, amax}, ValueRange{pairs},
               SmallVector<AffineMap>{AffineMap::get(2, 0, {d(0), d(1) * 2}, ctx),
@@ -278,19 +306,9 @@ std::pair<Value, Value> quantizeRows(OpBuilder &b, Location loc, Value a, Value 
                                      AffineMap::get(2, 0, {d(0)}, ctx), AffineMap::get(2, 0, {d(0), d(1)}, ctx)},
               SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
               [&](OpBuilder &nb, Location nl, ValueRange args) {
-                // An all-zero row has scale 0: its lanes are 0 (not NaN).
-                Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0));
-                Value hiBound = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(127));
-                Value loBound = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(-127));
-                Value positive = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGT, args[2], zero);
-                Value inv = arith::DivFOp::create(nb, nl, hiBound, args[2]);
-                auto lane = [&](Value x) {
-                  Value q = math::RoundEvenOp::create(nb, nl, arith::MulFOp::create(nb, nl, x, inv));
-                  q = arith::MinimumFOp::create(nb, nl, arith::MaximumFOp::create(nb, nl, q, loBound), hiBound);
-                  q = arith::SelectOp::create(nb, nl, positive, q, zero);
-                  return arith::FPToSIOp::create(nb, nl, nb.getI32Type(), q);
-                };
-                linalg::YieldOp::create(nb, nl, packLanes(nb, nl, lane(args[0]), lane(args[1])));
+                linalg::YieldOp::create(nb, nl,
+                                        packLanes(nb, nl, quantizeByRowMax(nb, nl, args[0], args[2]),
+                                                  quantizeByRowMax(nb, nl, args[1], args[2])));
               })
               .getResult(0);
   return {amax, pairs};
@@ -370,6 +388,191 @@ Value lowerPanels(OpBuilder &b, Location loc, Value lhs, RankedTensorType rt, in
   return result;
 }
 
+// ---- Panels one column wide (the GPU targets): one reduction per output element ----
+//
+// kiln-quantize-weights, kiln-fold-qdq and kiln-fold-integer-matmul store weights for a GPU with
+// panel width 1: [N, K, 1] (int4: [N, K/2, 1]; k pairs: [N, K/2, 2]), each output column's bytes
+// contiguous along k. The product is then a linalg reduction over k per output element whose
+// body converts the byte (or nibble) and scales it in registers: kiln-form-block-reductions gives
+// each output a block (a warp with many outputs) whose neighbouring threads read neighbouring
+// bytes, so a decode step's matrix-vector product streams every weight byte once, and no
+// dequantized copy exists.
+
+/// `v` [..., K] with its last dim split into [K / prod(parts), parts...] (a view); a dynamic K is
+/// first cast to `k`.
+Value splitLastDim(OpBuilder &b, Location loc, Value v, int64_t k, ArrayRef<int64_t> parts) {
+  auto t = cast<RankedTensorType>(v.getType());
+  int64_t rank = t.getRank();
+  SmallVector<int64_t> shape(t.getShape());
+  if (shape.back() != k) {
+    shape.back() = k;
+    v = tensor::CastOp::create(b, loc, t.clone(shape), v);
+  }
+  int64_t inner = 1;
+  for (int64_t p : parts)
+    inner *= p;
+  shape.back() = k / inner;
+  shape.append(parts.begin(), parts.end());
+  SmallVector<ReassociationIndices> groups;
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    groups.push_back({i});
+  groups.emplace_back();
+  for (int64_t i = rank - 1; i < int64_t(shape.size()); ++i)
+    groups.back().push_back(i);
+  return tensor::ExpandShapeOp::create(b, loc, t.clone(shape), v, groups);
+}
+
+/// A [P, R, C] constant as [P, R * C] (a view; C is 1 or 2 with width-1 panels).
+Value mergeInnerDims(OpBuilder &b, Location loc, Value v) {
+  return tensor::CollapseShapeOp::create(b, loc, v, SmallVector<ReassociationIndices>{{0}, {1, 2}});
+}
+
+/// The result [..., N] of a reduction over the last `reduced` dims of a generic whose leading
+/// dims are `a`'s outer dims then n: its element type `type`, filled with zero.
+Value zeroRows(OpBuilder &b, Location loc, Value a, int64_t n, Type type) {
+  auto at = cast<RankedTensorType>(a.getType());
+  SmallVector<int64_t> shape(at.getShape());
+  shape.back() = n;
+  SmallVector<Value> dims = dimsOf(b, loc, a);
+  dims.back() = arith::ConstantIndexOp::create(b, loc, n);
+  return filledTensor(b, loc, RankedTensorType::get(shape, type), dims, scalarConstant(b, loc, type, 0));
+}
+
+/// A generic over (outer..., n, reduced...): `outer` dims of the lhs, then the output column,
+/// then `reduced` dims; `inputs` read with the given maps, summed into `init` [outer..., n].
+Value reduceRows(OpBuilder &b, Location loc, ValueRange inputs, ArrayRef<AffineMap> maps, Value init,
+                 unsigned outer, unsigned reduced, function_ref<Value(OpBuilder &, Location, ValueRange)> term) {
+  unsigned numDims = outer + 1 + reduced;
+  SmallVector<AffineMap> all(maps);
+  all.push_back(AffineMap::getMultiDimIdentityMap(numDims, b.getContext()).getMajorSubMap(outer + 1));
+  SmallVector<utils::IteratorType> iterators(outer + 1, utils::IteratorType::parallel);
+  iterators.append(reduced, utils::IteratorType::reduction);
+  return linalg::GenericOp::create(b, loc, init.getType(), inputs, ValueRange{init}, all, iterators,
+                                   [&](OpBuilder &nb, Location nl, ValueRange args) {
+                                     Value t = term(nb, nl, args.drop_back());
+                                     Value acc = args.back();
+                                     linalg::YieldOp::create(nb, nl, isa<FloatType>(acc.getType())
+                                                                        ? arith::AddFOp::create(nb, nl, acc, t).getResult()
+                                                                        : arith::AddIOp::create(nb, nl, acc, t).getResult());
+                                   })
+      .getResult(0);
+}
+
+/// The map (outer..., n, reduced...) -> the listed dims.
+AffineMap dimsMap(MLIRContext *ctx, unsigned numDims, ArrayRef<unsigned> dims) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned d : dims)
+    exprs.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(numDims, 0, exprs, ctx);
+}
+
+/// The outer dims' indices 0 .. outer-1 followed by `more`.
+SmallVector<unsigned> outerThen(unsigned outer, ArrayRef<unsigned> more) {
+  SmallVector<unsigned> dims;
+  for (unsigned i = 0; i < outer; ++i)
+    dims.push_back(i);
+  dims.append(more.begin(), more.end());
+  return dims;
+}
+
+/// graph.quantized_matmul (weight-only) with width-1 panels: lhs [..., K] f32, weight [N, K, 1]
+/// (bits 8) or [N, K/2, 1] (bits 4), scales [N, G, 1]. Iterates (outer..., n, g, r[, e]) with
+/// k = g * group + r (bits 4: r indexes bytes, e the nibble).
+Value weightOnlyReduction(OpBuilder &b, Location loc, Value lhs, Value weight, Value scales, int64_t bits) {
+  MLIRContext *ctx = b.getContext();
+  auto wt = cast<RankedTensorType>(weight.getType()), st = cast<RankedTensorType>(scales.getType());
+  int64_t n = wt.getDimSize(0), k = wt.getDimSize(1) * (bits == 4 ? 2 : 1), groups = st.getDimSize(1);
+  int64_t group = k / groups, bytesPerGroup = bits == 4 ? group / 2 : group;
+  unsigned outer = cast<RankedTensorType>(lhs.getType()).getRank() - 1, g = outer + 1, r = g + 1, e = r + 1;
+  unsigned reduced = bits == 4 ? 3 : 2, numDims = outer + 1 + reduced;
+  SmallVector<int64_t> parts = bits == 4 ? SmallVector<int64_t>{bytesPerGroup, 2} : SmallVector<int64_t>{group};
+  Value a = splitLastDim(b, loc, lhs, k, parts);
+  Value w = splitLastDim(b, loc, mergeInnerDims(b, loc, weight), k / (bits == 4 ? 2 : 1), {bytesPerGroup});
+  Value s = mergeInnerDims(b, loc, scales);
+  SmallVector<unsigned> aDims = bits == 4 ? outerThen(outer, {g, r, e}) : outerThen(outer, {g, r});
+  SmallVector<AffineMap> maps = {dimsMap(ctx, numDims, aDims), dimsMap(ctx, numDims, {outer, g, r}),
+                                 dimsMap(ctx, numDims, {outer, g})};
+  Value init = zeroRows(b, loc, lhs, n, b.getF32Type());
+  return reduceRows(b, loc, ValueRange{a, w, s}, maps, init, outer, reduced,
+                    [&](OpBuilder &nb, Location nl, ValueRange args) {
+                      Value q = args[1];
+                      if (bits == 4) {
+                        // The low nibble is k = 2j, the high one k = 2j + 1, both signed.
+                        Value four = arith::ConstantOp::create(nb, nl, nb.getI8IntegerAttr(4));
+                        Value lo = arith::ShRSIOp::create(nb, nl, arith::ShLIOp::create(nb, nl, q, four), four);
+                        Value hi = arith::ShRSIOp::create(nb, nl, q, four);
+                        Value low = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
+                                                          linalg::IndexOp::create(nb, nl, e),
+                                                          arith::ConstantIndexOp::create(nb, nl, 0));
+                        q = arith::SelectOp::create(nb, nl, low, lo, hi);
+                      }
+                      Value scale = args[2];
+                      if (!scale.getType().isF32())
+                        scale = arith::ExtFOp::create(nb, nl, nb.getF32Type(), scale);
+                      Value wv = arith::MulFOp::create(nb, nl, arith::SIToFPOp::create(nb, nl, nb.getF32Type(), q), scale);
+                      return arith::MulFOp::create(nb, nl, args[0], wv);
+                    });
+}
+
+/// Exact i32 sums of lhs [..., K] (i32 values) times a k-pair weight [N, K/2, 2] read as [N, K].
+Value integerReduction(OpBuilder &b, Location loc, Value lhs, Value weight) {
+  MLIRContext *ctx = b.getContext();
+  auto wt = cast<RankedTensorType>(weight.getType());
+  int64_t n = wt.getDimSize(0), k = wt.getDimSize(1) * 2;
+  unsigned outer = cast<RankedTensorType>(lhs.getType()).getRank() - 1, numDims = outer + 2;
+  auto lt = cast<RankedTensorType>(lhs.getType());
+  if (lt.getShape().back() != k) {
+    SmallVector<int64_t> shape(lt.getShape());
+    shape.back() = k;
+    lhs = tensor::CastOp::create(b, loc, lt.clone(shape), lhs);
+  }
+  SmallVector<AffineMap> maps = {dimsMap(ctx, numDims, outerThen(outer, {outer + 1})),
+                                 dimsMap(ctx, numDims, {outer, outer + 1})};
+  Value init = zeroRows(b, loc, lhs, n, b.getI32Type());
+  return reduceRows(b, loc, ValueRange{lhs, mergeInnerDims(b, loc, weight)}, maps, init, outer, 1,
+                    [](OpBuilder &nb, Location nl, ValueRange args) {
+                      Value w = arith::ExtSIOp::create(nb, nl, nb.getI32Type(), args[1]);
+                      return arith::MulIOp::create(nb, nl, args[0], w).getResult();
+                    });
+}
+
+/// graph.quantized_matmul's dynamic form with width-1 panels: each lhs row quantized by its max
+/// (as the CPU kernel does), the exact integer sums, then sum * (scale[n] * (amax / 127)), the
+/// CPU kernel's order of operations.
+Value dynamicReduction(OpBuilder &b, Location loc, Value lhs, Value weight, Value scales) {
+  MLIRContext *ctx = b.getContext();
+  auto lt = cast<RankedTensorType>(lhs.getType());
+  unsigned rank = lt.getRank();
+  Value amax = rowAbsMax(b, loc, lhs);
+  auto identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  Value q = emptyTensor(b, loc, lt.clone(b.getI32Type()), dimsOf(b, loc, lhs));
+  q = linalg::GenericOp::create(b, loc, q.getType(), ValueRange{lhs, amax}, ValueRange{q},
+                                SmallVector<AffineMap>{identity, identity.getMajorSubMap(rank - 1), identity},
+                                SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+                                [](OpBuilder &nb, Location nl, ValueRange args) {
+                                  linalg::YieldOp::create(nb, nl, quantizeByRowMax(nb, nl, args[0], args[1]));
+                                })
+          .getResult(0);
+  Value sums = integerReduction(b, loc, q, weight);
+  // scales [N, 1, 1] -> [N].
+  Value s = tensor::CollapseShapeOp::create(b, loc, scales, SmallVector<ReassociationIndices>{{0, 1, 2}});
+  auto sumType = cast<RankedTensorType>(sums.getType());
+  Value out = emptyTensor(b, loc, sumType.clone(b.getF32Type()), dimsOf(b, loc, sums));
+  return linalg::GenericOp::create(
+             b, loc, out.getType(), ValueRange{sums, amax, s}, ValueRange{out},
+             SmallVector<AffineMap>{identity, identity.getMajorSubMap(rank - 1),
+                                    AffineMap::get(rank, 0, getAffineDimExpr(rank - 1, ctx)), identity},
+             SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+             [](OpBuilder &nb, Location nl, ValueRange args) {
+               Value inv127 = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(1.0f / 127.0f));
+               Value rowScale = arith::MulFOp::create(nb, nl, args[1], inv127);
+               Value scale = arith::MulFOp::create(nb, nl, args[2], rowScale);
+               Value sum = arith::SIToFPOp::create(nb, nl, nb.getF32Type(), args[0]);
+               linalg::YieldOp::create(nb, nl, arith::MulFOp::create(nb, nl, sum, scale).getResult());
+             })
+      .getResult(0);
+}
+
 /// Register blocks of 8 rows with 512-bit vectors (8 x 32 floats: 16 of 32
 /// registers), 4 with 256-bit ones.
 template <typename Op>
@@ -391,6 +594,11 @@ struct QuantizedMatMulPattern : PanelProductPattern<QuantizedMatMulOp> {
     int64_t bits = op.getBits(), width = wt.getDimSize(2) / (dynamic ? 2 : 1), panels = wt.getDimSize(0);
     int64_t groups = st.getDimSize(1);
     Value weight = adaptor.getWeight(), scales = adaptor.getScales();
+    if (width == 1) {
+      rewriter.replaceOp(op, dynamic ? dynamicReduction(b, loc, adaptor.getLhs(), weight, scales)
+                                     : weightOnlyReduction(b, loc, adaptor.getLhs(), weight, scales, bits));
+      return success();
+    }
     auto prepare = [&](Value a, Value m) -> TileFiller {
       if (dynamic) {
         // Plain variables: lambdas capture structured bindings only from C++20 on.
@@ -424,6 +632,10 @@ struct IntegerMatMulPattern : PanelProductPattern<IntegerMatMulOp> {
     auto wt = cast<RankedTensorType>(adaptor.getWeight().getType());
     int64_t width = wt.getDimSize(2) / 2, panels = wt.getDimSize(0), kPairs = wt.getDimSize(1);
     Value weight = adaptor.getWeight();
+    if (width == 1) {
+      rewriter.replaceOp(op, integerReduction(b, loc, adaptor.getLhs(), weight));
+      return success();
+    }
     auto prepare = [&](Value a, Value m) -> TileFiller {
       Value pairs = pairRows(b, loc, a, m, 2 * kPairs);
       return [&, pairs](Value tile, Value r0, Value p, Value lb, Value ub, int64_t block, int64_t cols) {

@@ -208,6 +208,30 @@ std::optional<Reduction> match(Operation *root) {
   return r;
 }
 
+/// A loop bound as the size it stands for: a memref.dim of an expand_shape is the size the
+/// expand_shape was given (a reduction's bounds come from its first operand, which may be a
+/// reshaped view of the buffer whose dims its fill's bounds were read from).
+Value boundSource(Value v) {
+  for (int depth = 0; depth < 8; ++depth) {
+    auto dim = v.getDefiningOp<memref::DimOp>();
+    auto expand = dim ? dim.getSource().getDefiningOp<memref::ExpandShapeOp>() : nullptr;
+    std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
+    if (!expand || !index)
+      return v;
+    auto size = dyn_cast<Value>(expand.getMixedOutputShape()[*index]);
+    if (!size)
+      return v;
+    v = size;
+  }
+  return v;
+}
+
+/// Whether two loops' bounds are the same sizes.
+bool sameBounds(ValueRange a, ValueRange b) {
+  return a.size() == b.size() &&
+         llvm::all_of(llvm::zip(a, b), [](auto p) { return boundSource(std::get<0>(p)) == boundSource(std::get<1>(p)); });
+}
+
 /// Finds `r`'s fill: right before it (host arithmetic between aside), a parallel loop over the
 /// same outputs, or for one output a store, that stores one value from outside into each output
 /// `r` reduces into. The block launch then starts its first thread from that value instead of
@@ -222,8 +246,9 @@ void findFill(Reduction &r) {
   memref::StoreOp store;
   if (r.outputs) {
     auto fill = dyn_cast<scf::ParallelOp>(prev);
-    if (!fill || fill.getNumResults() != 0 || fill.getLowerBound() != r.outputs.getLowerBound() ||
-        fill.getUpperBound() != r.outputs.getUpperBound() || fill.getStep() != r.outputs.getStep() ||
+    if (!fill || fill.getNumResults() != 0 || !sameBounds(fill.getLowerBound(), r.outputs.getLowerBound()) ||
+        !sameBounds(fill.getUpperBound(), r.outputs.getUpperBound()) ||
+        !sameBounds(fill.getStep(), r.outputs.getStep()) ||
         fill.getBody()->getOperations().size() != 2)
       return;
     store = dyn_cast<memref::StoreOp>(fill.getBody()->front());

@@ -25,12 +25,20 @@ namespace {
 /// SwiGLU product) into the operand of a matrix product: the body then
 /// recomputes it for every output column and is no longer a multiply-add,
 /// so the register-blocked microkernel cannot take it. Keep those apart.
+/// Likewise any reduction that reads the operand more than once per element (its map leaves out
+/// one of the loops): the GPU's weight-only int8/int4 product, one reduction per output column,
+/// would compute a GELU or a norm's scale N times over.
 bool allowFusion(OpOperand *fused) {
   Operation *producer = fused->get().getDefiningOp();
   if (!producer || !producer->hasOneUse())
     return false;
   auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
-  return !(consumer && linalg::isaContractionOpInterface(consumer));
+  if (!consumer)
+    return true;
+  if (linalg::isaContractionOpInterface(consumer))
+    return false;
+  bool reduces = consumer.getNumReductionLoops() > 0;
+  return !reduces || consumer.getMatchingIndexingMap(fused).isPermutation();
 }
 
 /// A reshape next to a matrix product stays a reshape: folding it in by expansion would give the

@@ -154,7 +154,7 @@ struct FoldIntegerMatMulPass : impl::FoldIntegerMatMulPassBase<FoldIntegerMatMul
       int64_t k = rhs.getDimSize(0), n = rhs.getDimSize(1);
       std::string why;
       std::vector<int8_t> w;
-      int64_t width = quant::paddedPanelWidthFor(n);
+      int64_t width = quant::paddedPanelWidthFor(n, panel);
       if (k % 2 != 0)
         why = "K = " + std::to_string(k) + " is odd";
       else if (!width)

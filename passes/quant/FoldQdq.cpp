@@ -173,7 +173,7 @@ struct FoldQdqPass : impl::FoldQdqPassBase<FoldQdqPass> {
         }
         shifted[i] = int8_t(v);
       }
-      int64_t width = quant::paddedPanelWidthFor(n);
+      int64_t width = quant::paddedPanelWidthFor(n, panel);
       if (!width) {
         mm.emitRemark() << "QDQ weight kept dequantized: N = " << n << " has no panel width";
         return false;

@@ -32,7 +32,9 @@ def QuantizeWeightsPass : Pass<"kiln-quantize-weights", "::mlir::ModuleOp"> {
     Option<"f16Scales", "f16-scales", "bool", "false", "Store scales as f16 instead of f32">,
     Option<"dynamic", "dynamic", "bool", "false",
            "With bits=8: quantize activations per row at run time and multiply in integers (K must be even)">,
-    Option<"panel", "panel", "int64_t", "64", "Widest column panel (a power of two >= 16)">,
+    Option<"panel", "panel", "int64_t", "64",
+           "Widest column panel (a power of two >= 16), or 1: one output column per panel, its weights "
+           "contiguous along k (the GPU targets' layout, read by one reduction per output)">,
     Option<"minElements", "min-elements", "int64_t", "1024",
            "Smaller weights stay f32 (e.g. rotary frequency tables: read once per run, exact for free)">,
     ListOption<"keep", "keep", "std::string", "Weight or node name substrings to leave in f32">
@@ -58,6 +60,10 @@ def FoldQdqPass : Pass<"kiln-fold-qdq", "::mlir::ModuleOp"> {
     constants: nothing is dequantized per forward pass, and convolution
     weights get packed.
   }];
+  let options = [
+    Option<"panel", "panel", "int64_t", "64",
+           "Widest column panel (a power of two >= 16), or 1 (GPU targets: each output column's weights contiguous along k)">
+  ];
 }
 
 def FoldIntegerMatMulPass : Pass<"kiln-fold-integer-matmul", "::mlir::ModuleOp"> {
@@ -73,6 +79,10 @@ def FoldIntegerMatMulPass : Pass<"kiln-fold-integer-matmul", "::mlir::ModuleOp">
     pairs, the sums from 16-bit pair products (vpmaddwd), bit-exact. Other
     products stay as imported, with a remark naming the reason.
   }];
+  let options = [
+    Option<"panel", "panel", "int64_t", "64",
+           "Widest column panel (a power of two >= 16), or 1 (GPU targets: each output column's weights contiguous along k)">
+  ];
 }
 
 #endif

@@ -15,6 +15,8 @@ using namespace mlir;
 namespace kiln::quant {
 
 int64_t panelWidthFor(int64_t n, int64_t widest) {
+  if (widest == 1)
+    return 1;
   for (int64_t b = widest; b >= 16; b /= 2)
     if (n % b == 0)
       return b;

@@ -24,7 +24,8 @@ struct PackedWeight {
   std::vector<char> scales;
 };
 
-/// The widest panel (<= `widest`, >= 16, a power of two) dividing n; 0 if none.
+/// The widest panel (<= `widest`, >= 16, a power of two) dividing n; 0 if none. `widest` 1 (the
+/// GPU targets' layout: one output column per panel) is 1 for every n.
 int64_t panelWidthFor(int64_t n, int64_t widest = 64);
 /// panelWidthFor(n), else 16 with a zero-padded last panel (n >= 16), else 0.
 int64_t paddedPanelWidthFor(int64_t n, int64_t widest = 64);

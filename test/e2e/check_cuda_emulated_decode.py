@@ -14,7 +14,9 @@ printed. A last f32 build, `fp32-split`, splits attention's keys over blocks of 
 equal x86's too. The `paged` builds page the KV cache in blocks of 16 tokens (--kv-block-size=16,
 x86's reference staying contiguous): the fused kernel reads the pools through the block table
 (alone and with split keys), the unfused attention reads the gathered view; all must give x86's
-tokens.
+tokens. The quantized builds (`int8`, `int4` in groups of 32, `int8-dynamic`: the GPU layout of
+one output column per panel, each product one reduction per output) are compared with x86
+builds quantized the same way (the CPU's panel kernels): their tokens must all be equal too.
 
     check_cuda_emulated_decode.py --bin build/bin --models test/models/lm [--tokens 48]
 """
@@ -28,7 +30,7 @@ import tempfile
 PROMPTS = [["--prompt-ids", "1,2,3,4,5"], ["--prompt-ids", "7,8,9", "--prompt-ids", "10,11,12,13,14,15"]]
 ids = lambda first, last: ",".join(str(i) for i in range(first, last + 1))
 LONG_PROMPTS = [["--prompt-ids", ids(1, 100)], ["--prompt-ids", ids(201, 260), "--prompt-ids", ids(101, 200)]]
-# name: (kiln-compile flags, prompts)
+# name: (kiln-compile flags, prompts); the x86 reference is built with the --quantize flags.
 BUILDS = {
     "fp32": (["--precision=fp32"], PROMPTS),
     "fp16": (["--precision=fp16"], PROMPTS),
@@ -37,7 +39,11 @@ BUILDS = {
     "fp32-paged": (["--precision=fp32", "--kv-block-size=16"], PROMPTS),
     "fp32-paged-split": (["--precision=fp32", "--kv-block-size=16", "--gpu-attention-split-keys=128"], LONG_PROMPTS),
     "fp32-paged-unfused": (["--precision=fp32", "--kv-block-size=16", "--gpu-attention=unfused"], PROMPTS),
+    "int8": (["--quantize=int8"], PROMPTS),
+    "int4": (["--quantize=int4", "--quantize-group=32"], PROMPTS),
+    "int8-dynamic": (["--quantize=int8-dynamic"], PROMPTS),
 }
+EXACT = ("fp32", "int")  # builds whose tokens must all equal the reference's
 
 
 def compile_model(bin_dir, model, out, *flags):
@@ -81,16 +87,15 @@ def main():
     with tempfile.TemporaryDirectory(prefix="kiln-emulated-decode-") as tmp:
         for lm in ("gpt2", "llama"):
             model = os.path.join(args.models, lm, "model.onnx")
-            ref = os.path.join(tmp, lm + "-x86.kiln")
-            try:
-                compile_model(args.bin, model, ref)
-            except RuntimeError as e:
-                print("FAIL %s: %s" % (lm, e))
-                failures += 1
-                continue
+            refs = {}
             for precision, (flags, prompts) in BUILDS.items():
                 art = os.path.join(tmp, "%s-%s.kiln" % (lm, precision))
+                quantize = tuple(f for f in flags if f.startswith("--quantize"))
+                ref = os.path.join(tmp, "%s-x86%s.kiln" % (lm, "".join(quantize).replace("--quantize", "-")))
                 try:
+                    if quantize not in refs:
+                        compile_model(args.bin, model, ref, *quantize)
+                        refs[quantize] = ref
                     compile_model(args.bin, model, art, "--target=cuda-emulated", *flags)
                 except RuntimeError as e:
                     print("FAIL %s %s: %s" % (lm, precision, e))
@@ -104,7 +109,7 @@ def main():
                         print("FAIL %s %s: %s" % (lm, precision, e))
                         failures += 1
                         continue
-                    need = args.tokens if precision.startswith("fp32") else min(args.half_prefix, args.tokens)
+                    need = args.tokens if precision.startswith(EXACT) else min(args.half_prefix, args.tokens)
                     same = [agreeing(w, g) for w, g in zip(want, got)]
                     ok = len(want) == len(got) and all(len(w) == args.tokens for w in want) and \
                         all(n >= need for n in same)

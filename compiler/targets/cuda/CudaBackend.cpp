@@ -47,6 +47,9 @@ public:
       // Attention is fused only for its own kernel (kiln-form-attention-blocks); unfused, its two
       // products go to cuBLASLt and its softmax to block reductions.
       steps.fuseAttention = options.gpuAttention;
+      // int8/int4 weights one output column per panel: a block per output reads its column's
+      // bytes contiguously (LowerQuantizedMatMul's reduction form).
+      steps.quantizedPanel = 1;
       if (!options.precision.empty())
         steps.afterQuantize = [type = options.precision](OpPassManager &p) {
           HalfPrecisionProductsPassOptions half;

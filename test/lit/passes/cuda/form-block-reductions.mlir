@@ -428,3 +428,39 @@ func.func @main(%y: memref<4096x64xf32>, %out: memref<64xf32>, %z: memref<?xf32>
   }
   return
 }
+
+// -----
+
+// The fill's bounds are the output's sizes, the reduction's come from its first operand, an
+// expand_shape view given those same sizes (the GPU's int8 product reads the lhs as [M, G, g]):
+// memref.dim of the view is the size it was given, so the fill is still taken in (no loop left).
+// CHECK-LABEL: func @main(%arg0: memref<?x256xf32>, %arg1: memref<64x256xf32>, %arg2: memref<?x64xf32>)
+// CHECK-NOT: scf.parallel
+// CHECK: gpu.launch
+// CHECK: arith.addf %{{.*}}, %cst
+func.func @main(%x: memref<?x256xf32>, %w: memref<64x256xf32>, %y: memref<?x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c256 = arith.constant 256 : index
+  %zero = arith.constant 0.0 : f32
+  %m = memref.dim %x, %c0 : memref<?x256xf32>
+  %v = memref.expand_shape %x [[0], [1, 2]] output_shape [%m, 1, 256] : memref<?x256xf32> into memref<?x1x256xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%m, %c64) step (%c1, %c1) {
+    memref.store %zero, %y[%i, %j] : memref<?x64xf32>
+    scf.reduce
+  }
+  %d = memref.dim %v, %c0 : memref<?x1x256xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%d, %c64) step (%c1, %c1) {
+    scf.for %k = %c0 to %c256 step %c1 {
+      %a = memref.load %v[%i, %c0, %k] : memref<?x1x256xf32>
+      %b = memref.load %w[%j, %k] : memref<64x256xf32>
+      %acc = memref.load %y[%i, %j] : memref<?x64xf32>
+      %p = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %p : f32
+      memref.store %s, %y[%i, %j] : memref<?x64xf32>
+    }
+    scf.reduce
+  }
+  return
+}

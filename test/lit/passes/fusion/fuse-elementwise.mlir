@@ -143,3 +143,51 @@ func.func @named_alike(%x: tensor<?xf32> {kiln.dims = ["sequence"]}, %y: tensor<
   %cut = tensor.extract_slice %y[0] [%d] [1] : tensor<?xf32> to tensor<?xf32>
   return %cut : tensor<?xf32>
 }
+
+// -----
+
+// A reduction that is no contraction (the GPU's int8 product converts and scales each weight) does
+// not take a producer whose result it reads once per output column: the GELU would be computed N
+// times. A producer it reads once per element (a row sum's exp) still fuses.
+// CHECK-LABEL: func @no_recompute_in_reduction
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: math.erf
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-NOT: math.erf
+// CHECK: arith.sitofp
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: math.exp
+// CHECK-NEXT: arith.addf
+func.func @no_recompute_in_reduction(%x: tensor<4x8xf32>, %w: tensor<16x8xi8>, %sc: tensor<16xf32>, %c: tensor<4x16xf32>, %r: tensor<4xf32>)
+    -> (tensor<4x16xf32>, tensor<4xf32>) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %g = math.erf %a : f32
+    linalg.yield %g : f32
+  } -> tensor<4x8xf32>
+  %1 = linalg.generic {indexing_maps = [#lhs, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d1)>, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%0, %w, %sc : tensor<4x8xf32>, tensor<16x8xi8>, tensor<16xf32>) outs(%c : tensor<4x16xf32>) {
+  ^bb0(%a: f32, %q: i8, %s: f32, %acc: f32):
+    %f = arith.sitofp %q : i8 to f32
+    %fs = arith.mulf %f, %s : f32
+    %m = arith.mulf %a, %fs : f32
+    %s2 = arith.addf %acc, %m : f32
+    linalg.yield %s2 : f32
+  } -> tensor<4x16xf32>
+  %2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %g = math.exp %a : f32
+    linalg.yield %g : f32
+  } -> tensor<4x8xf32>
+  %3 = linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%2 : tensor<4x8xf32>) outs(%r : tensor<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s2 = arith.addf %a, %acc : f32
+    linalg.yield %s2 : f32
+  } -> tensor<4xf32>
+  return %1, %3 : tensor<4x16xf32>, tensor<4xf32>
+}
