@@ -201,6 +201,24 @@ for lm in gpt2 llama; do
   cmp -s "$dec/$lm-fused-1-eager.tokens" "$p/lm/$lm-prompt1.x86" ||
     echo "FAIL $lm fused prompt 1 with KILN_CUDA_GRAPHS=0: tokens differ from x86 | $(tail -1 "$dec/$lm-fused-1-eager.stats" | head -c 300)" >> "$logs/decode-lines.txt"
 done
+# int8/int4 weights (reported): tokens against the x86 build quantized the same way, ms/token.
+q_same=0 q_diff=0
+for lm in gpt2 llama; do
+  for q in int8 int4; do
+    for n in 1 2; do
+      [ -f "$p/lm/$lm-$q.kiln" ] || continue
+      tag= decode $lm $q $n
+      rc=$?
+      f=$dec/$lm-$q-$n
+      if [ $rc = 0 ] && cmp -s "$f.tokens" "$p/lm/$lm-prompt$n-$q.x86"; then
+        q_same=$((q_same + 1)); echo "ok   $lm $q prompt $n: same tokens as x86 $q; ms/token $(json_field "$f.stats" inter_token_median_ms)"
+      else
+        q_diff=$((q_diff + 1)); echo "FAIL $lm $q prompt $n (rc $rc): got $(tr '\n' ' ' < "$f.tokens" | head -c 100) want $(tr '\n' ' ' < "$p/lm/$lm-prompt$n-$q.x86" | head -c 100) | $(tail -1 "$f.stats" | head -c 300)"
+      fi >> "$logs/decode-lines.txt"
+    done
+  done
+done
+row "decoders int8/int4 tokens = x86 int8/int4" reported $q_same $q_diff reported
 [ $f32_fail = 0 ] && row "decoders f32 tokens = x86 (fused, unfused, split, paged)" required $f32_pass $f32_fail pass ||
   row "decoders f32 tokens = x86 (fused, unfused, split, paged)" required $f32_pass $f32_fail FAIL
 row "decoders fp16/bf16 tokens = x86 f32" reported $half_same $((half_diff + half_err)) reported "$half_diff differ, $half_err errors"
@@ -334,6 +352,11 @@ printf 'bench GPT forward, seq 128, f32\t%s\t%s\t%s\t%s\n' "${gpt_kiln:--}" "${g
 printf 'bench GPT forward, seq 128, f32, tensors on the GPU\t%s\t%s\t%s\t%s\n' "${gpt_dev:--}" "${gpt_e:--}" "${gpt_g:--}" "kiln-run --device-io median of 50 (as torch is timed)" >> "$timings"
 printf 'test gpt2 decode, ms/token, f32 fused\t%s\t-\t-\t%s\n' "$(json_field "$dec/gpt2-fused-1.stats" inter_token_median_ms)" "no torch anchor for this shape" >> "$timings"
 printf 'test llama decode, ms/token, f32 fused\t%s\t%s\t%s\t%s\n' "$(json_field "$dec/llama-fused-1.stats" inter_token_median_ms)" "${ll_e:--}" "${ll_g:--}" "torch: one step at position 64" >> "$timings"
+for lm in gpt2 llama; do
+  for q in int8 int4; do
+    printf 'test %s decode, ms/token, %s weights\t%s\t-\t-\t%s\n' $lm $q "$(json_field "$dec/$lm-$q-1.stats" inter_token_median_ms)" "one reduction per output column (docs/cuda.md)" >> "$timings"
+  done
+done
 printf 'test gpt2 decode, ms/token, f32 fused, steps eager\t%s\t-\t-\t%s\n' "$(json_field "$dec/gpt2-fused-1-eager.stats" inter_token_median_ms)" "KILN_CUDA_GRAPHS=0 (the row above: step graphs)" >> "$timings"
 printf 'test llama decode, ms/token, f32 fused, steps eager\t%s\t-\t-\t%s\n' "$(json_field "$dec/llama-fused-1-eager.stats" inter_token_median_ms)" "KILN_CUDA_GRAPHS=0 (the row above: step graphs)" >> "$timings"
 if [ $torch_ok = 1 ]; then

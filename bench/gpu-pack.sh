@@ -103,12 +103,27 @@ for lm in gpt2 llama; do
     build/bin/kiln-compile --quiet --kv-cache=true $cuda --precision=fp16 "$model" -o "$pack/lm/$lm-fp16.kiln"
     build/bin/kiln-compile --quiet --kv-cache=true $cuda --precision=bf16 "$model" -o "$pack/lm/$lm-bf16.kiln"
   }
+  # int8 and int4 weights (one output column per panel on the GPU), against x86 builds quantized the
+  # same way (prompts 1 and 2).
+  for q in int8 int4; do
+    qflags="--quantize=$q --quantize-group=32"
+    # shellcheck disable=SC2086
+    build/bin/kiln-compile --quiet --kv-cache=true $cuda $qflags "$model" -o "$pack/lm/$lm-$q.kiln"
+    # shellcheck disable=SC2086
+    build/bin/kiln-compile --quiet --kv-cache=true $qflags "$model" -o "build/gpu-pack-$lm-x86-$q.kiln"
+  done
   n=0
   while read -r prompt; do
     n=$((n + 1))
     # shellcheck disable=SC2086
     build/bin/kiln-run generate "build/gpu-pack-$lm-x86.kiln" $prompt --ids --max-new-tokens 48 \
       > "$pack/lm/$lm-prompt$n.x86"
+    for q in int8 int4; do
+      [ $n -le 2 ] || continue
+      # shellcheck disable=SC2086
+      build/bin/kiln-run generate "build/gpu-pack-$lm-x86-$q.kiln" $prompt --ids --max-new-tokens 48 \
+        > "$pack/lm/$lm-prompt$n-$q.x86"
+    done
   done < "$pack/lm/prompts.txt"
 done
 

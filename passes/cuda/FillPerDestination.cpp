@@ -4,8 +4,9 @@
 // starts from one zero-filled tensor. One-shot bufferization then fills one buffer, keeps it alive
 // for the whole model, and copies it into each product's output before the product overwrites
 // it (copy before write). On the GPU each copy is a launch that reads and writes the whole
-// output. With a fill per destination the fill writes the product's own buffer, and
-// kiln-call-device-gemm turns a zero fill right before a product into beta = 0: no launch.
+// output. With a fill per destination, each right before it, the fill writes the product's own
+// buffer, kiln-call-device-gemm turns a zero fill right before a product into beta = 0 and
+// kiln-form-block-reductions takes one into its reduction's launch: no launch.
 #include "passes/cuda/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -23,11 +24,28 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+/// The ops that make a fill's destination: a tensor.empty, or a reshape of one (elementwise
+/// fusion's reshape propagation leaves a head split's fill on an expand_shape of the empty tensor);
+/// empty when it is something else.
+SmallVector<Operation *> destinationOps(linalg::FillOp fill) {
+  Value dest = fill.getDpsInits()[0];
+  SmallVector<Operation *> ops;
+  if (auto reshape = dest.getDefiningOp(); isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(reshape)) {
+    ops.push_back(reshape);
+    dest = reshape->getOperand(0);
+  }
+  auto empty = dest.getDefiningOp<tensor::EmptyOp>();
+  if (!empty)
+    return {};
+  ops.insert(ops.begin(), empty);
+  return ops;
+}
+
 struct FillPerDestinationPass : impl::FillPerDestinationPassBase<FillPerDestinationPass> {
   void runOnOperation() override {
     SmallVector<linalg::FillOp> fills;
     getOperation().walk([&](linalg::FillOp fill) {
-      if (fill.hasPureTensorSemantics() && fill.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>())
+      if (fill.hasPureTensorSemantics() && !destinationOps(fill).empty())
         fills.push_back(fill);
     });
     for (linalg::FillOp fill : fills) {
@@ -42,21 +60,29 @@ struct FillPerDestinationPass : impl::FillPerDestinationPassBase<FillPerDestinat
         else
           read = true;
       }
-      if (destinations.size() < (read ? 1u : 2u))
+      if (destinations.empty())
         continue;
       // In program order where that is defined (use lists are not), so the first keeps it.
       Block *block = destinations.front()->getOwner()->getBlock();
-      if (llvm::all_of(destinations, [&](OpOperand *u) { return u->getOwner()->getBlock() == block; }))
+      bool oneBlock =
+          llvm::all_of(destinations, [&](OpOperand *u) { return u->getOwner()->getBlock() == block; });
+      if (oneBlock)
         llvm::sort(destinations,
                    [](OpOperand *x, OpOperand *y) { return x->getOwner()->isBeforeInBlock(y->getOwner()); });
-      auto empty = fill.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>();
+      // The first destination's fill right before it (CSE may have left it before other products):
+      // kiln-form-block-reductions takes in only a fill right before its reduction.
+      if (!read && oneBlock && fill->getBlock() == block)
+        fill->moveBefore(destinations.front()->getOwner());
+      if (destinations.size() < (read ? 1u : 2u))
+        continue;
+      SmallVector<Operation *> made = destinationOps(fill);
       for (OpOperand *use : llvm::drop_begin(destinations, read ? 0 : 1)) {
         // Right before its user, so the sizes of a dynamic empty tensor dominate it (they
         // dominate the original fill, which dominates every use).
         OpBuilder b(use->getOwner());
-        Operation *newEmpty = b.clone(*empty);
         IRMapping mapping;
-        mapping.map(empty.getResult(), newEmpty->getResult(0));
+        for (Operation *op : made)
+          b.clone(*op, mapping);
         use->set(b.clone(*fill, mapping)->getResult(0));
       }
     }

@@ -17,6 +17,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/SmallBitVector.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_FORMBLOCKREDUCTIONSPASS
@@ -52,7 +53,8 @@ struct Reduction {
   Operation *compare;      // the arith.cmpf a select-form min or max chooses by, or null
   Value value;             // what is folded into the accumulator
   Operation *fill = nullptr; // the loop nest (or store) right before that sets every output
-  Value fillValue;           // to this value, from outside it
+  Value fillValue;           // to this value, from outside it or computed in its body:
+  scf::ParallelOp fillLoop;  // then the fill's loop, whose body the first thread runs for its output
 };
 
 /// Whether `select` is max(a, b) (true) or min(a, b) (false) written as a compare and a
@@ -226,6 +228,29 @@ Value boundSource(Value v) {
   return v;
 }
 
+/// Whether `a` (in a loop with induction variables `aIvs`) and `b` (in one with `bIvs`) name the
+/// same element for the same iteration: position by position the same constant, or induction
+/// variables of the same rank in their loops, each of them once (an element per iteration).
+bool sameElement(ValueRange a, ValueRange aIvs, ValueRange b, ValueRange bIvs) {
+  if (a.size() != b.size() || aIvs.size() != bIvs.size())
+    return false;
+  llvm::SmallBitVector seen(aIvs.size());
+  for (auto [x, y] : llvm::zip(a, b)) {
+    auto ix = llvm::find(aIvs, x), iy = llvm::find(bIvs, y);
+    if (ix != aIvs.end() || iy != bIvs.end()) {
+      if (ix == aIvs.end() || iy == bIvs.end() || ix - aIvs.begin() != iy - bIvs.begin() ||
+          seen.test(ix - aIvs.begin()))
+        return false;
+      seen.set(ix - aIvs.begin());
+      continue;
+    }
+    std::optional<int64_t> cx = getConstantIntValue(x), cy = getConstantIntValue(y);
+    if (!cx || !cy || *cx != *cy)
+      return false;
+  }
+  return seen.all();
+}
+
 /// Whether two loops' bounds are the same sizes.
 bool sameBounds(ValueRange a, ValueRange b) {
   return a.size() == b.size() &&
@@ -233,9 +258,15 @@ bool sameBounds(ValueRange a, ValueRange b) {
 }
 
 /// Finds `r`'s fill: right before it (host arithmetic between aside), a parallel loop over the
-/// same outputs, or for one output a store, that stores one value from outside into each output
-/// `r` reduces into. The block launch then starts its first thread from that value instead of
-/// reading the output, and the fill's launch goes away.
+/// same outputs, or for one output a store, that stores one value into each output `r` reduces
+/// into: a value from outside, or (a parallel loop) one its body computes from loads and
+/// arithmetic (a bias and a residual kiln-fold-reduction-addends started the sum from). The block
+/// launch then starts its first thread from that value instead of reading the output, and the
+/// fill's launch goes away. The first thread computes the value after the block's partial sums:
+/// the loads must not see the reduction's writes, which holds since they read another buffer than
+/// the output, or the output's own element, which only that thread writes (a buffer of the arena
+/// aliasing the output elsewhere would break the fill's own loop as much, so the memory plan never
+/// makes one).
 void findFill(Reduction &r) {
   Operation *prev = r.root->getPrevNode();
   while (prev && prev->getNumRegions() == 0 && isMemoryEffectFree(prev))
@@ -248,21 +279,32 @@ void findFill(Reduction &r) {
     auto fill = dyn_cast<scf::ParallelOp>(prev);
     if (!fill || fill.getNumResults() != 0 || !sameBounds(fill.getLowerBound(), r.outputs.getLowerBound()) ||
         !sameBounds(fill.getUpperBound(), r.outputs.getUpperBound()) ||
-        !sameBounds(fill.getStep(), r.outputs.getStep()) ||
-        fill.getBody()->getOperations().size() != 2)
+        !sameBounds(fill.getStep(), r.outputs.getStep()))
       return;
-    store = dyn_cast<memref::StoreOp>(fill.getBody()->front());
-    // Both at their loops' induction variables, in order: the same element for the same iteration.
-    if (!store || !llvm::equal(store.getIndices(), fill.getInductionVars()) ||
-        !llvm::equal(r.store.getIndices(), r.outputs.getInductionVars()))
+    Operation *last = fill.getBody()->getTerminator()->getPrevNode();
+    store = dyn_cast_or_null<memref::StoreOp>(last);
+    // The same element for the same iteration (each writes every element once: the same bounds).
+    if (!store || !sameElement(store.getIndices(), fill.getInductionVars(), r.store.getIndices(),
+                               r.outputs.getInductionVars()))
       return;
+    for (Operation &op : fill.getBody()->without_terminator()) {
+      if (&op == last)
+        continue;
+      auto load = dyn_cast<memref::LoadOp>(op);
+      if (load ? load.getMemRef() == out && !llvm::equal(load.getIndices(), store.getIndices())
+               : op.getNumRegions() != 0 || !isMemoryEffectFree(&op))
+        return;
+    }
+    if (store.getMemRef() != out)
+      return;
+    if (!definedOutside(store.getValueToStore(), prev))
+      r.fillLoop = fill;
   } else {
     store = dyn_cast<memref::StoreOp>(prev);
-    if (!store || !llvm::equal(store.getIndices(), r.store.getIndices()))
+    if (!store || !llvm::equal(store.getIndices(), r.store.getIndices()) || store.getMemRef() != out ||
+        !definedOutside(store.getValueToStore(), prev))
       return;
   }
-  if (store.getMemRef() != out || !definedOutside(store.getValueToStore(), prev))
-    return;
   r.fill = prev;
   r.fillValue = store.getValueToStore();
 }
@@ -489,7 +531,16 @@ struct FormBlockReductionsPass : impl::FormBlockReductionsPassBase<FormBlockRedu
     SmallVector<Value> at;
     for (Value i : r.store.getIndices())
       at.push_back(mapping.lookupOrDefault(i));
-    Value old = r.fill ? r.fillValue : (Value)memref::LoadOp::create(b, loc, r.store.getMemRef(), at);
+    if (r.fillLoop) {
+      // The fill's body for this output: its loop's induction variables are the output's.
+      for (auto [fillIv, outIv] : llvm::zip(r.fillLoop.getInductionVars(), r.outputs.getInductionVars()))
+        mapping.map(fillIv, mapping.lookup(outIv));
+      for (Operation &op : r.fillLoop.getBody()->without_terminator())
+        if (!isa<memref::StoreOp>(op) || op.getNextNode() != r.fillLoop.getBody()->getTerminator())
+          b.clone(op, mapping);
+    }
+    Value old = r.fill ? mapping.lookupOrDefault(r.fillValue)
+                       : (Value)memref::LoadOp::create(b, loc, r.store.getMemRef(), at);
     Value total = memref::LoadOp::create(b, loc, shared, ValueRange{rowsPerBlock == 1 ? zero : thread});
     memref::StoreOp::create(b, loc, combine(old, total), r.store.getMemRef(), at);
     b.setInsertionPointAfter(launch);

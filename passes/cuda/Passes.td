@@ -57,6 +57,23 @@ def MarkGemmEpiloguesPass : Pass<"kiln-mark-gemm-epilogues", "::mlir::func::Func
   }];
 }
 
+def FoldReductionAddendsPass : Pass<"kiln-fold-reduction-addends", "::mlir::func::FuncOp"> {
+  let summary = "Start a sum reduction from the terms the elementwise op after it adds to its result";
+  let description = [{
+    For GPU targets, on tensors after elementwise fusion. A `linalg.generic`
+    sum reduction that is no contraction (the int8/int4 products, one
+    reduction per output), starting from a zero `linalg.fill` and read only
+    by an elementwise op at the element that op writes, where that op adds
+    terms to it (a chain of adds, each the only reader of the one before: a
+    bias, a residual): the terms' sum becomes an elementwise op writing the
+    reduction's initial value, and the elementwise op reads the reduction
+    where it read the chain's end, or is replaced by the reduction when it
+    only added. kiln-form-block-reductions then computes that initial value
+    in the reduction's launch, so the bias and residual cost no launch.
+    The adds are reassociated (sum + (bias + residual)).
+  }];
+}
+
 def ResolveReshapeShapesPass : Pass<"kiln-resolve-reshape-shapes", "::mlir::func::FuncOp"> {
   let summary = "Turn memref.reshape with a known shape operand into memref.reinterpret_cast";
   let description = [{

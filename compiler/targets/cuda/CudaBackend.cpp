@@ -69,6 +69,8 @@ public:
       pm.addPass(createConvertGraphToLinalgPass(lowering));
       addCleanup(pm);
       addElementwiseFusion(pm, options);
+      // A bias or residual added to an int8/int4 product starts its sum (no launch of its own).
+      pm.addNestedPass<func::FuncOp>(createFoldReductionAddendsPass());
       pm.addNestedPass<func::FuncOp>(createAttentionOperandViewsPass());
       // After the last CSE, which merges identical fills.
       pm.addNestedPass<func::FuncOp>(createFillPerDestinationPass());

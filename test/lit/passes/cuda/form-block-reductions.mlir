@@ -464,3 +464,79 @@ func.func @main(%x: memref<?x256xf32>, %w: memref<64x256xf32>, %y: memref<?x64xf
   }
   return
 }
+
+// -----
+
+// A fill that computes each output's initial value (bias + residual, as kiln-fold-reduction-addends
+// leaves it) goes into the launch too: the first thread of each block loads and adds them for its
+// output, then adds the block's total; the fill's loop is gone.
+// CHECK-LABEL: func @main(%arg0: memref<8x256xf32>, %arg1: memref<16x256xf32>, %arg2: memref<16xf32>, %arg3: memref<8x16xf32>, %arg4: memref<8x16xf32>)
+// CHECK-NOT: scf.parallel
+// CHECK: gpu.launch
+// CHECK: arith.cmpi eq
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: %[[B:.*]] = memref.load %arg2[%[[J:.*]]] : memref<16xf32>
+// CHECK-NEXT: %[[R:.*]] = memref.load %arg3[%[[I:.*]], %[[J]]] : memref<8x16xf32>
+// CHECK-NEXT: %[[INIT:.*]] = arith.addf %[[B]], %[[R]]
+// CHECK-NEXT: %[[T:.*]] = memref.load %{{.*}}[%c0] : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[S:.*]] = arith.addf %[[INIT]], %[[T]]
+// CHECK-NEXT: memref.store %[[S]], %arg4[%[[I]], %[[J]]]
+func.func @main(%x: memref<8x256xf32>, %w: memref<16x256xf32>, %b: memref<16xf32>, %res: memref<8x16xf32>,
+                %y: memref<8x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c256 = arith.constant 256 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c16) step (%c1, %c1) {
+    %bv = memref.load %b[%j] : memref<16xf32>
+    %rv = memref.load %res[%i, %j] : memref<8x16xf32>
+    %t = arith.addf %bv, %rv : f32
+    memref.store %t, %y[%i, %j] : memref<8x16xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c16) step (%c1, %c1) {
+    scf.for %k = %c0 to %c256 step %c1 {
+      %a = memref.load %x[%i, %k] : memref<8x256xf32>
+      %wv = memref.load %w[%j, %k] : memref<16x256xf32>
+      %acc = memref.load %y[%i, %j] : memref<8x16xf32>
+      %p = arith.mulf %a, %wv : f32
+      %s = arith.addf %acc, %p : f32
+      memref.store %s, %y[%i, %j] : memref<8x16xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A fill reading the output at another element (here its transpose's) would see what other blocks
+// already stored: it stays a loop of its own before the launch.
+// CHECK-LABEL: func @main(%arg0: memref<8x256xf32>, %arg1: memref<8x256xf32>, %arg2: memref<8x8xf32>)
+// CHECK: scf.parallel
+// CHECK: memref.load %arg2[%{{.*}}, %{{.*}}]
+// CHECK: gpu.launch
+func.func @main(%x: memref<8x256xf32>, %w: memref<8x256xf32>, %y: memref<8x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c256 = arith.constant 256 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c8) step (%c1, %c1) {
+    %t = memref.load %y[%j, %i] : memref<8x8xf32>
+    memref.store %t, %y[%i, %j] : memref<8x8xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c8) step (%c1, %c1) {
+    scf.for %k = %c0 to %c256 step %c1 {
+      %a = memref.load %x[%i, %k] : memref<8x256xf32>
+      %wv = memref.load %w[%j, %k] : memref<8x256xf32>
+      %acc = memref.load %y[%i, %j] : memref<8x8xf32>
+      %p = arith.mulf %a, %wv : f32
+      %s = arith.addf %acc, %p : f32
+      memref.store %s, %y[%i, %j] : memref<8x8xf32>
+    }
+    scf.reduce
+  }
+  return
+}
