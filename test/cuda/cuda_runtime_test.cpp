@@ -1453,14 +1453,16 @@ TEST(CudaStepGraphs, DecodeStepsAreOneGraphLaunchEach) {
 // block and parameters (pointers as allocation size and offset), and the two decodes of the same
 // prompt must give the same lines. A node left with an earlier step's sizes, or set from another
 // launch, shows as a difference. The mock reads parameter sizes from PTX, so it poses as an sm_100
-// device (the sm_90 artifacts then load their PTX).
+// device (the sm_90 artifacts then load their PTX). The int8/int4 builds: their products are kiln's
+// reduction kernels, whose nodes are set each step like the rest.
 TEST(CudaStepGraphs, ReplayedStepsRunWhatEagerStepsRun) {
   NoPointerChecks noChecks;
   void *lib = MockDeviceMemory::library();
   ASSERT_NE(lib, nullptr);
   auto setTrace = reinterpret_cast<kiln_mock_cuda_set_trace_fn>(dlsym(lib, "kiln_mock_cuda_set_trace"));
   ASSERT_NE(setTrace, nullptr);
-  for (const char *artifact : {KILN_CUDA_GPT2_SM90, KILN_CUDA_LLAMA_SM90}) {
+  for (const char *artifact :
+       {KILN_CUDA_GPT2_SM90, KILN_CUDA_LLAMA_SM90, KILN_CUDA_GPT2_INT8_SM90, KILN_CUDA_LLAMA_INT4_SM90}) {
     SCOPED_TRACE(artifact);
     const std::string eagerTrace = testing::TempDir() + "kiln_step_eager.trace";
     const std::string graphTrace = testing::TempDir() + "kiln_step_graph.trace";

@@ -110,3 +110,49 @@ func.func @one_product(%a: tensor<3x8xf32>, %w: tensor<8x4xf32>) -> tensor<3x4xf
   } -> tensor<3x4xf32>
   return %p : tensor<3x4xf32>
 }
+
+// -----
+
+#mapA = affine_map<(m, h, d, k) -> (m, k)>
+#mapB = affine_map<(m, h, d, k) -> (h, d, k)>
+#mapC = affine_map<(m, h, d, k) -> (m, h, d)>
+
+// A fill on an expand_shape of the empty tensor (reshape propagation splits the heads of the K and
+// V products' shared accumulator): each product gets the empty tensor, the reshape and the fill of
+// its own, and the first one's fill moves right before it, past the op between (kiln-form-block-
+// reductions takes in only a fill right before its reduction).
+// CHECK-LABEL: func @reshaped_destination
+// CHECK: %[[E:.*]] = tensor.empty(%{{.*}}) : tensor<?x32xf32>
+// CHECK: %[[X:.*]] = tensor.expand_shape %[[E]]
+// CHECK: %[[N:.*]] = arith.negf
+// CHECK-NEXT: %[[F1:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[X]] : tensor<?x2x16xf32>)
+// CHECK-NEXT: linalg.generic {{.*}} outs(%[[F1]] : tensor<?x2x16xf32>)
+// CHECK: %[[E2:.*]] = tensor.empty(%{{.*}}) : tensor<?x32xf32>
+// CHECK-NEXT: %[[X2:.*]] = tensor.expand_shape %[[E2]]
+// CHECK-NEXT: %[[F2:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[X2]] : tensor<?x2x16xf32>)
+// CHECK-NEXT: linalg.generic {{.*}} outs(%[[F2]] : tensor<?x2x16xf32>)
+func.func @reshaped_destination(%a: tensor<?x8xf32>, %k: tensor<2x16x8xf32>, %v: tensor<2x16x8xf32>)
+    -> (tensor<?x2x16xf32>, tensor<?x2x16xf32>, f32) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %d = tensor.dim %a, %c0 : tensor<?x8xf32>
+  %e = tensor.empty(%d) : tensor<?x32xf32>
+  %x = tensor.expand_shape %e [[0], [1, 2]] output_shape [%d, 2, 16] : tensor<?x32xf32> into tensor<?x2x16xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%x : tensor<?x2x16xf32>) -> tensor<?x2x16xf32>
+  %n = arith.negf %zero : f32
+  %pk = linalg.generic {indexing_maps = [#mapA, #mapB, #mapC], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %k : tensor<?x8xf32>, tensor<2x16x8xf32>) outs(%f : tensor<?x2x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x2x16xf32>
+  %pv = linalg.generic {indexing_maps = [#mapA, #mapB, #mapC], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %v : tensor<?x8xf32>, tensor<2x16x8xf32>) outs(%f : tensor<?x2x16xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x2x16xf32>
+  return %pk, %pv, %n : tensor<?x2x16xf32>, tensor<?x2x16xf32>, f32
+}
