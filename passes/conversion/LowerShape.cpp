@@ -252,8 +252,50 @@ struct RegroupPattern : OpConversionPattern<OpTy> {
         dims.push_back(inserted ? idx(rewriter, loc, 1) : dimValue(rewriter, loc, x, next++));
       }
     }
+    if constexpr (!std::is_same_v<OpTy, FlattenOp>)
+      if (Value v = unitRegroup(rewriter, loc, x, rt)) {
+        rewriter.replaceOp(op, v);
+        return success();
+      }
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, x, rt, dims));
     return success();
+  }
+
+  /// Squeeze and Unsqueeze as a collapse_shape or expand_shape (a view whose dims are the input's
+  /// own, so the ops after it see equal sizes: a rotary table unsqueezed for the heads kept every
+  /// later op's sizes apart from the query's), when every group holds at most one dynamic dim:
+  /// each kept dim with the unit dims dropped or inserted after it (those before the first kept
+  /// dim join its group). Null otherwise (a dynamic dim squeezed next to another dynamic one).
+  static Value unitRegroup(OpBuilder &b, Location loc, Value x, RankedTensorType rt) {
+    auto xt = cast<RankedTensorType>(x.getType());
+    bool expand = rt.getRank() > xt.getRank();
+    RankedTensorType big = expand ? rt : xt, small = expand ? xt : rt;
+    if (small.getRank() == 0 || big.getRank() == small.getRank())
+      return {};
+    // Match the small type's dims, in order, to dims of the big one; the rest are units.
+    SmallVector<ReassociationIndices> groups;
+    int64_t j = 0;
+    for (int64_t i = 0; i < small.getRank(); ++i) {
+      ReassociationIndices g;
+      while (j < big.getRank() && big.getDimSize(j) == 1 && small.getDimSize(i) != 1 &&
+             big.getRank() - j > small.getRank() - i)
+        g.push_back(j++);
+      if (j >= big.getRank() || big.getDimSize(j) != small.getDimSize(i))
+        return {};
+      g.push_back(j++);
+      groups.push_back(g);
+    }
+    for (; j < big.getRank(); ++j) {
+      if (big.getDimSize(j) != 1)
+        return {};
+      groups.back().push_back(j);
+    }
+    for (const ReassociationIndices &g : groups)
+      if (llvm::count_if(g, [&](int64_t d) { return big.isDynamicDim(d); }) > 1)
+        return {};
+    if (expand)
+      return tensor::ExpandShapeOp::create(b, loc, rt, x, groups);
+    return tensor::CollapseShapeOp::create(b, loc, rt, x, groups);
   }
 };
 

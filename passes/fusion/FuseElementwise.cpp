@@ -55,6 +55,7 @@ bool allowReshapeFusion(OpOperand *fused) {
 /// A dynamic size traced back to where it comes from, through the ops that only pass sizes on: a
 /// destination-style op's result has its init's sizes, tensor.empty its operands', tensor.dim the
 /// size it reads, a cast, a slice or a reshape's one-dim group its source's (or its size operand's),
+/// a concatenation's dims other than the concatenated one its first input's,
 /// the smaller of two sizes from one place that place.
 /// A function argument's dim named like another argument's in kiln.dims is that one (the runtime
 /// checks inputs with equal symbols agree before a run). (value, dim), or (size value, -1).
@@ -104,6 +105,13 @@ DimSource sourceOfDim(Value t, int64_t i, int depth = 0) {
       if (auto size = dyn_cast<Value>(expand.getMixedOutputShape()[i]))
         return sourceOfSize(size, depth);
       break;
+    }
+    // A concatenation's other dims are its inputs' (the rotary tables' [cos, cos] of the halves).
+    if (auto concat = dyn_cast<tensor::ConcatOp>(def)) {
+      if (int64_t(concat.getDim()) == i)
+        break;
+      t = concat.getInputs().front();
+      continue;
     }
     if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
       const ReassociationIndices group = collapse.getReassociationIndices()[i]; // a copy: the list is a temporary

@@ -860,3 +860,28 @@ func.func @rotary(%x: tensor<3x16xf32>, %c: tensor<16xf32>, %s: tensor<3x16xf32>
   %0 = graph.rotary %x, %c, %s : (tensor<3x16xf32>, tensor<16xf32>, tensor<3x16xf32>) -> tensor<3x16xf32>
   return %0 : tensor<3x16xf32>
 }
+
+// -----
+
+// Unsqueeze and Squeeze regroup dims: an expand_shape / collapse_shape (a view whose dims are the
+// input's own), each kept dim grouped with the unit dims next to it.
+// CHECK-LABEL: func @unsqueeze_squeeze_views
+// CHECK: tensor.expand_shape %arg0 {{\[}}[0], [1, 2], [3]] output_shape [%{{.*}}, 1, %{{.*}}, 16] : tensor<?x?x16xf32> into tensor<?x1x?x16xf32>
+// CHECK: tensor.collapse_shape %arg1 {{\[}}[0, 1], [2, 3]] : tensor<1x?x?x1xf32> into tensor<?x?xf32>
+// CHECK-NOT: tensor.reshape
+func.func @unsqueeze_squeeze_views(%x: tensor<?x?x16xf32>, %y: tensor<1x?x?x1xf32>) -> (tensor<?x1x?x16xf32>, tensor<?x?xf32>) {
+  %u = graph.unsqueeze %x {axes = array<i64: 1>} : (tensor<?x?x16xf32>) -> tensor<?x1x?x16xf32>
+  %s = graph.squeeze %y {axes = array<i64: 0, 3>} : (tensor<1x?x?x1xf32>) -> tensor<?x?xf32>
+  return %u, %s : tensor<?x1x?x16xf32>, tensor<?x?xf32>
+}
+
+// -----
+
+// A squeezed dim that is dynamic in the type (1 at run time) next to another dynamic dim cannot
+// share a view's group: a reshape, as before.
+// CHECK-LABEL: func @squeeze_dynamic_unit
+// CHECK: tensor.reshape
+func.func @squeeze_dynamic_unit(%y: tensor<?x?xf32>) -> tensor<?xf32> {
+  %s = graph.squeeze %y {axes = array<i64: 0>} : (tensor<?x?xf32>) -> tensor<?xf32>
+  return %s : tensor<?xf32>
+}

@@ -191,3 +191,18 @@ func.func @no_recompute_in_reduction(%x: tensor<4x8xf32>, %w: tensor<16x8xi8>, %
   } -> tensor<4xf32>
   return %1, %3 : tensor<4x16xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A concatenation's dims other than the concatenated one are its first input's: a cut of x to the
+// sizes of concat(x, x) along dim 1, in dim 0, is x itself (the rotary tables' [freqs, freqs]).
+// CHECK-LABEL: func @cut_to_concat_sizes
+// CHECK-NOT: tensor.extract_slice
+// CHECK: return %arg0
+func.func @cut_to_concat_sizes(%x: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %cc = tensor.concat dim(1) %x, %x : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x16xf32>
+  %d = tensor.dim %cc, %c0 : tensor<?x16xf32>
+  %cut = tensor.extract_slice %x[0, 0] [%d, 8] [1, 1] : tensor<?x8xf32> to tensor<?x8xf32>
+  return %cut, %cc : tensor<?x8xf32>, tensor<?x16xf32>
+}
