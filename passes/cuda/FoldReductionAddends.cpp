@@ -64,8 +64,10 @@ struct FoldAddendsPattern : OpRewritePattern<linalg::GenericOp> {
       return failure();
     OpOperand &use = *reduction->getResult(0).getUses().begin();
     auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
-    if (!consumer || consumer.getNumDpsInits() != 1 || !consumer.isDpsInput(&use) ||
-        consumer.getNumReductionLoops() != 0 || !consumer.hasPureTensorSemantics())
+    // In the same block, so that what the addends read before the consumer is also there before
+    // the reduction when it is defined before it in that block (checked below).
+    if (!consumer || consumer->getBlock() != reduction->getBlock() || consumer.getNumDpsInits() != 1 ||
+        !consumer.isDpsInput(&use) || consumer.getNumReductionLoops() != 0 || !consumer.hasPureTensorSemantics())
       return failure();
     // The consumer reads the sum at the element it writes, and writes a tensor shaped like it.
     AffineMap map = consumer.getMatchingIndexingMap(&use);
@@ -114,7 +116,8 @@ struct FoldAddendsPattern : OpRewritePattern<linalg::GenericOp> {
       if (input == &use || !read.contains(arg))
         continue;
       Operation *def = input->get().getDefiningOp();
-      if (def && def->getBlock() == reduction->getBlock() && reduction->isBeforeInBlock(def))
+      Operation *at = def ? reduction->getBlock()->findAncestorOpInBlock(*def) : nullptr;
+      if (at && (at == reduction.getOperation() || reduction->isBeforeInBlock(at)))
         return rewriter.notifyMatchFailure(consumer, "an addend is computed after the reduction");
       inputs.push_back(input->get());
       reads.push_back(arg);
