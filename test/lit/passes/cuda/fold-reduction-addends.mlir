@@ -169,3 +169,45 @@ func.func @not_folded(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %q: tensor<16x8
   } -> tensor<4x16xf32>
   return %c2, %p, %p2, %p4, %p6 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
 }
+
+// -----
+
+#lhs = affine_map<(d0, d1, d2) -> (d0, d2)>
+#rhs = affine_map<(d0, d1, d2) -> (d1, d2)>
+#out = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#bias = affine_map<(d0, d1) -> (d1)>
+
+// A consumer in another block (inside an scf.if) is left alone: what its addends read need not be
+// there before the reduction.
+// CHECK-LABEL: func @consumer_in_a_region
+// CHECK: %[[Z:.*]] = linalg.fill
+// CHECK: linalg.generic {{.*}} outs(%[[Z]] : tensor<4x16xf32>)
+// CHECK: scf.if
+// CHECK: arith.addf
+func.func @consumer_in_a_region(%x: tensor<4x8xf32>, %q: tensor<16x8xi8>, %b: tensor<16xf32>, %c: i1) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %p = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %q : tensor<4x8xf32>, tensor<16x8xi8>) outs(%z : tensor<4x16xf32>) {
+  ^bb0(%a: f32, %qq: i8, %acc: f32):
+    %f = arith.sitofp %qq : i8 to f32
+    %f2 = arith.mulf %f, %f : f32
+    %m = arith.mulf %a, %f2 : f32
+    %t = arith.addf %acc, %m : f32
+    linalg.yield %t : f32
+  } -> tensor<4x16xf32>
+  %r = scf.if %c -> tensor<4x16xf32> {
+    %y = linalg.generic {indexing_maps = [#id, #bias, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%p, %b : tensor<4x16xf32>, tensor<16xf32>) outs(%e : tensor<4x16xf32>) {
+    ^bb0(%v: f32, %bb: f32, %o: f32):
+      %s1 = arith.addf %v, %bb : f32
+      linalg.yield %s1 : f32
+    } -> tensor<4x16xf32>
+    scf.yield %y : tensor<4x16xf32>
+  } else {
+    scf.yield %e : tensor<4x16xf32>
+  }
+  return %r : tensor<4x16xf32>
+}
