@@ -398,16 +398,24 @@ Value lowerPanels(OpBuilder &b, Location loc, Value lhs, RankedTensorType rt, in
 // bytes, so a decode step's matrix-vector product streams every weight byte once, and no
 // dequantized copy exists.
 
+/// `v` [..., K] with a dynamic K cast to the static `k` (the weight's K: the op's verifier ties
+/// them), so the views and maps built on it are static.
+Value withLastDim(OpBuilder &b, Location loc, Value v, int64_t k) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getShape().back() == k)
+    return v;
+  SmallVector<int64_t> shape(t.getShape());
+  shape.back() = k;
+  return tensor::CastOp::create(b, loc, t.clone(shape), v);
+}
+
 /// `v` [..., K] with its last dim split into [K / prod(parts), parts...] (a view); a dynamic K is
 /// first cast to `k`.
 Value splitLastDim(OpBuilder &b, Location loc, Value v, int64_t k, ArrayRef<int64_t> parts) {
+  v = withLastDim(b, loc, v, k);
   auto t = cast<RankedTensorType>(v.getType());
   int64_t rank = t.getRank();
   SmallVector<int64_t> shape(t.getShape());
-  if (shape.back() != k) {
-    shape.back() = k;
-    v = tensor::CastOp::create(b, loc, t.clone(shape), v);
-  }
   int64_t inner = 1;
   for (int64_t p : parts)
     inner *= p;
@@ -458,14 +466,6 @@ Value reduceRows(OpBuilder &b, Location loc, ValueRange inputs, ArrayRef<AffineM
       .getResult(0);
 }
 
-/// The map (outer..., n, reduced...) -> the listed dims.
-AffineMap dimsMap(MLIRContext *ctx, unsigned numDims, ArrayRef<unsigned> dims) {
-  SmallVector<AffineExpr> exprs;
-  for (unsigned d : dims)
-    exprs.push_back(getAffineDimExpr(d, ctx));
-  return AffineMap::get(numDims, 0, exprs, ctx);
-}
-
 /// The outer dims' indices 0 .. outer-1 followed by `more`.
 SmallVector<unsigned> outerThen(unsigned outer, ArrayRef<unsigned> more) {
   SmallVector<unsigned> dims;
@@ -490,8 +490,8 @@ Value weightOnlyReduction(OpBuilder &b, Location loc, Value lhs, Value weight, V
   Value w = splitLastDim(b, loc, mergeInnerDims(b, loc, weight), k / (bits == 4 ? 2 : 1), {bytesPerGroup});
   Value s = mergeInnerDims(b, loc, scales);
   SmallVector<unsigned> aDims = bits == 4 ? outerThen(outer, {g, r, e}) : outerThen(outer, {g, r});
-  SmallVector<AffineMap> maps = {dimsMap(ctx, numDims, aDims), dimsMap(ctx, numDims, {outer, g, r}),
-                                 dimsMap(ctx, numDims, {outer, g})};
+  auto map = [&](ArrayRef<unsigned> dims) { return AffineMap::getMultiDimMapWithTargets(numDims, dims, ctx); };
+  SmallVector<AffineMap> maps = {map(aDims), map({outer, g, r}), map({outer, g})};
   Value init = zeroRows(b, loc, lhs, n, b.getF32Type());
   return reduceRows(b, loc, ValueRange{a, w, s}, maps, init, outer, reduced,
                     [&](OpBuilder &nb, Location nl, ValueRange args) {
@@ -520,14 +520,9 @@ Value integerReduction(OpBuilder &b, Location loc, Value lhs, Value weight) {
   auto wt = cast<RankedTensorType>(weight.getType());
   int64_t n = wt.getDimSize(0), k = wt.getDimSize(1) * 2;
   unsigned outer = cast<RankedTensorType>(lhs.getType()).getRank() - 1, numDims = outer + 2;
-  auto lt = cast<RankedTensorType>(lhs.getType());
-  if (lt.getShape().back() != k) {
-    SmallVector<int64_t> shape(lt.getShape());
-    shape.back() = k;
-    lhs = tensor::CastOp::create(b, loc, lt.clone(shape), lhs);
-  }
-  SmallVector<AffineMap> maps = {dimsMap(ctx, numDims, outerThen(outer, {outer + 1})),
-                                 dimsMap(ctx, numDims, {outer, outer + 1})};
+  lhs = withLastDim(b, loc, lhs, k);
+  auto map = [&](ArrayRef<unsigned> dims) { return AffineMap::getMultiDimMapWithTargets(numDims, dims, ctx); };
+  SmallVector<AffineMap> maps = {map(outerThen(outer, {outer + 1})), map({outer, outer + 1})};
   Value init = zeroRows(b, loc, lhs, n, b.getI32Type());
   return reduceRows(b, loc, ValueRange{lhs, mergeInnerDims(b, loc, weight)}, maps, init, outer, 1,
                     [](OpBuilder &nb, Location nl, ValueRange args) {

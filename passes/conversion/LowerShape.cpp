@@ -219,6 +219,12 @@ struct RegroupPattern : OpConversionPattern<OpTy> {
     Value x = adaptor.getInput();
     auto xt = cast<RankedTensorType>(x.getType());
     auto rt = cast<RankedTensorType>(op.getType());
+    // A view first; the dims below are only for the tensor.reshape fallback.
+    if constexpr (!std::is_same_v<OpTy, FlattenOp>)
+      if (Value v = unitRegroup(rewriter, loc, x, rt)) {
+        rewriter.replaceOp(op, v);
+        return success();
+      }
     SmallVector<Value> dims;
     if constexpr (std::is_same_v<OpTy, FlattenOp>) {
       int64_t axis = wrapAxis(op.getAxis(), xt.getRank());
@@ -252,11 +258,6 @@ struct RegroupPattern : OpConversionPattern<OpTy> {
         dims.push_back(inserted ? idx(rewriter, loc, 1) : dimValue(rewriter, loc, x, next++));
       }
     }
-    if constexpr (!std::is_same_v<OpTy, FlattenOp>)
-      if (Value v = unitRegroup(rewriter, loc, x, rt)) {
-        rewriter.replaceOp(op, v);
-        return success();
-      }
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, x, rt, dims));
     return success();
   }
