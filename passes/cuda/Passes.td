@@ -90,6 +90,29 @@ def ResolveReshapeShapesPass : Pass<"kiln-resolve-reshape-shapes", "::mlir::func
   let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
 }
 
+def ParallelizeRowLoopsPass : Pass<"kiln-parallelize-row-loops", "::mlir::func::FuncOp"> {
+  let summary = "Turn a host loop of per-row copies into one parallel loop over (row, element)";
+  let description = [{
+    Before kiln-form-gpu-launches. An `scf.for` without results whose body is
+    host ops (pure ops, loads), optionally an `scf.if` without an else with
+    more host ops, and last an `scf.parallel` without results whose bounds do
+    not depend on the loop becomes one `scf.parallel` over the loop's range
+    and the inner loop's: the host ops, the guard and the inner body run per
+    element. It applies only when the iterations are independent: every store
+    in the loop goes into a subview, made in the loop, of a buffer from
+    outside it, with a unit dim at offset the induction variable (each
+    iteration writes its own row), nothing else in the loop has memory effects
+    but loads, and no load reads a buffer (through views) that the loop writes.
+
+    The loop this is for: a KV-cache append with per-row positions. Its body
+    reads each row's position from device memory, so without this the whole
+    loop ran on one GPU thread; now each thread reads its row's position and
+    copies one element. Innermost loops are taken first, so nested row loops
+    become one parallel loop.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def CallDeviceGemmPass : Pass<"kiln-call-device-gemm", "::mlir::ModuleOp"> {
   let summary = "Hand @main's matrix products to the runtime's gemm (cuBLASLt), kiln's kernels as fallback";
   let description = [{

@@ -86,6 +86,7 @@ public:
         p.addPass(createFormNormBlocksPass());
       });
       pm.addNestedPass<func::FuncOp>(createResolveReshapeShapesPass());
+      pm.addNestedPass<func::FuncOp>(createParallelizeRowLoopsPass());
       pm.addPass(createCanonicalizerPass());
       pm.addPass(createFormBlockReductionsPass());
       pm.addPass(createFormGpuLaunchesPass());
