@@ -26,6 +26,26 @@ def AttentionOperandViewsPass : Pass<"kiln-attention-operand-views", "::mlir::fu
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
 }
 
+def TransposedReadsPass : Pass<"kiln-transposed-reads", "::mlir::func::FuncOp"> {
+  let summary = "Let linalg.generic inputs and tensor.extract read a transpose's input instead of its result";
+  let description = [{
+    For --target=cuda, in the linalg phase (tensors), before elementwise
+    fusion. A `linalg.transpose` whose result is read only as inputs of
+    `linalg.generic` ops and by `tensor.extract` ops (anywhere, such as in a
+    generic's body) disappears: each generic reads the transpose's input with
+    its indexing map permuted, each extract with its indices permuted. Only
+    permutations that keep the last dim last (the innermost elements stay
+    contiguous), on tensors.
+
+    What it is for: rotary embeddings after the split into heads. The rotary
+    generic reads its input twice per element (the element and its rotated
+    half, by tensor.extract), so kiln-fuse-elementwise cannot fuse the
+    transpose into it, and on the GPU the transpose was a copy and a launch
+    of its own (for q and k of each Llama layer).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
+}
+
 def FillPerDestinationPass : Pass<"kiln-fill-per-destination", "::mlir::func::FuncOp"> {
   let summary = "Give each destination of a shared linalg.fill on tensors its own fill";
   let description = [{

@@ -68,6 +68,8 @@ public:
       lowering.gpuNorms = true;
       pm.addPass(createConvertGraphToLinalgPass(lowering));
       addCleanup(pm);
+      // Rotary embeddings read q and k's split heads in place: no transposed copies.
+      pm.addNestedPass<func::FuncOp>(createTransposedReadsPass());
       addElementwiseFusion(pm, options);
       // A bias or residual added to an int8/int4 product starts its sum (no launch of its own).
       pm.addNestedPass<func::FuncOp>(createFoldReductionAddendsPass());
