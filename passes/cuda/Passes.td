@@ -35,9 +35,14 @@ def TransposedReadsPass : Pass<"kiln-transposed-reads", "::mlir::func::FuncOp"> 
     generic's body) disappears: each generic reads the transpose's input with
     its indexing map permuted, each extract with its indices permuted. Only
     permutations that keep the last dim last (the innermost elements stay
-    contiguous), on tensors.
+    contiguous), on tensors. A `tensor.extract_slice` of the result (keeping
+    the rank) becomes a transpose of the input's slice, redirected in turn;
+    when that slice is only inserted into another tensor (a KV append's row
+    into the cache) the transpose stays on the slice, and bufferization makes
+    it write the destination directly.
 
-    What it is for: rotary embeddings after the split into heads. The rotary
+    What it is for: rotary embeddings after the split into heads, and the KV
+    append of the split keys and values. The rotary
     generic reads its input twice per element (the element and its rotated
     half, by tensor.extract), so kiln-fuse-elementwise cannot fuse the
     transpose into it, and on the GPU the transpose was a copy and a launch

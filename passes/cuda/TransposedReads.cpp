@@ -5,7 +5,9 @@
 // per element (x and its rotated half, the second through tensor.extract), so kiln-fuse-elementwise
 // cannot fuse the transpose into it: on the GPU the transpose was a copy and a launch of its own,
 // twice per layer. Reading the transpose's input with permuted indices gives the same values with
-// no copy; the permutation keeps the last dim last, so a head's elements stay contiguous.
+// no copy; the permutation keeps the last dim last, so a head's elements stay contiguous. A
+// GPT-2's keys and values go from the transpose into the KV cache by the append's row slices: the
+// transpose moves onto each row and writes the cache directly (two launches fewer per layer).
 #include "passes/cuda/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -30,6 +32,14 @@ SmallVector<T> toInputOrder(ArrayRef<T> resultOrder, ArrayRef<int64_t> perm) {
   return out;
 }
 
+/// Whether `v`'s only use is as the source of a tensor.insert_slice: a slice of the transpose
+/// written into another tensor (a KV cache's row). Its transpose then writes the destination
+/// directly (empty-tensor elimination), so no copy of the whole transpose is left.
+bool insertedOnly(Value v) {
+  return v.hasOneUse() && isa<tensor::InsertSliceOp>(*v.getUsers().begin()) &&
+         cast<tensor::InsertSliceOp>(*v.getUsers().begin()).getSource() == v;
+}
+
 /// Whether every use of `v` (a transpose's result) is a read this pass can redirect: an input of a
 /// linalg.generic (not its init), a tensor.extract, or a slice (tensor.extract_slice that keeps
 /// the rank) whose own uses are such reads.
@@ -39,7 +49,8 @@ bool onlyRedirectableReads(Value v) {
     if (isa<tensor::ExtractOp>(user))
       return true;
     if (auto slice = dyn_cast<tensor::ExtractSliceOp>(user))
-      return slice.getSourceType().getRank() == slice.getType().getRank() && onlyRedirectableReads(slice.getResult());
+      return slice.getSourceType().getRank() == slice.getType().getRank() &&
+             (onlyRedirectableReads(slice.getResult()) || insertedOnly(slice.getResult()));
     auto generic = dyn_cast<linalg::GenericOp>(user);
     return generic && generic.isDpsInput(&use);
   });
@@ -48,6 +59,9 @@ bool onlyRedirectableReads(Value v) {
 /// Redirects the reads of `t`'s result to its input and erases it; a slice of the result becomes
 /// a transpose of the input's slice, redirected in turn.
 void readThrough(linalg::TransposeOp t) {
+  if (!onlyRedirectableReads(t->getResult(0)))
+    return; // a slice's transpose written into another tensor: it stays, on the slice
+
   Value result = t->getResult(0), input = t.getInput();
   ArrayRef<int64_t> perm = t.getPermutation();
   SmallVector<linalg::TransposeOp> sliced;

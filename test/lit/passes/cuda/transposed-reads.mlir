@@ -98,3 +98,26 @@ func.func @as_init(%x: tensor<2x3x4xf32>, %y: tensor<3x2x4xf32>) -> tensor<3x2x4
   } -> tensor<3x2x4xf32>
   return %r : tensor<3x2x4xf32>
 }
+
+// -----
+
+// A KV append's row: a slice of the transposed heads inserted into the cache. The transpose moves
+// onto the slice (bufferization then writes it into the cache's rows directly); the whole
+// transposed copy is gone.
+// CHECK-LABEL: func @inserted_row
+// CHECK-SAME: (%[[X:.*]]: tensor<?x?x4x16xf32>, %[[CACHE:.*]]: tensor<?x4x?x16xf32>, %[[R:.*]]: index, %[[P:.*]]: index)
+// CHECK: %[[ROW:.*]] = tensor.extract_slice %[[X]][%[[R]], 0, 0, 0] [1, %{{.*}}, 4, 16] [1, 1, 1, 1] : tensor<?x?x4x16xf32> to tensor<1x?x4x16xf32>
+// CHECK: %[[T:.*]] = linalg.transpose ins(%[[ROW]] : tensor<1x?x4x16xf32>) outs(%{{.*}} : tensor<1x4x?x16xf32>) permutation = [0, 2, 1, 3]
+// CHECK: tensor.insert_slice %[[T]] into %[[CACHE]][%[[R]], 0, %[[P]], 0]
+// CHECK-NOT: linalg.transpose
+func.func @inserted_row(%x: tensor<?x?x4x16xf32>, %cache: tensor<?x4x?x16xf32>, %r: index, %p: index) -> tensor<?x4x?x16xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %x, %c0 : tensor<?x?x4x16xf32>
+  %s = tensor.dim %x, %c1 : tensor<?x?x4x16xf32>
+  %e = tensor.empty(%b, %s) : tensor<?x4x?x16xf32>
+  %t = linalg.transpose ins(%x : tensor<?x?x4x16xf32>) outs(%e : tensor<?x4x?x16xf32>) permutation = [0, 2, 1, 3]
+  %row = tensor.extract_slice %t[%r, 0, 0, 0] [1, 4, %s, 16] [1, 1, 1, 1] : tensor<?x4x?x16xf32> to tensor<1x4x?x16xf32>
+  %w = tensor.insert_slice %row into %cache[%r, 0, %p, 0] [1, 4, %s, 16] [1, 1, 1, 1] : tensor<1x4x?x16xf32> into tensor<?x4x?x16xf32>
+  return %w : tensor<?x4x?x16xf32>
+}
