@@ -8,10 +8,10 @@
 // for a decode step that is one thread copying a layer's new keys. As one parallel loop over the
 // row and the copy's own dims, each thread reads its row's position itself and copies one element.
 #include "passes/cuda/Passes.h"
+#include "passes/cuda/LaunchUtils.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_PARALLELIZEROWLOOPSPASS
@@ -22,13 +22,6 @@ using namespace mlir;
 
 namespace kiln {
 namespace {
-
-/// The buffer `v` views, through every view op (subview, cast, reinterpret_cast, view into an arena).
-Value rootBuffer(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
-}
 
 /// A row loop's parts: host ops before the copy (`prefix`), an optional guard around it with its
 /// own host ops (`guardPrefix`), and the copy (`copy`, a parallel loop with no results).
@@ -110,9 +103,9 @@ std::optional<RowLoop> matchRowLoop(scf::ForOp loop) {
     if (auto store = dyn_cast<memref::StoreOp>(op)) {
       if (!writesOwnRow(store.getMemRef(), loop))
         independent = false;
-      written.insert(rootBuffer(store.getMemRef()));
+      written.insert(cuda::rootBuffer(store.getMemRef()));
     } else if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      read.push_back(rootBuffer(load.getMemRef()));
+      read.push_back(cuda::rootBuffer(load.getMemRef()));
     } else if (op->getNumRegions() == 0 && !isMemoryEffectFree(op)) {
       independent = false; // an allocation, a call, a copy: not a plain element copy
     }

@@ -138,6 +138,25 @@ def ParallelizeRowLoopsPass : Pass<"kiln-parallelize-row-loops", "::mlir::func::
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def FuseSiblingLoopsPass : Pass<"kiln-fuse-sibling-loops", "::mlir::func::FuncOp"> {
+  let summary = "Merge neighbouring independent parallel loops of the host program into one launch";
+  let description = [{
+    For --target=cuda, after the loops are formed (kiln-parallelize-row-loops)
+    and before kiln-form-gpu-launches. Two `scf.parallel` loops of the same
+    host block with only pure ops and allocations between them become one
+    loop at the second one's place when: neither has results, both have the
+    same rank, lower bounds 0 and steps 1, their upper bounds differ in at
+    most one dim (the merged bound is the larger; each body runs under a
+    guard that its own bound holds), their bodies hold no loops and no memory
+    effects but loads and stores, and neither reads or writes a buffer
+    (through views) that the other writes. Chains merge in turn.
+
+    What it is for: the keys' and values' KV appends of a decoder layer, two
+    copies into different caches, were two launches a layer.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
 def CallDeviceGemmPass : Pass<"kiln-call-device-gemm", "::mlir::ModuleOp"> {
   let summary = "Hand @main's matrix products to the runtime's gemm (cuBLASLt), kiln's kernels as fallback";
   let description = [{

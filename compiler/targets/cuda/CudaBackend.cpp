@@ -89,6 +89,7 @@ public:
       });
       pm.addNestedPass<func::FuncOp>(createResolveReshapeShapesPass());
       pm.addNestedPass<func::FuncOp>(createParallelizeRowLoopsPass());
+      pm.addNestedPass<func::FuncOp>(createFuseSiblingLoopsPass());
       pm.addPass(createCanonicalizerPass());
       pm.addPass(createFormBlockReductionsPass());
       pm.addPass(createFormGpuLaunchesPass());
