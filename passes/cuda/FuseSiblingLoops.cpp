@@ -4,10 +4,9 @@
 // A decoder step appends its keys and then its values to the KV caches: two copies of the same
 // shape into different buffers, each its own launch per layer. A launch costs the host (or a CUDA
 // graph node) more than these copies take, so loops that neither read nor write what the other
-// writes run as one: the merged loop covers both ranges and each body runs where its own range
-// holds. Only loops whose bounds differ in at most one dim are merged (then the merged range is
-// no bigger than the two together) and only elementwise bodies (no nested loop: a reduction keeps
-// its own launch, which kiln-form-block-reductions shapes).
+// writes run as one: over the same space each iteration runs both bodies; otherwise one index
+// runs over the first loop's iterations then the second's. Only elementwise bodies (no nested
+// loop: a reduction keeps its own launch, which kiln-form-block-reductions shapes).
 #include "passes/cuda/Passes.h"
 #include "passes/cuda/LaunchUtils.h"
 
@@ -57,59 +56,78 @@ bool hostStep(Operation &op) {
   return op.getNumRegions() == 0 && (isMemoryEffectFree(&op) || isa<memref::AllocOp>(op));
 }
 
-/// Whether every lower bound is 0 and every step 1 (the merged loop's guards compare the index
-/// with each upper bound).
-bool fromZeroByOne(scf::ParallelOp loop) {
-  return llvm::all_of(loop.getLowerBound(), [](Value v) { return isConstantIntValue(v, 0); }) &&
-         llvm::all_of(loop.getStep(), [](Value v) { return isConstantIntValue(v, 1); });
+/// Whether two bounds are the same value or equal constants.
+bool sameBound(Value x, Value y) {
+  std::optional<int64_t> cx = getConstantIntValue(x), cy = getConstantIntValue(y);
+  return x == y || (cx && cy && *cx == *cy);
 }
 
-/// The dims where `a` and `b`'s upper bounds differ (as values), or nothing when the loops cannot
-/// merge: results, other ranks, other lower bounds or steps, more than one differing dim, or
-/// bodies that touch what the other writes.
-std::optional<SmallVector<unsigned>> mergeable(scf::ParallelOp a, scf::ParallelOp b) {
-  if (a.getNumResults() || b.getNumResults() || a.getNumLoops() != b.getNumLoops() || !fromZeroByOne(a) ||
-      !fromZeroByOne(b))
-    return std::nullopt;
-  SmallVector<unsigned> differ;
-  for (unsigned i = 0; i < a.getNumLoops(); ++i) {
-    Value ua = a.getUpperBound()[i], ub = b.getUpperBound()[i];
-    std::optional<int64_t> ca = getConstantIntValue(ua), cb = getConstantIntValue(ub);
-    if (ua != ub && !(ca && cb && *ca == *cb))
-      differ.push_back(i);
-  }
-  if (differ.size() > 1)
-    return std::nullopt;
+/// Whether the loops iterate over the same space (then one loop runs both bodies as they are).
+bool sameSpace(scf::ParallelOp a, scf::ParallelOp b) {
+  if (a.getNumLoops() != b.getNumLoops())
+    return false;
+  for (unsigned i = 0; i < a.getNumLoops(); ++i)
+    if (!sameBound(a.getLowerBound()[i], b.getLowerBound()[i]) ||
+        !sameBound(a.getUpperBound()[i], b.getUpperBound()[i]) || !sameBound(a.getStep()[i], b.getStep()[i]))
+      return false;
+  return true;
+}
+
+/// Whether the loops can run as one: no results, elementwise bodies, and neither touches a buffer
+/// the other writes.
+bool independent(scf::ParallelOp a, scf::ParallelOp b) {
+  if (a.getNumResults() || b.getNumResults())
+    return false;
   std::optional<Accesses> ea = elementwiseAccesses(a), eb = elementwiseAccesses(b);
-  if (!ea || !eb || touches(*ea, eb->written) || touches(*eb, ea->written))
-    return std::nullopt;
-  return differ;
+  return ea && eb && !touches(*ea, eb->written) && !touches(*eb, ea->written);
 }
 
-/// One loop at `b`'s place running both bodies; a body whose range is smaller in the differing dim
-/// runs under a guard.
-scf::ParallelOp merge(scf::ParallelOp a, scf::ParallelOp b, ArrayRef<unsigned> differ) {
+/// Clones `part`'s body at `builder`'s insertion point with `ivs` as its induction variables.
+void cloneBody(OpBuilder &builder, scf::ParallelOp part, ValueRange ivs) {
+  IRMapping map;
+  map.map(part.getInductionVars(), ivs);
+  for (Operation &op : part.getBody()->without_terminator())
+    builder.clone(op, map);
+}
+
+/// The number of iterations of `loop`; its trip counts per dim in `trips`.
+Value iterations(OpBuilder &b, Location loc, scf::ParallelOp loop, SmallVectorImpl<Value> &trips) {
+  Value total = arith::ConstantIndexOp::create(b, loc, 1);
+  for (auto [lb, ub, step] : llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+    trips.push_back(cuda::tripCount(b, loc, lb, ub, step));
+    total = arith::MulIOp::create(b, loc, total, trips.back());
+  }
+  return total;
+}
+
+/// One loop at `b`'s place running both bodies. Over the same space each iteration runs both;
+/// otherwise one index runs over a's iterations then b's, and each body recovers its induction
+/// variables from it (so the merged loop is never bigger than the two, whatever their shapes).
+scf::ParallelOp merge(scf::ParallelOp a, scf::ParallelOp b) {
   OpBuilder builder(b);
   Location loc = b.getLoc();
-  SmallVector<Value> ubs(a.getUpperBound());
-  for (unsigned d : differ)
-    ubs[d] = arith::MaxSIOp::create(builder, loc, a.getUpperBound()[d], b.getUpperBound()[d]);
-  auto merged = scf::ParallelOp::create(builder, loc, a.getLowerBound(), ubs, a.getStep());
-  SmallVector<Value> ivs = merged.getInductionVars();
-  builder.setInsertionPoint(merged.getBody()->getTerminator());
-  for (scf::ParallelOp part : {a, b}) {
-    IRMapping map;
-    map.map(part.getInductionVars(), ivs);
-    OpBuilder::InsertionGuard g(builder);
-    if (!differ.empty()) {
-      unsigned d = differ.front();
-      Value inside = arith::CmpIOp::create(builder, part.getLoc(), arith::CmpIPredicate::slt, ivs[d],
-                                           part.getUpperBound()[d]);
-      auto guard = scf::IfOp::create(builder, part.getLoc(), inside, /*withElseRegion=*/false);
-      builder.setInsertionPoint(guard.thenBlock()->getTerminator());
-    }
-    for (Operation &op : part.getBody()->without_terminator())
-      builder.clone(op, map);
+  scf::ParallelOp merged;
+  if (sameSpace(a, b)) {
+    merged = scf::ParallelOp::create(builder, loc, a.getLowerBound(), a.getUpperBound(), a.getStep());
+    builder.setInsertionPoint(merged.getBody()->getTerminator());
+    cloneBody(builder, a, merged.getInductionVars());
+    cloneBody(builder, b, merged.getInductionVars());
+  } else {
+    SmallVector<Value> tripsA, tripsB;
+    Value countA = iterations(builder, loc, a, tripsA), countB = iterations(builder, loc, b, tripsB);
+    Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
+    Value one = arith::ConstantIndexOp::create(builder, loc, 1);
+    Value total = arith::AddIOp::create(builder, loc, countA, countB);
+    merged = scf::ParallelOp::create(builder, loc, ValueRange{zero}, ValueRange{total}, ValueRange{one});
+    builder.setInsertionPoint(merged.getBody()->getTerminator());
+    Value id = merged.getInductionVars().front();
+    Value inA = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::ult, id, countA);
+    auto pick = scf::IfOp::create(builder, loc, inA, /*withElseRegion=*/true);
+    builder.setInsertionPoint(pick.thenBlock()->getTerminator());
+    cloneBody(builder, a, cuda::delinearize(builder, loc, id, a.getLowerBound(), a.getStep(), tripsA));
+    builder.setInsertionPoint(pick.elseBlock()->getTerminator());
+    Value idB = arith::SubIOp::create(builder, loc, id, countA);
+    cloneBody(builder, b, cuda::delinearize(builder, loc, idB, b.getLowerBound(), b.getStep(), tripsB));
   }
   a.erase();
   b.erase();
@@ -127,7 +145,7 @@ struct FuseSiblingLoopsPass : impl::FuseSiblingLoopsPassBase<FuseSiblingLoopsPas
         blocks.push_back(block);
     });
     for (Block *block : blocks) {
-      // Each loop merges with the last loop before it, when nothing but host arithmetic lies between.
+      // Each loop merges with the loop before it when only host steps lie between them.
       scf::ParallelOp last;
       for (Operation &op : llvm::make_early_inc_range(*block)) {
         auto loop = dyn_cast<scf::ParallelOp>(op);
@@ -136,11 +154,10 @@ struct FuseSiblingLoopsPass : impl::FuseSiblingLoopsPassBase<FuseSiblingLoopsPas
             last = {};
           continue;
         }
-        if (last)
-          if (std::optional<SmallVector<unsigned>> differ = mergeable(last, loop)) {
-            last = merge(last, loop, *differ);
-            continue;
-          }
+        if (last && independent(last, loop)) {
+          last = merge(last, loop);
+          continue;
+        }
         last = loop;
       }
     }

@@ -144,12 +144,16 @@ def FuseSiblingLoopsPass : Pass<"kiln-fuse-sibling-loops", "::mlir::func::FuncOp
     For --target=cuda, after the loops are formed (kiln-parallelize-row-loops)
     and before kiln-form-gpu-launches. Two `scf.parallel` loops of the same
     host block with only pure ops and allocations between them become one
-    loop at the second one's place when: neither has results, both have the
-    same rank, lower bounds 0 and steps 1, their upper bounds differ in at
-    most one dim (the merged bound is the larger; each body runs under a
-    guard that its own bound holds), their bodies hold no loops and no memory
-    effects but loads and stores, and neither reads or writes a buffer
-    (through views) that the other writes. Chains merge in turn.
+    loop at the second one's place when neither has results, their bodies
+    hold no loops and no memory effects but loads and stores, and neither
+    reads or writes a buffer (the root of its views) that the other writes.
+    Over the same space (equal bounds and steps) each iteration runs both
+    bodies; otherwise the merged loop runs one index over the first loop's
+    iterations then the second's, and each body recovers its own induction
+    variables from it (never more iterations than the two loops together).
+    Chains merge in turn. Buffers that are views of the memory plan's arena
+    share its root, so loops on arena buffers (a planned buffer may reuse
+    another's bytes once that one is dead) are not merged with each other.
 
     What it is for: the keys' and values' KV appends of a decoder layer, two
     copies into different caches, were two launches a layer.

@@ -1,5 +1,5 @@
 // kiln-fuse-sibling-loops: neighbouring independent parallel loops become one (one launch).
-// RUN: kiln-opt %s -split-input-file -kiln-fuse-sibling-loops | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-fuse-sibling-loops -canonicalize | FileCheck %s
 
 // Keys and values appended to two caches: the same range, different buffers. One loop runs both
 // copies, no guard.
@@ -32,31 +32,37 @@ func.func @append_keys_values(%kc: memref<?x16xf32>, %vc: memref<?x16xf32>, %k: 
 
 // -----
 
-// Bounds differing in one dim: the larger range, each body under its own bound.
-// CHECK-LABEL: func @one_dim_differs
-// CHECK: %[[M:.*]] = arith.maxsi %[[A:.*]], %[[B:.*]] : index
-// CHECK: scf.parallel (%[[I:.*]], %[[J:.*]]) = (%c0, %c0) to (%[[M]], %c8)
-// CHECK: %[[INA:.*]] = arith.cmpi slt, %[[I]], %[[A]] : index
+// Different spaces (another bound in one dim, another rank): one index over the first loop's
+// iterations then the second's, each body delinearizing its own.
+// CHECK-LABEL: func @different_spaces
+// CHECK: %[[A8:.*]] = arith.muli %{{.*}}, %c8 : index
+// CHECK: %[[TOTAL:.*]] = arith.addi %[[A8]], %{{.*}} : index
+// CHECK: scf.parallel (%[[I:.*]]) = (%c0) to (%[[TOTAL]]) step (%c1)
+// CHECK-NEXT: %[[INA:.*]] = arith.cmpi ult, %[[I]], %[[A8]] : index
 // CHECK-NEXT: scf.if %[[INA]] {
-// CHECK: memref.store %{{.*}}, %arg0
-// CHECK: %[[INB:.*]] = arith.cmpi slt, %[[I]], %[[B]] : index
-// CHECK-NEXT: scf.if %[[INB]] {
-// CHECK: memref.store %{{.*}}, %arg1
+// CHECK-DAG: %[[COL:.*]] = arith.remui %[[I]], %c8
+// CHECK-DAG: %[[ROW:.*]] = arith.divui %[[I]], %c8
+// CHECK: memref.load %arg2[%[[ROW]], %[[COL]]]
+// CHECK: memref.store %{{.*}}, %arg0[%[[ROW]], %[[COL]]]
+// CHECK: } else {
+// CHECK-NEXT: %[[J:.*]] = arith.subi %[[I]], %[[A8]] : index
+// CHECK: memref.load %arg3[%[[J]]]
+// CHECK: memref.store %{{.*}}, %arg1[%[[J]]]
 // CHECK-NOT: scf.parallel
-func.func @one_dim_differs(%out0: memref<?x8xf32>, %out1: memref<?x8xf32>, %in0: memref<?x8xf32>, %in1: memref<?x8xf32>) {
+func.func @different_spaces(%out0: memref<?x8xf32>, %out1: memref<?xf32>, %in0: memref<?x8xf32>, %in1: memref<?xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
   %a = memref.dim %in0, %c0 : memref<?x8xf32>
-  %b = memref.dim %in1, %c0 : memref<?x8xf32>
+  %b = memref.dim %in1, %c0 : memref<?xf32>
   scf.parallel (%i, %j) = (%c0, %c0) to (%a, %c8) step (%c1, %c1) {
     %x = memref.load %in0[%i, %j] : memref<?x8xf32>
     memref.store %x, %out0[%i, %j] : memref<?x8xf32>
     scf.reduce
   }
-  scf.parallel (%i, %j) = (%c0, %c0) to (%b, %c8) step (%c1, %c1) {
-    %x = memref.load %in1[%i, %j] : memref<?x8xf32>
-    memref.store %x, %out1[%i, %j] : memref<?x8xf32>
+  scf.parallel (%i) = (%c0) to (%b) step (%c1) {
+    %x = memref.load %in1[%i] : memref<?xf32>
+    memref.store %x, %out1[%i] : memref<?xf32>
     scf.reduce
   }
   return
@@ -81,27 +87,6 @@ func.func @dependent(%tmp: memref<16xf32>, %out: memref<16xf32>, %in: memref<16x
   scf.parallel (%i) = (%c0) to (%c16) step (%c1) {
     %x = memref.load %view[%i] : memref<16xf32, strided<[1]>>
     memref.store %x, %out[%i] : memref<16xf32>
-    scf.reduce
-  }
-  return
-}
-
-// -----
-
-// Bounds differing in two dims: the merged range could be far bigger than both; they stay apart.
-// CHECK-LABEL: func @two_dims_differ
-// CHECK: scf.parallel
-// CHECK: scf.parallel
-func.func @two_dims_differ(%out0: memref<?x?xf32>, %out1: memref<?x?xf32>, %a: index, %b: index, %c: index, %d: index) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %f = arith.constant 1.0 : f32
-  scf.parallel (%i, %j) = (%c0, %c0) to (%a, %b) step (%c1, %c1) {
-    memref.store %f, %out0[%i, %j] : memref<?x?xf32>
-    scf.reduce
-  }
-  scf.parallel (%i, %j) = (%c0, %c0) to (%c, %d) step (%c1, %c1) {
-    memref.store %f, %out1[%i, %j] : memref<?x?xf32>
     scf.reduce
   }
   return
