@@ -97,9 +97,9 @@ def main():
             rt.kiln_generator_next(gen, token)
         after = stats()
         per = lambda f: (getattr(after, f) - getattr(before, f)) / args.steps
-        print("%s: kernels launched %.1f, replayed from graphs %.1f, graph launches %.1f, allocations %.1f per step"
-              % (os.path.basename(art), per("launches"), per("replayed_launches"), per("graph_launches"),
-                 per("allocations")))
+        print("%s: kernels launched %.1f, replayed from graphs %.1f, graph launches %.1f, allocations %.1f, "
+              "copies to host %.1f per step" % (os.path.basename(art), per("launches"), per("replayed_launches"),
+                                                per("graph_launches"), per("allocations"), per("copies_to_host")))
         if args.trace:
             driver.kiln_mock_cuda_set_trace(args.trace.encode())
             rt.kiln_generator_next(gen, token)
