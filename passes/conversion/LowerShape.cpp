@@ -2,6 +2,7 @@
 #include "passes/conversion/LoweringUtils.h"
 
 #include "dialects/graph/IR/Graph.h"
+#include "dialects/graph/IR/GraphAttrNames.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -514,6 +515,11 @@ struct KvCachePagedWritePattern : OpConversionPattern<KvCachePagedWriteOp> {
           [&](OpBuilder &tb, Location l) { scf::YieldOp::create(tb, l, acc); });
       scf::YieldOp::create(b, loc, ifRow.getResult(0));
     }
+    // Rows and tokens write the slots their block table names: distinct ones, as the runtime hands
+    // each sequence its own blocks (a table naming one block twice makes two sequences share
+    // it, wrong whichever order they are written in), so the GPU may write them all at once.
+    rowLoop->setAttr(attrs::kDisjointIterations, b.getUnitAttr());
+    rowLoop->walk([&](scf::ForOp tokens) { tokens->setAttr(attrs::kDisjointIterations, b.getUnitAttr()); });
     rewriter.replaceOp(op, rowLoop.getResult(0));
     return success();
   }

@@ -9,6 +9,7 @@
 // row and the copy's own dims, each thread reads its row's position itself and copies one element.
 #include "passes/cuda/Passes.h"
 #include "passes/cuda/LaunchUtils.h"
+#include "dialects/graph/IR/GraphAttrNames.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -55,41 +56,37 @@ bool writesOwnRow(Value dst, scf::ForOp loop) {
   return false;
 }
 
+/// The last op of `block` before its terminator when every op before it is a host step (collected
+/// in `steps`), or null.
+Operation *lastAfterHostSteps(Block *block, SmallVectorImpl<Operation *> &steps) {
+  Operation *last = block->getTerminator()->getPrevNode();
+  if (!last)
+    return nullptr;
+  for (Operation &op : block->without_terminator()) {
+    if (&op == last)
+      break;
+    if (!isHostStep(op))
+      return nullptr;
+    steps.push_back(&op);
+  }
+  return last;
+}
+
 /// `loop` as a row loop whose iterations are independent, or nothing: every write is a store into
-/// the iteration's own row (writesOwnRow), and nothing in the loop reads a buffer it writes.
+/// the iteration's own row (writesOwnRow) or the loop is marked kiln.disjoint_iterations, and
+/// nothing in the loop reads a buffer it writes.
 std::optional<RowLoop> matchRowLoop(scf::ForOp loop) {
   if (loop.getNumResults() != 0 || loop->getParentOfType<gpu::LaunchOp>())
     return std::nullopt;
   RowLoop row{loop, {}, {}, {}, {}};
-  Block *body = loop.getBody();
-  Operation *last = body->getTerminator()->getPrevNode();
-  if (!last)
-    return std::nullopt;
-  for (Operation &op : body->without_terminator()) {
-    if (&op == last)
-      break;
-    if (!isHostStep(op))
-      return std::nullopt;
-    row.prefix.push_back(&op);
-  }
-  Operation *copy = last;
-  if (auto guard = dyn_cast<scf::IfOp>(last)) {
+  Operation *copy = lastAfterHostSteps(loop.getBody(), row.prefix);
+  if (auto guard = dyn_cast_or_null<scf::IfOp>(copy)) {
     if (guard.getNumResults() != 0 || !guard.getElseRegion().empty())
       return std::nullopt;
-    Block *then = guard.thenBlock();
-    copy = then->getTerminator()->getPrevNode();
-    if (!copy)
-      return std::nullopt;
-    for (Operation &op : then->without_terminator()) {
-      if (&op == copy)
-        break;
-      if (!isHostStep(op))
-        return std::nullopt;
-      row.guardPrefix.push_back(&op);
-    }
+    copy = lastAfterHostSteps(guard.thenBlock(), row.guardPrefix);
     row.guard = guard;
   }
-  row.copy = dyn_cast<scf::ParallelOp>(copy);
+  row.copy = dyn_cast_or_null<scf::ParallelOp>(copy);
   if (!row.copy || row.copy.getNumResults() != 0)
     return std::nullopt;
   // The copy's bounds become the new loop's: they must not change from row to row.
@@ -99,9 +96,11 @@ std::optional<RowLoop> matchRowLoop(scf::ForOp loop) {
   llvm::SmallPtrSet<Value, 4> written;
   SmallVector<Value> read;
   bool independent = true;
+  // The lowering of a paged KV write knows its iterations write distinct slots; it says so.
+  bool disjoint = loop->hasAttr(attrs::kDisjointIterations);
   loop.getBody()->walk([&](Operation *op) {
     if (auto store = dyn_cast<memref::StoreOp>(op)) {
-      if (!writesOwnRow(store.getMemRef(), loop))
+      if (!disjoint && !writesOwnRow(store.getMemRef(), loop))
         independent = false;
       written.insert(cuda::rootBuffer(store.getMemRef()));
     } else if (auto load = dyn_cast<memref::LoadOp>(op)) {

@@ -126,7 +126,10 @@ def ParallelizeRowLoopsPass : Pass<"kiln-parallelize-row-loops", "::mlir::func::
     element. It applies only when the iterations are independent: every store
     in the loop goes into a subview, made in the loop, of a buffer from
     outside it, with a unit dim at offset the induction variable (each
-    iteration writes its own row), nothing else in the loop has memory effects
+    iteration writes its own row), or the loop carries
+    `kiln.disjoint_iterations` (its lowering knows the iterations write
+    distinct elements: the paged KV write, each token to the slot the block
+    table names), nothing else in the loop has memory effects
     but loads, and no load reads a buffer (through views) that the loop writes.
 
     The loop this is for: a KV-cache append with per-row positions. Its body

@@ -29,6 +29,9 @@ constexpr const char *kKvPosition = "kiln.kv_position"; // the scalar input: ent
 constexpr const char *kKvRowPositions = "kiln.kv_row_positions"; // [batch] input: each row's own length
 constexpr const char *kKvBlockTable = "kiln.kv_block_table"; // [batch, blocks] input of a paged cache
 constexpr const char *kLogitRows = "kiln.logit_rows"; // scalar input: logits for each row's last N positions
+// An scf.for whose iterations write disjoint elements, which its lowering knows and no analysis
+// could prove (a paged KV write: each token to the slot its sequence's block table names).
+constexpr const char *kDisjointIterations = "kiln.disjoint_iterations";
 constexpr const char *kKvBlockSize = "kiln.kv_block_size";   // module: entries per block of paged caches
 constexpr const char *kMaxPositions = "kiln.max_positions"; // module: rows of a learned position table
 } // namespace attrs

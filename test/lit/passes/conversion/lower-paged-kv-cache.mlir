@@ -19,6 +19,9 @@
 // CHECK: arith.cmpi slt, %[[BLK]], %[[BLOCKS]]
 // CHECK: %[[E:.*]] = tensor.extract_slice %[[NEW]][%[[ROW]], 0, %[[T]], 0] [1, 2, 1, 4]
 // CHECK: tensor.insert_slice %[[E]] into %{{.*}}[%[[BLK]], 0, %[[OFF]], 0] [1, 2, 1, 4]
+// The token and row loops say their iterations write distinct slots (kiln-parallelize-row-loops).
+// CHECK: } {kiln.disjoint_iterations}
+// CHECK: } {kiln.disjoint_iterations}
 // CHECK: return %[[R]]
 func.func @kv_cache_paged_write(%pool: tensor<?x2x16x4xf32>, %new: tensor<?x2x?x4xf32>, %pos: tensor<i64>, %rows: tensor<?xi64>, %table: tensor<?x?xi64>) -> tensor<?x2x16x4xf32> {
   %0 = graph.kv_cache_paged_write %pool, %new, %pos, %rows, %table {axis = 2 : i64} : (tensor<?x2x16x4xf32>, tensor<?x2x?x4xf32>, tensor<i64>, tensor<?xi64>, tensor<?x?xi64>) -> tensor<?x2x16x4xf32>

@@ -161,3 +161,31 @@ func.func @allocates(%out: memref<?x16xf32>, %in: memref<?x16xf32>) {
   }
   return
 }
+
+// -----
+
+// A paged write: each token to the slot its block table names, which no analysis can prove
+// distinct; the lowering marks the loop kiln.disjoint_iterations, and it becomes parallel.
+// (Unmarked, the same loop stays serial: @not_own_row.)
+// CHECK-LABEL: func @marked_disjoint
+// CHECK-NOT: scf.for
+// CHECK: scf.parallel (%[[T:.*]], %[[D:.*]]) = (%c0, %c0) to (%{{.*}}, %c16)
+// CHECK-NEXT: %[[B:.*]] = memref.load %{{.*}}[%[[T]]] : memref<?xindex>
+// CHECK: memref.subview %{{.*}}[%[[B]], 0] [1, 16]
+func.func @marked_disjoint(%pool: memref<?x16xf32>, %update: memref<?x16xf32>, %table: memref<?xindex>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %n = memref.dim %update, %c0 : memref<?x16xf32>
+  scf.for %t = %c0 to %n step %c1 {
+    %blk = memref.load %table[%t] : memref<?xindex>
+    %src = memref.subview %update[%t, 0] [1, 16] [1, 1] : memref<?x16xf32> to memref<1x16xf32, strided<[16, 1], offset: ?>>
+    %dst = memref.subview %pool[%blk, 0] [1, 16] [1, 1] : memref<?x16xf32> to memref<1x16xf32, strided<[16, 1], offset: ?>>
+    scf.parallel (%d) = (%c0) to (%c16) step (%c1) {
+      %v = memref.load %src[%c0, %d] : memref<1x16xf32, strided<[16, 1], offset: ?>>
+      memref.store %v, %dst[%c0, %d] : memref<1x16xf32, strided<[16, 1], offset: ?>>
+      scf.reduce
+    }
+  } {kiln.disjoint_iterations}
+  return
+}
