@@ -145,7 +145,8 @@ def FuseSiblingLoopsPass : Pass<"kiln-fuse-sibling-loops", "::mlir::func::FuncOp
   let summary = "Merge neighbouring independent parallel loops of the host program into one launch";
   let description = [{
     For --target=cuda, after the loops are formed (kiln-parallelize-row-loops)
-    and before kiln-form-gpu-launches. Two `scf.parallel` loops of the same
+    and kiln-form-block-reductions took its fills in (a fill merged into
+    another loop would keep its launch), before kiln-form-gpu-launches. Two `scf.parallel` loops of the same
     host block with only pure ops and allocations between them become one
     loop at the second one's place when neither has results, their bodies
     hold no loops and no memory effects but loads and stores, and neither

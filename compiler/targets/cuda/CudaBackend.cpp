@@ -89,9 +89,10 @@ public:
       });
       pm.addNestedPass<func::FuncOp>(createResolveReshapeShapesPass());
       pm.addNestedPass<func::FuncOp>(createParallelizeRowLoopsPass());
-      pm.addNestedPass<func::FuncOp>(createFuseSiblingLoopsPass());
       pm.addPass(createCanonicalizerPass());
       pm.addPass(createFormBlockReductionsPass());
+      // After the reductions took their fills in (a fill merged into another loop would stay a launch).
+      pm.addNestedPass<func::FuncOp>(createFuseSiblingLoopsPass());
       pm.addPass(createFormGpuLaunchesPass());
       pm.addPass(createLowerStringOpsPass());
       pm.addPass(createLowerWorkspacePass());
