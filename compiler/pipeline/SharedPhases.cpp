@@ -25,10 +25,10 @@ void addCleanup(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
-void addElementwiseFusion(OpPassManager &pm, const PipelineOptions &options) {
+void addElementwiseFusion(OpPassManager &pm, const PipelineOptions &options, const FuseElementwisePassOptions &fuse) {
   if (!options.fuse)
     return;
-  pm.addNestedPass<func::FuncOp>(createFuseElementwisePass());
+  pm.addNestedPass<func::FuncOp>(createFuseElementwisePass(fuse));
   addCleanup(pm);
 }
 

@@ -4,6 +4,7 @@
 #define KILN_COMPILER_PIPELINE_SHAREDPHASES_H
 
 #include "compiler/pipeline/Pipeline.h"
+#include "passes/fusion/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 
@@ -43,7 +44,8 @@ void addBufferizeToLoops(mlir::OpPassManager &pm, const PipelineOptions &options
 void addHostToLlvm(mlir::OpPassManager &pm);
 
 /// kiln-fuse-elementwise and a clean-up, with --fusion (every target's linalg phase).
-void addElementwiseFusion(mlir::OpPassManager &pm, const PipelineOptions &options);
+void addElementwiseFusion(mlir::OpPassManager &pm, const PipelineOptions &options,
+                          const FuseElementwisePassOptions &fuse = {});
 
 /// canonicalize then cse, the clean-up after most steps.
 void addCleanup(mlir::OpPassManager &pm);

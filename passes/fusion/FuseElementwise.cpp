@@ -44,12 +44,22 @@ bool allowFusion(OpOperand *fused) {
 /// A reshape next to a matrix product stays a reshape: folding it in by expansion would give the
 /// product more dims (a head split [b, s, 64] -> [b, s, 4, 16] after a projection makes its n two
 /// dims), which the device's product call and the CPU microkernel do not take.
+bool isProduct(Operation *op) {
+  auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
+  return linalgOp && linalg::isaContractionOpInterface(linalgOp);
+}
+
 bool allowReshapeFusion(OpOperand *fused) {
-  auto isProduct = [](Operation *op) {
-    auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
-    return linalgOp && linalg::isaContractionOpInterface(linalgOp);
-  };
   return allowFusion(fused) && !isProduct(fused->get().getDefiningOp()) && !isProduct(fused->getOwner());
+}
+
+/// Whether `op` is an elementwise generic reading a product's result that nothing else reads: the
+/// product's epilogue, which the GPU folds into its cuBLASLt call.
+bool isProductEpilogue(Operation *op) {
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!generic || generic.getNumReductionLoops() != 0)
+    return false;
+  return llvm::any_of(generic.getDpsInputs(), [](Value in) { return in.hasOneUse() && isProduct(in.getDefiningOp()); });
 }
 
 /// A dynamic size traced back to where it comes from, through the ops that only pass sizes on: a
@@ -165,12 +175,18 @@ struct DropIdentitySlicePattern : OpRewritePattern<tensor::ExtractSliceOp> {
 };
 
 struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> {
+  using FuseElementwisePassBase::FuseElementwisePassBase;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
     patterns.add<DropIdentitySlicePattern>(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, allowFusion);
-    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, allowReshapeFusion);
+    bool keepEpilogues = keepProductEpilogues;
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, [keepEpilogues](OpOperand *fused) {
+      if (keepEpilogues && (isProductEpilogue(fused->get().getDefiningOp()) || isProductEpilogue(fused->getOwner())))
+        return false;
+      return allowReshapeFusion(fused);
+    });
     tensor::populateBubbleUpExpandShapePatterns(patterns);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);
     linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);

@@ -119,7 +119,17 @@ def FuseElementwisePass : Pass<"kiln-fuse-elementwise", "::mlir::func::FuncOp"> 
     sizes trace back to its source's own (the cut the elementwise lowering
     makes when two inputs are dynamic in the same dim) is dropped, so the
     chain fuses.
+
+    With `keep-product-epilogues` (the CUDA pipeline), a reshape is not
+    propagated through an elementwise op that reads a product's result used
+    by nothing else either: that op is the product's cuBLASLt epilogue (bias,
+    residual) only while it reads the product itself (kiln-mark-gemm-epilogues);
+    expanded to the heads' view `[B, S, H, D]` it was a launch of its own.
   }];
+  let options = [
+    Option<"keepProductEpilogues", "keep-product-epilogues", "bool", /*default=*/"false",
+           "Do not propagate reshapes through an elementwise op that is a product's only reader">,
+  ];
   let dependentDialects = ["::mlir::affine::AffineDialect", "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
 }

@@ -70,7 +70,10 @@ public:
       addCleanup(pm);
       // Rotary embeddings read q and k's split heads in place: no transposed copies.
       pm.addNestedPass<func::FuncOp>(createTransposedReadsPass());
-      addElementwiseFusion(pm, options);
+      // A product's bias or residual stays on the product's own shape: its cuBLASLt epilogue.
+      FuseElementwisePassOptions fuse;
+      fuse.keepProductEpilogues = true;
+      addElementwiseFusion(pm, options, fuse);
       // A bias or residual added to an int8/int4 product starts its sum (no launch of its own).
       pm.addNestedPass<func::FuncOp>(createFoldReductionAddendsPass());
       pm.addNestedPass<func::FuncOp>(createAttentionOperandViewsPass());
