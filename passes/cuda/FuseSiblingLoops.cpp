@@ -9,6 +9,7 @@
 // loop: a reduction keeps its own launch, which kiln-form-block-reductions shapes).
 #include "passes/cuda/Passes.h"
 #include "passes/cuda/LaunchUtils.h"
+#include "passes/host/GemmEpilogue.h"
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
@@ -48,12 +49,6 @@ std::optional<Accesses> elementwiseAccesses(scf::ParallelOp loop) {
 
 bool touches(const Accesses &a, const llvm::SmallPtrSet<Value, 4> &buffers) {
   return llvm::any_of(buffers, [&](Value v) { return a.read.contains(v) || a.written.contains(v); });
-}
-
-/// Whether `op` may lie between two loops that merge at the second one's place: host arithmetic,
-/// views and dims (pure ops) and allocations, none of which the first loop can use.
-bool hostStep(Operation &op) {
-  return op.getNumRegions() == 0 && (isMemoryEffectFree(&op) || isa<memref::AllocOp>(op));
 }
 
 /// Whether two bounds are the same value or equal constants.
@@ -150,7 +145,9 @@ struct FuseSiblingLoopsPass : impl::FuseSiblingLoopsPassBase<FuseSiblingLoopsPas
       for (Operation &op : llvm::make_early_inc_range(*block)) {
         auto loop = dyn_cast<scf::ParallelOp>(op);
         if (!loop) {
-          if (!hostStep(op))
+          // Only ops that touch no memory (index math, views, allocations) may lie between two
+          // loops that merge at the second one's place; the first loop uses none of them.
+          if (!touchesNoMemory(&op))
             last = {};
           continue;
         }

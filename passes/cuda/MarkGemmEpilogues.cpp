@@ -24,17 +24,8 @@ namespace {
 struct MarkGemmEpiloguesPass : impl::MarkGemmEpiloguesPassBase<MarkGemmEpiloguesPass> {
   void runOnOperation() override {
     getOperation().walk([](linalg::GenericOp e) {
-      if (!e.hasPureTensorSemantics() || e.getNumDpsInits() != 1 || e.getNumReductionLoops() != 0)
-        return;
-      for (OpOperand *in : e.getDpsInputOperands()) {
-        Value v = in->get();
-        auto g = v.getDefiningOp<linalg::GenericOp>();
-        if (g && isProductCandidate(g) && v.hasOneUse()) {
-          e->setAttr(kGemmEpilogueAttr, IntegerAttr::get(IntegerType::get(e.getContext(), 64),
-                                                         in->getOperandNumber()));
-          return;
-        }
-      }
+      if (OpOperand *in = productInputOfEpilogue(e))
+        e->setAttr(kGemmEpilogueAttr, IntegerAttr::get(IntegerType::get(e.getContext(), 64), in->getOperandNumber()));
     });
   }
 };

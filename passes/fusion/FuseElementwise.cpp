@@ -1,5 +1,6 @@
 // Fuses chains of elementwise linalg ops, but never an elementwise producer into a matrix product.
 #include "passes/fusion/Passes.h"
+#include "passes/host/GemmEpilogue.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -44,22 +45,19 @@ bool allowFusion(OpOperand *fused) {
 /// A reshape next to a matrix product stays a reshape: folding it in by expansion would give the
 /// product more dims (a head split [b, s, 64] -> [b, s, 4, 16] after a projection makes its n two
 /// dims), which the device's product call and the CPU microkernel do not take.
-bool isProduct(Operation *op) {
-  auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
-  return linalgOp && linalg::isaContractionOpInterface(linalgOp);
-}
-
 bool allowReshapeFusion(OpOperand *fused) {
+  auto isProduct = [](Operation *op) {
+    auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
+    return linalgOp && linalg::isaContractionOpInterface(linalgOp);
+  };
   return allowFusion(fused) && !isProduct(fused->get().getDefiningOp()) && !isProduct(fused->getOwner());
 }
 
-/// Whether `op` is an elementwise generic reading a product's result that nothing else reads: the
-/// product's epilogue, which the GPU folds into its cuBLASLt call.
+/// Whether `op` is what kiln-mark-gemm-epilogues will mark: an elementwise op reading a product's
+/// result that nothing else reads, which the GPU folds into the product's cuBLASLt call.
 bool isProductEpilogue(Operation *op) {
   auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
-  if (!generic || generic.getNumReductionLoops() != 0)
-    return false;
-  return llvm::any_of(generic.getDpsInputs(), [](Value in) { return in.hasOneUse() && isProduct(in.getDefiningOp()); });
+  return generic && productInputOfEpilogue(generic);
 }
 
 /// A dynamic size traced back to where it comes from, through the ops that only pass sizes on: a

@@ -21,6 +21,21 @@ inline bool isProductCandidate(mlir::linalg::GenericOp g) {
   return g.getNumDpsInputs() == 2 && g.getNumDpsInits() == 1 && g.getNumReductionLoops() == 1;
 }
 
+/// On tensors: the input of elementwise op `e` that is a product candidate's result read by nothing
+/// else (what kiln-mark-gemm-epilogues marks), or null.
+inline mlir::OpOperand *productInputOfEpilogue(mlir::linalg::GenericOp e) {
+  using namespace mlir;
+  if (!e.hasPureTensorSemantics() || e.getNumDpsInits() != 1 || e.getNumReductionLoops() != 0)
+    return nullptr;
+  for (OpOperand *in : e.getDpsInputOperands()) {
+    Value v = in->get();
+    auto g = v.getDefiningOp<linalg::GenericOp>();
+    if (g && isProductCandidate(g) && v.hasOneUse())
+      return in;
+  }
+  return nullptr;
+}
+
 /// An op without regions that neither reads nor writes memory (index math, views, allocations).
 inline bool touchesNoMemory(mlir::Operation *op) {
   using namespace mlir;
