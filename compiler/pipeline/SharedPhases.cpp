@@ -81,7 +81,7 @@ void addGraphPhase(OpPassManager &pm, const PipelineOptions &options, const Grap
 }
 
 void addBufferizeToLoops(OpPassManager &pm, const PipelineOptions &options,
-                         const std::function<void(OpPassManager &)> &beforeLoops) {
+                         const std::function<void(OpPassManager &)> &beforeLoops, bool markLiveSpans) {
   // Dynamic sizes written in terms of @main's arguments (a tensor.dim of a product's or a
   // reshape's result becomes the input dims it comes from), so that kiln-plan-memory can place
   // the buffers bufferization makes for them in the arena: a decoder's [batch, sequence, N]
@@ -99,6 +99,7 @@ void addBufferizeToLoops(OpPassManager &pm, const PipelineOptions &options,
   if (options.planMemory) {
     PlanMemoryPassOptions plan;
     plan.print = options.printMemoryPlan;
+    plan.markLiveSpans = markLiveSpans;
     pm.addPass(createPlanMemoryPass(plan));
   }
   pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());

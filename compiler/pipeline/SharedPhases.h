@@ -36,9 +36,10 @@ void addQuantizeWeights(mlir::OpPassManager &pm, const PipelineOptions &options,
 
 /// Bufferization, the memory plan and deallocation, down to parallel loops: the same for every
 /// target but for `beforeLoops`, passes on the bufferized linalg ops of @main once it has its
-/// runtime context.
+/// runtime context, and `markLiveSpans` (the plan's views say which buffers may share bytes).
 void addBufferizeToLoops(mlir::OpPassManager &pm, const PipelineOptions &options,
-                         const std::function<void(mlir::OpPassManager &)> &beforeLoops = nullptr);
+                         const std::function<void(mlir::OpPassManager &)> &beforeLoops = nullptr,
+                         bool markLiveSpans = false);
 
 /// The host program's lowering to the LLVM dialect (a target adds its kernel passes around it).
 void addHostToLlvm(mlir::OpPassManager &pm);

@@ -198,6 +198,19 @@ struct MatMulPattern : OpConversionPattern<MatMulOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = getContext();
     Value a = adaptor.getLhs(), bv = adaptor.getRhs();
+    // A product over one term ([..., m, 1] x [..., 1, n]: rotary angles, position x inverse
+    // frequency) is an outer product, elementwise with numpy broadcasting: no reduction to set up,
+    // and it fuses with what reads it. The single product rounds once either way (two half or f32
+    // operands multiply exactly in the wider type).
+    if (auto at = cast<RankedTensorType>(a.getType()), bt = cast<RankedTensorType>(bv.getType());
+        at.getRank() >= 2 && bt.getRank() >= 2 && at.getDimSize(at.getRank() - 1) == 1 &&
+        bt.getDimSize(bt.getRank() - 2) == 1) {
+      rewriter.replaceOp(op, buildElementwise(rewriter, loc, cast<RankedTensorType>(op.getType()), {a, bv},
+                                              [](OpBuilder &b, Location l, ValueRange args) {
+                                                return mulValues(b, l, args[0], args[1]);
+                                              }));
+      return success();
+    }
     // A rhs that only swaps its last two dims (attention's Q x K^T) is read
     // in place through the contraction's indexing map rather than copied.
     bool transB = false;

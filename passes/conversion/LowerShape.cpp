@@ -705,6 +705,24 @@ struct ConcatPattern : OpConversionPattern<ConcatOp> {
       rewriter.replaceOp(op, inputs[0]);
       return success();
     }
+    // One tensor repeated ([freqs, freqs]: the rotary angles of both halves) is read with its index
+    // modulo its size: an elementwise op that fuses with its producer and readers, not copies.
+    int64_t part = cast<RankedTensorType>(inputs[0].getType()).getDimSize(axis);
+    if (llvm::all_equal(inputs) && !ShapedType::isDynamic(part)) {
+      MLIRContext *ctx = getContext();
+      SmallVector<AffineExpr> read;
+      for (int64_t i = 0; i < rt.getRank(); ++i)
+        read.push_back(i == axis ? getAffineDimExpr(i, ctx) % part : getAffineDimExpr(i, ctx));
+      SmallVector<Value> dims = dimsOf(rewriter, op.getLoc(), inputs[0]);
+      dims[axis] = arith::ConstantIndexOp::create(rewriter, op.getLoc(), part * int64_t(inputs.size()));
+      Value init = emptyTensor(rewriter, op.getLoc(), rt, dims);
+      auto maps = {AffineMap::get(rt.getRank(), 0, read, ctx), rewriter.getMultiDimIdentityMap(rt.getRank())};
+      SmallVector<utils::IteratorType> iterators(rt.getRank(), utils::IteratorType::parallel);
+      rewriter.replaceOpWithNewOp<linalg::GenericOp>(
+          op, rt, ValueRange{inputs[0]}, ValueRange{init}, llvm::to_vector(maps), iterators,
+          [](OpBuilder &b, Location loc, ValueRange args) { linalg::YieldOp::create(b, loc, args[0]); });
+      return success();
+    }
     rewriter.replaceOpWithNewOp<tensor::ConcatOp>(op, rt, axis, inputs);
     return success();
   }

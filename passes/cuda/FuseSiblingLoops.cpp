@@ -10,6 +10,7 @@
 #include "passes/cuda/Passes.h"
 #include "passes/cuda/LaunchUtils.h"
 #include "passes/host/GemmEpilogue.h"
+#include "dialects/graph/IR/GraphAttrNames.h"
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
@@ -25,8 +26,34 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// The buffers (roots of their views) a loop reads and writes, or nothing when its body has an
-/// op this pass does not merge: a nested loop, or memory effects other than loads and stores.
+/// The buffer `v` views: a buffer of the memory plan (a view of the arena that kiln-plan-memory
+/// marked with its live span), or the root of its views.
+Value bufferOf(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>()) {
+    if (isa<memref::ViewOp>(view) && view->hasAttr(attrs::kPlanLive))
+      return v;
+    v = view.getViewSource();
+  }
+  return v;
+}
+
+/// Whether two buffers may share bytes: the same buffer, or two buffers of the memory plan that
+/// are not live at once (the planner may have put the later one on the bytes of the earlier).
+bool mayShareBytes(Value x, Value y) {
+  if (x == y)
+    return true;
+  auto vx = x.getDefiningOp<memref::ViewOp>(), vy = y.getDefiningOp<memref::ViewOp>();
+  auto live = [](memref::ViewOp view) { return view ? view->getAttrOfType<DenseI64ArrayAttr>(attrs::kPlanLive) : nullptr; };
+  DenseI64ArrayAttr lx = live(vx), ly = live(vy);
+  if (!lx || !ly)
+    return (lx && vx.getSource() == y) || (ly && vy.getSource() == x); // a plan buffer and its arena
+  if (vx.getSource() != vy.getSource())
+    return false;
+  return lx[1] < ly[0] || ly[1] < lx[0];
+}
+
+/// The buffers a loop reads and writes, or nothing when its body has an op this pass does not
+/// merge: a nested loop, or memory effects other than loads and stores.
 struct Accesses {
   llvm::SmallPtrSet<Value, 4> read, written;
 };
@@ -36,9 +63,9 @@ std::optional<Accesses> elementwiseAccesses(scf::ParallelOp loop) {
   bool plain = true;
   loop.getBody()->walk([&](Operation *op) {
     if (auto load = dyn_cast<memref::LoadOp>(op))
-      a.read.insert(cuda::rootBuffer(load.getMemRef()));
+      a.read.insert(bufferOf(load.getMemRef()));
     else if (auto store = dyn_cast<memref::StoreOp>(op))
-      a.written.insert(cuda::rootBuffer(store.getMemRef()));
+      a.written.insert(bufferOf(store.getMemRef()));
     else if (isa<LoopLikeOpInterface>(op) || (op->getNumRegions() == 0 && !isMemoryEffectFree(op)))
       plain = false;
   });
@@ -47,8 +74,13 @@ std::optional<Accesses> elementwiseAccesses(scf::ParallelOp loop) {
   return a;
 }
 
+/// Whether `a` reads or writes bytes that may be among `buffers`'.
 bool touches(const Accesses &a, const llvm::SmallPtrSet<Value, 4> &buffers) {
-  return llvm::any_of(buffers, [&](Value v) { return a.read.contains(v) || a.written.contains(v); });
+  auto overlaps = [&](Value w) {
+    return llvm::any_of(a.read, [&](Value v) { return mayShareBytes(v, w); }) ||
+           llvm::any_of(a.written, [&](Value v) { return mayShareBytes(v, w); });
+  };
+  return llvm::any_of(buffers, overlaps);
 }
 
 /// Whether two bounds are the same value or equal constants.

@@ -155,9 +155,10 @@ def FuseSiblingLoopsPass : Pass<"kiln-fuse-sibling-loops", "::mlir::func::FuncOp
     bodies; otherwise the merged loop runs one index over the first loop's
     iterations then the second's, and each body recovers its own induction
     variables from it (never more iterations than the two loops together).
-    Chains merge in turn. Buffers that are views of the memory plan's arena
-    share its root, so loops on arena buffers (a planned buffer may reuse
-    another's bytes once that one is dead) are not merged with each other.
+    Chains merge in turn. A view of the memory plan's arena is its own buffer
+    when kiln-plan-memory marked it with its live span (`kiln.plan_live`): two
+    such buffers live at the same time never share bytes, while two that are
+    not may (the later one on the bytes of the earlier) and count as one.
 
     What it is for: the keys' and values' KV appends of a decoder layer, two
     copies into different caches, were two launches a layer.

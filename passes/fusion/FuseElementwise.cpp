@@ -8,6 +8,9 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Linalg/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -172,12 +175,88 @@ struct DropIdentitySlicePattern : OpRewritePattern<tensor::ExtractSliceOp> {
   }
 };
 
+/// A slice of an elementwise op's result that nothing else reads: compute only the slice (the op
+/// reads slices of its inputs). The elementwise lowering cuts inputs to the result's sizes where it
+/// cannot show them equal (a causal mask's range length and the attention mask's width agree only
+/// at run time); above the op, the slice no longer stands between it and its reader, and the two
+/// fuse. MLIR's own bubble-up pattern leaves `linalg.index` relative to the slice and moves slices
+/// above products; this one offsets the indices and keeps to elementwise ops that do not read a
+/// product (whose epilogue they would stop being).
+struct SliceBeforeElementwisePattern : OpRewritePattern<tensor::ExtractSliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::ExtractSliceOp slice, PatternRewriter &rewriter) const override {
+    auto generic = slice.getSource().getDefiningOp<linalg::GenericOp>();
+    if (!generic || !generic->hasOneUse() || generic.getNumDpsInits() != 1 || !generic.hasPureTensorSemantics() ||
+        generic.getNumParallelLoops() != generic.getNumLoops())
+      return rewriter.notifyMatchFailure(slice, "not the only reader of an elementwise op");
+    if (!slice.hasUnitStride() || slice.getType().getRank() != slice.getSourceType().getRank())
+      return rewriter.notifyMatchFailure(slice, "strided or rank-reducing");
+    AffineMap resultMap = generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
+    if (!resultMap.isPermutation())
+      return rewriter.notifyMatchFailure(slice, "result map not a permutation");
+    // The input slices come from applying each map to the loops' offsets and sizes: only right
+    // when a map picks dims (or pins one to 0), not for an index modulo a size.
+    for (AffineMap map : generic.getIndexingMapsArray())
+      if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
+        return rewriter.notifyMatchFailure(slice, "an input read through index arithmetic");
+    for (Value input : generic.getDpsInputs()) {
+      auto producer = input.getDefiningOp<linalg::LinalgOp>();
+      if (producer && linalg::isaContractionOpInterface(producer))
+        return rewriter.notifyMatchFailure(slice, "an epilogue of a product");
+    }
+    Location loc = generic.getLoc();
+    SmallVector<OpFoldResult> bounds;
+    for (Range range : cast<linalg::LinalgOp>(generic.getOperation()).createLoopRanges(rewriter, loc))
+      bounds.push_back(range.size);
+    SmallVector<OpFoldResult> offsets(bounds.size(), rewriter.getIndexAttr(0)), sizes = bounds;
+    for (auto [k, expr] : llvm::enumerate(resultMap.getResults())) {
+      unsigned loop = cast<AffineDimExpr>(expr).getPosition();
+      offsets[loop] = slice.getMixedOffsets()[k];
+      sizes[loop] = slice.getMixedSizes()[k];
+    }
+    SmallVector<Value> operands = linalg::makeTiledShapes(rewriter, loc, generic, generic->getOperands(), offsets,
+                                                          sizes, bounds, /*omitPartialTileCheck=*/true);
+    Type resultType = operands[generic.getDpsInitOperand(0)->getOperandNumber()].getType();
+    Operation *sliced = mlir::clone(rewriter, generic.getOperation(), TypeRange{resultType}, operands);
+    linalg::offsetIndices(rewriter, cast<linalg::LinalgOp>(sliced), offsets);
+    rewriter.replaceOp(slice, sliced->getResults());
+    return success();
+  }
+};
+
+/// A rank-0 op's value read back as a scalar (a sequence length, a past length: shape arithmetic
+/// the lowering wrote as tensor ops) is computed where it is read, from its inputs' values. The op
+/// itself then has no reader left; on the GPU it was a one-thread launch whose results only the
+/// host used.
+struct ExtractOfScalarOpPattern : OpRewritePattern<tensor::ExtractOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::ExtractOp extract, PatternRewriter &rewriter) const override {
+    auto generic = extract.getTensor().getDefiningOp<linalg::GenericOp>();
+    if (!generic || generic.getNumLoops() != 0 || generic->getNumResults() != 1 || !generic.hasPureTensorSemantics())
+      return rewriter.notifyMatchFailure(extract, "not a rank-0 op's result");
+    Block &body = generic.getRegion().front();
+    if (!body.getArguments().back().use_empty())
+      return rewriter.notifyMatchFailure(extract, "reads its init");
+    if (llvm::any_of(body.without_terminator(), [](Operation &op) { return !isPure(&op); }))
+      return rewriter.notifyMatchFailure(extract, "a body with effects");
+    IRMapping values;
+    for (OpOperand *input : generic.getDpsInputOperands())
+      values.map(generic.getMatchingBlockArgument(input),
+                 tensor::ExtractOp::create(rewriter, extract.getLoc(), input->get(), ValueRange{}));
+    for (Operation &op : body.without_terminator())
+      rewriter.clone(op, values);
+    rewriter.replaceOp(extract, values.lookupOrDefault(body.getTerminator()->getOperand(0)));
+    return success();
+  }
+};
+
 struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> {
   using FuseElementwisePassBase::FuseElementwisePassBase;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
     patterns.add<DropIdentitySlicePattern>(ctx);
+    patterns.add<SliceBeforeElementwisePattern, ExtractOfScalarOpPattern>(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, allowFusion);
     bool keepEpilogues = keepProductEpilogues;
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, [keepEpilogues](OpOperand *fused) {
@@ -190,6 +269,10 @@ struct FuseElementwisePass : impl::FuseElementwisePassBase<FuseElementwisePass> 
     linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);
     tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, ctx);
     tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    // Folding a reshape into a generic leaves `tensor.dim`s of the new generic's result (the
+    // reshape's users asked its sizes): read from the result's init instead, they would count as a
+    // second use and keep allowFusion from fusing the generic into its one real reader.
+    tensor::DimOp::getCanonicalizationPatterns(patterns, ctx);
     ctx->getLoadedDialect<linalg::LinalgDialect>()->getCanonicalizationPatterns(patterns);
     linalg::populateConstantFoldLinalgOperations(patterns, allowFusion);
     GreedyRewriteConfig config;

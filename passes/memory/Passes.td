@@ -39,7 +39,9 @@ def PlanMemoryPass : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"print", "print", "bool", "false",
-           "Print each buffer's size, lifetime and offset, the arena's peak and the sum without reuse to stdout">
+           "Print each buffer's size, lifetime and offset, the arena's peak and the sum without reuse to stdout">,
+    Option<"markLiveSpans", "mark-live-spans", "bool", "false",
+           "Mark each view with its buffer's live span (kiln.plan_live): buffers whose spans overlap never share bytes (the CUDA pipeline's kiln-fuse-sibling-loops reads it)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
                            "::kiln::cpu::CpuDialect"];

@@ -365,9 +365,12 @@ struct PlanMemoryPass : impl::PlanMemoryPassBase<PlanMemoryPass> {
     Value arena = cpu::WorkspaceOp::create(b, loc, MemRefType::get({ShapedType::kDynamic}, b.getI8Type()), peak);
     for (Buffer &buf : buffers) {
       OpBuilder vb(buf.alloc);
-      Value view = memref::ViewOp::create(vb, buf.alloc.getLoc(), buf.alloc.getType(), arena, buf.offsetValue,
-                                          buf.alloc.getDynamicSizes());
-      buf.alloc.replaceAllUsesWith(view);
+      auto view = memref::ViewOp::create(vb, buf.alloc.getLoc(), buf.alloc.getType(), arena, buf.offsetValue,
+                                         buf.alloc.getDynamicSizes());
+      // Which views may share bytes, for passes that run two ops at once (kiln-fuse-sibling-loops).
+      if (markLiveSpans)
+        view->setAttr(attrs::kPlanLive, vb.getDenseI64ArrayAttr({buf.start, buf.end}));
+      buf.alloc.getResult().replaceAllUsesWith(view.getResult());
     }
     if (!dynamic)
       module->setAttr("kiln.arena_bytes", b.getI64IntegerAttr(staticPeak));

@@ -89,7 +89,7 @@ public:
         attention.minSplitKeys = options.gpuAttentionSplitKeys;
         p.addPass(createFormAttentionBlocksPass(attention));
         p.addPass(createFormNormBlocksPass());
-      });
+      }, /*markLiveSpans=*/true); // kiln-fuse-sibling-loops merges loops on buffers live together
       pm.addNestedPass<func::FuncOp>(createResolveReshapeShapesPass());
       pm.addNestedPass<func::FuncOp>(createParallelizeRowLoopsPass());
       pm.addPass(createCanonicalizerPass());

@@ -32,6 +32,9 @@ constexpr const char *kLogitRows = "kiln.logit_rows"; // scalar input: logits fo
 // An scf.for whose iterations write disjoint elements, which its lowering knows and no analysis
 // could prove (a paged KV write: each token to the slot its sequence's block table names).
 constexpr const char *kDisjointIterations = "kiln.disjoint_iterations";
+// On a view of the memory plan's arena: the planner positions [first, last] its buffer is live.
+// Buffers whose spans overlap never share bytes; others may (the later one reusing the bytes).
+constexpr const char *kPlanLive = "kiln.plan_live";
 constexpr const char *kKvBlockSize = "kiln.kv_block_size";   // module: entries per block of paged caches
 constexpr const char *kMaxPositions = "kiln.max_positions"; // module: rows of a learned position table
 } // namespace attrs

@@ -124,3 +124,83 @@ func.func @nested_loop_and_store_between(%out0: memref<16xf32>, %out1: memref<16
   }
   return
 }
+
+// -----
+
+// Buffers of the memory plan: the rotary cos and sin tables, both live when the loops run
+// (spans 2-9 and 3-9 overlap), never share bytes: one loop.
+// CHECK-LABEL: func @plan_buffers_live_together
+// CHECK: scf.parallel
+// CHECK: math.cos
+// CHECK: math.sin
+// CHECK-NOT: scf.parallel
+func.func @plan_buffers_live_together(%angles: memref<16xf32>, %size: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %arena = memref.alloc(%size) : memref<?xi8>
+  %cos = memref.view %arena[%c0][] {kiln.plan_live = array<i64: 2, 9>} : memref<?xi8> to memref<16xf32>
+  %sin = memref.view %arena[%c64][] {kiln.plan_live = array<i64: 3, 9>} : memref<?xi8> to memref<16xf32>
+  scf.parallel (%i) = (%c0) to (%c16) step (%c1) {
+    %x = memref.load %angles[%i] : memref<16xf32>
+    %y = math.cos %x : f32
+    memref.store %y, %cos[%i] : memref<16xf32>
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%c16) step (%c1) {
+    %x = memref.load %angles[%i] : memref<16xf32>
+    %y = math.sin %x : f32
+    memref.store %y, %sin[%i] : memref<16xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// The first loop's input dies at it (span 1-4) and the second loop's output is born after (5-9):
+// the planner may have put one on the other's bytes, so the loops stay apart; so do a plan buffer
+// and a plain view of its arena.
+// CHECK-LABEL: func @plan_buffers_reusing_bytes
+// CHECK-COUNT-2: scf.parallel
+// CHECK-LABEL: func @plan_buffer_and_arena
+// CHECK-COUNT-2: scf.parallel
+func.func @plan_buffers_reusing_bytes(%out: memref<16xf32>, %size: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %arena = memref.alloc(%size) : memref<?xi8>
+  %q = memref.view %arena[%c0][] {kiln.plan_live = array<i64: 1, 4>} : memref<?xi8> to memref<16xf32>
+  %k = memref.view %arena[%c0][] {kiln.plan_live = array<i64: 5, 9>} : memref<?xi8> to memref<16xf32>
+  scf.parallel (%i) = (%c0) to (%c16) step (%c1) {
+    %x = memref.load %q[%i] : memref<16xf32>
+    memref.store %x, %out[%i] : memref<16xf32>
+    scf.reduce
+  }
+  %cst = arith.constant 1.0 : f32
+  scf.parallel (%i) = (%c0) to (%c16) step (%c1) {
+    memref.store %cst, %k[%i] : memref<16xf32>
+    scf.reduce
+  }
+  return
+}
+func.func @plan_buffer_and_arena(%out: memref<16xf32>, %size: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %arena = memref.alloc(%size) : memref<?xi8>
+  %q = memref.view %arena[%c0][] {kiln.plan_live = array<i64: 1, 4>} : memref<?xi8> to memref<16xf32>
+  %other = memref.view %arena[%c0][] : memref<?xi8> to memref<16xf32>
+  scf.parallel (%i) = (%c0) to (%c16) step (%c1) {
+    %x = memref.load %q[%i] : memref<16xf32>
+    memref.store %x, %out[%i] : memref<16xf32>
+    scf.reduce
+  }
+  %cst = arith.constant 1.0 : f32
+  scf.parallel (%i) = (%c0) to (%c16) step (%c1) {
+    memref.store %cst, %other[%i] : memref<16xf32>
+    scf.reduce
+  }
+  return
+}

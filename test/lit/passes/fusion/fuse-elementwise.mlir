@@ -206,3 +206,39 @@ func.func @cut_to_concat_sizes(%x: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<
   %cut = tensor.extract_slice %x[0, 0] [%d, 8] [1, 1] : tensor<?x8xf32> to tensor<?x8xf32>
   return %cut, %cc : tensor<?x8xf32>, tensor<?x16xf32>
 }
+
+// -----
+
+#scalar = affine_map<() -> ()>
+
+// Shape arithmetic the lowering wrote as rank-0 ops (a total length, a past length) and read back
+// as scalars is computed where it is read: the ops are gone.
+// CHECK-LABEL: func @scalar_read_back
+// CHECK-SAME: (%[[IDS:.*]]: tensor<?x?xi64>, %[[MASK:.*]]: tensor<?x?xi64>)
+// CHECK-NOT: linalg.generic
+// CHECK-DAG: %[[S:.*]] = tensor.dim %[[IDS]]
+// CHECK-DAG: %[[T:.*]] = tensor.dim %[[MASK]]
+// CHECK-DAG: %[[S64:.*]] = arith.index_cast %[[S]]
+// CHECK-DAG: %[[T64:.*]] = arith.index_cast %[[T]]
+// CHECK: %[[PAST:.*]] = arith.subi %[[T64]], %[[S64]]
+// CHECK: return %[[PAST]], %[[T64]]
+func.func @scalar_read_back(%ids: tensor<?x?xi64>, %mask: tensor<?x?xi64>) -> (i64, i64) {
+  %c1 = arith.constant 1 : index
+  %s = tensor.dim %ids, %c1 : tensor<?x?xi64>
+  %s64 = arith.index_cast %s : index to i64
+  %t = tensor.dim %mask, %c1 : tensor<?x?xi64>
+  %t64 = arith.index_cast %t : index to i64
+  %e = tensor.empty() : tensor<i64>
+  %total = linalg.generic {indexing_maps = [#scalar], iterator_types = []} outs(%e : tensor<i64>) {
+  ^bb0(%o: i64):
+    linalg.yield %t64 : i64
+  } -> tensor<i64>
+  %past = linalg.generic {indexing_maps = [#scalar, #scalar], iterator_types = []} ins(%total : tensor<i64>) outs(%e : tensor<i64>) {
+  ^bb0(%a: i64, %o: i64):
+    %d = arith.subi %a, %s64 : i64
+    linalg.yield %d : i64
+  } -> tensor<i64>
+  %p = tensor.extract %past[] : tensor<i64>
+  %q = tensor.extract %total[] : tensor<i64>
+  return %p, %q : i64, i64
+}

@@ -1,15 +1,19 @@
 // kiln-plan-memory: intermediates become views into one arena, placed by liveness.
-// RUN: kiln-opt %s -split-input-file -kiln-plan-memory | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-plan-memory=mark-live-spans=true | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -kiln-plan-memory=print=true -o /dev/null | FileCheck %s --check-prefix=PLAN
+// Without mark-live-spans (the CPU pipelines) the views carry nothing more.
+// RUN: kiln-opt %s -split-input-file -kiln-plan-memory | FileCheck %s --check-prefix=PLAIN
+// PLAIN-NOT: kiln.plan_live
 
 // Static: %a (4096 B) dies before %c is allocated, so %c reuses offset 0;
 // %b overlaps both and sits above them. The result stays on the heap.
 // CHECK: module attributes {kiln.arena_bytes = 4160 : i64}
 // CHECK-LABEL: func.func @main
 // CHECK: %[[ARENA:.*]] = kiln_cpu.workspace %{{.*}} : memref<?xi8>
-// CHECK: memref.view %[[ARENA]][%c0{{(_[0-9]+)?}}][] : memref<?xi8> to memref<1024xf32>
-// CHECK: memref.view %[[ARENA]][%c4096{{(_[0-9]+)?}}][] : memref<?xi8> to memref<16xf32>
-// CHECK: memref.view %[[ARENA]][%c0{{(_[0-9]+)?}}][] : memref<?xi8> to memref<1024xf32>
+// Each view carries its buffer's live span (kiln-fuse-sibling-loops reads which may share bytes).
+// CHECK: memref.view %[[ARENA]][%c0{{(_[0-9]+)?}}][] {kiln.plan_live = array<i64: 0, 2>} : memref<?xi8> to memref<1024xf32>
+// CHECK: memref.view %[[ARENA]][%c4096{{(_[0-9]+)?}}][] {kiln.plan_live = array<i64: 1, 4>} : memref<?xi8> to memref<16xf32>
+// CHECK: memref.view %[[ARENA]][%c0{{(_[0-9]+)?}}][] {kiln.plan_live = array<i64: 3, 5>} : memref<?xi8> to memref<1024xf32>
 // CHECK: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1024xf32>
 // CHECK: return %[[OUT]]
 // PLAN: memory plan: 3 intermediates in one arena, 1 buffers on the heap
@@ -46,8 +50,8 @@ func.func @main(%x: memref<1024xf32>) -> memref<1024xf32> {
 // CHECK: %[[N:.*]] = memref.dim %{{.*}}, %{{.*}} : memref<?xf32>
 // CHECK: %[[BYTES:.*]] = arith.muli
 // CHECK: %[[ARENA:.*]] = kiln_cpu.workspace
-// CHECK: memref.view %[[ARENA]][%{{.*}}][%[[N]]] : memref<?xi8> to memref<?xf32>
-// CHECK: memref.view %[[ARENA]][%[[ABOVE:.*]]][%[[N]]] : memref<?xi8> to memref<?x2xf32>
+// CHECK: memref.view %[[ARENA]][%{{.*}}][%[[N]]] {kiln.plan_live = {{.*}}} : memref<?xi8> to memref<?xf32>
+// CHECK: memref.view %[[ARENA]][%[[ABOVE:.*]]][%[[N]]] {kiln.plan_live = {{.*}}} : memref<?xi8> to memref<?x2xf32>
 // CHECK: memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xi64>
 // CHECK: memref.alloc(%[[N]]) {alignment = 64 : i64} : memref<?xf32>
 // CHECK: memref.subview
