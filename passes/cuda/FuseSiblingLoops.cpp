@@ -174,20 +174,26 @@ struct FuseSiblingLoopsPass : impl::FuseSiblingLoopsPassBase<FuseSiblingLoopsPas
     for (Block *block : blocks) {
       // Each loop merges with the loop before it when only host steps lie between them.
       scf::ParallelOp last;
+      llvm::SmallPtrSet<Value, 4> readBetween; // buffers host loads read between `last` and here
       for (Operation &op : llvm::make_early_inc_range(*block)) {
         auto loop = dyn_cast<scf::ParallelOp>(op);
         if (!loop) {
-          // Only ops that touch no memory (index math, views, allocations) may lie between two
-          // loops that merge at the second one's place; the first loop uses none of them.
-          if (!touchesNoMemory(&op))
+          // Only ops that touch no memory (index math, views, allocations) and host loads (a
+          // decode step's past length) may lie between two loops that merge at the second one's
+          // place; the first loop uses none of them, and must not write what the loads read.
+          if (auto load = dyn_cast<memref::LoadOp>(op))
+            readBetween.insert(bufferOf(load.getMemRef()));
+          else if (!touchesNoMemory(&op))
             last = {};
           continue;
         }
-        if (last && independent(last, loop)) {
+        if (last && independent(last, loop) && !touches(Accesses{readBetween, {}}, elementwiseAccesses(last)->written)) {
           last = merge(last, loop);
+          readBetween.clear();
           continue;
         }
         last = loop;
+        readBetween.clear();
       }
     }
   }

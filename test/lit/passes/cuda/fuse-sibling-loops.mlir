@@ -204,3 +204,56 @@ func.func @plan_buffer_and_arena(%out: memref<16xf32>, %size: index) {
   }
   return
 }
+
+// -----
+
+// A host load between the loops (a decode step's past length) of a buffer the first loop does not
+// write: one loop, after the load; a load of what the first loop writes keeps them apart.
+// CHECK-LABEL: func @host_load_between
+// CHECK: memref.load %arg2[]
+// CHECK: scf.parallel
+// CHECK-NOT: scf.parallel
+// CHECK-LABEL: func @load_of_written_between
+// CHECK: scf.parallel
+// CHECK: memref.load %arg0[%c0]
+// CHECK: scf.parallel
+func.func @host_load_between(%q: memref<16xf32>, %k: memref<16xf32>, %past: memref<i64>, %cache: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  scf.parallel (%i) = (%c0) to (%c16) step (%c1) {
+    %x = memref.load %q[%i] : memref<16xf32>
+    %y = arith.mulf %x, %x : f32
+    memref.store %y, %q[%i] : memref<16xf32>
+    scf.reduce
+  }
+  %p = memref.load %past[] : memref<i64>
+  %at = arith.index_cast %p : i64 to index
+  scf.parallel (%i) = (%c0) to (%c16) step (%c1) {
+    %x = memref.load %k[%i] : memref<16xf32>
+    %j = arith.addi %i, %at : index
+    memref.store %x, %cache[%j] : memref<64xf32>
+    scf.reduce
+  }
+  return
+}
+func.func @load_of_written_between(%q: memref<16xf32>, %k: memref<16xf32>, %cache: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  scf.parallel (%i) = (%c0) to (%c16) step (%c1) {
+    %x = memref.load %k[%i] : memref<16xf32>
+    memref.store %x, %q[%i] : memref<16xf32>
+    scf.reduce
+  }
+  %v = memref.load %q[%c0] : memref<16xf32>
+  %n = arith.fptosi %v : f32 to i64
+  %at = arith.index_cast %n : i64 to index
+  scf.parallel (%i) = (%c0) to (%c16) step (%c1) {
+    %x = memref.load %k[%i] : memref<16xf32>
+    %j = arith.addi %i, %at : index
+    memref.store %x, %cache[%j] : memref<64xf32>
+    scf.reduce
+  }
+  return
+}
