@@ -118,7 +118,11 @@ def FuseElementwisePass : Pass<"kiln-fuse-elementwise", "::mlir::func::FuncOp"> 
     reshape next to a product is not folded into it; and a slice from 0 whose
     sizes trace back to its source's own (the cut the elementwise lowering
     makes when two inputs are dynamic in the same dim) is dropped, so the
-    chain fuses.
+    chain fuses. A slice it cannot drop, when it is the only reader of an
+    elementwise op whose maps pick dims, moves above the op (which computes
+    only the slice, its linalg.index offset) unless the op reads a product;
+    a tensor.dim of a result does not count as a reader; a rank-0 op's value
+    read back with tensor.extract is computed where it is read.
 
     With `keep-product-epilogues` (the CUDA pipeline), a reshape is not
     propagated through an elementwise op that reads a product's result used

@@ -33,6 +33,11 @@ def PlanMemoryPass : Pass<"kiln-plan-memory", "::mlir::ModuleOp"> {
     allocations inside loops or branches, and sizes that depend on tensor
     data (their size is not known when the function starts).
 
+    With `mark-live-spans` (the CUDA pipeline) each view carries its buffer's
+    live span, `kiln.plan_live = array<i64: first, last>`: buffers whose spans
+    overlap never share bytes, which kiln-fuse-sibling-loops needs to run two
+    loops at once.
+
     The plan is recorded on the module as `kiln.memory_plan` (one entry per
     buffer: name, type, bytes or size expression, lifetime, offset) for
     `kiln-compile --print-memory-plan`.
