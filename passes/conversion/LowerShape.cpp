@@ -826,6 +826,17 @@ Value lowerSlice(OpBuilder &b, Location loc, Value x, RankedTensorType rt, Array
   for (int64_t i = 0; i < rank; ++i)
     if (!rt.isDynamicDim(i))
       sizes[i] = idx(b, loc, rt.getDimSize(i));
+  // Steps of 1 read a box of the input: a view (which its reader fuses with or reads in place: a
+  // decoder's last position for the output head, a product's operand with strides) rather than
+  // a copy element by element. The clamps above keep start + size within the dim. An empty
+  // result stays a gather (see sliceView).
+  if (llvm::all_of(steps, [](int64_t step) { return step == 1; }) && !llvm::is_contained(rt.getShape(), 0)) {
+    SmallVector<OpFoldResult> offsets(starts.begin(), starts.end()), boxSizes;
+    for (int64_t i = 0; i < rank; ++i)
+      boxSizes.push_back(rt.isDynamicDim(i) ? OpFoldResult(sizes[i]) : b.getIndexAttr(rt.getDimSize(i)));
+    return tensor::ExtractSliceOp::create(b, loc, rt, x, offsets, boxSizes,
+                                          SmallVector<OpFoldResult>(rank, b.getIndexAttr(1)));
+  }
   Value init = emptyTensor(b, loc, rt, sizes);
   auto generic = linalg::GenericOp::create(
       b, loc, rt, ValueRange{}, ValueRange{init},

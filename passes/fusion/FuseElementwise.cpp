@@ -224,25 +224,35 @@ struct SliceBeforeElementwisePattern : OpRewritePattern<tensor::ExtractSliceOp> 
   }
 };
 
-/// A rank-0 op's value read back as a scalar (a sequence length, a past length: shape arithmetic
-/// the lowering wrote as tensor ops) is computed where it is read, from its inputs' values. The op
-/// itself then has no reader left; on the GPU it was a one-thread launch whose results only the
-/// host used.
+/// A one-element op's value read back as a scalar (a sequence length, a past length, the negated
+/// count of logit rows: shape arithmetic the lowering wrote as tensor ops) is computed where it is
+/// read, from its inputs' values. The op itself then has no reader left; on the GPU it was a
+/// one-thread launch whose results only the host used.
 struct ExtractOfScalarOpPattern : OpRewritePattern<tensor::ExtractOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tensor::ExtractOp extract, PatternRewriter &rewriter) const override {
     auto generic = extract.getTensor().getDefiningOp<linalg::GenericOp>();
-    if (!generic || generic.getNumLoops() != 0 || generic->getNumResults() != 1 || !generic.hasPureTensorSemantics())
-      return rewriter.notifyMatchFailure(extract, "not a rank-0 op's result");
+    auto type = cast<RankedTensorType>(extract.getTensor().getType());
+    if (!generic || generic->getNumResults() != 1 || !generic.hasPureTensorSemantics() ||
+        !type.hasStaticShape() || type.getNumElements() != 1 ||
+        generic.getNumParallelLoops() != generic.getNumLoops())
+      return rewriter.notifyMatchFailure(extract, "not a one-element op's result");
     Block &body = generic.getRegion().front();
     if (!body.getArguments().back().use_empty())
       return rewriter.notifyMatchFailure(extract, "reads its init");
-    if (llvm::any_of(body.without_terminator(), [](Operation &op) { return !isPure(&op); }))
-      return rewriter.notifyMatchFailure(extract, "a body with effects");
+    if (llvm::any_of(body.without_terminator(), [](Operation &op) { return !isPure(&op) || isa<linalg::IndexOp>(op); }))
+      return rewriter.notifyMatchFailure(extract, "a body with effects or indices");
+    // Every loop has one iteration: each input is read at its dims' index 0.
+    for (AffineMap map : generic.getIndexingMapsArray())
+      if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
+        return rewriter.notifyMatchFailure(extract, "an input read through index arithmetic");
+    Value zero = arith::ConstantIndexOp::create(rewriter, extract.getLoc(), 0);
     IRMapping values;
-    for (OpOperand *input : generic.getDpsInputOperands())
+    for (OpOperand *input : generic.getDpsInputOperands()) {
+      int64_t rank = generic.getMatchingIndexingMap(input).getNumResults();
       values.map(generic.getMatchingBlockArgument(input),
-                 tensor::ExtractOp::create(rewriter, extract.getLoc(), input->get(), ValueRange{}));
+                 tensor::ExtractOp::create(rewriter, extract.getLoc(), input->get(), SmallVector<Value>(rank, zero)));
+    }
     for (Operation &op : body.without_terminator())
       rewriter.clone(op, values);
     rewriter.replaceOp(extract, values.lookupOrDefault(body.getTerminator()->getOperand(0)));

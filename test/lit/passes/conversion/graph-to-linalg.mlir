@@ -590,15 +590,24 @@ func.func @bit_shift_right_and_atan(%x: tensor<3xi8>, %y: tensor<3xi8>, %f: tens
 
 // -----
 
+// Run-time starts and ends with steps of 1 (a decoder's last positions for its output head): a
+// view at the clamped start; another step reads element by element.
 // CHECK-LABEL: func @dynamic_slice
 // CHECK: tensor.extract %{{.*}}[%{{.*}}] : tensor<1xi64>
 // CHECK: arith.select
 // CHECK: arith.ceildivsi
-// CHECK: linalg.generic
-func.func @dynamic_slice(%x: tensor<4x8xf32>, %s: tensor<1xi64>, %e: tensor<1xi64>) -> tensor<4x?xf32> {
+// CHECK: %[[VIEW:.*]] = tensor.extract_slice %arg0[%{{.*}}, %[[START:.*]]] [4, %{{.*}}] [1, 1] : tensor<4x8xf32> to tensor<4x?xf32>
+// CHECK: arith.ceildivsi
+// CHECK: %[[EVERY2:.*]] = linalg.generic
+// CHECK: linalg.index
+// CHECK: tensor.extract %arg0
+// CHECK: return %[[VIEW]], %[[EVERY2]]
+func.func @dynamic_slice(%x: tensor<4x8xf32>, %s: tensor<1xi64>, %e: tensor<1xi64>) -> (tensor<4x?xf32>, tensor<4x?xf32>) {
   %0 = graph.dynamic_slice %x, %s, %e {axes = array<i64: 1>, steps = array<i64: 1>}
       : (tensor<4x8xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x?xf32>
-  return %0 : tensor<4x?xf32>
+  %1 = graph.dynamic_slice %x, %s, %e {axes = array<i64: 1>, steps = array<i64: 2>}
+      : (tensor<4x8xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x?xf32>
+  return %0, %1 : tensor<4x?xf32>, tensor<4x?xf32>
 }
 
 // -----
@@ -747,17 +756,17 @@ func.func @dilated_few_channels(%x: tensor<1x8x8x4xf32>, %w: tensor<1x36x16xf32>
 // -----
 
 // A Slice with steps of 1 over static dims is a view of its input (ONNX's clamping done at
-// compile time: end 100 on a dim of 32 is 32, start -8 is 24); one with a step of 2, over a
-// dynamic dim or with an empty result (start 40 clamped to 32: an extract_slice at offset 32
-// of a dim of 32 does not verify) stays a gather by index.
+// compile time: end 100 on a dim of 32 is 32, start -8 is 24); over a dynamic dim it is a view
+// with the clamps computed at run time; one with a step of 2 or with an empty result (start 40
+// clamped to 32: an extract_slice at offset 32 of a dim of 32 does not verify) stays a gather by
+// index.
 // CHECK-LABEL: func @slice_views
 // CHECK: tensor.extract_slice %arg0[0, 0, 0, 0] [1, 5, 5, 24] [1, 1, 1, 1] : tensor<1x5x5x32xf32> to tensor<1x5x5x24xf32>
 // CHECK: tensor.extract_slice %arg0[0, 1, 0, 24] [1, 4, 5, 8] [1, 1, 1, 1] : tensor<1x5x5x32xf32> to tensor<1x4x5x8xf32>
 // CHECK: linalg.generic
 // CHECK: linalg.index
 // CHECK: tensor.extract %arg0
-// CHECK: linalg.generic
-// CHECK: tensor.extract %arg1
+// CHECK: tensor.extract_slice %arg1[%{{.*}}, %{{.*}}] [%{{.*}}, 8] [1, 1] : tensor<?x32xf32> to tensor<?x8xf32>
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x5x5x0xf32>)
 // CHECK-NOT: tensor.extract_slice
 func.func @slice_views(%x: tensor<1x5x5x32xf32>, %d: tensor<?x32xf32>) -> (tensor<1x5x5x24xf32>, tensor<1x4x5x8xf32>, tensor<1x5x5x16xf32>, tensor<?x8xf32>, tensor<1x5x5x0xf32>) {

@@ -242,3 +242,26 @@ func.func @scalar_read_back(%ids: tensor<?x?xi64>, %mask: tensor<?x?xi64>) -> (i
   %q = tensor.extract %total[] : tensor<i64>
   return %p, %q : i64, i64
 }
+
+// -----
+
+#one = affine_map<(d0) -> (d0)>
+
+// One element: the negated count of logit rows, read back at index 0, is negated on the host.
+// CHECK-LABEL: func @one_element_read_back
+// CHECK-NOT: linalg.generic
+// CHECK: %[[N:.*]] = tensor.extract %arg0[%{{.*}}] : tensor<1xi64>
+// CHECK: %[[NEG:.*]] = arith.subi %{{.*}}, %[[N]]
+// CHECK: return %[[NEG]]
+func.func @one_element_read_back(%rows: tensor<1xi64>) -> i64 {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0 : i64
+  %e = tensor.empty() : tensor<1xi64>
+  %neg = linalg.generic {indexing_maps = [#one, #one], iterator_types = ["parallel"]} ins(%rows : tensor<1xi64>) outs(%e : tensor<1xi64>) {
+  ^bb0(%a: i64, %o: i64):
+    %d = arith.subi %zero, %a : i64
+    linalg.yield %d : i64
+  } -> tensor<1xi64>
+  %v = tensor.extract %neg[%c0] : tensor<1xi64>
+  return %v : i64
+}
