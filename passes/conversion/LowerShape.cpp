@@ -716,10 +716,11 @@ struct ConcatPattern : OpConversionPattern<ConcatOp> {
       SmallVector<Value> dims = dimsOf(rewriter, op.getLoc(), inputs[0]);
       dims[axis] = arith::ConstantIndexOp::create(rewriter, op.getLoc(), part * int64_t(inputs.size()));
       Value init = emptyTensor(rewriter, op.getLoc(), rt, dims);
-      auto maps = {AffineMap::get(rt.getRank(), 0, read, ctx), rewriter.getMultiDimIdentityMap(rt.getRank())};
+      SmallVector<AffineMap> maps = {AffineMap::get(rt.getRank(), 0, read, ctx),
+                                     rewriter.getMultiDimIdentityMap(rt.getRank())};
       SmallVector<utils::IteratorType> iterators(rt.getRank(), utils::IteratorType::parallel);
       rewriter.replaceOpWithNewOp<linalg::GenericOp>(
-          op, rt, ValueRange{inputs[0]}, ValueRange{init}, llvm::to_vector(maps), iterators,
+          op, rt, ValueRange{inputs[0]}, ValueRange{init}, maps, iterators,
           [](OpBuilder &b, Location loc, ValueRange args) { linalg::YieldOp::create(b, loc, args[0]); });
       return success();
     }

@@ -100,13 +100,15 @@ bool sameSpace(scf::ParallelOp a, scf::ParallelOp b) {
   return true;
 }
 
-/// Whether the loops can run as one: no results, elementwise bodies, and neither touches a buffer
-/// the other writes.
-bool independent(scf::ParallelOp a, scf::ParallelOp b) {
+/// Whether the loops can run as one at b's place: no results, elementwise bodies, neither touches
+/// a buffer the other writes, and `a` writes nothing that host loads between them (`readBetween`)
+/// read.
+bool independent(scf::ParallelOp a, scf::ParallelOp b, const llvm::SmallPtrSet<Value, 4> &readBetween) {
   if (a.getNumResults() || b.getNumResults())
     return false;
   std::optional<Accesses> ea = elementwiseAccesses(a), eb = elementwiseAccesses(b);
-  return ea && eb && !touches(*ea, eb->written) && !touches(*eb, ea->written);
+  return ea && eb && !touches(*ea, eb->written) && !touches(*eb, ea->written) &&
+         !touches(Accesses{readBetween, {}}, ea->written);
 }
 
 /// Clones `part`'s body at `builder`'s insertion point with `ivs` as its induction variables.
@@ -187,7 +189,7 @@ struct FuseSiblingLoopsPass : impl::FuseSiblingLoopsPassBase<FuseSiblingLoopsPas
             last = {};
           continue;
         }
-        if (last && independent(last, loop) && !touches(Accesses{readBetween, {}}, elementwiseAccesses(last)->written)) {
+        if (last && independent(last, loop, readBetween)) {
           last = merge(last, loop);
           readBetween.clear();
           continue;

@@ -121,8 +121,8 @@ def FuseElementwisePass : Pass<"kiln-fuse-elementwise", "::mlir::func::FuncOp"> 
     chain fuses. A slice it cannot drop, when it is the only reader of an
     elementwise op whose maps pick dims, moves above the op (which computes
     only the slice, its linalg.index offset) unless the op reads a product;
-    a tensor.dim of a result does not count as a reader; a rank-0 op's value
-    read back with tensor.extract is computed where it is read.
+    a tensor.dim of a result does not count as a reader; a one-element op's
+    value read back with tensor.extract is computed where it is read.
 
     With `keep-product-epilogues` (the CUDA pipeline), a reshape is not
     propagated through an elementwise op that reads a product's result used
